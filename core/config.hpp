@@ -1,0 +1,58 @@
+#pragma once
+// A study document: loaded from JSON, presets resolved, overrides applied, validated against the
+// declared parameters, defaults filled. Components read typed values from it by path.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/units.hpp"
+
+namespace tpusim {
+
+/// Where preset files live: $TPUSIM_CONFIG_DIR, else the source tree's configs/.
+std::string config_dir();
+
+/// Parses a JSON file. Errors name the file, line and column.
+nlohmann::json read_json_file(const std::string& path);
+
+/// Replaces every "preset": NAME key (at any depth) by the contents of the preset file, with the
+/// object's other keys merged over it. NAME is looked up as configs/NAME.json, then
+/// configs/*/NAME.json. `where` is the JSON path used in errors.
+void resolve_presets(nlohmann::json& doc, const std::string& where = "");
+
+/// Recursively merges `over` into `base`: objects merge key by key, anything else replaces.
+void deep_merge(nlohmann::json& base, const nlohmann::json& over);
+
+/// Applies "path.to.key=value" (value parsed as JSON if it parses, else taken as a string).
+void apply_set(nlohmann::json& doc, const std::string& assignment);
+
+/// A resolved, validated study. Access by dotted path; the path must be declared (asserted).
+class Config {
+ public:
+  Config() = default;
+  explicit Config(nlohmann::json resolved) : doc_(std::move(resolved)) {}
+  const nlohmann::json& json() const { return doc_; }
+
+  bool has(const std::string& path) const;
+  double number(const std::string& path) const;
+  std::int64_t integer(const std::string& path) const;
+  bool boolean(const std::string& path) const;
+  std::string string(const std::string& path) const;
+  std::vector<std::int64_t> integers(const std::string& path) const;
+  std::vector<bool> booleans(const std::string& path) const;
+  Bandwidth GBps(const std::string& path) const { return Bandwidth::GBps(number(path)); }
+  Duration ns(const std::string& path) const { return Duration::ns(number(path)); }
+
+ private:
+  const nlohmann::json& at(const std::string& path) const;
+  nlohmann::json doc_;
+};
+
+/// Loads a study: file -> presets -> --set overrides -> validation (all problems at once) ->
+/// defaults. Throws ConfigError listing every problem.
+Config load_config(const nlohmann::json& doc, const std::vector<std::string>& sets = {});
+Config load_config_file(const std::string& path, const std::vector<std::string>& sets = {});
+
+}  // namespace tpusim

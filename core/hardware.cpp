@@ -1,0 +1,62 @@
+#include "core/hardware.hpp"
+
+#include "core/params.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+// Defaults are TPU v3 (see configs/tpu_v3.json for the source of each number).
+const ParamRegistrar kParams{{
+    {"hardware.name", T::String, "", "tpu_v3", "name of the chip generation, for reports"},
+    {"hardware.cores_per_chip", T::Integer, "", 2, "TensorCores per chip", 1, 8},
+    {"hardware.ici_ports_per_chip", T::Integer, "", 4, "ICI ports per chip (2 per grid dimension)", 2, 12},
+    {"hardware.clock_MHz", T::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},
+    {"hardware.mxu.count", T::Integer, "", 2, "MXUs (systolic arrays) per TensorCore", 1, 64},
+    {"hardware.mxu.dim", T::Integer, "", 128, "side of the square systolic array", 8, 1024},
+    {"hardware.mxu.rows_per_pass", T::Integer, "", 8, "LHS rows streamed through the array per pass", 1, 1024},
+    {"hardware.mxu.pass_cycles", T::Integer, "cycles", 8, "cycles per pass", 1, 1024},
+    {"hardware.mxu.weight_load_cycles", T::Integer, "cycles", 128, "cycles to load one weight tile; hidden behind the previous tile's passes when those take longer", 0, 1e5},
+    {"hardware.mxu.fill_drain_cycles", T::Integer, "cycles", 256, "pipeline fill plus drain, paid once per matmul", 0, 1e6},
+    {"hardware.vpu.lanes", T::Integer, "", 128, "vector unit lanes", 1, 4096},
+    {"hardware.vpu.sublanes", T::Integer, "", 8, "vector unit sublanes (elements per lane per cycle)", 1, 1024},
+    {"hardware.hbm.GiB_per_core", T::Number, "GiB", 16.0, "HBM capacity per TensorCore", 0.001, 1e6},
+    {"hardware.hbm.bandwidth_GBps_per_core", T::Number, "GB/s", 450.0, "peak HBM bandwidth per TensorCore", 0.001, 1e6},
+    {"hardware.hbm.latency_ns", T::Number, "ns", 500.0, "latency of one HBM transaction", 0, 1e9},
+    {"hardware.onchip.bandwidth_GBps", T::Number, "GB/s", 100.0, "path between the cores of a chip, one direction", 0.001, 1e6},
+    {"hardware.onchip.latency_ns", T::Number, "ns", 500.0, "latency of the on-chip path", 0, 1e9},
+    {"hardware.ici.bandwidth_GBps", T::Number, "GB/s", 100.0, "one direction of one ICI link", 0.001, 1e6},
+    {"hardware.ici.latency_ns", T::Number, "ns", 1000.0, "ICI latency per hop", 0, 1e9},
+    {"hardware.calibration.op_overhead_ns", T::Number, "ns", 1000.0, "fixed cost of launching one compute op", 0, 1e9},
+    {"hardware.calibration.hbm_efficiency", T::Number, "", 0.85, "achievable fraction of peak HBM bandwidth", 0.01, 1},
+    {"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 1000.0, "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9},
+}};
+}  // namespace
+
+HardwareSpec HardwareSpec::from_config(const Config& c) {
+  HardwareSpec h;
+  h.name = c.string("hardware.name");
+  h.cores_per_chip = static_cast<int>(c.integer("hardware.cores_per_chip"));
+  h.ici_ports_per_chip = static_cast<int>(c.integer("hardware.ici_ports_per_chip"));
+  h.clock_hz = c.number("hardware.clock_MHz") * 1e6;
+  h.mxu.count = static_cast<int>(c.integer("hardware.mxu.count"));
+  h.mxu.dim = static_cast<int>(c.integer("hardware.mxu.dim"));
+  h.mxu.rows_per_pass = static_cast<int>(c.integer("hardware.mxu.rows_per_pass"));
+  h.mxu.pass_cycles = static_cast<int>(c.integer("hardware.mxu.pass_cycles"));
+  h.mxu.weight_load_cycles = static_cast<int>(c.integer("hardware.mxu.weight_load_cycles"));
+  h.mxu.fill_drain_cycles = static_cast<int>(c.integer("hardware.mxu.fill_drain_cycles"));
+  h.vpu_lanes = static_cast<int>(c.integer("hardware.vpu.lanes"));
+  h.vpu_sublanes = static_cast<int>(c.integer("hardware.vpu.sublanes"));
+  h.hbm_bytes_per_core = c.number("hardware.hbm.GiB_per_core") * 1073741824.0;
+  h.hbm_bandwidth_per_core = c.GBps("hardware.hbm.bandwidth_GBps_per_core");
+  h.hbm_latency = c.ns("hardware.hbm.latency_ns");
+  h.onchip_bandwidth = c.GBps("hardware.onchip.bandwidth_GBps");
+  h.onchip_latency = c.ns("hardware.onchip.latency_ns");
+  h.ici_bandwidth = c.GBps("hardware.ici.bandwidth_GBps");
+  h.ici_latency = c.ns("hardware.ici.latency_ns");
+  h.op_overhead = c.ns("hardware.calibration.op_overhead_ns");
+  h.hbm_efficiency = c.number("hardware.calibration.hbm_efficiency");
+  h.collective_step_overhead = c.ns("hardware.calibration.collective_step_overhead_ns");
+  return h;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,46 @@
+#pragma once
+// The chip, core and link parameters of a study, converted once into typed values.
+#include <string>
+
+#include "core/config.hpp"
+#include "core/units.hpp"
+
+namespace tpusim {
+
+struct MxuSpec {
+  int count = 2;               ///< MXUs per TensorCore
+  int dim = 128;               ///< systolic array is dim x dim
+  int rows_per_pass = 8;       ///< LHS rows streamed per pass
+  int pass_cycles = 8;         ///< cycles per pass
+  int weight_load_cycles = 128;  ///< cycles to load one weight tile (overlaps the previous tile)
+  int fill_drain_cycles = 256;   ///< pipeline fill plus drain, once per matmul
+};
+
+struct HardwareSpec {
+  std::string name;
+  int cores_per_chip = 2;
+  int ici_ports_per_chip = 4;
+  double clock_hz = 940e6;
+  MxuSpec mxu;
+  int vpu_lanes = 128;
+  int vpu_sublanes = 8;
+  double hbm_bytes_per_core = 0;
+  Bandwidth hbm_bandwidth_per_core;
+  Duration hbm_latency;
+  Bandwidth onchip_bandwidth;  ///< between the two cores of a chip, one direction
+  Duration onchip_latency;
+  Bandwidth ici_bandwidth;     ///< one direction of one ICI link
+  Duration ici_latency;        ///< per hop
+  // Calibration: few, physical, shared by every model (see configs/tpu_v3.json for sources).
+  Duration op_overhead;        ///< fixed cost of launching one compute op
+  double hbm_efficiency = 1;   ///< achievable fraction of peak HBM bandwidth
+  Duration collective_step_overhead;  ///< synchronisation cost of one collective step
+
+  static HardwareSpec from_config(const Config& cfg);
+  double peak_flops_per_core() const {
+    return 2.0 * mxu.dim * mxu.dim * mxu.count * clock_hz;
+  }
+  Duration cycles(double n) const { return Duration::cycles(n, clock_hz); }
+};
+
+}  // namespace tpusim

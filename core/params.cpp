@@ -1,0 +1,239 @@
+#include "core/params.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+#include <sstream>
+
+namespace tpusim {
+
+const char* to_string(ParamType t) {
+  switch (t) {
+    case ParamType::Integer: return "integer";
+    case ParamType::Number: return "number";
+    case ParamType::Boolean: return "boolean";
+    case ParamType::String: return "string";
+    case ParamType::IntegerList: return "list of integers";
+    case ParamType::BooleanList: return "list of booleans";
+    case ParamType::NumberList: return "list of numbers";
+  }
+  return "?";
+}
+
+ParamRegistry& ParamRegistry::mutable_instance() {
+  static ParamRegistry registry;
+  return registry;
+}
+const ParamRegistry& ParamRegistry::instance() { return mutable_instance(); }
+
+ParamRegistrar::ParamRegistrar(std::initializer_list<ParamSpec> specs) {
+  auto& r = ParamRegistry::mutable_instance();
+  for (const auto& s : specs) r.specs_.push_back(s);
+}
+
+std::vector<const ParamSpec*> ParamRegistry::find(const std::string& path) const {
+  std::vector<const ParamSpec*> out;
+  for (const auto& s : specs_)
+    if (s.path == path) out.push_back(&s);
+  return out;
+}
+
+bool ParamRegistry::is_section(const std::string& path) const {
+  const std::string prefix = path + ".";
+  return std::any_of(specs_.begin(), specs_.end(),
+                     [&](const ParamSpec& s) { return s.path.compare(0, prefix.size(), prefix) == 0; });
+}
+
+namespace {
+std::vector<std::pair<std::string, Shorthand>>& shorthands() {
+  static std::vector<std::pair<std::string, Shorthand>> list;
+  return list;
+}
+}  // namespace
+
+ShorthandRegistrar::ShorthandRegistrar(const char* path, Shorthand expand) {
+  shorthands().emplace_back(path, expand);
+}
+
+void expand_shorthands(nlohmann::json& doc) {
+  for (const auto& [path, fn] : shorthands()) {
+    const auto* v = json_at(doc, path);
+    if (v && v->is_string()) json_set(doc, path, fn(v->get<std::string>(), path));
+  }
+}
+
+const nlohmann::json* json_at(const nlohmann::json& doc, const std::string& path) {
+  const nlohmann::json* cur = &doc;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t dot = path.find('.', start);
+    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(key);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return cur;
+}
+
+void json_set(nlohmann::json& doc, const std::string& path, nlohmann::json value) {
+  nlohmann::json* cur = &doc;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t dot = path.find('.', start);
+    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) throw ConfigError(path, "empty key in path");
+    if (cur->is_null()) *cur = nlohmann::json::object();
+    if (!cur->is_object())
+      throw ConfigError(path, "cannot set '" + key + "': its parent is a " +
+                                  std::string(cur->type_name()) + ", not an object");
+    if (dot == std::string::npos) {
+      (*cur)[key] = std::move(value);
+      return;
+    }
+    cur = &(*cur)[key];
+    start = dot + 1;
+  }
+}
+
+namespace {
+
+std::string show(const nlohmann::json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+std::string range_text(const ParamSpec& s) {
+  std::ostringstream os;
+  bool lo = std::isfinite(s.min), hi = std::isfinite(s.max);
+  if (lo && hi) os << " from " << s.min << " to " << s.max;
+  else if (lo) os << " >= " << s.min;
+  else if (hi) os << " <= " << s.max;
+  return os.str();
+}
+
+std::string allowed_text(const ParamSpec& s) {
+  std::string t = std::string("a ") + to_string(s.type);
+  if (!s.choices.empty()) {
+    t = "one of";
+    for (std::size_t i = 0; i < s.choices.size(); ++i) t += (i ? ", " : " ") + s.choices[i];
+  }
+  return t + range_text(s);
+}
+
+bool number_ok(const ParamSpec& s, const nlohmann::json& v, bool integer) {
+  if (!v.is_number()) return false;
+  if (integer && !v.is_number_integer()) {
+    double d = v.get<double>();
+    if (std::floor(d) != d) return false;
+  }
+  double d = v.get<double>();
+  return std::isfinite(d) && d >= s.min && d <= s.max;
+}
+
+bool value_ok(const ParamSpec& s, const nlohmann::json& v) {
+  switch (s.type) {
+    case ParamType::Integer: return number_ok(s, v, true);
+    case ParamType::Number: return number_ok(s, v, false);
+    case ParamType::Boolean: return v.is_boolean();
+    case ParamType::String:
+      return v.is_string() && (s.choices.empty() ||
+                               std::find(s.choices.begin(), s.choices.end(), v.get<std::string>()) !=
+                                   s.choices.end());
+    case ParamType::IntegerList:
+    case ParamType::NumberList:
+    case ParamType::BooleanList: {
+      if (!v.is_array() || v.empty()) return false;
+      for (const auto& e : v) {
+        if (s.type == ParamType::BooleanList ? !e.is_boolean()
+                                             : !number_ok(s, e, s.type == ParamType::IntegerList))
+          return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems) const {
+  if (!doc.is_object()) {
+    problems.add("(document)", "a study must be a JSON object, got " + std::string(doc.type_name()));
+    return;
+  }
+  // Which declarations apply: those without a condition, and those whose condition parameter
+  // (given or defaulted) has the named value.
+  auto condition_value = [&](const std::string& path) -> std::string {
+    if (const auto* v = json_at(doc, path); v && v->is_string()) return v->get<std::string>();
+    for (const auto* s : find(path))
+      if (s->default_value.is_string()) return s->default_value.get<std::string>();
+    return {};
+  };
+  auto applies = [&](const ParamSpec& s) {
+    return s.when_path.empty() || condition_value(s.when_path) == s.when_value;
+  };
+
+  // Walk what is given.
+  std::function<void(nlohmann::json&, const std::string&)> walk = [&](nlohmann::json& obj,
+                                                                       const std::string& prefix) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      // Keys that begin with '_' are comments (documented in the README), e.g. "_why".
+      if (!it.key().empty() && it.key()[0] == '_') continue;
+      const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+      auto specs = find(path);
+      const ParamSpec* spec = nullptr;
+      for (const auto* s : specs)
+        if (applies(*s)) spec = s;
+      if (spec) {
+        if (!value_ok(*spec, it.value()))
+          problems.add(path, show(it.value()) + " is not allowed; expected " + allowed_text(*spec) +
+                                 (spec->unit.empty() ? "" : " (" + spec->unit + ")"));
+        continue;
+      }
+      if (is_section(path)) {
+        if (!it.value().is_object()) {
+          problems.add(path, "expected an object (a section of parameters), got " + show(it.value()));
+          continue;
+        }
+        walk(it.value(), path);
+        continue;
+      }
+      // Unknown: list the keys allowed at this level.
+      std::set<std::string> keys;
+      const std::string pre = prefix.empty() ? "" : prefix + ".";
+      for (const auto& s : specs_) {
+        if (s.path.compare(0, pre.size(), pre) != 0 || !applies(s)) continue;
+        std::string rest = s.path.substr(pre.size());
+        keys.insert(rest.substr(0, rest.find('.')));
+      }
+      std::string list;
+      for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+      if (!specs.empty())
+        problems.add(path, "is not a parameter here (it applies only when " + specs[0]->when_path +
+                               " is " + specs[0]->when_value + ")");
+      else
+        problems.add(path, "unknown key; allowed here: " + (list.empty() ? "(none)" : list));
+    }
+  };
+  walk(doc, "");
+
+  // Fill defaults; report missing required values.
+  for (const auto& s : specs_) {
+    if (!applies(s) || json_at(doc, s.path)) continue;
+    if (s.default_value.is_null()) {
+      problems.add(s.path, "is required: " + s.meaning + "; expected " + allowed_text(s));
+      continue;
+    }
+    try {
+      json_set(doc, s.path, s.default_value);
+    } catch (const ConfigError& e) {
+      problems.add(s.path, e.what());
+    }
+  }
+}
+
+}  // namespace tpusim

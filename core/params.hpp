@@ -1,0 +1,75 @@
+#pragma once
+// Parameters are declared once, where they are read, with type, unit, default and meaning.
+// The declarations feed `tpusim params`, validation of studies and default filling.
+//
+//   static const ParamRegistrar kParams{{
+//     {"hardware.clock_MHz", ParamType::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},
+//   }};
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+
+namespace tpusim {
+
+enum class ParamType { Integer, Number, Boolean, String, IntegerList, BooleanList, NumberList };
+
+const char* to_string(ParamType t);
+
+struct ParamSpec {
+  std::string path;  ///< dotted JSON path, e.g. "hardware.ici.bandwidth_GBps"
+  ParamType type = ParamType::Number;
+  std::string unit;                ///< "GB/s", "ns", "bytes", "" for counts and names
+  nlohmann::json default_value;    ///< null: the parameter must be given
+  std::string meaning;             ///< one line
+  double min = -std::numeric_limits<double>::infinity();  ///< for numbers and list elements
+  double max = std::numeric_limits<double>::infinity();
+  std::vector<std::string> choices;  ///< for strings: the allowed values (empty: any)
+  std::string when_path;   ///< applies only when this parameter...
+  std::string when_value;  ///< ...has this value (e.g. workload.model = bert_large)
+};
+
+/// Every declared parameter. Filled by ParamRegistrar objects during static initialisation and
+/// read-only afterwards.
+class ParamRegistry {
+ public:
+  static const ParamRegistry& instance();
+  const std::vector<ParamSpec>& all() const { return specs_; }
+  /// Declarations for `path` (several when they differ by `when`).
+  std::vector<const ParamSpec*> find(const std::string& path) const;
+  /// True if `path` names an object that holds declared parameters (e.g. "hardware").
+  bool is_section(const std::string& path) const;
+
+  /// Checks `doc` against the declarations: unknown keys, wrong types, values out of range,
+  /// values not among the choices, missing required values. Fills defaults in place.
+  /// Every problem is added to `problems` with its JSON path.
+  void validate_and_fill(nlohmann::json& doc, ProblemList& problems) const;
+
+ private:
+  friend struct ParamRegistrar;
+  static ParamRegistry& mutable_instance();
+  std::vector<ParamSpec> specs_;
+};
+
+struct ParamRegistrar {
+  ParamRegistrar(std::initializer_list<ParamSpec> specs);
+};
+
+/// A string given where a section is expected (e.g. "topology": "128x32:wrap=0,1") is expanded
+/// into the section's object form by the function registered for that path.
+using Shorthand = nlohmann::json (*)(const std::string& text, const std::string& where);
+struct ShorthandRegistrar {
+  ShorthandRegistrar(const char* path, Shorthand expand);
+};
+/// Expands every registered shorthand present in `doc`.
+void expand_shorthands(nlohmann::json& doc);
+
+/// Dotted-path access into a JSON document.
+const nlohmann::json* json_at(const nlohmann::json& doc, const std::string& path);
+/// Creates intermediate objects as needed. Throws ConfigError if a non-object is in the way.
+void json_set(nlohmann::json& doc, const std::string& path, nlohmann::json value);
+
+}  // namespace tpusim

@@ -1,0 +1,78 @@
+#include "models/program.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+
+namespace tpusim {
+
+const char* to_string(DType d) {
+  switch (d) {
+    case DType::BF16: return "bf16";
+    case DType::F32: return "f32";
+    case DType::I32: return "i32";
+  }
+  return "?";
+}
+int dtype_bytes(DType d) { return d == DType::BF16 ? 2 : 4; }
+std::optional<DType> parse_dtype(const std::string& s) {
+  if (s == "bf16") return DType::BF16;
+  if (s == "f32") return DType::F32;
+  if (s == "i32") return DType::I32;
+  return std::nullopt;
+}
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Optimizer: return "optimizer";
+    case Phase::Other: return "other";
+  }
+  return "?";
+}
+std::optional<Phase> parse_phase(const std::string& s) {
+  for (Phase p : {Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Other})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "all-reduce";
+    case CollectiveKind::ReduceScatter: return "reduce-scatter";
+    case CollectiveKind::AllGather: return "all-gather";
+    case CollectiveKind::AllToAll: return "all-to-all";
+    case CollectiveKind::CollectivePermute: return "collective-permute";
+  }
+  return "?";
+}
+std::optional<CollectiveKind> parse_collective_kind(const std::string& s) {
+  for (auto k : {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter, CollectiveKind::AllGather,
+                 CollectiveKind::AllToAll, CollectiveKind::CollectivePermute})
+    if (s == to_string(k)) return k;
+  return std::nullopt;
+}
+
+void Program::validate() const {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    const std::string where = "ops[" + std::to_string(i) + "] (" + op.name + ")";
+    for (int d : op.deps)
+      if (d < 0 || static_cast<std::size_t>(d) >= i)
+        throw ConfigError(where, "depends on op " + std::to_string(d) +
+                                     ", which is not an earlier op (dependencies must point backwards)");
+    if (!op.is_collective) continue;
+    for (const auto& a : op.collective.axes)
+      if (std::none_of(mesh.begin(), mesh.end(), [&](const MeshAxis& m) { return m.name == a; }))
+        throw ConfigError(where, "names mesh axis '" + a + "', which the mesh does not have");
+    if (!(op.collective.bytes >= 0)) throw ConfigError(where, "negative collective size");
+  }
+}
+
+std::size_t Program::num_collectives() const {
+  return static_cast<std::size_t>(
+      std::count_if(ops.begin(), ops.end(), [](const Op& o) { return o.is_collective; }));
+}
+
+}  // namespace tpusim

@@ -1,0 +1,90 @@
+#pragma once
+// The SPMD Program: one ordered op list that every core runs with its own coordinates.
+// Produced by the partitioner (models/parallelism) or read from a trace (traces/); played by the
+// executor (sim/). Memory is O(ops + mesh), never O(ops x cores).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topologies/device_mesh.hpp"
+
+namespace tpusim {
+
+enum class DType { BF16, F32, I32 };
+const char* to_string(DType d);
+int dtype_bytes(DType d);
+/// Parses "bf16", "f32", "i32"; nullopt otherwise.
+std::optional<DType> parse_dtype(const std::string& s);
+
+enum class Phase { Forward, Backward, Optimizer, Other };
+const char* to_string(Phase p);
+std::optional<Phase> parse_phase(const std::string& s);
+
+/// A matmul as the MXU sees it, per core after partitioning: `batch` independent
+/// [m,k] x [k,n] products (convolutions are lowered to this by their builders).
+struct MatmulShape {
+  std::int64_t batch = 1;
+  std::int64_t m = 0;
+  std::int64_t k = 0;
+  std::int64_t n = 0;
+  double flops() const { return 2.0 * batch * m * k * n; }
+};
+
+/// What a compute op costs, per core. The TensorCore model turns it into time.
+struct ComputeCost {
+  std::optional<MatmulShape> matmul;  ///< MXU work, if any
+  double vpu_elements = 0;            ///< elements the vector unit touches
+  double vpu_ops_per_element = 1;     ///< vector ops per element (e.g. ~10 for GELU)
+  double bytes_read = 0;              ///< HBM bytes read
+  double bytes_written = 0;           ///< HBM bytes written
+  double flops = 0;                   ///< useful FLOPs (multiply-add = 2), for utilisation
+  std::optional<double> measured_ns;  ///< a measured duration (traces), used if chosen
+};
+
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, AllToAll, CollectivePermute };
+const char* to_string(CollectiveKind k);  ///< "all-reduce", ...
+std::optional<CollectiveKind> parse_collective_kind(const std::string& s);
+
+/// A collective, per core. `bytes` is the full buffer of one core: the input of an all-reduce
+/// or reduce-scatter, the output of an all-gather, the whole send buffer of an all-to-all, and
+/// what each core sends in a collective-permute.
+struct CollectiveSpec {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  double bytes = 0;
+  DType dtype = DType::BF16;
+  /// The group: cores that vary along these mesh axes (the usual, rescalable form)...
+  std::vector<std::string> axes;
+  /// ...or explicit groups of mesh devices (every device in exactly one group).
+  std::vector<std::vector<int>> replica_groups;
+  /// Collective-permute only: each core sends to the member `shift` places along its group
+  /// (e.g. +1 and -1 ops for a halo exchange); at the ends of an open group nothing is sent.
+  int shift = 0;
+  bool wrap = false;  ///< permute: the group is a ring (the last sends to the first)
+};
+
+struct Op {
+  std::string name;      ///< e.g. "encoder.3.mlp.in.bwd_weight"
+  std::string kind;      ///< "matmul", "layer_norm", "softmax", "all-reduce", ...
+  Phase phase = Phase::Other;
+  bool is_collective = false;
+  ComputeCost compute;        ///< if !is_collective
+  CollectiveSpec collective;  ///< if is_collective
+  DType dtype = DType::BF16;
+  std::vector<std::vector<std::int64_t>> shapes;  ///< tensor shapes, for reports and traces
+  std::vector<int> deps;  ///< indices of earlier ops this one waits for
+};
+
+struct Program {
+  std::string model;                ///< e.g. "bert_large"
+  std::vector<MeshAxis> mesh;       ///< the mesh the Program was partitioned for
+  std::int64_t examples_per_step = 0;  ///< global batch
+  std::vector<Op> ops;
+
+  /// Checks dependencies point backwards and collectives name mesh axes that exist.
+  /// Throws ConfigError naming the op.
+  void validate() const;
+  std::size_t num_collectives() const;
+};
+
+}  // namespace tpusim

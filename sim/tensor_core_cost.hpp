@@ -1,0 +1,32 @@
+#pragma once
+// Cycle formulas of one TensorCore: MXU matmuls, vector-unit work, HBM traffic. Plain functions
+// (no SystemC) so tests, trace replay and the executor share them.
+#include "core/hardware.hpp"
+#include "models/program.hpp"
+
+namespace tpusim {
+
+/// MXU cycles of `batch` [m,k]x[k,n] products on one core: weights go in dim x dim tiles (k and
+/// n padded up to dim), the LHS streams through in passes of rows_per_pass rows (m padded up),
+/// tiles are spread over the core's MXUs, loading a tile's weights hides behind the previous
+/// tile's passes unless the passes are shorter, and the pipeline fills and drains once.
+double mxu_cycles(const MxuSpec& mxu, const MatmulShape& s);
+
+/// Vector-unit cycles: lanes x sublanes elements per cycle, `ops_per_element` ops each.
+double vpu_cycles(const HardwareSpec& hw, double elements, double ops_per_element);
+
+/// HBM time of `bytes`: one latency plus bytes over the achievable bandwidth.
+Duration hbm_time(const HardwareSpec& hw, double bytes);
+
+struct OpTiming {
+  Duration mxu;
+  Duration vpu;
+  Duration hbm;
+  Duration total;  ///< max(max(mxu, vpu), hbm) + op overhead
+};
+
+/// Time of a compute op on one core. MXU and vector unit work in parallel (VLIW bundles) and
+/// overlap with HBM traffic, so the op takes the largest of the three plus the launch overhead.
+OpTiming compute_op_time(const HardwareSpec& hw, const ComputeCost& cost);
+
+}  // namespace tpusim

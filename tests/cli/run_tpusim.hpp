@@ -1,0 +1,51 @@
+#pragma once
+// Runs build/bin/tpusim as a user would and captures stdout, stderr and the exit code.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+struct TpusimResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  int err_lines() const {
+    int n = 0;
+    for (char c : err) n += c == '\n';
+    return n;
+  }
+};
+
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Runs tpusim with `args` in the source tree (so relative config paths work).
+inline TpusimResult run_tpusim(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+  char tmpl[] = "/tmp/tpusim_cli_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string cmd = "cd " + shell_quote(TPUSIM_SOURCE_DIR) + " && " + shell_quote(TPUSIM_BIN);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " >" + dir + "/out 2>" + dir + "/err </dev/null";
+  int status = std::system(cmd.c_str());
+  TpusimResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(dir + "/out");
+  r.err = slurp(dir + "/err");
+  std::system(("rm -rf " + shell_quote(dir)).c_str());
+  return r;
+}

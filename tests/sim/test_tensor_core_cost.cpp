@@ -1,0 +1,53 @@
+#include <catch2/catch.hpp>
+
+#include "core/config.hpp"
+#include "sim/tensor_core_cost.hpp"
+
+using namespace tpusim;
+
+namespace {
+HardwareSpec v3() { return HardwareSpec::from_config(load_config(nlohmann::json::object())); }
+}  // namespace
+
+TEST_CASE("MXU: a large square matmul runs at the peak of dim x dim MACs per MXU per cycle") {
+  MxuSpec mxu;  // 2 MXUs of 128x128, 8-row passes of 8 cycles
+  MatmulShape s{1, 4096, 4096, 4096};
+  const double tiles = 32.0 * 32.0;
+  const double expect = tiles / mxu.count * 4096 + mxu.fill_drain_cycles;  // m rows, 1 cycle each
+  CHECK(mxu_cycles(mxu, s) == Approx(expect));
+  // Useful MACs per cycle approach dim^2 x count.
+  CHECK(s.flops() / 2 / mxu_cycles(mxu, s) == Approx(128.0 * 128 * 2).epsilon(0.001));
+}
+
+TEST_CASE("MXU: operands are padded to the array so a K of 64 wastes half of it") {
+  MxuSpec mxu;
+  MatmulShape k64{16, 512, 64, 512};
+  MatmulShape k128{16, 512, 128, 512};
+  CHECK(mxu_cycles(mxu, k64) == mxu_cycles(mxu, k128));
+  // m is padded to the 8-row pass: 1 row costs as much as 8.
+  MatmulShape m1{1, 1, 1024, 1024}, m8{1, 8, 1024, 1024};
+  CHECK(mxu_cycles(mxu, m1) == mxu_cycles(mxu, m8));
+}
+
+TEST_CASE("MXU: with few rows, loading each weight tile dominates") {
+  MxuSpec mxu;
+  MatmulShape s{1, 8, 1024, 1024};  // 64 tiles, 8 cycles of passes each, 128 to load weights
+  CHECK(mxu_cycles(mxu, s) == Approx(64.0 / 2 * mxu.weight_load_cycles + mxu.fill_drain_cycles));
+}
+
+TEST_CASE("HBM time is one latency plus bytes over the achievable bandwidth") {
+  auto hw = v3();
+  const double bytes = 450e6;  // a millisecond of peak bandwidth on one core
+  auto t = hbm_time(hw, bytes);
+  CHECK(t.seconds() == Approx(hw.hbm_latency.seconds() + 1e-3 / hw.hbm_efficiency));
+}
+
+TEST_CASE("a compute op takes the larger of compute and memory time plus the launch overhead") {
+  auto hw = v3();
+  ComputeCost c;
+  c.matmul = MatmulShape{1, 4096, 4096, 4096};
+  c.bytes_read = 3 * 4096.0 * 4096 * 2;
+  auto t = compute_op_time(hw, c);
+  CHECK(t.mxu > t.hbm);
+  CHECK(t.total == t.mxu + hw.op_overhead);
+}

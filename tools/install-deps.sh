@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs tpusim's build and test dependencies from Debian's packages, only those missing.
+# Idempotent: a second run installs nothing. Needs root (or sudo) for apt-get.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libsystemc-dev libboost-graph-dev libspdlog-dev
+      nlohmann-json3-dev catch2 libcli11-dev zlib1g-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,49 @@
+#include "tools/lib/cli.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "core/errors.hpp"
+#include "tools/lib/commands.hpp"
+
+namespace tpusim::cli {
+
+int main(int argc, char** argv) {
+  CLI::App app{"tpusim: a cycle-approximate simulator of the TPU-v3 Multipod"};
+  app.require_subcommand(1);
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  auto logger = spdlog::stderr_color_mt("tpusim");
+  spdlog::set_default_logger(logger);
+  app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(log_level)); });
+
+  for (const auto& reg : command_registry()) reg(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tpusim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const ConfigError& e) {
+    std::cerr << "tpusim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const StuckError& e) {
+    std::cerr << "tpusim: simulation stuck: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "tpusim: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return exit_code();
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,247 @@
+#include "topologies/topology.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/connected_components.hpp>
+
+#include "core/config.hpp"
+#include "core/errors.hpp"
+#include "core/params.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+const ParamRegistrar kParams{{
+    {"topology.name", T::String, "", "custom", "name of the topology, for reports"},
+    {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}), "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
+    {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}), "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},
+}};
+
+nlohmann::json expand_topology(const std::string& text, const std::string& where) {
+  return to_json(parse_topology(text, where));
+}
+const ShorthandRegistrar kShorthand{"topology", &expand_topology};
+
+const char* kShapeHelp =
+    "a preset name (e.g. tpu_v3_pod, tpu_v3_multipod), a shape such as 32x128 (all dimensions "
+    "wrap) or 128x32:wrap=0,1, or a JSON file";
+
+bool parse_int(const std::string& s, int& out) {
+  if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), ::isdigit)) return false;
+  out = std::atoi(s.c_str());
+  return true;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) out.push_back(cur);
+  if (!s.empty() && s.back() == sep) out.push_back("");
+  return out;
+}
+}  // namespace
+
+nlohmann::json to_json(const TopologySpec& spec) {
+  nlohmann::json wrap = nlohmann::json::array();
+  for (bool w : spec.wrap) wrap.push_back(w);
+  return {{"name", spec.name}, {"dims", spec.dims}, {"wrap", wrap}};
+}
+
+TopologySpec topology_from_json(const nlohmann::json& j, const std::string& where) {
+  ProblemList problems;
+  TopologySpec spec;
+  if (!j.is_object()) throw ConfigError(where, "expected a topology object, got " + j.dump());
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "name" && it.key() != "dims" && it.key() != "wrap" && it.key()[0] != '_')
+      problems.add(where + "." + it.key(), "unknown key; allowed: name, dims, wrap");
+  spec.name = j.value("name", "custom");
+  auto dims = j.find("dims");
+  if (dims == j.end() || !dims->is_array() || dims->empty() || dims->size() > 4) {
+    problems.add(where + ".dims", "expected a list of 1 to 4 chip counts");
+  } else {
+    for (const auto& d : *dims) {
+      if (!d.is_number_integer() || d.get<int>() < 1 || d.get<int>() > 4096)
+        problems.add(where + ".dims", d.dump() + " is not a chip count from 1 to 4096");
+      else
+        spec.dims.push_back(d.get<int>());
+    }
+  }
+  auto wrap = j.find("wrap");
+  if (wrap == j.end()) {
+    spec.wrap.assign(spec.dims.size(), true);
+  } else if (!wrap->is_array()) {
+    problems.add(where + ".wrap", "expected a list of booleans, one per dimension");
+  } else {
+    for (const auto& w : *wrap) {
+      if (!w.is_boolean()) problems.add(where + ".wrap", w.dump() + " is not a boolean");
+      else spec.wrap.push_back(w.get<bool>());
+    }
+    if (problems.empty() && spec.wrap.size() != spec.dims.size())
+      problems.add(where + ".wrap", "has " + std::to_string(spec.wrap.size()) +
+                                        " entries but dims has " + std::to_string(spec.dims.size()));
+  }
+  problems.throw_if_any();
+  long long chips = 1;
+  for (int d : spec.dims) chips *= d;
+  if (chips > 65536) throw ConfigError(where + ".dims", "more than 65536 chips (" + std::to_string(chips) + ")");
+  return spec;
+}
+
+TopologySpec parse_topology(const std::string& text, const std::string& where) {
+  if (text.empty()) throw ConfigError(where, "empty topology; expected " + std::string(kShapeHelp));
+  // Inline shape: digits separated by 'x', optionally ":wrap=..."
+  std::string shape = text, wrap_part;
+  if (auto colon = text.find(':'); colon != std::string::npos) {
+    shape = text.substr(0, colon);
+    wrap_part = text.substr(colon + 1);
+  }
+  if (std::isdigit(static_cast<unsigned char>(shape[0]))) {
+    TopologySpec spec;
+    spec.name = text;
+    for (const auto& part : split(shape, 'x')) {
+      int v = 0;
+      if (!parse_int(part, v) || v < 1)
+        throw ConfigError(where, "'" + text + "' is not a topology; expected " + kShapeHelp);
+      spec.dims.push_back(v);
+    }
+    if (wrap_part.empty()) {
+      spec.wrap.assign(spec.dims.size(), true);
+    } else {
+      if (wrap_part.rfind("wrap=", 0) != 0)
+        throw ConfigError(where, "'" + text + "': after ':' expected wrap=FLAGS, e.g. 128x32:wrap=0,1");
+      for (const auto& f : split(wrap_part.substr(5), ',')) {
+        if (f != "0" && f != "1")
+          throw ConfigError(where, "'" + text + "': wrap flags are 0 or 1, one per dimension");
+        spec.wrap.push_back(f == "1");
+      }
+    }
+    return topology_from_json(to_json(spec), where);
+  }
+  if (!wrap_part.empty())
+    throw ConfigError(where, "'" + text + "': wrap flags go with a shape, e.g. 128x32:wrap=0,1");
+  nlohmann::json j;
+  if (std::filesystem::exists(text) && !std::filesystem::is_directory(text)) {
+    j = read_json_file(text);
+  } else {
+    j = nlohmann::json{{"preset", text}};
+    try {
+      resolve_presets(j, where);
+    } catch (const ConfigError& e) {
+      throw ConfigError(where, "'" + text + "' is not a known topology; expected " + kShapeHelp);
+    }
+  }
+  return topology_from_json(j, where);
+}
+
+Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
+  num_chips_ = 1;
+  for (int d : spec_.dims) {
+    stride_.push_back(num_chips_);
+    num_chips_ *= d;
+  }
+  for (int s = 0; s < num_link_slots(); ++s)
+    if (link_exists(s)) ++num_directed_links_;
+}
+
+std::vector<int> Topology::coords(int chip) const {
+  std::vector<int> c(num_dims());
+  for (int d = 0; d < num_dims(); ++d) c[d] = coord(chip, d);
+  return c;
+}
+
+int Topology::chip_at(const std::vector<int>& c) const {
+  int chip = 0;
+  for (int d = 0; d < num_dims(); ++d) chip += c[d] * stride_[d];
+  return chip;
+}
+
+int Topology::neighbor(int chip, int d, int dir) const {
+  const int n = spec_.dims[d];
+  if (n == 1) return -1;
+  int c = coord(chip, d) + dir;
+  if (c < 0 || c >= n) {
+    if (!wraps(d)) return -1;
+    c = (c + n) % n;
+  }
+  return chip + (c - coord(chip, d)) * stride_[d];
+}
+
+bool Topology::link_exists(int slot) const {
+  const int dir_bit = slot % 2;
+  const int d = (slot / 2) % num_dims();
+  const int chip = slot / 2 / num_dims();
+  return neighbor(chip, d, dir_bit == 0 ? +1 : -1) >= 0;
+}
+
+Link Topology::link(int slot) const {
+  Link l;
+  l.dir = slot % 2 == 0 ? +1 : -1;
+  l.dim = (slot / 2) % num_dims();
+  l.src = slot / 2 / num_dims();
+  l.dst = neighbor(l.src, l.dim, l.dir);
+  return l;
+}
+
+int Topology::offset(int a, int b, int d) const {
+  const int n = spec_.dims[d];
+  int off = b - a;
+  if (wraps(d)) {
+    off = ((off % n) + n) % n;       // 0..n-1 going +
+    if (off > n / 2) off -= n;       // shorter going -
+  }
+  return off;
+}
+
+std::vector<int> Topology::route(int src, int dst) const {
+  std::vector<int> links;
+  int cur = src;
+  for (int d = 0; d < num_dims(); ++d) {
+    int off = offset(coord(cur, d), coord(dst, d), d);
+    const int dir = off >= 0 ? +1 : -1;
+    for (int k = 0; k < std::abs(off); ++k) {
+      links.push_back(link_slot(cur, d, dir));
+      cur = neighbor(cur, d, dir);
+    }
+  }
+  return links;
+}
+
+int Topology::hops(int src, int dst) const {
+  int h = 0;
+  for (int d = 0; d < num_dims(); ++d) h += std::abs(offset(coord(src, d), coord(dst, d), d));
+  return h;
+}
+
+int Topology::bisection_links() const {
+  int d = static_cast<int>(std::max_element(spec_.dims.begin(), spec_.dims.end()) - spec_.dims.begin());
+  if (spec_.dims[d] < 2) return 0;
+  const int cross_section = num_chips_ / spec_.dims[d];
+  return cross_section * (wraps(d) ? 2 : 1);
+}
+
+bool Topology::connected() const {
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
+  Graph g(num_chips_);
+  for (int s = 0; s < num_link_slots(); s += 2)  // the + direction of each physical link
+    if (link_exists(s)) boost::add_edge(s / 2 / num_dims(), link(s).dst, g);
+  std::vector<int> component(num_chips_);
+  return num_chips_ == 0 || boost::connected_components(g, component.data()) == 1;
+}
+
+std::string Topology::describe() const {
+  std::ostringstream os;
+  static const char* kNames[] = {"X", "Y", "Z", "W"};
+  for (int d = 0; d < num_dims(); ++d) os << (d ? "x" : "") << spec_.dims[d];
+  os << " (";
+  for (int d = 0; d < num_dims(); ++d)
+    os << (d ? " " : "") << kNames[d] << (spec_.wrap[d] ? " wraps" : " open");
+  os << "), " << num_chips_ << " chips";
+  return os.str();
+}
+
+}  // namespace tpusim

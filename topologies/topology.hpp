@@ -1,0 +1,81 @@
+#pragma once
+// An N-dimensional grid of chips with a wrap flag per dimension (torus, mesh or mixed), its
+// directed ICI links, dimension-order routing and structural counts. Plain C++ and Boost.Graph.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tpusim {
+
+struct TopologySpec {
+  std::string name;
+  std::vector<int> dims;   ///< chips along each dimension, X first
+  std::vector<bool> wrap;  ///< true: the dimension is a ring
+};
+
+/// Parses "tpu_v3_pod" (a preset in configs/topologies), "32x128" (every dimension wraps),
+/// "128x32:wrap=0,1", or a path to a JSON file. Throws ConfigError naming `where`.
+TopologySpec parse_topology(const std::string& text, const std::string& where = "--topology");
+/// The object form used inside studies: {"name":..., "dims":[...], "wrap":[...]}.
+nlohmann::json to_json(const TopologySpec& spec);
+/// Reads the object form; checks consistency (dims and wrap of equal length).
+TopologySpec topology_from_json(const nlohmann::json& j, const std::string& where = "topology");
+
+/// A directed link: one direction of one physical ICI link.
+struct Link {
+  int src = -1;
+  int dst = -1;
+  int dim = 0;
+  int dir = +1;  ///< +1 or -1 along `dim`
+};
+
+class Topology {
+ public:
+  explicit Topology(TopologySpec spec);
+
+  const TopologySpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+  int num_dims() const { return static_cast<int>(spec_.dims.size()); }
+  int dim(int d) const { return spec_.dims[d]; }
+  /// A dimension forms a ring only if it wraps and has more than two chips (with two, the
+  /// wrap link would join the same pair twice; tpusim treats it as a single link).
+  bool wraps(int d) const { return spec_.wrap[d] && spec_.dims[d] > 2; }
+  int num_chips() const { return num_chips_; }
+
+  std::vector<int> coords(int chip) const;
+  int coord(int chip, int d) const { return (chip / stride_[d]) % spec_.dims[d]; }
+  int chip_at(const std::vector<int>& coords) const;
+
+  /// The chip one step along `dim` in direction `dir` (+1/-1), or -1 at an open edge.
+  int neighbor(int chip, int dim, int dir) const;
+  /// Directed link ids are dense in [0, num_link_slots()); a slot exists if neighbor() >= 0.
+  int link_slot(int chip, int dim, int dir) const { return (chip * num_dims() + dim) * 2 + (dir > 0 ? 0 : 1); }
+  int num_link_slots() const { return num_chips_ * num_dims() * 2; }
+  bool link_exists(int slot) const;
+  Link link(int slot) const;
+  /// Directed links that exist (each physical link counts twice).
+  int num_directed_links() const { return num_directed_links_; }
+  int num_physical_links() const { return num_directed_links_ / 2; }
+
+  /// Signed shortest offset from a to b along `dim` (ties on a ring go +).
+  int offset(int a_coord, int b_coord, int dim) const;
+  /// Dimension-order route (X first, then Y, ...): the directed link slots from src to dst,
+  /// shortest way round on rings.
+  std::vector<int> route(int src, int dst) const;
+  int hops(int src, int dst) const;
+
+  /// Physical links cut when the largest dimension is halved (the bisection).
+  int bisection_links() const;
+  /// True if every chip reaches every other (checked with Boost.Graph connected_components).
+  bool connected() const;
+  std::string describe() const;  ///< "128x32 (wrap X=no Y=yes), 4096 chips"
+
+ private:
+  TopologySpec spec_;
+  std::vector<int> stride_;
+  int num_chips_ = 0;
+  int num_directed_links_ = 0;
+};
+
+}  // namespace tpusim
