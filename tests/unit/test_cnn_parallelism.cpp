@@ -76,7 +76,8 @@ TEST_CASE("a spatially split 3x3 conv exchanges one row each way before it runs,
   CHECK(op_named(p, "backbone.stage2.0.conv1.bwd_weight.halo+1") == nullptr);
   // The 7x7 stem on the image (no space-to-depth) sends 3 rows of 300 x 3 channels.
   auto plain = model_study("ssd", "2x2", 8, {{"spatial", 4}}, {{"space_to_depth", false}});
-  const Op* stem_halo = op_named(program_of(plain), "stem.conv.halo+1");
+  const Program plain_program = program_of(plain);
+  const Op* stem_halo = op_named(plain_program, "stem.conv.halo+1");
   REQUIRE(stem_halo);
   CHECK(stem_halo->collective.bytes == 3.0 * 300 * 3 * 4 * 2);
 }
