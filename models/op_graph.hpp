@@ -75,11 +75,6 @@ struct OpNode {
   /// Bytes per replica of the partial result each core holds when a reduced dimension is split
   /// (0: the output bytes). For a LAMB norm op, the bytes of the per-tensor norms.
   double partial_bytes = 0;
-  /// Spatial partitioning: bytes each core exchanges with EACH neighbour along the spatial axis
-  /// before the op runs (a convolution's halo: (kernel_h - 1) / 2 boundary rows x width x
-  /// channels x images x dtype, for a split along H). The partitioner emits a collective-permute
-  /// to the next and one to the previous core (open ends) when the spatial degree is > 1.
-  double halo_bytes = 0;
 
   // Parameters (forward ops that own weights).
   std::int64_t params = 0;     ///< parameters this op owns (weights and biases)

@@ -125,9 +125,6 @@ class Deriver {
                         : gradient_matmul(f, ".bwd_input_b", {s.batch, s.k, s.m, s.n}, DType::BF16,
                                           map_split(f.split, map_split_input_b));
         op.conv = f.conv;
-        // The input gradient of a spatially split convolution needs the halo of dY; the weight
-        // gradient reuses the forward's exchanged input halo.
-        if (slot == 0) op.halo_bytes = f.halo_bytes;
         dy_sources_[ins[slot]].push_back(add_backward(std::move(op), v, {other}, false));
       }
       if (owns_weights) {

@@ -98,24 +98,9 @@ class Partitioner {
     return deps;
   }
 
-  // Halo exchange of a spatially split op: one permute to each neighbour, after its inputs.
-  std::vector<int> halo_exchange(const OpNode& n, std::vector<int> deps) {
-    if (n.halo_bytes <= 0 || l_.spatial <= 1) return deps;
-    std::vector<int> out = deps;
-    for (int shift : {+1, -1}) {
-      const int c = emit_collective(n.name + (shift > 0 ? ".halo.next" : ".halo.prev"),
-                                    CollectiveKind::CollectivePermute, n.phase, n.halo_bytes,
-                                    n.dtype, {"spatial"}, deps);
-      p_.ops[c].collective.shift = shift;
-      p_.ops[c].collective.wrap = false;
-      out.push_back(c);
-    }
-    return out;
-  }
-
   void emit_step_op(int v) {
     const OpNode& n = g_.node(v);
-    const int op = emit_compute(v, halo_exchange(n, input_deps(v)));
+    const int op = emit_compute(v, input_deps(v));
     result_[v] = op;
     std::vector<std::string> axes = partial_axes(n, l_);
     if (n.weight_grad) {  // summed over replica axes by the gradient sync

@@ -8,8 +8,6 @@
 //    vocabulary-split embedding and loss, the contraction of a column-split matmul's input
 //    gradient) is followed by an all-reduce over the splitting axis; its consumers wait for it.
 //    Weight gradients are the exception: their sum over replica axes is the gradient sync.
-//  - An op with halo_bytes, when the spatial degree is > 1, is preceded by two
-//    collective-permutes over the spatial axis (to the next and the previous core).
 //  - Gradient sync: parameters are put in buckets in the order their gradients complete; a
 //    bucket is closed once it holds grad_bucket_bytes, and its all-reduce (or reduce-scatter with
 //    weight-update sharding) over the replica axes is placed right after the backward op that
