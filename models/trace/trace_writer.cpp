@@ -87,8 +87,23 @@ TraceFile parse_trace(const std::string& bytes, const std::string& name) {
 }  // namespace trace
 
 void write_trace(const Program& program, const std::string& path, const nlohmann::json& recorded_on) {
-  // One line per op would be friendlier to diff, but dump(1) keeps files readable and small.
-  trace::write_file_maybe_gzip(path, trace::program_to_json(program, recorded_on).dump(1) + "\n");
+  // One line per top-level field and per op: readable, small, and diffs show changed ops.
+  const auto doc = trace::program_to_json(program, recorded_on);
+  std::string text = "{";
+  bool first = true;
+  for (const auto& [key, value] : doc.items()) {
+    text += first ? "\n " : ",\n ";
+    first = false;
+    text += nlohmann::json(key).dump() + ": ";
+    if (key != "ops") {
+      text += value.dump();
+      continue;
+    }
+    text += "[";
+    for (std::size_t i = 0; i < value.size(); ++i) text += (i ? ",\n  " : "\n  ") + value[i].dump();
+    text += value.empty() ? "]" : "\n ]";
+  }
+  trace::write_file_maybe_gzip(path, text + "\n}\n");
 }
 
 Program read_trace(const std::string& path) { return trace::read_trace_file(path).program; }

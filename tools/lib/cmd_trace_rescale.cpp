@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/errors.hpp"
 #include "models/trace/mesh_groups.hpp"
 #include "models/trace/rescale.hpp"
 #include "models/trace/trace_format.hpp"
@@ -23,7 +24,15 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--out", *out, "trace to write")->required();
   cmd->callback([=] {
     trace::TraceFile t = trace::read_trace_file(*in);
-    const Program rescaled = rescale(t.program, trace::parse_mesh_axes(*mesh, "--mesh"));
+    const auto axes = trace::parse_mesh_axes(*mesh, "--mesh");
+    Program rescaled;
+    try {
+      rescaled = rescale(t.program, axes);
+    } catch (const ConfigError& e) {  // name the file in front of "ops[8] (...)"
+      std::vector<Problem> problems = e.problems();
+      for (auto& p : problems) p.where = *in + ": " + p.where;
+      throw ConfigError(problems);
+    }
     nlohmann::json recorded_on = t.recorded_on.is_object() ? t.recorded_on : nlohmann::json::object();
     // The recorded topology no longer fits the rescaled mesh; keep where it came from instead.
     recorded_on.erase("topology");
