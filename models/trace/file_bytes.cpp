@@ -112,6 +112,10 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& name)
     if (pos != std::string::npos) msg = msg.substr(pos);
     throw ConfigError(name + ":" + std::to_string(line) + ":" + std::to_string(col),
                       "malformed JSON (" + msg + ")");
+  } catch (const nlohmann::json::exception& e) {
+    // Not a parse_error but still bad input: e.g. out_of_range 406, a number such as 1e999 that
+    // overflows a double (found by fuzzing).
+    throw ConfigError(name, std::string("malformed JSON (") + e.what() + ")");
   }
 }
 

@@ -35,7 +35,7 @@ STEP_OPS = [
     ("copy.8", 388.0, 10.0, {"long_name": "%copy.8 = bf16[1024,1024]{0,1} copy(bf16[1024,1024]{1,0} %param.5)", "bytes_accessed": "4194304"}),
     ("all-gather-done.2", 398.0, 20.0, {"long_name": "%all-gather-done.2 = bf16[1024,1024]{1,0} all-gather-done((bf16[128,1024]{1,0}, bf16[1024,1024]{1,0}) %all-gather-start.2)"}),
     ("collective-permute.9", 420.0, 12.0, {"long_name": "%collective-permute.9 = bf16[8,128]{1,0} collective-permute(bf16[8,128]{1,0} %fusion.7), channel_id=5, source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}"}),
-    ("all-to-all.10", 433.0, 8.0, {"bytes": "65536", "shape": "bf16[32,1024]{1,0}"}),
+    ("all-to-all.10", 433.0, 8.0, {"bytes": "65536", "shape": "bf16[16,1024]{1,0}"}),
     ("fusion.11", 442.0, 30.0, {"long_name": "%fusion.11 = bf16[8,512,1024]{2,1,0} fusion(bf16[8,512,1024]{2,1,0} %fusion.1), kind=kLoop, calls=%fused_computation.11",
                                 "bytes_accessed": "16777216", "flops": "4194304"}),
 ]
