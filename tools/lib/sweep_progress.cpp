@@ -20,7 +20,9 @@ std::string SweepProgress::clock_text(double seconds) const {
   return buf;
 }
 
-void SweepProgress::finished(const std::string& label, bool ok, const std::string& summary, double seconds) {
+void SweepProgress::finished(const std::string& label, bool ok, const std::string& summary, double seconds,
+                             std::size_t running) {
+  running_ = running;
   ++done_;
   ++finished_now_;
   if (!ok) ++failed_;

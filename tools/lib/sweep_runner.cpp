@@ -136,7 +136,7 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
       char buf[160];
       std::snprintf(buf, sizeof buf, "step %.4g ms, comm share %.1f%%", report["step_time_ms"].get<double>(),
                     100 * report["comm_share"].get<double>());
-      progress.finished(label, true, buf, seconds);
+      progress.finished(label, true, buf, seconds, running.size());
     } else {
       const std::string tail = error_tail(err);
       const std::string message = problem + (tail.empty() ? "" : ": " + tail);
@@ -145,7 +145,7 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
                                               {"exit_code", WIFEXITED(status) ? WEXITSTATUS(status) : -1}}
                                        .dump(1) + "\n");
       ++summary.failed;
-      progress.finished(label, false, message, seconds);
+      progress.finished(label, false, message, seconds, running.size());
     }
     on_finish();
   };

@@ -39,7 +39,7 @@ void check_keys(const nlohmann::json& obj, const std::string& where, const std::
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     if (is_comment(it.key())) continue;
     if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end())
-      problems.add(where + "." + it.key(), "unknown key; allowed here: " + list);
+      problems.add(where.empty() ? it.key() : where + "." + it.key(), "unknown key; allowed here: " + list);
   }
 }
 
@@ -224,7 +224,7 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
   SweepSpec spec;
   spec.file = file;
   if (!doc.is_object()) throw ConfigError("(document)", "a sweep must be a JSON object with \"base\" and \"axes\"");
-  check_keys(doc, "(sweep)", {"base", "axes", "series"}, problems);
+  check_keys(doc, "", {"base", "axes", "series"}, problems);
 
   if (auto b = doc.find("base"); b == doc.end()) {
     problems.add("base", "missing: the study every point starts from (a file path or an inline study object)");
