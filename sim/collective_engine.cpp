@@ -1,0 +1,226 @@
+#include "sim/collective_engine.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
+#include "sim/machine.hpp"
+#include "sim/tensor_core_cost.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+const ParamRegistrar kParams{{
+    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per_dimension on sub-grids, else bidirectional_ring), ring, bidirectional_ring, per_dimension, onchip", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip"}},
+    {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
+}};
+
+std::string axes_key(const CollectiveSpec& s) {
+  if (!s.replica_groups.empty()) return "groups@" + std::to_string(reinterpret_cast<std::uintptr_t>(&s));
+  std::string k;
+  for (const auto& a : s.axes) k += a + ",";
+  return k;
+}
+}  // namespace
+
+CollectiveOptions CollectiveOptions::from_config(const Config& c) {
+  CollectiveOptions o;
+  o.algorithm = c.string("collectives.algorithm");
+  o.reduction_compute = c.boolean("collectives.reduction_compute");
+  return o;
+}
+
+struct CollectiveEngine::GroupSet {
+  std::vector<std::vector<int>> groups;  ///< physical cores, mesh order
+  std::vector<int> group_of_core;
+};
+
+struct CollectiveEngine::OpState {
+  std::vector<int> arrived;  ///< per group
+  int groups_done = 0;
+  const GroupSet* set = nullptr;
+};
+
+struct CollectiveEngine::Running {
+  int op_index = 0;
+  int group = 0;
+  const GroupPlan* plan = nullptr;
+  const std::vector<int>* members = nullptr;
+  double bytes = 0;
+  DType dtype = DType::BF16;
+  std::size_t phase = 0;
+  std::size_t rings_left = 0;
+  Duration started;
+  std::vector<Transfer> batch;  ///< reused per step
+};
+
+CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
+                                   Network& network, EventQueue& queue, const CollectiveOptions& options,
+                                   CollectiveListener& listener)
+    : program_(program), mesh_(mesh), machine_(machine), network_(network), queue_(queue),
+      options_(options), listener_(listener), hw_(machine.hardware()) {
+  if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
+}
+
+CollectiveEngine::~CollectiveEngine() = default;
+
+const CollectiveEngine::GroupSet& CollectiveEngine::groups_for(const CollectiveSpec& spec) {
+  const std::string key = axes_key(spec);
+  auto& slot = group_sets_[key];
+  if (slot) return *slot;
+  slot = std::make_unique<GroupSet>();
+  if (spec.replica_groups.empty()) {
+    slot->groups = mesh_.groups(spec.axes);
+  } else {
+    for (const auto& g : spec.replica_groups) {
+      std::vector<int> cores;
+      for (int d : g) cores.push_back(mesh_.physical_core(d));
+      slot->groups.push_back(std::move(cores));
+    }
+  }
+  slot->group_of_core.assign(machine_.num_cores(), -1);
+  for (std::size_t g = 0; g < slot->groups.size(); ++g)
+    for (int core : slot->groups[g]) slot->group_of_core[core] = static_cast<int>(g);
+  return *slot;
+}
+
+const GroupPlan& CollectiveEngine::plan_for(int op_index, const GroupSet& gs, int group) {
+  const CollectiveSpec& spec = program_.ops[op_index].collective;
+  const auto& members = gs.groups[group];
+  std::string algorithm = "direct";
+  if (spec.kind == CollectiveKind::AllReduce || spec.kind == CollectiveKind::ReduceScatter ||
+      spec.kind == CollectiveKind::AllGather)
+    algorithm = pick_algorithm(options_.algorithm, machine_, members);
+  const std::string key = axes_key(spec) + "|" + to_string(spec.kind) + "|" + algorithm + "|" +
+                          std::to_string(spec.shift) + (spec.wrap ? "w" : "");
+  auto& per_group = plans_[key];
+  if (per_group.empty()) per_group.resize(gs.groups.size());
+  auto& plan = per_group[group];
+  if (!plan) {
+    plan = std::make_unique<GroupPlan>();
+    if (spec.kind == CollectiveKind::CollectivePermute) {
+      *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
+    } else if (spec.kind == CollectiveKind::AllToAll) {
+      *plan = all_to_all_plan(machine_, members);
+    } else {
+      auto& algo = algorithms_[algorithm];
+      if (!algo) algo = make_algorithm(algorithm, "collectives.algorithm");
+      *plan = algo->plan(machine_, spec.kind, members);
+    }
+  }
+  auto& st = stats_[op_index];
+  st.algorithm = algorithm;
+  int steps = 0;
+  for (const auto& p : plan->phases) steps += p.steps;
+  st.steps = steps;
+  return *plan;
+}
+
+void CollectiveEngine::arrive(int op_index, int core) {
+  auto& state = pending_[op_index];
+  if (!state) {
+    state = std::make_unique<OpState>();
+    state->set = &groups_for(program_.ops[op_index].collective);
+    state->arrived.assign(state->set->groups.size(), 0);
+  }
+  const int g = state->set->group_of_core[core];
+  if (g < 0) {  // not in any explicit group: nothing to do for this core
+    listener_.collective_done(core, op_index);
+    return;
+  }
+  if (++state->arrived[g] == static_cast<int>(state->set->groups[g].size())) start_group(op_index, g, *state->set);
+}
+
+void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) {
+  auto run = std::make_shared<Running>();
+  run->op_index = op_index;
+  run->group = group;
+  run->plan = &plan_for(op_index, gs, group);
+  run->members = &gs.groups[group];
+  run->bytes = program_.ops[op_index].collective.bytes;
+  run->dtype = program_.ops[op_index].collective.dtype;
+  run->started = sim_now();
+  auto& st = stats_[op_index];
+  if (st.groups == 0 || run->started < st.first_start) st.first_start = run->started;
+  ++st.groups;
+  run_phase(run);
+}
+
+void CollectiveEngine::run_phase(const std::shared_ptr<Running>& run) {
+  while (run->phase < run->plan->phases.size() &&
+         (run->plan->phases[run->phase].steps == 0 || run->bytes <= 0))
+    ++run->phase;
+  if (run->phase >= run->plan->phases.size()) {
+    finish_group(run);
+    return;
+  }
+  const PlanPhase& phase = run->plan->phases[run->phase];
+  run->rings_left = phase.rings.size();
+  for (std::size_t r = 0; r < phase.rings.size(); ++r) run_step(run, r, 0);
+}
+
+void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t ring_index, int step) {
+  const PlanPhase& phase = run->plan->phases[run->phase];
+  if (step == phase.steps) {
+    if (--run->rings_left == 0) {
+      ++run->phase;
+      run_phase(run);
+    }
+    return;
+  }
+  const Ring& ring = phase.rings[ring_index];
+  const double per_member = phase.step_fraction * run->bytes;
+  const double each_way = phase.bidirectional ? per_member / 2 : per_member;
+  std::vector<Transfer> batch;
+  batch.reserve(ring.next.size() + ring.prev.size());
+  for (const auto& r : ring.next)
+    if (!r.empty()) batch.push_back({&r, each_way});
+  for (const auto& r : ring.prev)
+    if (!r.empty()) batch.push_back({&r, each_way});
+  const Duration start = sim_now();
+  const Duration reduce = phase.kind == StepKind::ReduceScatter ? reduction_time(per_member, run->dtype) : Duration{};
+  network_.send_batch(batch, [this, run, ring_index, step, start, reduce] {
+    // Received data is summed as it streams in: the step ends when both the transfer and the
+    // reduction are through, plus the fixed synchronisation cost of a step.
+    const Duration end = max(sim_now(), start + reduce) + hw_.collective_step_overhead;
+    queue_.at(end, [this, run, ring_index, step] { run_step(run, ring_index, step + 1); });
+  });
+}
+
+void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
+  const Duration now = sim_now();
+  auto& st = stats_[run->op_index];
+  st.last_end = max(st.last_end, now);
+  st.longest = max(st.longest, now - run->started);
+  auto it = pending_.find(run->op_index);
+  for (int core : *run->members) listener_.collective_done(core, run->op_index);
+  if (it != pending_.end() && ++it->second->groups_done == static_cast<int>(it->second->set->groups.size()))
+    pending_.erase(it);
+}
+
+Duration CollectiveEngine::reduction_time(double bytes, DType dtype) const {
+  if (!options_.reduction_compute || bytes <= 0) return Duration{};
+  // Sum into the local buffer: read both operands and write the result (3 passes over HBM);
+  // one vector add per element.
+  const double elements = bytes / dtype_bytes(dtype);
+  const Duration vpu = hw_.cycles(vpu_cycles(hw_, elements, 1.0));
+  return max(vpu, hbm_time(hw_, 3 * bytes));
+}
+
+std::vector<std::string> CollectiveEngine::waiting() const {
+  std::vector<std::string> out;
+  for (const auto& [op, state] : pending_) {
+    for (std::size_t g = 0; g < state->arrived.size(); ++g) {
+      const int n = static_cast<int>(state->set->groups[g].size());
+      if (state->arrived[g] > 0 && state->arrived[g] < n) {
+        out.push_back("op " + std::to_string(op) + " (" + program_.ops[op].name + ", " +
+                      to_string(program_.ops[op].collective.kind) + ") group " + std::to_string(g) + ": " +
+                      std::to_string(state->arrived[g]) + " of " + std::to_string(n) + " cores arrived");
+        if (out.size() > 5) return out;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,86 @@
+#pragma once
+// Plays collectives: a group starts when all its members have arrived, then runs its plan's
+// phases; every ring of a phase steps independently; a step sends one batch over the network,
+// and a reduce-scatter step also costs the receivers vector-unit and HBM time to sum what came.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/hardware.hpp"
+#include "models/program.hpp"
+#include "sim/collective_algorithm.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/network.hpp"
+#include "topologies/device_mesh.hpp"
+
+namespace tpusim {
+
+class Machine;
+
+struct CollectiveOptions {
+  std::string algorithm = "auto";
+  bool reduction_compute = true;  ///< false: summing received data is free (as in tools that ignore it)
+  static CollectiveOptions from_config(const Config& cfg);
+};
+
+/// Told when a core's part in a collective is over.
+class CollectiveListener {
+ public:
+  virtual ~CollectiveListener() = default;
+  virtual void collective_done(int core, int op_index) = 0;
+};
+
+struct CollectiveOpStats {
+  std::string algorithm;
+  Duration first_start;  ///< earliest group start
+  Duration last_end;     ///< latest group end
+  Duration longest;      ///< longest single group
+  int groups = 0;
+  int steps = 0;         ///< steps of one group's plan
+};
+
+class CollectiveEngine {
+ public:
+  CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine, Network& network,
+                   EventQueue& queue, const CollectiveOptions& options, CollectiveListener& listener);
+  ~CollectiveEngine();
+
+  /// Core `core` reaches collective op `op_index` now.
+  void arrive(int op_index, int core);
+
+  const std::map<int, CollectiveOpStats>& stats() const { return stats_; }
+  /// Cores that arrived at an unfinished collective, for the watchdog: "op 12 (name): k of n".
+  std::vector<std::string> waiting() const;
+
+ private:
+  struct GroupSet;       // the groups of one axes set, with each core's group index
+  struct Running;        // one group playing its plan
+  struct OpState;        // arrivals per group of one collective op
+
+  const GroupSet& groups_for(const CollectiveSpec& spec);
+  const GroupPlan& plan_for(int op_index, const GroupSet& gs, int group);
+  void start_group(int op_index, int group, const GroupSet& gs);
+  void run_phase(const std::shared_ptr<Running>& run);
+  void run_step(const std::shared_ptr<Running>& run, std::size_t ring, int step);
+  void finish_group(const std::shared_ptr<Running>& run);
+  Duration reduction_time(double bytes, DType dtype) const;
+
+  const Program& program_;
+  const DeviceMesh& mesh_;
+  Machine& machine_;
+  Network& network_;
+  EventQueue& queue_;
+  CollectiveOptions options_;
+  CollectiveListener& listener_;
+  const HardwareSpec& hw_;
+  std::map<std::string, std::unique_ptr<GroupSet>> group_sets_;
+  std::map<std::string, std::unique_ptr<CollectiveAlgorithm>> algorithms_;
+  std::map<std::string, std::vector<std::unique_ptr<GroupPlan>>> plans_;  ///< by plan key, per group
+  std::map<int, std::unique_ptr<OpState>> pending_;
+  std::map<int, CollectiveOpStats> stats_;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,50 @@
+#include "sim/collective_plan.hpp"
+
+#include "sim/machine.hpp"
+
+namespace tpusim {
+
+Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional, bool closed) {
+  Ring r;
+  r.members = order;
+  const std::size_t n = order.size();
+  r.next.resize(n);
+  if (bidirectional) r.prev.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (closed || i + 1 < n) r.next[i] = m.route(order[i], order[(i + 1) % n]);
+    if (bidirectional && (closed || i > 0)) r.prev[i] = m.route(order[i], order[(i + n - 1) % n]);
+  }
+  return r;
+}
+
+GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims) {
+  auto phase_for = [&](const DimRings& d, StepKind k, double fraction) {
+    PlanPhase p;
+    p.kind = k;
+    p.bidirectional = d.bidirectional;
+    p.steps = static_cast<int>(d.rings.front().size()) - 1;
+    p.step_fraction = fraction;
+    for (const auto& order : d.rings) p.rings.push_back(make_ring(m, order, d.bidirectional));
+    return p;
+  };
+  GroupPlan plan;
+  double f = 1.0;  // the share of the collective's bytes each member holds
+  std::vector<double> before;
+  for (const auto& d : dims) {
+    const double n = static_cast<double>(d.rings.front().size());
+    before.push_back(f);
+    if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter)
+      plan.phases.push_back(phase_for(d, StepKind::ReduceScatter, f / n));
+    f /= n;
+  }
+  if (kind == CollectiveKind::ReduceScatter) return plan;
+  // All-gather back, last dimension first: each step forwards one piece of the current size.
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    const double n = static_cast<double>(dims[i].rings.front().size());
+    plan.phases.push_back(phase_for(dims[i], StepKind::AllGather, f));
+    f *= n;
+  }
+  return plan;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,44 @@
+#include "sim/event_queue.hpp"
+
+namespace tpusim {
+
+EventQueue::EventQueue(sc_core::sc_module_name name) : sc_core::sc_module(name) {
+  SC_METHOD(fire);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+void EventQueue::at(Duration when, Callback cb) {
+  const std::int64_t now = sim_now().ps();
+  const std::int64_t t = when.ps() < now ? now : when.ps();
+  items_.push(Item{t, seq_++, std::move(cb)});
+  if (armed_for_ < 0 || t < armed_for_) arm();
+}
+
+void EventQueue::arm() {
+  if (items_.empty()) {
+    armed_for_ = -1;
+    return;
+  }
+  const std::int64_t t = items_.top().when_ps;
+  const std::int64_t now = sim_now().ps();
+  armed_for_ = t;
+  // A pending later notification is replaced by an earlier one (SystemC keeps the earliest).
+  wake_.notify(to_sc(Duration::ps(t - now)));
+}
+
+void EventQueue::fire() {
+  ++activations_;
+  armed_for_ = -1;
+  const std::int64_t now = sim_now().ps();
+  while (!items_.empty() && items_.top().when_ps <= now) {
+    // Move the callback out before popping: it may schedule more callbacks.
+    Callback cb = std::move(const_cast<Item&>(items_.top()).cb);
+    items_.pop();
+    ++callbacks_run_;
+    cb();
+  }
+  if (armed_for_ < 0) arm();
+}
+
+}  // namespace tpusim

@@ -1,0 +1,26 @@
+#pragma once
+// One direction of one physical ICI link, or of the on-chip path between two cores. A link is a
+// resource: a transfer holds it for bytes / bandwidth, FIFO; it arrives one latency later.
+#include <systemc>
+
+#include "core/units.hpp"
+
+namespace tpusim {
+
+class LinkModule : public sc_core::sc_module {
+ public:
+  LinkModule(sc_core::sc_module_name name, Bandwidth bandwidth, Duration latency)
+      : sc_core::sc_module(name), bandwidth(bandwidth), latency(latency) {}
+
+  const Bandwidth bandwidth;
+  const Duration latency;
+  /// When the link is free again (FIFO reservation).
+  Duration busy_until;
+
+  // Stats (plain members, incremented in the hot path; reported by the simulation).
+  double bytes = 0;        ///< bytes carried
+  Duration busy_time;      ///< time spent serialising bytes
+  std::uint64_t transfers = 0;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,53 @@
+#include "sim/machine.hpp"
+
+#include <string>
+
+namespace tpusim {
+
+Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw)
+    : sc_core::sc_module(name), topology_(topology), hw_(hw) {
+  static const char* kDim = "xyzw";
+  const int n_dims = topology.num_dims();
+  const int cpc = hw.cores_per_chip;
+  ici_.assign(topology.num_link_slots(), nullptr);
+  chips_.reserve(topology.num_chips());
+  for (int c = 0; c < topology.num_chips(); ++c) {
+    auto chip = std::make_unique<Chip>(("chip" + std::to_string(c)).c_str(), c);
+    chip->ici.resize(n_dims * 2);
+    for (int d = 0; d < n_dims; ++d) {
+      for (int dir : {+1, -1}) {
+        const int slot = topology.link_slot(c, d, dir);
+        if (!topology.link_exists(slot)) continue;
+        std::string lname = "chip" + std::to_string(c) + "_ici_" + kDim[d] + (dir > 0 ? "p" : "m");
+        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()), hw.ici_bandwidth, hw.ici_latency);
+        ici_[slot] = link.get();
+        all_links_.push_back(link.get());
+        chip->ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
+      }
+    }
+    chip->onchip.resize(cpc * cpc);
+    for (int a = 0; a < cpc; ++a) {
+      for (int b = 0; b < cpc; ++b) {
+        if (a == b) continue;
+        std::string lname = "chip" + std::to_string(c) + "_onchip_" + std::to_string(a) + "to" + std::to_string(b);
+        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()), hw.onchip_bandwidth, hw.onchip_latency);
+        all_links_.push_back(link.get());
+        chip->onchip[a * cpc + b] = std::move(link);
+      }
+    }
+    chips_.push_back(std::move(chip));
+  }
+}
+
+Route Machine::route(int src, int dst) const {
+  const int a = chip_of(src), b = chip_of(dst);
+  if (a == b) {
+    if (src == dst) return {};
+    return {chips_[a]->onchip[core_in_chip(src) * hw_.cores_per_chip + core_in_chip(dst)].get()};
+  }
+  Route r;
+  for (int slot : topology_.route(a, b)) r.push_back(ici_[slot]);
+  return r;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,150 @@
+#include "sim/simulation.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+
+#include <systemc>
+
+#include "core/errors.hpp"
+#include "sim/collective_engine.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/machine.hpp"
+#include "sim/tensor_core.hpp"
+#include "sim/tensor_core_cost.hpp"
+
+namespace tpusim {
+namespace {
+
+bool g_simulated = false;  // SystemC allows one elaboration per process
+
+class CoreDispatch : public CollectiveListener {
+ public:
+  std::vector<std::unique_ptr<TensorCore>>* cores = nullptr;
+  void collective_done(int core, int op_index) override { (*cores)[core]->collective_done(op_index); }
+};
+
+}  // namespace
+
+SimOptions SimOptions::from_config(const Config& cfg) {
+  SimOptions o;
+  o.network = NetworkOptions::from_config(cfg);
+  o.collectives = CollectiveOptions::from_config(cfg);
+  return o;
+}
+
+std::vector<Duration> compute_times(const Program& program, const HardwareSpec& hw, bool use_measured) {
+  std::vector<Duration> t(program.ops.size());
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    if (op.is_collective) continue;
+    if (use_measured && op.compute.measured_ns) t[i] = Duration::ns(*op.compute.measured_ns);
+    else t[i] = compute_op_time(hw, op.compute).total;
+  }
+  return t;
+}
+
+SimReport simulate(const Program& program, const Topology& topology, const HardwareSpec& hw,
+                   const SimOptions& options) {
+  if (g_simulated) throw std::logic_error("tpusim: one simulation per process (SystemC elaborates once)");
+  g_simulated = true;
+  setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
+  const auto wall0 = std::chrono::steady_clock::now();
+  program.validate();
+
+  DeviceMesh mesh(topology, hw.cores_per_chip, program.mesh);
+  ExecutionContext ctx;
+  ctx.program = &program;
+  ctx.op_time = compute_times(program, hw, options.use_measured_durations);
+  ctx.timeline = options.timeline;
+
+  Machine machine("machine", topology, hw);
+  EventQueue queue("events");
+  auto network = make_network(queue, options.network);
+  CoreDispatch dispatch;
+  CollectiveEngine engine(program, mesh, machine, *network, queue, options.collectives, dispatch);
+  ctx.engine = &engine;
+
+  std::vector<bool> traced(machine.num_cores(), false);
+  for (int c : options.traced_cores)
+    if (c >= 0 && c < machine.num_cores()) traced[c] = true;
+  std::vector<std::unique_ptr<TensorCore>> cores;
+  cores.reserve(machine.num_cores());
+  for (int c = 0; c < machine.num_cores(); ++c)
+    cores.push_back(std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx, traced[c]));
+  dispatch.cores = &cores;
+  const auto wall1 = std::chrono::steady_clock::now();
+
+  sc_core::sc_start();
+
+  SimReport r;
+  r.chips = topology.num_chips();
+  r.cores = machine.num_cores();
+  // Watchdog: the kernel ran out of events; every core must have finished.
+  std::vector<std::string> stuck;
+  for (const auto& core : cores) {
+    if (core->finished()) continue;
+    const int pc = core->pc();
+    std::string what = core->name();
+    if (pc < static_cast<int>(program.ops.size()))
+      what += " waits at op " + std::to_string(pc) + " (" + program.ops[pc].name + ")";
+    if (!core->outstanding().empty())
+      what += " for collective op " + std::to_string(core->outstanding().front()) + " (" +
+              program.ops[core->outstanding().front()].name + ")";
+    stuck.push_back(what);
+    if (stuck.size() >= 3) break;
+  }
+  if (!stuck.empty()) {
+    std::string msg;
+    for (const auto& s : stuck) msg += (msg.empty() ? "" : "; ") + s;
+    for (const auto& w : engine.waiting()) msg += "; " + w;
+    throw StuckError(msg);
+  }
+  const TensorCore* last = cores.front().get();
+  for (const auto& core : cores)
+    if (core->finish_time() > last->finish_time()) last = core.get();
+  r.step_time = last->finish_time();
+  r.compute = last->busy();
+  r.communication = last->communicating();
+  r.exposed_communication = last->exposed();
+  for (const auto& op : program.ops)
+    if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;
+  if (r.step_time > Duration{})
+    r.mxu_utilization = r.useful_flops_per_core / (hw.peak_flops_per_core() * r.step_time.seconds());
+
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    OpTime t{static_cast<int>(i), op.name, op.kind, ctx.op_time[i].ms()};
+    if (op.is_collective) {
+      auto it = engine.stats().find(static_cast<int>(i));
+      if (it != engine.stats().end()) t.time_ms = it->second.longest.ms();
+    }
+    r.top_ops.push_back(std::move(t));
+  }
+  std::sort(r.top_ops.begin(), r.top_ops.end(), [](const OpTime& a, const OpTime& b) { return a.time_ms > b.time_ms; });
+  r.collectives = engine.stats();
+
+  double busiest = 0, sum = 0;
+  for (const LinkModule* l : machine.links()) {
+    const double u = r.step_time > Duration{} ? l->busy_time.seconds() / r.step_time.seconds() : 0;
+    sum += u;
+    r.links.total_bytes += l->bytes;
+    if (u > busiest) {
+      busiest = u;
+      r.links.busiest_link = l->name();
+    }
+  }
+  r.links.busiest_utilization = busiest;
+  r.links.mean_utilization = machine.links().empty() ? 0 : sum / machine.links().size();
+
+  for (const auto& core : cores) r.kernel_events += core->activations();
+  r.kernel_events += queue.activations();
+  r.network_work = network->work_items();
+  const auto wall2 = std::chrono::steady_clock::now();
+  r.elaboration_s = std::chrono::duration<double>(wall1 - wall0).count();
+  r.wall_s = std::chrono::duration<double>(wall2 - wall0).count();
+  return r;
+}
+
+}  // namespace tpusim

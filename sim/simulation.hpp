@@ -1,0 +1,69 @@
+#pragma once
+// One simulation: elaborate the machine and one TensorCore per core, play the Program, report.
+// SystemC elaborates one design per process, so call simulate() once per process.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
+#include "core/hardware.hpp"
+#include "models/program.hpp"
+#include "sim/collective_engine.hpp"
+#include "sim/network.hpp"
+#include "topologies/topology.hpp"
+
+namespace tpusim {
+
+class TimelineSink;
+
+struct SimOptions {
+  NetworkOptions network;
+  CollectiveOptions collectives;
+  bool use_measured_durations = true;  ///< ops with a measured duration use it, else the model
+  TimelineSink* timeline = nullptr;
+  std::vector<int> traced_cores;  ///< cores whose spans go to the timeline
+  static SimOptions from_config(const Config& cfg);
+};
+
+struct OpTime {
+  int index = 0;
+  std::string name;
+  std::string kind;
+  double time_ms = 0;  ///< per core per step
+};
+
+struct LinkUsage {
+  double busiest_utilization = 0;  ///< busy time / step time of the busiest link
+  double mean_utilization = 0;     ///< over all links
+  std::string busiest_link;
+  double total_bytes = 0;
+};
+
+struct SimReport {
+  int chips = 0;
+  int cores = 0;
+  Duration step_time;       ///< until the last core finished
+  Duration compute;         ///< computing, on the core that finished last
+  Duration communication;   ///< at least one collective in flight, same core
+  Duration exposed_communication;  ///< waiting on collectives and not computing, same core
+  double useful_flops_per_core = 0;
+  double mxu_utilization = 0;
+  std::vector<OpTime> top_ops;            ///< compute ops and collectives, longest first
+  std::map<int, CollectiveOpStats> collectives;
+  LinkUsage links;
+  std::uint64_t kernel_events = 0;        ///< SC_METHOD activations (cores and event queue)
+  std::uint64_t network_work = 0;         ///< link reservations or packet-hops
+  double wall_s = 0;
+  double elaboration_s = 0;
+};
+
+/// Plays `program` on the machine. Throws StuckError naming what waits on what if the program
+/// can never finish, ConfigError for a mesh or algorithm that does not fit.
+SimReport simulate(const Program& program, const Topology& topology, const HardwareSpec& hw,
+                   const SimOptions& options);
+
+/// Per-op compute times of a program on `hw` (measured durations if chosen and present).
+std::vector<Duration> compute_times(const Program& program, const HardwareSpec& hw, bool use_measured);
+
+}  // namespace tpusim

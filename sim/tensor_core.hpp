@@ -1,0 +1,68 @@
+#pragma once
+// A TensorCore playing the SPMD Program. One SC_METHOD per core, woken when a run of compute
+// ends or a collective it waits for completes. Consecutive compute ops whose inputs are ready
+// are settled in one wait (their per-op times are known from the cost model), so kernel events
+// grow with communication points, not with ops or cycles. Collectives are issued as soon as
+// their inputs exist and proceed while the core computes; an op that needs a collective's
+// result waits for it.
+#include <vector>
+
+#include <systemc>
+
+#include "core/units.hpp"
+#include "models/program.hpp"
+
+namespace tpusim {
+
+class CollectiveEngine;
+class TimelineSink;
+
+/// What every core shares: the Program and its per-op compute times.
+struct ExecutionContext {
+  const Program* program = nullptr;
+  std::vector<Duration> op_time;  ///< per op; zero for collectives
+  CollectiveEngine* engine = nullptr;
+  TimelineSink* timeline = nullptr;
+};
+
+class TensorCore : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(TensorCore);
+  TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx, bool traced);
+
+  /// The collective `op_index` is over for this core.
+  void collective_done(int op_index);
+
+  bool finished() const { return finished_; }
+  int pc() const { return pc_; }
+  Duration finish_time() const { return finish_time_; }
+  Duration busy() const { return busy_; }             ///< computing
+  Duration communicating() const { return comm_; }    ///< at least one collective in flight
+  Duration exposed() const { return exposed_; }       ///< waiting on collectives, not computing
+  std::uint64_t activations() const { return activations_; }
+  const std::vector<int>& outstanding() const { return outstanding_; }
+
+ private:
+  void step();
+  bool ready(const Op& op) const;
+  void account(Duration now);
+  void trace_run(Duration start, int from, int to) const;
+
+  const int id_;
+  const ExecutionContext& ctx_;
+  const bool traced_;
+  sc_core::sc_event wake_;
+  int pc_ = 0;
+  bool running_ = false;
+  int run_start_pc_ = 0;
+  Duration run_end_;
+  std::vector<int> outstanding_;       ///< issued collectives not yet done (few)
+  std::vector<Duration> issued_at_;    ///< parallel to outstanding_, for the timeline
+  bool finished_ = false;
+  Duration finish_time_;
+  Duration last_account_;
+  Duration busy_, comm_, exposed_;
+  std::uint64_t activations_ = 0;
+};
+
+}  // namespace tpusim

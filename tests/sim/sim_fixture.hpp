@@ -1,0 +1,124 @@
+#pragma once
+// Helpers for simulation tests. SystemC elaborates one design per process, so each simulation
+// runs in a forked child that sends its numbers back through a pipe.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
+#include "core/hardware.hpp"
+#include "models/program.hpp"
+#include "sim/simulation.hpp"
+#include "topologies/topology.hpp"
+
+namespace tpusim::test {
+
+/// Runs `f` (which may call simulate() once) in a child process and returns its numbers.
+template <class F>
+std::vector<double> in_child(F f) {
+  int fd[2];
+  if (pipe(fd) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    int code = 0;
+    try {
+      std::vector<double> v = f();
+      std::size_t n = v.size();
+      if (write(fd[1], &n, sizeof n) < 0 || write(fd[1], v.data(), n * sizeof(double)) < 0) code = 2;
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      std::size_t n = static_cast<std::size_t>(-1);
+      (void)!write(fd[1], &n, sizeof n);
+      std::size_t len = msg.size();
+      (void)!write(fd[1], &len, sizeof len);
+      (void)!write(fd[1], msg.data(), len);
+      code = 1;
+    }
+    close(fd[1]);
+    _exit(code);
+  }
+  close(fd[1]);
+  std::size_t n = 0;
+  std::vector<double> v;
+  std::string error;
+  if (read(fd[0], &n, sizeof n) == sizeof n) {
+    if (n == static_cast<std::size_t>(-1)) {
+      std::size_t len = 0;
+      if (read(fd[0], &len, sizeof len) == sizeof len) {
+        error.resize(len);
+        std::size_t got = 0;
+        while (got < len) {
+          ssize_t k = read(fd[0], &error[got], len - got);
+          if (k <= 0) break;
+          got += static_cast<std::size_t>(k);
+        }
+      }
+    } else {
+      v.resize(n);
+      std::size_t want = n * sizeof(double), got = 0;
+      char* p = reinterpret_cast<char*>(v.data());
+      while (got < want) {
+        ssize_t k = read(fd[0], p + got, want - got);
+        if (k <= 0) break;
+        got += static_cast<std::size_t>(k);
+      }
+    }
+  }
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!error.empty()) throw std::runtime_error(error);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("simulation child failed");
+  return v;
+}
+
+/// A study config from JSON overrides on top of the tpu_v3 preset.
+inline Config config_with(const nlohmann::json& overrides) {
+  nlohmann::json doc = {{"preset", "tpu_v3"}};
+  deep_merge(doc, overrides);
+  return load_config(doc);
+}
+
+/// A Program of collective ops over one mesh axis "all" (or the given mesh).
+inline Op collective_op(CollectiveKind kind, double bytes, std::vector<std::string> axes = {}) {
+  Op op;
+  op.name = to_string(kind);
+  op.kind = op.name;
+  op.is_collective = true;
+  op.collective.kind = kind;
+  op.collective.bytes = bytes;
+  op.collective.axes = std::move(axes);
+  return op;
+}
+
+struct Run {
+  double step_s = 0;
+  std::vector<double> op_end_s;  ///< per op: latest group end
+};
+
+/// Simulates `program` on `cfg` in a child process.
+inline Run simulate_child(const Program& program, const Config& cfg) {
+  auto v = in_child([&] {
+    HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    SimReport r = simulate(program, topo, hw, SimOptions::from_config(cfg));
+    std::vector<double> out{r.step_time.seconds()};
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+      auto it = r.collectives.find(static_cast<int>(i));
+      out.push_back(it == r.collectives.end() ? 0 : it->second.last_end.seconds());
+    }
+    return out;
+  });
+  Run run;
+  run.step_s = v.at(0);
+  run.op_end_s.assign(v.begin() + 1, v.end());
+  return run;
+}
+
+}  // namespace tpusim::test

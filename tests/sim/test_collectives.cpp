@@ -1,0 +1,176 @@
+// Collectives against their closed forms. B: link bandwidth, L: per-hop latency, O: the fixed
+// cost of one collective step, all read from the config the test runs with.
+#include <catch2/catch.hpp>
+
+#include "tests/sim/sim_fixture.hpp"
+
+using namespace tpusim;
+using namespace tpusim::test;
+
+namespace {
+struct Params {
+  double B, L, O, C;
+};
+Params params_of(const Config& c) {
+  return {c.number("hardware.ici.bandwidth_GBps") * 1e9, c.number("hardware.ici.latency_ns") * 1e-9,
+          c.number("hardware.calibration.collective_step_overhead_ns") * 1e-9,
+          static_cast<double>(c.integer("network.chunk_bytes"))};
+}
+Program one_op(int cores, Op op) {
+  Program p;
+  p.mesh = {{"all", cores}};
+  p.ops.push_back(std::move(op));
+  return p;
+}
+const double S = 64.0 * 1024 * 1024;
+}  // namespace
+
+TEST_CASE("a transfer of S bytes over h hops takes S/B + (h-1) chunk/B + h L") {
+  for (int h : {1, 3, 7}) {
+    auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}}, {"topology", "16:wrap=0"}});
+    auto p = params_of(cfg);
+    Op op = collective_op(CollectiveKind::CollectivePermute, S);
+    op.collective.shift = 1;
+    // Two-member group {0, h}: member 0 sends to member 1, which sits h chips away.
+    std::vector<std::vector<int>> groups{{0, h}};
+    for (int c = 1; c < 16; ++c)
+      if (c != h) groups.push_back({c});
+    op.collective.replica_groups = groups;
+    Run r = simulate_child(one_op(16, op), cfg);
+    const double expect = S / p.B + (h - 1) * p.C / p.B + h * p.L + p.O;
+    CHECK(r.step_s == Approx(expect).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("one-way ring all-reduce on a 1D ring matches 2(n-1)/n S/B + 2(n-1) L") {
+  for (int n : {4, 8, 16}) {
+    auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+                            {"topology", std::to_string(n)},
+                            {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
+    auto p = params_of(cfg);
+    Run r = simulate_child(one_op(n, collective_op(CollectiveKind::AllReduce, S)), cfg);
+    const double steps = 2.0 * (n - 1);
+    const double expect = steps / n * S / p.B + steps * (p.L + p.O);
+    CHECK(r.step_s == Approx(expect).epsilon(0.02));
+  }
+}
+
+TEST_CASE("a ring both ways halves the bandwidth term") {
+  const int n = 8;
+  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+                          {"topology", "8"},
+                          {"collectives", {{"algorithm", "bidirectional_ring"}, {"reduction_compute", false}}}});
+  auto p = params_of(cfg);
+  Run r = simulate_child(one_op(n, collective_op(CollectiveKind::AllReduce, S)), cfg);
+  const double steps = 2.0 * (n - 1);
+  CHECK(r.step_s == Approx(steps / n * S / (2 * p.B) + steps * (p.L + p.O)).epsilon(0.02));
+}
+
+TEST_CASE("per-dimension all-reduce on a 2D torus composes the rings on shrinking data") {
+  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+                          {"topology", "8x4"},
+                          {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
+  auto p = params_of(cfg);
+  Run r = simulate_child(one_op(32, collective_op(CollectiveKind::AllReduce, S)), cfg);
+  // Both dimensions are torus rings (both ways); X (8) first on S, then Y (4) on S/8; the
+  // all-gather mirrors the reduce-scatter.
+  auto ring = [&](double n, double data) { return (n - 1) / n * data / (2 * p.B) + (n - 1) * (p.L + p.O); };
+  const double expect = 2 * (ring(8, S) + ring(4, S / 8));
+  CHECK(r.step_s == Approx(expect).epsilon(0.02));
+}
+
+TEST_CASE("per-dimension on the Multipod: on-chip step then the Y ring then the open X line") {
+  auto cfg = config_with({{"topology", "tpu_v3_multipod"}, {"collectives", {{"reduction_compute", false}}}});
+  auto p = params_of(cfg);
+  const double Bon = cfg.number("hardware.onchip.bandwidth_GBps") * 1e9;
+  const double Lon = cfg.number("hardware.onchip.latency_ns") * 1e-9;
+  Run r = simulate_child(one_op(8192, collective_op(CollectiveKind::AllReduce, S)), cfg);
+  // On-chip: one step of S/2 each way. Y: a 32-torus both ways on S/2 per core. X: a 128-line
+  // walked as a snake (2 hops per step, one way) on S/64 per core. Along Y and X the chip's two
+  // cores run separate rings over the same links, and a link alternates between them: a step
+  // costs the larger of the link time for both rings' data and one ring's own latency path.
+  const double onchip = S / 2 / Bon + Lon + p.O;
+  const double y_piece = S / 2 / 32 / 2;  // per core, each way
+  const double y = 31 * std::max(2 * y_piece / p.B, y_piece / p.B + p.L + p.O);
+  const double x_piece = S / 64 / 128;
+  const double x = 127 * std::max(2 * x_piece / p.B, x_piece / p.B + std::min(x_piece, p.C) / p.B + 2 * p.L + p.O);
+  CHECK(r.step_s == Approx(2 * (onchip + y + x)).epsilon(0.02));
+}
+
+TEST_CASE("two all-reduces sharing the same links take twice as long as one") {
+  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+                          {"topology", "8"},
+                          {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
+  Run one = simulate_child(one_op(8, collective_op(CollectiveKind::AllReduce, S)), cfg);
+  Program two = one_op(8, collective_op(CollectiveKind::AllReduce, S));
+  two.ops.push_back(collective_op(CollectiveKind::AllReduce, S));
+  Run both = simulate_child(two, cfg);
+  CHECK(both.step_s == Approx(2 * one.step_s).epsilon(0.03));
+  // Without contention they would overlap completely.
+  auto free_cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+                               {"topology", "8"},
+                               {"network", {{"contention", false}}},
+                               {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
+  Run free = simulate_child(two, free_cfg);
+  CHECK(free.step_s == Approx(one.step_s).epsilon(0.01));
+}
+
+TEST_CASE("summing received data costs vector-unit and HBM time") {
+  auto base = nlohmann::json{{"hardware", {{"cores_per_chip", 1}}}, {"topology", "8"},
+                             {"collectives", {{"algorithm", "ring"}}}};
+  auto off = base;
+  off["collectives"]["reduction_compute"] = false;
+  Program ar = one_op(8, collective_op(CollectiveKind::AllReduce, S));
+  Run with = simulate_child(ar, config_with(base));
+  Run without = simulate_child(ar, config_with(off));
+  // A reduce-scatter step reads both operands and writes the sum: 3 x S/n bytes of HBM, which
+  // at the default rates (450 GB/s x 0.85 vs 100 GB/s links) is faster than the transfer, so
+  // streaming hides it; slow the HBM below a third of... a link and it shows.
+  CHECK(with.step_s >= without.step_s);
+  auto slow = base;
+  slow["hardware"]["hbm"] = {{"bandwidth_GBps_per_core", 100.0}};
+  Run slow_run = simulate_child(ar, config_with(slow));
+  auto cfg = config_with(slow);
+  const double hbm = 100e9 * cfg.number("hardware.calibration.hbm_efficiency");
+  const double n = 8, chunk = S / n;
+  const double rs_step = cfg.number("hardware.hbm.latency_ns") * 1e-9 + 3 * chunk / hbm;
+  const double ag_step = chunk / 100e9 + 1e-9 * cfg.number("hardware.ici.latency_ns");
+  const double O = 1e-9 * cfg.number("hardware.calibration.collective_step_overhead_ns");
+  CHECK(slow_run.step_s == Approx((n - 1) * (rs_step + O) + (n - 1) * (ag_step + O)).epsilon(0.02));
+}
+
+TEST_CASE("packet level matches message level without contention") {
+  auto make = [](const char* fidelity) {
+    return config_with({{"hardware", {{"cores_per_chip", 1}}},
+                        {"topology", "8x8"},
+                        {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}},
+                        {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
+  };
+  Program ar = one_op(64, collective_op(CollectiveKind::AllReduce, 4.0 * 1024 * 1024));
+  Run msg = simulate_child(ar, make("message"));
+  Run pkt = simulate_child(ar, make("packet"));
+  CHECK(pkt.step_s == Approx(msg.step_s).epsilon(0.01));
+}
+
+TEST_CASE("under contention packets interleave so the first flow finishes later than whole messages") {
+  auto make = [](const char* fidelity) {
+    return config_with({{"hardware", {{"cores_per_chip", 1}}},
+                        {"topology", "4:wrap=0"},
+                        {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}}});
+  };
+  // Chip 0 sends to chip 2 and chip 1 sends to chip 3 at once: both cross link 1->2.
+  Program p;
+  p.mesh = {{"all", 4}};
+  Op a = collective_op(CollectiveKind::CollectivePermute, S / 16);
+  a.collective.shift = 1;
+  a.collective.replica_groups = {{0, 2}, {1}, {3}};
+  Op b = a;
+  b.collective.replica_groups = {{1, 3}, {0}, {2}};
+  p.ops = {a, b};
+  Run msg = simulate_child(p, make("message"));
+  Run pkt = simulate_child(p, make("packet"));
+  const double first_msg = std::min(msg.op_end_s[0], msg.op_end_s[1]);
+  const double first_pkt = std::min(pkt.op_end_s[0], pkt.op_end_s[1]);
+  CHECK(first_pkt > 1.5 * first_msg);            // message level lets one flow go first
+  CHECK(pkt.step_s == Approx(msg.step_s).epsilon(0.05));  // the link carries the same bytes
+}
