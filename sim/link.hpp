@@ -1,6 +1,9 @@
 #pragma once
 // One direction of one physical ICI link, or of the on-chip path between two cores. A link is a
 // resource: a transfer holds it for bytes / bandwidth, FIFO; it arrives one latency later.
+#include <utility>
+#include <vector>
+
 #include <systemc>
 
 #include "core/units.hpp"
@@ -21,6 +24,11 @@ class LinkModule : public sc_core::sc_module {
   double bytes = 0;        ///< bytes carried
   Duration busy_time;      ///< time spent serialising bytes
   std::uint64_t transfers = 0;
+  /// When set (timeline of this link wanted), every busy interval is recorded.
+  std::vector<std::pair<Duration, Duration>>* busy_log = nullptr;
+  void record_busy(Duration start, Duration end) {
+    if (busy_log) busy_log->emplace_back(start, end);
+  }
 };
 
 }  // namespace tpusim

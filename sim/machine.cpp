@@ -39,6 +39,15 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
   }
 }
 
+std::vector<LinkModule*> Machine::links_of_chip(int chip) const {
+  std::vector<LinkModule*> out;
+  for (const auto& l : chips_[chip]->ici)
+    if (l) out.push_back(l.get());
+  for (const auto& l : chips_[chip]->onchip)
+    if (l) out.push_back(l.get());
+  return out;
+}
+
 Route Machine::route(int src, int dst) const {
   const int a = chip_of(src), b = chip_of(dst);
   if (a == b) {

@@ -36,6 +36,8 @@ class Machine : public sc_core::sc_module {
   /// The links a message from core `src` to core `dst` crosses: the on-chip path within a chip,
   /// else the dimension-order ICI route between their chips.
   Route route(int src, int dst) const;
+  /// The links leaving a chip (ICI and on-chip).
+  std::vector<LinkModule*> links_of_chip(int chip) const;
   /// Every link, for statistics.
   const std::vector<LinkModule*>& links() const { return all_links_; }
 

@@ -35,6 +35,7 @@ class MessageNetwork : public Network {
       // The last chunk cannot leave before it has arrived from upstream.
       if (i > 0) finish = max(finish, prev_finish + prev_latency + chunk);
       if (opts_.contention) link.busy_until = finish;
+      link.record_busy(finish - serialise, finish);
       link.bytes += bytes;
       link.busy_time += serialise;
       ++link.transfers;

@@ -50,6 +50,7 @@ class PacketNetwork : public Network {
     const Duration start = opts_.contention ? max(now, link.busy_until) : now;
     const Duration serialise = link.bandwidth.time_for(size);
     if (opts_.contention) link.busy_until = start + serialise;
+    link.record_busy(start, start + serialise);
     link.bytes += size;
     link.busy_time += serialise;
     ++packet_hops_;

@@ -13,17 +13,51 @@
 #include "sim/machine.hpp"
 #include "sim/tensor_core.hpp"
 #include "sim/tensor_core_cost.hpp"
+#include "sim/timeline.hpp"
+#include <map>
 
 namespace tpusim {
 namespace {
 
 bool g_simulated = false;  // SystemC allows one elaboration per process
 
+/// The elaborated design outlives simulate(): SystemC allows one design per process anyway, and
+/// its module registry removes modules in quadratic time, which for 8192 cores and 24k links
+/// costs more than the simulation. The process exit reclaims it; the pointer keeps it reachable.
+struct Design {
+  std::unique_ptr<Machine> machine;
+  std::unique_ptr<EventQueue> queue;
+  std::vector<std::unique_ptr<TensorCore>> cores;
+};
+Design* g_design = nullptr;
+
 class CoreDispatch : public CollectiveListener {
  public:
   std::vector<std::unique_ptr<TensorCore>>* cores = nullptr;
   void collective_done(int core, int op_index) override { (*cores)[core]->collective_done(op_index); }
 };
+
+/// Utilisation of each logged link in fixed time bins, as timeline counters (0..1).
+void emit_link_counters(TimelineSink& sink,
+                        const std::map<LinkModule*, std::vector<std::pair<Duration, Duration>>>& logs,
+                        Duration step) {
+  const int bins = 200;
+  if (step <= Duration{}) return;
+  const double bin_ps = static_cast<double>(step.ps()) / bins;
+  for (const auto& [link, intervals] : logs) {
+    std::vector<double> busy(bins, 0.0);
+    for (const auto& [a, b] : intervals) {
+      double s = static_cast<double>(a.ps()), e = static_cast<double>(b.ps());
+      for (int k = std::max(0, static_cast<int>(s / bin_ps)); k < bins && k * bin_ps < e; ++k) {
+        const double lo = std::max(s, k * bin_ps), hi = std::min(e, (k + 1) * bin_ps);
+        if (hi > lo) busy[k] += hi - lo;
+      }
+    }
+    for (int k = 0; k < bins; ++k)
+      sink.counter(link->name(), "utilization", Duration::ps(static_cast<std::int64_t>(k * bin_ps)),
+                   std::min(1.0, busy[k] / bin_ps));
+  }
+}
 
 }  // namespace
 
@@ -59,8 +93,11 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   ctx.op_time = compute_times(program, hw, options.use_measured_durations);
   ctx.timeline = options.timeline;
 
-  Machine machine("machine", topology, hw);
-  EventQueue queue("events");
+  g_design = new Design;
+  g_design->machine = std::make_unique<Machine>("machine", topology, hw);
+  g_design->queue = std::make_unique<EventQueue>("events");
+  Machine& machine = *g_design->machine;
+  EventQueue& queue = *g_design->queue;
   auto network = make_network(queue, options.network);
   CoreDispatch dispatch;
   CollectiveEngine engine(program, mesh, machine, *network, queue, options.collectives, dispatch);
@@ -69,11 +106,17 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   std::vector<bool> traced(machine.num_cores(), false);
   for (int c : options.traced_cores)
     if (c >= 0 && c < machine.num_cores()) traced[c] = true;
-  std::vector<std::unique_ptr<TensorCore>> cores;
+  auto& cores = g_design->cores;
   cores.reserve(machine.num_cores());
   for (int c = 0; c < machine.num_cores(); ++c)
     cores.push_back(std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx, traced[c]));
   dispatch.cores = &cores;
+  // Links of traced chips log their busy intervals for the timeline's utilisation counters.
+  std::map<LinkModule*, std::vector<std::pair<Duration, Duration>>> link_logs;
+  if (options.timeline)
+    for (int c : options.traced_cores)
+      if (c >= 0 && c < machine.num_cores())
+        for (LinkModule* l : machine.links_of_chip(machine.chip_of(c))) l->busy_log = &link_logs[l];
   const auto wall1 = std::chrono::steady_clock::now();
 
   sc_core::sc_start();
@@ -138,6 +181,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   r.links.busiest_utilization = busiest;
   r.links.mean_utilization = machine.links().empty() ? 0 : sum / machine.links().size();
 
+  if (options.timeline) emit_link_counters(*options.timeline, link_logs, r.step_time);
   for (const auto& core : cores) r.kernel_events += core->activations();
   r.kernel_events += queue.activations();
   r.network_work = network->work_items();
