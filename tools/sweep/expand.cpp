@@ -1,5 +1,6 @@
 #include "tools/sweep/expand.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -11,11 +12,17 @@
 namespace tpusim::sweep {
 namespace {
 
-/// A value given in the study or, failing that, the declared default.
-const nlohmann::json* value_or_default(const nlohmann::json& doc, const std::string& path) {
+/// A value given in the study or, failing that, the declared default that applies (a parameter
+/// may be declared several times with different `when` conditions, e.g. a batch per model).
+const nlohmann::json* value_or_default(const nlohmann::json& doc, const std::string& path, int depth = 0) {
   if (const auto* v = json_at(doc, path)) return v;
-  for (const auto* s : ParamRegistry::instance().find(path))
-    if (!s->default_value.is_null()) return &s->default_value;
+  if (depth > 4) return nullptr;
+  for (const auto* s : ParamRegistry::instance().find(path)) {
+    if (s->default_value.is_null()) continue;
+    if (s->when_path.empty()) return &s->default_value;
+    const auto* cond = value_or_default(doc, s->when_path, depth + 1);
+    if (cond && cond->is_string() && cond->get<std::string>() == s->when_value) return &s->default_value;
+  }
   return nullptr;
 }
 
@@ -152,6 +159,9 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
   }
   problems.throw_if_any();
 
+  // A problem that every point has (usually one in the base study) is reported once; a problem
+  // of some points is reported per point with its values.
+  std::vector<std::pair<Problem, std::vector<const SweepPoint*>>> grouped;
   std::map<std::string, std::size_t> seen;
   for (auto& p : points) {
     try {
@@ -163,9 +173,22 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
                      "resolves to the same study as point " + std::to_string(it->second) +
                          "; an axis has no effect on the study");
     } catch (const ConfigError& e) {
-      for (const auto& pr : e.problems())
-        problems.add("point " + std::to_string(p.index) + " [" + point_label(spec, p) + "]: " + pr.where, pr.what);
+      for (const auto& pr : e.problems()) {
+        auto g = std::find_if(grouped.begin(), grouped.end(), [&](const auto& x) {
+          return x.first.where == pr.where && x.first.what == pr.what;
+        });
+        if (g == grouped.end()) grouped.push_back({pr, {&p}});
+        else g->second.push_back(&p);
+      }
     }
+  }
+  for (const auto& [pr, pts] : grouped) {
+    if (pts.size() > 1 && pts.size() == points.size()) {
+      problems.add("all " + std::to_string(pts.size()) + " points: " + pr.where, pr.what);
+      continue;
+    }
+    for (const auto* p : pts)
+      problems.add("point " + std::to_string(p->index) + " [" + point_label(spec, *p) + "]: " + pr.where, pr.what);
   }
   problems.throw_if_any();
   return points;
