@@ -116,6 +116,14 @@ const GroupPlan& CollectiveEngine::plan_for(int op_index, const GroupSet& gs, in
   return *plan;
 }
 
+void CollectiveEngine::prepare() {
+  for (std::size_t i = 0; i < program_.ops.size(); ++i) {
+    if (!program_.ops[i].is_collective) continue;
+    const GroupSet& gs = groups_for(program_.ops[i].collective);
+    for (std::size_t g = 0; g < gs.groups.size(); ++g) plan_for(static_cast<int>(i), gs, static_cast<int>(g));
+  }
+}
+
 void CollectiveEngine::arrive(int op_index, int core) {
   auto& state = pending_[op_index];
   if (!state) {

@@ -48,6 +48,10 @@ class CollectiveEngine {
                    EventQueue& queue, const CollectiveOptions& options, CollectiveListener& listener);
   ~CollectiveEngine();
 
+  /// Plans every collective of the program for every group before the simulation starts, so a
+  /// group an algorithm cannot serve is a ConfigError up front, not a failure mid-run.
+  void prepare();
+
   /// Core `core` reaches collective op `op_index` now.
   void arrive(int op_index, int core);
 

@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "sim/collective_engine.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/failure.hpp"
 #include "sim/machine.hpp"
 #include "sim/tensor_core.hpp"
 #include "sim/tensor_core_cost.hpp"
@@ -102,6 +103,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   CoreDispatch dispatch;
   CollectiveEngine engine(program, mesh, machine, *network, queue, options.collectives, dispatch);
   ctx.engine = &engine;
+  engine.prepare();
 
   std::vector<bool> traced(machine.num_cores(), false);
   for (int c : options.traced_cores)
@@ -120,6 +122,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   const auto wall1 = std::chrono::steady_clock::now();
 
   sc_core::sc_start();
+  if (auto failure = take_failure()) std::rethrow_exception(failure);
 
   SimReport r;
   r.chips = topology.num_chips();

@@ -1,0 +1,116 @@
+// BERT-Large pretraining (MLPerf v0.7): embeddings, post-LN encoder, masked-LM head on the masked
+// positions only (decoder tied to the word embeddings), next-sentence head, LAMB.
+// Dimensions from Devlin et al. 2019 and the MLPerf v0.7 reference (see shared reference
+// workloads.md): 24 layers, hidden 1024, 16 heads, ffn 4096, sequence 512, vocabulary 30522,
+// 76 masked positions per sequence.
+#include "core/errors.hpp"
+#include "core/params.hpp"
+#include "models/builders/transformer_blocks.hpp"
+#include "models/model_builder.hpp"
+#include "models/ops.hpp"
+#include "models/training.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+const char* kModel = "bert_large";
+
+const ParamRegistrar kParams{{
+    {"workload.layers", T::Integer, "", 24, "encoder layers", 1, 1000, {}, "workload.model", kModel},
+    {"workload.hidden", T::Integer, "", 1024, "hidden width (d_model)", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kModel},
+    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (GELU)", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.seq_len", T::Integer, "tokens", 512, "tokens per sequence", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.vocab", T::Integer, "", 30522, "word-piece vocabulary (word embedding rows, MLM classes)", 2, 1e8, {}, "workload.model", kModel},
+    {"workload.type_vocab", T::Integer, "", 2, "token-type (segment) embedding rows", 1, 1e3, {}, "workload.model", kModel},
+    {"workload.masked_positions", T::Integer, "tokens", 76, "masked-LM predictions per sequence (the MLM head runs on these only)", 1, 1e6, {}, "workload.model", kModel},
+}};
+
+class BertLarge final : public ModelBuilder {
+ public:
+  bool supports_model_parallel() const override { return true; }
+
+  OpGraph build(const Config& cfg, std::int64_t batch) const override {
+    const std::int64_t layers = cfg.integer("workload.layers");
+    const std::int64_t seq = cfg.integer("workload.seq_len");
+    const std::int64_t vocab = cfg.integer("workload.vocab");
+    const std::int64_t masked = cfg.integer("workload.masked_positions");
+    const TransformerDims d{batch, cfg.integer("workload.hidden"), cfg.integer("workload.heads"),
+                            cfg.integer("workload.ffn")};
+    if (d.hidden % d.heads != 0)
+      throw ConfigError("workload.heads", std::to_string(d.heads) + " heads do not divide hidden " +
+                                              std::to_string(d.hidden) + "; use a divisor of it");
+    if (masked > seq)
+      throw ConfigError("workload.masked_positions",
+                        std::to_string(masked) + " exceeds workload.seq_len " + std::to_string(seq));
+
+    OpGraph g;
+    g.model = kModel;
+    g.replica_batch = batch;
+    require_transformer_splits(g, d);
+    g.require_divisible({"model", "workload.vocab", vocab, "vocabulary (embedding and MLM softmax)"});
+    const std::int64_t tokens = batch * seq;
+    const std::int64_t h = d.hidden;
+
+    // Embeddings: word lookup split on the vocabulary (partial rows, all-reduced), position and
+    // token-type rows added, then layer norm with dropout.
+    OpNode word = embedding_lookup("embeddings.word", tokens, vocab, h);
+    word.split.model = SplitDim::K;
+    word.params_split_by_model = true;
+    const int word_v = g.add(std::move(word));
+    OpNode pos = vector_op(OpKind::Elementwise, "embeddings.position_type", static_cast<double>(tokens) * h,
+                           1, 2 * vpu_ops::kGather, 1);
+    pos.params = (seq + cfg.integer("workload.type_vocab")) * h;
+    const int pos_v = g.add(std::move(pos), {word_v});
+    int x = g.add(layer_norm("embeddings.layer_norm", tokens, h, 1,
+                             vpu_ops::kLayerNorm + vpu_ops::kDropout,
+                             vpu_ops::kLayerNormGrad + vpu_ops::kDropout),
+                  {pos_v});
+
+    for (std::int64_t l = 0; l < layers; ++l) {
+      const std::string p = "encoder." + std::to_string(l) + ".";
+      x = add_self_attention(g, p, x, seq, d);
+      x = add_feed_forward(g, p, x, seq, d, Activation::Gelu);
+    }
+
+    // Masked-LM head on the masked positions: gather, dense + GELU + layer norm (replicated on
+    // the model axis), decoder tied to the word embeddings with its own bias, split on the
+    // vocabulary like the embedding, softmax cross-entropy over the (split) vocabulary.
+    const std::int64_t rows = batch * masked;
+    const int gathered = g.add(vector_op(OpKind::Elementwise, "mlm.gather_masked",
+                                         static_cast<double>(rows) * h, 1, vpu_ops::kGather,
+                                         vpu_ops::kGather),
+                               {x});
+    const int dense = g.add(weight_matmul("mlm.transform", rows, h, h, true), {gathered});
+    const int act = g.add(vector_op(OpKind::Elementwise, "mlm.gelu", static_cast<double>(rows) * h, 1,
+                                    vpu_ops::kGelu, vpu_ops::kGeluGrad),
+                          {dense});
+    const int mlm_ln = g.add(layer_norm("mlm.layer_norm", rows, h, 1, vpu_ops::kLayerNorm,
+                                        vpu_ops::kLayerNormGrad),
+                             {act});
+    OpNode decoder = weight_matmul("mlm.decoder", rows, h, vocab, true);
+    decoder.params = vocab;  // the output bias; the weights are the word embeddings
+    decoder.tied_to = word_v;
+    split_columns(decoder);
+    const int logits = g.add(std::move(decoder), {mlm_ln});
+    OpNode mlm_loss = cross_entropy_loss("mlm.loss", rows, vocab);
+    mlm_loss.split.model = SplitDim::K;
+    g.add(std::move(mlm_loss), {logits});
+
+    // Next-sentence head on the first token: pooler dense + tanh, 2-way classifier.
+    const int pooled = g.add(weight_matmul("nsp.pooler", batch, h, h, true), {x});
+    const int tanh = g.add(vector_op(OpKind::Elementwise, "nsp.tanh", static_cast<double>(batch) * h, 1,
+                                     vpu_ops::kTanh, vpu_ops::kTanhGrad),
+                           {pooled});
+    const int cls = g.add(weight_matmul("nsp.classifier", batch, h, 2, true), {tanh});
+    g.add(cross_entropy_loss("nsp.loss", batch, 2), {cls});
+
+    derive_training_graph(g, OptimizerKind::Lamb);
+    return g;
+  }
+};
+
+const ModelRegistrar kRegister{kModel, [] { return std::make_unique<BertLarge>(); }};
+
+}  // namespace
+}  // namespace tpusim

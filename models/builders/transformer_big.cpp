@@ -1,0 +1,103 @@
+// Transformer (big) for WMT English-German (MLPerf v0.7): 6 encoder and 6 decoder layers,
+// d_model 1024, 16 heads, ffn 4096 with ReLU, one embedding table of 33,708 sub-words shared by
+// the source and target embeddings and the pre-softmax projection, 256-token packed sequences
+// (JAX submission), Adam. Vaswani et al. 2017 (post-layer-norm form, as in the paper).
+#include "core/errors.hpp"
+#include "core/params.hpp"
+#include "models/builders/transformer_blocks.hpp"
+#include "models/model_builder.hpp"
+#include "models/ops.hpp"
+#include "models/training.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+const char* kModel = "transformer_big";
+
+const ParamRegistrar kParams{{
+    {"workload.encoder_layers", T::Integer, "", 6, "encoder layers", 1, 1000, {}, "workload.model", kModel},
+    {"workload.decoder_layers", T::Integer, "", 6, "decoder layers", 1, 1000, {}, "workload.model", kModel},
+    {"workload.hidden", T::Integer, "", 1024, "model width (d_model)", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kModel},
+    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (ReLU)", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.vocab", T::Integer, "", 33708, "shared source/target sub-word vocabulary", 2, 1e8, {}, "workload.model", kModel},
+    {"workload.seq_len", T::Integer, "tokens", 256, "tokens per packed source and per packed target sequence", 1, 1e6, {}, "workload.model", kModel},
+}};
+
+class TransformerBig final : public ModelBuilder {
+ public:
+  bool supports_model_parallel() const override { return true; }
+
+  OpGraph build(const Config& cfg, std::int64_t batch) const override {
+    const std::int64_t enc_layers = cfg.integer("workload.encoder_layers");
+    const std::int64_t dec_layers = cfg.integer("workload.decoder_layers");
+    const std::int64_t seq = cfg.integer("workload.seq_len");
+    const std::int64_t vocab = cfg.integer("workload.vocab");
+    const TransformerDims d{batch, cfg.integer("workload.hidden"), cfg.integer("workload.heads"),
+                            cfg.integer("workload.ffn")};
+    if (d.hidden % d.heads != 0)
+      throw ConfigError("workload.heads", std::to_string(d.heads) + " heads do not divide hidden " +
+                                              std::to_string(d.hidden) + "; use a divisor of it");
+
+    OpGraph g;
+    g.model = kModel;
+    g.replica_batch = batch;
+    require_transformer_splits(g, d);
+    g.require_divisible({"model", "workload.vocab", vocab, "shared vocabulary (embedding and softmax)"});
+    const std::int64_t tokens = batch * seq;
+    const std::int64_t h = d.hidden;
+
+    // Source embedding (owns the shared table, split on the vocabulary), scaled by sqrt(d) plus
+    // the sinusoidal position signal and dropout.
+    auto embed = [&](const std::string& p, int tied_to) {
+      OpNode e = embedding_lookup(p + "embedding", tokens, vocab, h);
+      e.split.model = SplitDim::K;
+      e.params_split_by_model = true;
+      if (tied_to >= 0) {
+        e.params = 0;
+        e.tied_to = tied_to;
+      }
+      const int ev = g.add(std::move(e));
+      const int sv = g.add(vector_op(OpKind::Elementwise, p + "scale_position",
+                                     static_cast<double>(tokens) * h, 1, 2 + vpu_ops::kDropout,
+                                     1 + vpu_ops::kDropout),
+                           {ev});
+      return std::pair<int, int>{ev, sv};
+    };
+    auto [table, x] = embed("encoder.", -1);
+    for (std::int64_t l = 0; l < enc_layers; ++l) {
+      const std::string p = "encoder." + std::to_string(l) + ".";
+      x = add_self_attention(g, p, x, seq, d);
+      x = add_feed_forward(g, p, x, seq, d, Activation::Relu);
+    }
+    const int memory = x;
+
+    int y = embed("decoder.", table).second;
+    for (std::int64_t l = 0; l < dec_layers; ++l) {
+      const std::string p = "decoder." + std::to_string(l) + ".";
+      y = add_self_attention(g, p, y, seq, d);  // causal mask: same work on the MXU
+      y = add_cross_attention(g, p, y, seq, memory, seq, d);
+      y = add_feed_forward(g, p, y, seq, d, Activation::Relu);
+    }
+
+    // Pre-softmax projection with the shared table, split on the vocabulary; label-smoothed
+    // cross-entropy over the split vocabulary.
+    OpNode logits = weight_matmul("output.logits", tokens, h, vocab, false);
+    logits.params = 0;
+    logits.tied_to = table;
+    split_columns(logits);
+    const int lv = g.add(std::move(logits), {y});
+    OpNode loss = cross_entropy_loss("output.loss", tokens, vocab);
+    loss.vpu_ops_per_element += 1;  // label smoothing: the mean over classes
+    loss.split.model = SplitDim::K;
+    g.add(std::move(loss), {lv});
+
+    derive_training_graph(g, OptimizerKind::Adam);
+    return g;
+  }
+};
+
+const ModelRegistrar kRegister{kModel, [] { return std::make_unique<TransformerBig>(); }};
+
+}  // namespace
+}  // namespace tpusim

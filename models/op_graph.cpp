@@ -1,0 +1,82 @@
+#include "models/op_graph.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace tpusim {
+
+const char* to_string(OpKind k) {
+  switch (k) {
+    case OpKind::Matmul: return "matmul";
+    case OpKind::Conv: return "conv";
+    case OpKind::Elementwise: return "elementwise";
+    case OpKind::Softmax: return "softmax";
+    case OpKind::LayerNorm: return "layer_norm";
+    case OpKind::BatchNorm: return "batch_norm";
+    case OpKind::Pool: return "pool";
+    case OpKind::Embedding: return "embedding";
+    case OpKind::Loss: return "loss";
+    case OpKind::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+const char* to_string(SplitDim d) {
+  switch (d) {
+    case SplitDim::None: return "none";
+    case SplitDim::Batch: return "batch";
+    case SplitDim::M: return "m";
+    case SplitDim::K: return "k";
+    case SplitDim::N: return "n";
+  }
+  return "?";
+}
+
+OpGraph::Vertex OpGraph::add(OpNode node, const std::vector<Vertex>& inputs) {
+  const Vertex v = static_cast<Vertex>(boost::add_vertex(std::move(node), g_));
+  for (std::size_t slot = 0; slot < inputs.size(); ++slot) {
+    assert(inputs[slot] >= 0 && inputs[slot] < v && "inputs must be earlier ops");
+    boost::add_edge(inputs[slot], v, OpEdge{static_cast<int>(slot)}, g_);
+  }
+  return v;
+}
+
+std::vector<OpGraph::Vertex> OpGraph::inputs(Vertex v) const {
+  std::vector<std::pair<int, Vertex>> by_slot;
+  for (auto [it, end] = boost::in_edges(v, g_); it != end; ++it)
+    by_slot.emplace_back(g_[*it].slot, static_cast<Vertex>(boost::source(*it, g_)));
+  std::sort(by_slot.begin(), by_slot.end());
+  std::vector<Vertex> out;
+  out.reserve(by_slot.size());
+  for (const auto& [slot, u] : by_slot) out.push_back(u);
+  return out;
+}
+
+std::vector<std::pair<OpGraph::Vertex, int>> OpGraph::consumers(Vertex v) const {
+  std::vector<std::pair<Vertex, int>> out;
+  for (auto [it, end] = boost::out_edges(v, g_); it != end; ++it)
+    out.emplace_back(static_cast<Vertex>(boost::target(*it, g_)), g_[*it].slot);
+  return out;
+}
+
+double OpGraph::total_flops() const {
+  double sum = 0;
+  for (Vertex v = 0; v < size(); ++v) sum += node(v).flops;
+  return sum;
+}
+
+double OpGraph::total_flops(Phase p) const {
+  double sum = 0;
+  for (Vertex v = 0; v < size(); ++v)
+    if (node(v).phase == p) sum += node(v).flops;
+  return sum;
+}
+
+std::int64_t OpGraph::total_params() const {
+  std::int64_t sum = 0;
+  for (Vertex v = 0; v < size(); ++v)
+    if (node(v).phase == Phase::Forward) sum += node(v).params;
+  return sum;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,143 @@
+#pragma once
+// The op graph of one model replica's training step: forward, backward and optimizer ops as the
+// nodes of a Boost.Graph, tensor dependencies as its edges. Builders (models/builders) create the
+// forward ops; derive_training_graph (models/training.hpp) adds the backward op by op and the
+// optimizer; the partitioner (models/parallelism) turns the graph into the SPMD Program.
+//
+// Costs in an OpNode are for ONE model replica processing its share of the global batch (the
+// replica batch), before any model or spatial split. Mixed precision as on TPU: matmul inputs
+// bf16, f32 accumulation, f32 master weights and optimizer state, bf16 activations.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "models/program.hpp"
+
+namespace tpusim {
+
+enum class OpKind {
+  Matmul,       ///< matmul or einsum, on the MXU
+  Conv,         ///< convolution (lowered to a MatmulShape by its builder)
+  Elementwise,  ///< vector-unit op (activation, residual add, dropout, gather, ...)
+  Softmax,
+  LayerNorm,
+  BatchNorm,
+  Pool,
+  Embedding,    ///< table lookup (gather)
+  Loss,
+  Optimizer,    ///< optimizer update of one parameter group
+};
+const char* to_string(OpKind k);  ///< "matmul", "elementwise", ...
+
+/// Which dimension of an op a mesh axis splits. For a matmul these name MatmulShape dimensions;
+/// for vector ops any value other than None means "the elements are divided over the axis".
+/// Splitting a reduced dimension (K of a matmul, the vocabulary of an embedding lookup or of a
+/// loss, the weight elements of a LAMB norm) leaves each core with a partial result: the
+/// partitioner follows such an op with an all-reduce over the axis (see OpNode::partial_bytes).
+enum class SplitDim { None, Batch, M, K, N };
+const char* to_string(SplitDim d);
+
+/// How the mesh axes inside one replica split an op. Data parallelism replicates whole graphs
+/// and needs no annotation.
+struct OpSplit {
+  SplitDim model = SplitDim::None;    ///< Megatron-style model parallelism ("model" axis)
+  SplitDim spatial = SplitDim::None;  ///< spatial partitioning of activations ("spatial" axis)
+};
+
+/// A convolution's geometry, per replica (issue 4 lowers it to `OpNode::matmul`).
+struct ConvShape {
+  std::int64_t batch = 1, height = 0, width = 0, in_channels = 0, out_channels = 0;
+  int kernel_h = 1, kernel_w = 1, stride = 1;
+};
+
+struct OpNode {
+  std::string name;  ///< e.g. "encoder.3.mlp.in", "encoder.3.mlp.in.bwd_weight"
+  OpKind kind = OpKind::Elementwise;
+  Phase phase = Phase::Forward;
+  DType dtype = DType::BF16;      ///< dtype of the inputs (bf16 for matmuls)
+  DType out_dtype = DType::BF16;  ///< dtype of the output (f32 for weight gradients)
+  std::vector<std::vector<std::int64_t>> shapes;  ///< logical tensor shapes, inputs then output
+
+  // Cost per replica, before splitting.
+  std::optional<MatmulShape> matmul;  ///< MXU work; HBM bytes are derived from it when split
+  std::optional<ConvShape> conv;
+  double flops = 0;                   ///< MXU FLOPs (multiply-add = 2)
+  double vpu_elements = 0;            ///< elements the vector unit touches
+  double vpu_ops_per_element = 0;     ///< vector ops per element
+  double bytes_read = 0;              ///< HBM bytes read
+  double bytes_written = 0;           ///< HBM bytes written
+
+  // Splitting.
+  OpSplit split;
+  /// Bytes per replica of the partial result each core holds when a reduced dimension is split
+  /// (0: the output bytes). For a LAMB norm op, the bytes of the per-tensor norms.
+  double partial_bytes = 0;
+
+  // Parameters (forward ops that own weights).
+  std::int64_t params = 0;     ///< parameters this op owns (weights and biases)
+  int tied_to = -1;            ///< uses the weights owned by this forward op (tied embeddings)
+  bool params_split_by_model = false;  ///< the op's weights are divided over the model axis
+
+  // Backward derivation (forward ops).
+  double bwd_vpu_ops_per_element = 0;  ///< vector ops per element of the gradient op
+
+  // Links set by derive_training_graph.
+  int forward_of = -1;        ///< backward/optimizer op: the forward op it belongs to
+  bool weight_grad = false;   ///< computes (a contribution to) the gradient of forward_of's weights
+                              ///< (or of tied_to's weights)
+  int param_owner = -1;       ///< optimizer op: the forward op whose parameters it updates
+};
+
+struct OpEdge {
+  int slot = 0;  ///< operand position of the producer in the consumer's inputs
+};
+
+using OpGraphBase =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode, OpEdge>;
+
+/// A divisibility rule a split imposes: `size` (the value of parameter `path`) must be a
+/// multiple of the degree of mesh axis `axis`.
+struct SplitConstraint {
+  std::string axis;  ///< "model" or "spatial"
+  std::string path;  ///< JSON path of the dimension, e.g. "workload.heads"
+  std::int64_t size = 0;
+  std::string what;  ///< "attention heads"
+};
+
+class OpGraph {
+ public:
+  using Vertex = int;
+
+  /// Adds an op whose operands are produced by `inputs` (slot order). Returns its vertex.
+  /// Inputs must be earlier vertices, so vertex order is a topological order.
+  Vertex add(OpNode node, const std::vector<Vertex>& inputs = {});
+
+  int size() const { return static_cast<int>(boost::num_vertices(g_)); }
+  const OpNode& node(Vertex v) const { return g_[v]; }
+  OpNode& node(Vertex v) { return g_[v]; }
+  /// Producers of v's operands, in slot order.
+  std::vector<Vertex> inputs(Vertex v) const;
+  /// (consumer, slot) pairs reading v's output.
+  std::vector<std::pair<Vertex, int>> consumers(Vertex v) const;
+  const OpGraphBase& boost_graph() const { return g_; }
+
+  void require_divisible(SplitConstraint c) { constraints_.push_back(std::move(c)); }
+  const std::vector<SplitConstraint>& constraints() const { return constraints_; }
+
+  std::string model;                   ///< builder name
+  std::int64_t replica_batch = 0;      ///< examples one replica processes per step
+
+  // Totals over ops (per replica).
+  double total_flops() const;
+  double total_flops(Phase p) const;
+  std::int64_t total_params() const;
+
+ private:
+  OpGraphBase g_;
+  std::vector<SplitConstraint> constraints_;
+};
+
+}  // namespace tpusim

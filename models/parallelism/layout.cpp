@@ -1,0 +1,86 @@
+#include "models/parallelism/layout.hpp"
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const ParamRegistrar kParams{{
+    {"parallelism.model", T::Integer, "cores", 1,
+     "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and "
+     "rows, vocabulary); the innermost mesh axis, so the cores of a chip first",
+     1, 1 << 20},
+    {"parallelism.spatial", T::Integer, "cores", 1,
+     "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1,
+     1 << 20},
+    {"parallelism.weight_update_sharding", T::Boolean, "", false,
+     "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, "
+     "update of 1/N of the weights, all-gather of the bf16 weights"},
+    // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
+    {"parallelism.grad_bucket_MiB", T::Number, "MiB", 32.0,
+     "gradient bytes (per core, in grad_dtype) combined into one collective; a bucket is issued "
+     "as soon as the backward op completing it has run",
+     1.0 / 1024, 1 << 20},
+    // bf16: the MLPerf v0.7 TF BERT run's use_bfloat16_all_reduce.
+    {"parallelism.grad_dtype", T::String, "", "bf16", "dtype of the gradient collectives", -kInf,
+     kInf, {"bf16", "f32"}},
+}};
+
+}  // namespace
+
+std::string Layout::describe() const {
+  return std::to_string(data) + " data replicas = " + std::to_string(cores) + " cores / (model " +
+         std::to_string(model) + " x spatial " + std::to_string(spatial) + ")";
+}
+
+std::vector<MeshAxis> Layout::mesh_axes() const {
+  if (spatial > 1) return {{"data", data}, {"spatial", spatial}, {"model", model}};
+  return {{"data", data}, {"model", model}};
+}
+
+int Layout::degree(const std::string& axis) const {
+  if (axis == "data") return data;
+  if (axis == "model") return model;
+  if (axis == "spatial") return spatial;
+  return 1;
+}
+
+std::vector<std::string> Layout::replica_axes() const {
+  if (spatial > 1) return {"data", "spatial"};
+  return {"data"};
+}
+
+Layout read_layout(const Config& cfg, int cores) {
+  Layout l;
+  l.cores = cores;
+  l.model = static_cast<int>(cfg.integer("parallelism.model"));
+  l.spatial = static_cast<int>(cfg.integer("parallelism.spatial"));
+  l.weight_update_sharding = cfg.boolean("parallelism.weight_update_sharding");
+  l.grad_bucket_bytes = cfg.number("parallelism.grad_bucket_MiB") * 1048576.0;
+  l.grad_dtype = *parse_dtype(cfg.string("parallelism.grad_dtype"));
+
+  const long long replica_cores = static_cast<long long>(l.model) * l.spatial;
+  if (replica_cores > cores)
+    throw ConfigError("parallelism", "one replica needs model " + std::to_string(l.model) +
+                                         " x spatial " + std::to_string(l.spatial) + " = " +
+                                         std::to_string(replica_cores) +
+                                         " cores, more than the topology's " +
+                                         std::to_string(cores) + " cores");
+  if (cores % l.model != 0)
+    throw ConfigError("parallelism.model", std::to_string(l.model) + " does not divide the " +
+                                               std::to_string(cores) +
+                                               " cores; allowed: a divisor of " +
+                                               std::to_string(cores));
+  if (cores % replica_cores != 0)
+    throw ConfigError("parallelism.spatial",
+                      "model " + std::to_string(l.model) + " x spatial " + std::to_string(l.spatial) +
+                          " does not divide the " + std::to_string(cores) +
+                          " cores; allowed: spatial such that model x spatial divides them");
+  l.data = static_cast<int>(cores / replica_cores);
+  return l;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,38 @@
+#pragma once
+// The parallelism layout of a study: how the cores divide into data-parallel replicas, and how
+// each replica's cores split its ops (model and spatial axes), plus the gradient-sync options.
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "models/program.hpp"
+#include "topologies/device_mesh.hpp"
+
+namespace tpusim {
+
+struct Layout {
+  int cores = 1;
+  int data = 1;     ///< replicas of the whole model: cores / (model x spatial)
+  int model = 1;    ///< Megatron-style split of each layer, innermost mesh axis
+  int spatial = 1;  ///< split of activations along H (convolutional models)
+  bool weight_update_sharding = false;
+  double grad_bucket_bytes = 0;  ///< per core, in the gradient dtype
+  DType grad_dtype = DType::BF16;
+
+  /// {"data", "model"}, or {"data", "spatial", "model"} when spatial > 1; innermost last.
+  std::vector<MeshAxis> mesh_axes() const;
+  /// The degree of a named axis (1 for an axis the mesh does not have).
+  int degree(const std::string& axis) const;
+  /// Axes along which weights are replicated and gradients must be summed: data, and spatial
+  /// when present. Weight-update sharding shards the optimizer over these.
+  std::vector<std::string> replica_axes() const;
+  int replicas() const { return data * spatial; }
+  /// "4096 data replicas = 8192 cores / (model 2 x spatial 1)"
+  std::string describe() const;
+};
+
+/// Reads parallelism.* for `cores` cores. Throws ConfigError naming the JSON path when a degree
+/// does not divide the cores or the replica needs more cores than there are.
+Layout read_layout(const Config& cfg, int cores);
+
+}  // namespace tpusim

@@ -1,0 +1,224 @@
+#include "models/parallelism/partitioner.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "models/parallelism/per_core_cost.hpp"
+
+namespace tpusim {
+namespace {
+
+struct Bucket {
+  std::vector<int> owners;     ///< forward ops whose parameters the bucket holds
+  std::vector<int> done_ops;   ///< program ops that completed those gradients
+  double grad_bytes = 0;       ///< per core, in the gradient dtype
+  int collective = -1;         ///< program op of the gradient collective (-1: none needed)
+};
+
+class Partitioner {
+ public:
+  Partitioner(const OpGraph& g, const Layout& l)
+      : g_(g), l_(l), result_(g.size(), -1), pending_(g.size(), 0), bucket_of_(g.size(), -1),
+        optimizer_ops_(g.size()) {}
+
+  Program run() {
+    p_.model = g_.model;
+    p_.mesh = l_.mesh_axes();
+    p_.examples_per_step = g_.replica_batch * l_.data;
+    count_contributors();
+    for (int v = 0; v < g_.size(); ++v) {
+      if (g_.node(v).phase == Phase::Optimizer) optimizer_ops_[g_.node(v).param_owner].push_back(v);
+      else emit_step_op(v);
+    }
+    close_bucket();
+    for (std::size_t b = 0; b < buckets_.size(); ++b) emit_optimizer(b);
+    return std::move(p_);
+  }
+
+ private:
+  // Owners whose gradient a weight-gradient op contributes to.
+  std::vector<int> owners_of(const OpNode& grad) const {
+    std::vector<int> out;
+    const OpNode& f = g_.node(grad.forward_of);
+    if (f.tied_to >= 0) out.push_back(f.tied_to);
+    if (f.params > 0) out.push_back(grad.forward_of);
+    return out;
+  }
+
+  void count_contributors() {
+    for (int v = 0; v < g_.size(); ++v)
+      if (g_.node(v).weight_grad)
+        for (int o : owners_of(g_.node(v))) ++pending_[o];
+  }
+
+  double params_per_core(int owner) const {
+    const OpNode& f = g_.node(owner);
+    return static_cast<double>(f.params) / (f.params_split_by_model ? l_.model : 1);
+  }
+
+  int push(Op op) {
+    p_.ops.push_back(std::move(op));
+    return static_cast<int>(p_.ops.size()) - 1;
+  }
+
+  int emit_compute(int v, std::vector<int> deps, double shard = 1) {
+    const OpNode& n = g_.node(v);
+    Op op;
+    op.name = n.name;
+    op.kind = to_string(n.kind);
+    op.phase = n.phase;
+    op.compute = per_core_cost(n, l_, shard);
+    op.dtype = n.dtype;
+    op.shapes = n.shapes;
+    op.deps = std::move(deps);
+    return push(std::move(op));
+  }
+
+  int emit_collective(std::string name, CollectiveKind kind, Phase phase, double bytes, DType dtype,
+                      std::vector<std::string> axes, std::vector<int> deps) {
+    Op op;
+    op.name = std::move(name);
+    op.kind = to_string(kind);
+    op.phase = phase;
+    op.is_collective = true;
+    op.collective.kind = kind;
+    op.collective.bytes = bytes;
+    op.collective.dtype = dtype;
+    op.collective.axes = std::move(axes);
+    op.dtype = dtype;
+    op.deps = std::move(deps);
+    return push(std::move(op));
+  }
+
+  std::vector<int> input_deps(int v) const {
+    std::vector<int> deps;
+    for (int u : g_.inputs(v))
+      if (result_[u] >= 0 && std::find(deps.begin(), deps.end(), result_[u]) == deps.end())
+        deps.push_back(result_[u]);
+    return deps;
+  }
+
+  void emit_step_op(int v) {
+    const OpNode& n = g_.node(v);
+    const int op = emit_compute(v, input_deps(v));
+    result_[v] = op;
+    std::vector<std::string> axes = partial_axes(n, l_);
+    if (n.weight_grad) {  // summed over replica axes by the gradient sync
+      const auto rep = l_.replica_axes();
+      axes.erase(std::remove_if(axes.begin(), axes.end(),
+                                [&](const std::string& a) {
+                                  return std::find(rep.begin(), rep.end(), a) != rep.end();
+                                }),
+                 axes.end());
+    }
+    if (!axes.empty())
+      result_[v] = emit_collective(n.name + ".all-reduce", CollectiveKind::AllReduce, n.phase,
+                                   partial_result_bytes(n, l_, p_.ops[op].compute), n.out_dtype,
+                                   axes, {op});
+    if (!n.weight_grad) return;
+    for (int o : owners_of(n))
+      if (--pending_[o] == 0) complete_gradient(o, result_[v]);
+  }
+
+  void complete_gradient(int owner, int done_op) {
+    Bucket& b = open_bucket();
+    b.owners.push_back(owner);
+    if (std::find(b.done_ops.begin(), b.done_ops.end(), done_op) == b.done_ops.end())
+      b.done_ops.push_back(done_op);
+    b.grad_bytes += params_per_core(owner) * dtype_bytes(l_.grad_dtype);
+    bucket_of_[owner] = static_cast<int>(buckets_.size()) - 1;
+    if (b.grad_bytes >= l_.grad_bucket_bytes) close_bucket();
+  }
+
+  Bucket& open_bucket() {
+    if (!bucket_open_) {
+      buckets_.emplace_back();
+      bucket_open_ = true;
+    }
+    return buckets_.back();
+  }
+
+  void close_bucket() {
+    if (!bucket_open_) return;
+    bucket_open_ = false;
+    Bucket& b = buckets_.back();
+    if (l_.replicas() <= 1) return;  // nothing to sum: optimizer waits for the gradients
+    const auto kind = l_.weight_update_sharding ? CollectiveKind::ReduceScatter
+                                                : CollectiveKind::AllReduce;
+    b.collective = emit_collective("grad.bucket." + std::to_string(buckets_.size() - 1) + "." +
+                                       to_string(kind),
+                                   kind, Phase::Backward, b.grad_bytes, l_.grad_dtype,
+                                   l_.replica_axes(), b.done_ops);
+  }
+
+  // Axes over which an optimizer op's weights are sharded (its norms are partial over them).
+  std::vector<std::string> shard_axes(int owner) const {
+    std::vector<std::string> axes;
+    if (l_.weight_update_sharding && l_.replicas() > 1) axes = l_.replica_axes();
+    if (g_.node(owner).params_split_by_model && l_.model > 1) axes.push_back("model");
+    return axes;
+  }
+
+  void emit_optimizer(std::size_t index) {
+    const Bucket& b = buckets_[index];
+    const std::string prefix = "opt.bucket." + std::to_string(index) + ".";
+    const double shard = l_.weight_update_sharding ? l_.replicas() : 1;
+    std::vector<int> gate = b.collective >= 0 ? std::vector<int>{b.collective} : b.done_ops;
+
+    // First (or only) optimizer op of every owner; norm partials grouped by their shard axes.
+    std::map<std::vector<std::string>, std::pair<double, std::vector<int>>> norms;
+    std::vector<int> first(b.owners.size(), -1), last_ops;
+    for (std::size_t i = 0; i < b.owners.size(); ++i) {
+      const int v = optimizer_ops_[b.owners[i]].front();
+      first[i] = emit_compute(v, gate, shard);
+      result_[v] = first[i];
+      if (g_.node(v).partial_bytes > 0 && !shard_axes(b.owners[i]).empty()) {
+        auto& [bytes, deps] = norms[shard_axes(b.owners[i])];
+        bytes += g_.node(v).partial_bytes;
+        deps.push_back(first[i]);
+      }
+    }
+    std::map<std::vector<std::string>, int> norm_op;
+    int k = 0;
+    for (auto& [axes, entry] : norms)
+      norm_op[axes] = emit_collective(prefix + "norms." + std::to_string(k++) + ".all-reduce",
+                                      CollectiveKind::AllReduce, Phase::Optimizer, entry.first,
+                                      DType::F32, axes, entry.second);
+    // Second phase (LAMB/LARS apply), after its norms.
+    for (std::size_t i = 0; i < b.owners.size(); ++i) {
+      const auto& ops = optimizer_ops_[b.owners[i]];
+      int prev = first[i];
+      for (std::size_t j = 1; j < ops.size(); ++j) {
+        std::vector<int> deps{prev};
+        auto it = norm_op.find(shard_axes(b.owners[i]));
+        if (it != norm_op.end()) deps.push_back(it->second);
+        prev = emit_compute(ops[j], deps, shard);
+        result_[ops[j]] = prev;
+      }
+      last_ops.push_back(prev);
+    }
+    if (!l_.weight_update_sharding || l_.replicas() <= 1) return;
+    double weight_bytes = 0;
+    for (int o : b.owners) weight_bytes += params_per_core(o) * dtype_bytes(DType::BF16);
+    emit_collective(prefix + "all-gather", CollectiveKind::AllGather, Phase::Optimizer, weight_bytes,
+                    DType::BF16, l_.replica_axes(), last_ops);
+  }
+
+  const OpGraph& g_;
+  const Layout& l_;
+  Program p_;
+  std::vector<int> result_;    ///< program op holding each graph op's finished output
+  std::vector<int> pending_;   ///< per owner: gradient contributions not yet emitted
+  std::vector<int> bucket_of_;
+  std::vector<std::vector<int>> optimizer_ops_;  ///< per owner, in graph order
+  std::vector<Bucket> buckets_;
+  bool bucket_open_ = false;
+};
+
+}  // namespace
+
+Program partition(const OpGraph& graph, const Layout& layout) {
+  return Partitioner(graph, layout).run();
+}
+
+}  // namespace tpusim

@@ -1,0 +1,73 @@
+#include "models/parallelism/per_core_cost.hpp"
+
+#include "models/ops.hpp"
+
+namespace tpusim {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+void divide(MatmulShape& s, SplitDim d, int degree) {
+  if (degree <= 1) return;
+  switch (d) {
+    case SplitDim::None: return;
+    case SplitDim::Batch: s.batch = ceil_div(s.batch, degree); return;
+    case SplitDim::M: s.m = ceil_div(s.m, degree); return;
+    case SplitDim::K: s.k = ceil_div(s.k, degree); return;
+    case SplitDim::N: s.n = ceil_div(s.n, degree); return;
+  }
+}
+
+double ratio(double part, double whole) { return whole > 0 ? part / whole : 0; }
+
+}  // namespace
+
+ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
+  ComputeCost c;
+  c.vpu_ops_per_element = n.vpu_ops_per_element;
+  if (n.matmul) {
+    const MatmulShape whole = *n.matmul;
+    MatmulShape s = whole;
+    divide(s, n.split.model, layout.model);
+    divide(s, n.split.spatial, layout.spatial);
+    c.matmul = s;
+    c.flops = n.flops * ratio(s.flops(), whole.flops()) / shard;
+    const double read = ratio(matmul_bytes_read(s, n.dtype), matmul_bytes_read(whole, n.dtype));
+    const double out = ratio(matmul_bytes_written(s, n.out_dtype), matmul_bytes_written(whole, n.out_dtype));
+    c.bytes_read = n.bytes_read * read / shard;
+    c.bytes_written = n.bytes_written * out / shard;
+    c.vpu_elements = n.vpu_elements * out / shard;
+    return c;
+  }
+  const double model = n.split.model == SplitDim::None ? 1 : layout.model;
+  const double spatial = n.split.spatial == SplitDim::None ? 1 : layout.spatial;
+  const double div = model * spatial * shard;
+  c.flops = n.flops / div;
+  c.bytes_read = n.bytes_read / div;
+  c.bytes_written = n.bytes_written / div;
+  c.vpu_elements = n.vpu_elements / div;
+  if (n.kind == OpKind::Embedding && n.split.model == SplitDim::K) {
+    // Each core gathers the rows of its vocabulary range and writes zeros elsewhere.
+    c.bytes_written *= model;
+    c.vpu_elements *= model;
+  }
+  return c;
+}
+
+std::vector<std::string> partial_axes(const OpNode& n, const Layout& layout) {
+  std::vector<std::string> axes;
+  if (n.split.spatial == SplitDim::K && layout.spatial > 1) axes.push_back("spatial");
+  if (n.split.model == SplitDim::K && layout.model > 1) axes.push_back("model");
+  return axes;
+}
+
+double partial_result_bytes(const OpNode& n, const Layout& layout, const ComputeCost& cost) {
+  if (n.partial_bytes <= 0) return cost.bytes_written;
+  // Explicit partials (per-row statistics, norms) are divided only by axes splitting the rows.
+  double div = 1;
+  if (n.split.model != SplitDim::None && n.split.model != SplitDim::K) div *= layout.model;
+  if (n.split.spatial != SplitDim::None && n.split.spatial != SplitDim::K) div *= layout.spatial;
+  return n.partial_bytes / div;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,233 @@
+#include "models/training.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+#include "models/ops.hpp"
+
+namespace tpusim {
+
+const char* to_string(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::Adam: return "adam";
+    case OptimizerKind::Lamb: return "lamb";
+    case OptimizerKind::Lars: return "lars";
+    case OptimizerKind::Sgd: return "sgd";
+  }
+  return "?";
+}
+
+namespace {
+
+// How a split of a forward matmul maps onto its gradient matmuls. The gradient's dimensions are
+// permutations of the forward's, so a split follows its dimension.
+//   dA = dY x B^T:  {batch, M, N, K}      dB = A^T x dY: {batch, K, M, N}
+//   dW = X^T x dY:  {1, K, batch*M, N}    (shared weights: the batch folds into the contraction)
+SplitDim map_split_input_a(SplitDim d) {
+  switch (d) {
+    case SplitDim::K: return SplitDim::N;
+    case SplitDim::N: return SplitDim::K;
+    default: return d;
+  }
+}
+SplitDim map_split_input_b(SplitDim d) {
+  switch (d) {
+    case SplitDim::K: return SplitDim::M;
+    case SplitDim::M: return SplitDim::K;
+    default: return d;
+  }
+}
+SplitDim map_split_weight(SplitDim d) {
+  switch (d) {
+    case SplitDim::Batch:
+    case SplitDim::M: return SplitDim::K;
+    case SplitDim::K: return SplitDim::M;
+    default: return d;
+  }
+}
+OpSplit map_split(const OpSplit& s, SplitDim (*f)(SplitDim)) { return {f(s.model), f(s.spatial)}; }
+
+// A vector op's gradient divides its elements the same way, but holds no partial result.
+SplitDim divided(SplitDim d) { return d == SplitDim::K ? SplitDim::N : d; }
+OpSplit divided(const OpSplit& s) { return {divided(s.model), divided(s.spatial)}; }
+
+OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s, DType out,
+                       OpSplit split) {
+  OpNode op;
+  op.name = f.name + suffix;
+  op.kind = f.kind;
+  op.phase = Phase::Backward;
+  op.out_dtype = out;
+  op.matmul = s;
+  op.flops = s.flops();
+  op.bytes_read = matmul_bytes_read(s, DType::BF16);
+  op.bytes_written = matmul_bytes_written(s, out);
+  op.split = split;
+  op.shapes = {{s.batch, s.m, s.k}, {s.batch, s.k, s.n}, {s.batch, s.m, s.n}};
+  return op;
+}
+
+class Deriver {
+ public:
+  Deriver(OpGraph& g, OptimizerKind opt)
+      : g_(g), opt_(opt), forward_ops_(g.size()), dy_sources_(forward_ops_), weight_grads_(forward_ops_) {}
+
+  void run() {
+    mark_requires_grad();
+    for (int v = forward_ops_ - 1; v >= 0; --v) backward_of(v);
+    add_optimizer();
+  }
+
+ private:
+  void mark_requires_grad() {
+    requires_grad_.assign(forward_ops_, false);
+    for (int v = 0; v < forward_ops_; ++v) {
+      const OpNode& f = g_.node(v);
+      bool rg = f.params > 0 || f.tied_to >= 0;
+      for (int u : g_.inputs(v)) rg = rg || requires_grad_[u];
+      requires_grad_[v] = rg;
+    }
+  }
+
+  int owner_of(int v) const { return g_.node(v).tied_to >= 0 ? g_.node(v).tied_to : v; }
+
+  // Adds a backward op that waits for the gradient of v's output and for `saved` forward tensors.
+  int add_backward(OpNode op, int v, const std::vector<int>& saved, bool weight_grad) {
+    op.forward_of = v;
+    op.weight_grad = weight_grad;
+    std::vector<int> deps = dy_sources_[v];
+    for (int s : saved)
+      if (std::find(deps.begin(), deps.end(), s) == deps.end()) deps.push_back(s);
+    const int b = g_.add(std::move(op), deps);
+    if (weight_grad) {
+      weight_grads_[owner_of(v)].push_back(b);
+      // A tied op may also own parameters of its own (the MLM decoder's output bias).
+      if (g_.node(v).tied_to >= 0 && g_.node(v).params > 0) weight_grads_[v].push_back(b);
+    }
+    return b;
+  }
+
+  void backward_of(int v) {
+    if (!requires_grad_[v]) return;
+    const OpNode f = g_.node(v);  // a copy: adding vertices may move the node storage
+    if (dy_sources_[v].empty() && f.kind != OpKind::Loss) return;  // output never reaches a loss
+    const std::vector<int> ins = g_.inputs(v);
+    const bool owns_weights = f.params > 0 || f.tied_to >= 0;
+
+    if (f.matmul && (f.kind == OpKind::Matmul || f.kind == OpKind::Conv)) {
+      const MatmulShape s = *f.matmul;
+      for (std::size_t slot = 0; slot < ins.size() && slot < 2; ++slot) {
+        if (!requires_grad_[ins[slot]]) continue;
+        const int other = ins.size() > 1 ? ins[1 - slot] : ins[slot];
+        OpNode op = slot == 0
+                        ? gradient_matmul(f, ".bwd_input", {s.batch, s.m, s.n, s.k}, DType::BF16,
+                                          map_split(f.split, map_split_input_a))
+                        : gradient_matmul(f, ".bwd_input_b", {s.batch, s.k, s.m, s.n}, DType::BF16,
+                                          map_split(f.split, map_split_input_b));
+        op.conv = f.conv;
+        dy_sources_[ins[slot]].push_back(add_backward(std::move(op), v, {other}, false));
+      }
+      if (owns_weights) {
+        assert(s.batch == 1 || !ins.empty());
+        OpNode op = gradient_matmul(f, ".bwd_weight", {1, s.k, s.batch * s.m, s.n}, DType::F32,
+                                    map_split(f.split, map_split_weight));
+        op.conv = f.conv;
+        op.vpu_elements = f.vpu_elements;  // bias gradient: column sums of dY
+        op.vpu_ops_per_element = f.bwd_vpu_ops_per_element;
+        add_backward(std::move(op), v, ins.empty() ? std::vector<int>{} : std::vector<int>{ins[0]},
+                     true);
+      }
+      return;
+    }
+
+    OpNode op;
+    op.name = f.name + ".bwd";
+    op.kind = f.kind;
+    op.phase = Phase::Backward;
+    op.vpu_elements = f.vpu_elements;
+    op.vpu_ops_per_element = f.bwd_vpu_ops_per_element;
+    op.split = divided(f.split);
+    op.shapes = f.shapes;
+    if (f.kind == OpKind::Embedding) {
+      // Scatter-add of dY into a dense f32 gradient of the table (zero-filled, then added to).
+      op.out_dtype = DType::F32;
+      op.bytes_read = f.bytes_written;
+      op.bytes_written = static_cast<double>(f.params) * dtype_bytes(DType::F32);
+    } else {
+      // Reads the saved inputs and dY (or the saved output, same size); writes a gradient per input.
+      op.bytes_read = f.bytes_read + f.bytes_written;
+      op.bytes_written = f.bytes_read;
+    }
+    std::vector<int> saved = ins;
+    saved.push_back(v);
+    const int b = add_backward(std::move(op), v, saved, owns_weights);
+    for (int u : ins)
+      if (requires_grad_[u] && f.kind != OpKind::Embedding) dy_sources_[u].push_back(b);
+  }
+
+  OptimizerOpCost cost(bool apply_phase) const {
+    // Per weight: f32 master weight, f32 gradient and f32 moments; every update also writes the
+    // bf16 copy the next forward pass reads.
+    switch (opt_) {
+      case OptimizerKind::Adam: return {14, 16, 14};
+      case OptimizerKind::Sgd: return {4, 12, 10};
+      case OptimizerKind::Lamb:  // moments + update + norm partial sums | ratio, step, convert
+        return apply_phase ? OptimizerOpCost{4, 8, 6} : OptimizerOpCost{16, 16, 12};
+      case OptimizerKind::Lars:  // norms of w and g | momentum step with the trust ratio
+        return apply_phase ? OptimizerOpCost{8, 12, 10} : OptimizerOpCost{4, 8, 0};
+    }
+    return {};
+  }
+
+  OpNode optimizer_node(int owner, const char* suffix, bool apply_phase, bool partial_norms) const {
+    const OpNode& f = g_.node(owner);
+    const OptimizerOpCost c = cost(apply_phase);
+    OpNode op;
+    op.name = f.name + suffix;
+    op.kind = OpKind::Optimizer;
+    op.phase = Phase::Optimizer;
+    op.dtype = DType::F32;
+    op.out_dtype = DType::F32;
+    const double n = static_cast<double>(f.params);
+    op.vpu_elements = n;
+    op.vpu_ops_per_element = c.ops_per_element;
+    op.bytes_read = n * c.bytes_read_per_param;
+    op.bytes_written = n * c.bytes_written_per_param;
+    op.forward_of = owner;
+    op.param_owner = owner;
+    // Weights divided over the model axis divide their update; a norm over them is partial.
+    const SplitDim d = partial_norms ? SplitDim::K : SplitDim::N;
+    op.split.model = f.params_split_by_model ? d : SplitDim::None;
+    if (partial_norms) op.partial_bytes = 2 * dtype_bytes(DType::F32);  // ||w||^2 and ||u||^2
+    op.shapes = {{f.params}};
+    return op;
+  }
+
+  void add_optimizer() {
+    // In the order the gradients complete, so the partitioner's buckets follow backward.
+    std::vector<std::pair<int, int>> owners;  // (last gradient op, owner)
+    for (int v = 0; v < forward_ops_; ++v)
+      if (g_.node(v).params > 0 && !weight_grads_[v].empty())
+        owners.emplace_back(*std::max_element(weight_grads_[v].begin(), weight_grads_[v].end()), v);
+    std::sort(owners.begin(), owners.end());
+    const bool two_phase = opt_ == OptimizerKind::Lamb || opt_ == OptimizerKind::Lars;
+    for (const auto& [last, owner] : owners) {
+      const char* name = two_phase ? ".opt.update" : ".opt";
+      int u = g_.add(optimizer_node(owner, name, false, two_phase), weight_grads_[owner]);
+      if (two_phase) g_.add(optimizer_node(owner, ".opt.apply", true, false), {u});
+    }
+  }
+
+  OpGraph& g_;
+  OptimizerKind opt_;
+  int forward_ops_;
+  std::vector<bool> requires_grad_;
+  std::vector<std::vector<int>> dy_sources_;    ///< ops whose outputs sum into dY of a forward op
+  std::vector<std::vector<int>> weight_grads_;  ///< per owner: ops contributing to its gradient
+};
+
+}  // namespace
+
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer) { Deriver(g, optimizer).run(); }
+
+}  // namespace tpusim

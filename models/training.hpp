@@ -1,0 +1,35 @@
+#pragma once
+// From a forward graph to a training step: backward derived op by op, and the optimizer.
+#include "models/op_graph.hpp"
+
+namespace tpusim {
+
+enum class OptimizerKind {
+  Adam,  ///< two f32 moments per weight
+  Lamb,  ///< Adam moments, then a per-tensor trust ratio ||w|| / ||update||
+  Lars,  ///< momentum, per-tensor trust ratio ||w|| / ||g||
+  Sgd,   ///< momentum SGD
+};
+const char* to_string(OptimizerKind k);
+
+/// Appends to a forward-only graph, in this order:
+///  - the backward ops, walking the forward ops in reverse. A matmul Y = A x B gives dA = dY x B^T
+///    and dB = A^T x dY (for a weight, a gradient matmul with f32 output); a vector op gives a
+///    vector op over the same elements with its bwd_vpu_ops_per_element; an embedding lookup
+///    gives a scatter-add into a dense f32 table gradient. Only inputs that lead back to
+///    parameters get gradients. Splits map through (a column split of Y = X W becomes a split of
+///    the contracted dimension of dX = dY W^T, hence an all-reduce there).
+///  - the optimizer: for every op owning parameters, one update op (LAMB and LARS: an op that
+///    computes moments and partial norms, whose norms are reduced over the weight's shards, then
+///    an apply op).
+/// Returns nothing; the new ops' forward_of / weight_grad / param_owner links say what they are.
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer);
+
+/// Vector ops per weight element and HBM bytes per weight of one optimizer op.
+struct OptimizerOpCost {
+  double ops_per_element = 0;
+  double bytes_read_per_param = 0;
+  double bytes_written_per_param = 0;
+};
+
+}  // namespace tpusim

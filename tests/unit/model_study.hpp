@@ -1,0 +1,41 @@
+#pragma once
+// Helpers for the models/ tests: a study from inline JSON, its graph and its Program.
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
+#include "core/hardware.hpp"
+#include "models/model_builder.hpp"
+#include "models/program.hpp"
+#include "models/workload.hpp"
+#include "topologies/topology.hpp"
+
+namespace tpusim::test {
+
+/// {"topology": topology, "workload": {"model": model, "global_batch": batch}, "parallelism": p}
+inline Config model_study(const std::string& model, const std::string& topology, long long batch,
+                          nlohmann::json parallelism = nlohmann::json::object(),
+                          nlohmann::json workload_extra = nlohmann::json::object()) {
+  nlohmann::json w{{"model", model}, {"global_batch", batch}};
+  if (workload_extra.is_object()) w.update(workload_extra);
+  if (!parallelism.is_object()) parallelism = nlohmann::json::object();
+  return load_config({{"topology", topology}, {"workload", w}, {"parallelism", parallelism}});
+}
+
+inline Program program_of(const Config& cfg) {
+  Topology topo(topology_from_json(cfg.json().at("topology")));
+  return build_program(cfg, topo, HardwareSpec::from_config(cfg));
+}
+
+/// The op graph of one replica processing `batch` examples with the study's dimensions.
+inline OpGraph graph_of(const Config& cfg, long long batch) {
+  return make_model_builder(cfg.string("workload.model"))->build(cfg, batch);
+}
+
+inline double sum_flops(const Program& p) {
+  double s = 0;
+  for (const auto& op : p.ops)
+    if (!op.is_collective) s += op.compute.flops;
+  return s;
+}
+
+}  // namespace tpusim::test
