@@ -142,7 +142,8 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
       try {
         vars.erase("base");
         if (!d.path.empty()) {
-          const auto* b = value_or_default(resolved_copy(p.study), d.path);
+          const nlohmann::json resolved = resolved_copy(p.study);
+          const auto* b = value_or_default(resolved, d.path);
           if (b && b->is_number()) vars["base"] = b->get<double>();
         }
         nlohmann::json v = number_json(d.expr.eval(vars, d.where + ".expr"));
