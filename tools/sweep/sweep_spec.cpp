@@ -197,7 +197,7 @@ std::vector<std::string> SweepSpec::column_names() const {
 }
 
 std::vector<std::string> SweepSpec::series_axes() const {
-  if (!series.empty()) return series;
+  if (series_given) return series;
   std::vector<std::string> out;
   for (const auto& g : groups) {
     bool sets_topology = std::any_of(g.axes.begin(), g.axes.end(), [](const ValueAxis& a) {
@@ -253,9 +253,10 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
   }
 
   if (auto s = doc.find("series"); s != doc.end()) {
-    if (!s->is_array() || s->empty()) {
-      problems.add("series", show(*s) + " is not allowed; expected a non-empty list of axis names");
+    if (!s->is_array()) {
+      problems.add("series", show(*s) + " is not allowed; expected a list of axis names ([]: by model only)");
     } else {
+      spec.series_given = true;
       for (std::size_t i = 0; i < s->size(); ++i) {
         if (!(*s)[i].is_string()) {
           problems.add("series[" + std::to_string(i) + "]", show((*s)[i]) + " is not an axis name");
