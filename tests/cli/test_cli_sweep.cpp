@@ -60,10 +60,10 @@ TEST_CASE("zipped and derived values reach each point's study") {
 
 TEST_CASE("a failing point is recorded with its error and the other points finish") {
   SweepScratch s;
-  // Model-parallel degree 3 validates as a parameter but cannot split BERT's 16 heads over the
-  // 8 cores: the run of that point fails.
+  // The onchip algorithm passes every up-front check, but the simulation refuses it for the
+  // data-parallel gradient all-reduce, whose groups span chips: that point's run fails.
   const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "parallelism.model"}, {"values", {1, 3, 2}}}}}});
+                                        {"axes", {{{"path", "collectives.algorithm"}, {"values", {"auto", "onchip", "ring"}}}}}});
   auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
   INFO(r.err);
   CHECK(r.exit_code == 1);
@@ -71,10 +71,10 @@ TEST_CASE("a failing point is recorded with its error and the other points finis
   REQUIRE(t.rows.size() == 3);
   CHECK(t.cell(0, "status") == "ok");
   CHECK(t.cell(1, "status") == "failed");
-  CHECK_THAT(t.cell(1, "error"), Catch::Contains("parallelism.model"));
+  CHECK_THAT(t.cell(1, "error"), Catch::Contains("collectives.algorithm") && Catch::Contains("spans chips"));
   CHECK(t.cell(2, "status") == "ok");
   const json err = json::parse(slurp(s.path("out/points/" + t.cell(1, "id") + ".error.json")));
-  CHECK(err["sweep_point"]["values"]["parallelism.model"] == 3);
+  CHECK(err["sweep_point"]["values"]["collectives.algorithm"] == "onchip");
   CHECK(err["exit_code"] == 2);
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("shards cover every point exactly once and merge joins them") {
   CHECK_THAT(partial.err, Catch::Contains("1 not run"));
 }
 
-TEST_CASE("--check passes on its own golden and fails on a perturbed or incomplete one") {
+TEST_CASE("sweep --check passes on its own golden and fails on a perturbed or incomplete one") {
   SweepScratch s;
   const auto sweep = s.write("s.json", {{"base", small_bert_study()},
                                         {"axes", {{{"path", "topology"}, {"values", {"2x2", "4x2"}}}}}});

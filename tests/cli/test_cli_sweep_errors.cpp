@@ -35,6 +35,18 @@ TEST_CASE("an invalid point stops the sweep before any point runs") {
   CHECK(!std::filesystem::exists(s.path("out")));
 }
 
+TEST_CASE("layout problems of a point are found before any point runs") {
+  SweepScratch s;
+  // 16 sequences divide over the 16 cores of 4x2 but not over the 32 of 4x4.
+  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
+                                        {"axes", {{{"path", "topology"}, {"values", {"4x2", "4x4"}}}}}});
+  auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::Contains("point 1 [topology=4x4]: workload.global_batch"));
+  CHECK(!std::filesystem::exists(s.path("out")));
+}
+
 TEST_CASE("bad sweep options are one error line with exit code 2") {
   SweepScratch s;
   const auto sweep = s.write("s.json", {{"base", small_bert_study()},

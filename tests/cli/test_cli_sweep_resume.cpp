@@ -20,6 +20,7 @@ namespace {
 
 /// Starts `tpusim sweep ...` in the source tree as a child process; returns its pid.
 pid_t start_sweep(const std::vector<std::string>& args) {
+  std::fflush(nullptr);  // or the child would write the test's buffered output again
   pid_t pid = fork();
   if (pid == 0) {
     if (chdir(TPUSIM_SOURCE_DIR) != 0) _exit(127);

@@ -134,7 +134,7 @@ TEST_CASE("two points with the same study are an error and ids differ otherwise"
   CHECK(points[0].id.size() == 16);
 }
 
-TEST_CASE("--set overrides apply to the base and axis values win over them") {
+TEST_CASE("overrides given with --set apply to the base and axis values win over them") {
   auto spec = parse(json::parse(R"({"base": {}, "axes": [{"path": "hardware.ici.bandwidth_GBps", "values": [50]}]})"));
   auto points = expand(spec, {"hardware.hbm.latency_ns=123", "hardware.ici.bandwidth_GBps=7"});
   CHECK(points[0].resolved["hardware"]["hbm"]["latency_ns"] == 123);

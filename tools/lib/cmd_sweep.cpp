@@ -8,7 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include "core/errors.hpp"
+#include "models/workload.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/study.hpp"
 #include "tools/lib/sweep_dir.hpp"
 #include "tools/lib/sweep_progress.hpp"
 #include "tools/lib/sweep_runner.hpp"
@@ -72,7 +74,12 @@ void run_sweep(SweepArgs a) {
   sweep::parse_tolerance(a.tolerance);  // bad input fails before anything runs
 
   const sweep::SweepSpec spec = sweep::load_sweep_file(a.sweep_file);
-  const auto points = sweep::expand(spec, a.sets);
+  // Every check of `tpusim validate` (config, layout, program) for every point, before any runs.
+  const auto points = sweep::expand(spec, a.sets, [](const nlohmann::json& doc) {
+    Study study = load_study(doc, {}, "(sweep point)");
+    build_program(study.config, Topology(study.topology), study.hardware);
+    return study.config.json();
+  });
   if (a.out_dir.empty()) a.out_dir = "sweep_" + fs::path(a.sweep_file).stem().string();
 
   sweep::Plan plan;

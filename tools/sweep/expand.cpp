@@ -95,7 +95,10 @@ std::vector<std::size_t> shard_indices(std::size_t n, int shard, int count) {
   return out;
 }
 
-std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::string>& sets) {
+nlohmann::json validate_with_core_loader(const nlohmann::json& study) { return load_config(study).json(); }
+
+std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::string>& sets,
+                               const StudyValidator& validate) {
   nlohmann::json base = spec.base;
   for (const auto& s : sets) apply_set(base, s);
 
@@ -166,7 +169,7 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
   std::map<std::string, std::size_t> seen;
   for (auto& p : points) {
     try {
-      p.resolved = load_config(p.study).json();
+      p.resolved = validate(p.study);
       p.id = fnv1a_hex(p.resolved.dump());
       auto [it, fresh] = seen.emplace(p.id, p.index);
       if (!fresh)

@@ -3,6 +3,7 @@
 // derived values computed, each point's study validated with the core loader and keyed by a
 // hash of its resolved config (the key that resume and file names use).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,18 @@ struct ChipCount {
 };
 ChipCount count_chips(const nlohmann::json& study);
 
+/// Checks one point's study and returns its resolved config; throws ConfigError. The default is
+/// the core loader (load_config); `tpusim sweep` passes every check of `tpusim validate`
+/// (layout and program too), so that no point fails on input that could be checked first.
+using StudyValidator = std::function<nlohmann::json(const nlohmann::json& study)>;
+nlohmann::json validate_with_core_loader(const nlohmann::json& study);
+
 /// Every point with its study and derived values; `sets` ("path=value") apply to the base before
-/// the axes. Then each point is validated (load_config); all problems of all points are thrown
-/// together, each prefixed with the point ("point 3 [topology=4x4]: ..."). Two points that
-/// resolve to the same study are an error too (an axis without effect).
-std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::string>& sets);
+/// the axes. Then each point is validated; all problems of all points are thrown together, each
+/// prefixed with the point ("point 3 [topology=4x4]: ..."). Two points that resolve to the same
+/// study are an error too (an axis without effect).
+std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::string>& sets,
+                               const StudyValidator& validate = validate_with_core_loader);
 
 /// A value as written in CSV cells and labels: strings bare, everything else compact JSON.
 std::string value_text(const nlohmann::json& v);
