@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/config.hpp"
 #include "core/errors.hpp"
 #include "tools/lib/commands.hpp"
 #include "tools/lib/plot_chart.hpp"
@@ -21,15 +22,16 @@ struct MetricChart {
   const char* title;
   const char* y_label;
   bool percent;
+  double log_above_ratio;  ///< log y axis when the values span more than this
 };
 
 // What each chart shows; the y label carries the unit.
 constexpr MetricChart kCharts[] = {
-    {"step_time_ms", "step_time", "Step time", "step time (ms)", false},
-    {"examples_per_s_per_chip", "examples_per_chip", "Throughput per chip", "examples per second per chip", false},
+    {"step_time_ms", "step_time", "Step time", "step time (ms)", false, 20},
+    {"examples_per_s_per_chip", "examples_per_chip", "Throughput per chip", "examples per second per chip", false, 20},
     {"scaling_efficiency", "scaling_efficiency", "Scaling efficiency",
-     "per-chip throughput relative to the smallest point (%)", true},
-    {"comm_share", "comm_share", "Communication share", "communication share of step time (%)", true},
+     "per-chip throughput relative to the smallest point (%)", true, 0},
+    {"comm_share", "comm_share", "Communication share", "communication share of step time (%)", true, 0},
 };
 
 void run_plot(const std::string& csv, const std::string& out, std::string title) {
@@ -50,7 +52,21 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
     rows_of[s].push_back(r);
   }
   if (order.empty()) throw ConfigError(csv, "no successful points to plot (every row's status is not ok)");
-  if (title.empty()) title = fs::absolute(csv).parent_path().filename().string();
+  // Default title: the sweep file's name, from sweep.json beside the CSV, else the directory's.
+  if (title.empty()) {
+    const fs::path dir = fs::absolute(csv).parent_path();
+    title = dir.filename().string();
+    const fs::path plan = dir / "sweep.json";
+    if (fs::exists(plan)) {
+      try {
+        auto j = read_json_file(plan.string());
+        if (j.is_object() && j.contains("sweep_file") && j["sweep_file"].is_string())
+          title = fs::path(j["sweep_file"].get<std::string>()).stem().string();
+      } catch (const ConfigError&) {
+        // A damaged sweep.json only costs the nicer title.
+      }
+    }
+  }
 
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -61,6 +77,7 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
     c.x_label = "chips (log2 scale)";
     c.y_label = m.y_label;
     c.y_percent = m.percent;
+    c.y_log_above_ratio = m.log_above_ratio;
     for (const auto& name : order) {
       std::vector<std::pair<double, double>> pts;
       for (std::size_t r : rows_of[name])

@@ -63,6 +63,20 @@ void marker(cairo_t* cr, Marker m, double x, double y) {
   cairo_fill(cr);
 }
 
+/// 1, 2, 5 x 10^k from the last at or below `lo` to the first at or above `hi` (log axes).
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> all;
+  for (int k = static_cast<int>(std::floor(std::log10(lo))) - 1; k <= static_cast<int>(std::ceil(std::log10(hi))) + 1; ++k)
+    for (double m : {1.0, 2.0, 5.0}) all.push_back(m * std::pow(10.0, k));
+  std::vector<double> ticks;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const bool from = i + 1 < all.size() && all[i + 1] > lo;  // the last tick at or below lo
+    const bool upto = i == 0 || all[i - 1] < hi;              // up to the first at or above hi
+    if (from && upto) ticks.push_back(all[i]);
+  }
+  return ticks;
+}
+
 void draw(cairo_t* cr, const Chart& c, double legend_width) {
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
@@ -79,14 +93,28 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
   // x: whole powers of two around the data; y: nice ticks around the data (from 0 if asked).
   double lx0 = std::floor(std::log2(xmin)), lx1 = std::ceil(std::log2(xmax));
   if (lx1 - lx0 < 1) { lx0 -= 1; lx1 += 1; }
-  if (c.y_from_zero) ymin = std::min(0.0, ymin);
-  if (ymax - ymin < 1e-12 * std::max(1.0, std::fabs(ymax))) { ymax += std::max(1e-9, std::fabs(ymax) * 0.1); ymin -= c.y_from_zero ? 0 : std::fabs(ymin) * 0.1; }
-  auto yt = nice_ticks(ymin, ymax, 6);
-  const double y0 = std::min(ymin, yt.front()), y1 = std::max(ymax, yt.back());
+  const bool log_y = c.y_log_above_ratio > 0 && ymin > 0 && ymax / ymin > c.y_log_above_ratio;
+  std::vector<double> yt;
+  double y0, y1;
+  if (log_y) {
+    yt = log_ticks(ymin, ymax);
+    y0 = std::log10(yt.front());
+    y1 = std::log10(yt.back());
+  } else {
+    if (c.y_from_zero) ymin = std::min(0.0, ymin);
+    if (ymax - ymin < 1e-12 * std::max(1.0, std::fabs(ymax))) {
+      ymax += std::max(1e-9, std::fabs(ymax) * 0.1);
+      ymin -= c.y_from_zero ? 0 : std::fabs(ymin) * 0.1;
+    }
+    yt = nice_ticks(ymin, ymax, 6);
+    y0 = std::min(ymin, yt.front());
+    y1 = std::max(ymax, yt.back());
+  }
 
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   auto px = [&](double x) { return kLeft + (std::log2(x) - lx0) / (lx1 - lx0) * plot_w; };
-  auto py = [&](double y) { return kTop + plot_h - (y - y0) / (y1 - y0) * plot_h; };
+  auto py = [&](double y) { return kTop + plot_h - ((log_y ? std::log10(y) : y) - y0) / (y1 - y0) * plot_h; };
+  const std::string y_label = log_y ? c.y_label + ", log scale" : c.y_label;
 
   // Title.
   cairo_set_source_rgb(cr, 0, 0, 0);
@@ -122,9 +150,9 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
   cairo_set_font_size(cr, 14);
   text_at(cr, c.x_label, kLeft + plot_w / 2, kHeight - 22, 0.5);
   cairo_save(cr);
-  cairo_move_to(cr, 24, kTop + plot_h / 2 + text_width(cr, c.y_label) / 2);
+  cairo_move_to(cr, 24, kTop + plot_h / 2 + text_width(cr, y_label) / 2);
   cairo_rotate(cr, -M_PI / 2);
-  cairo_show_text(cr, c.y_label.c_str());
+  cairo_show_text(cr, y_label.c_str());
   cairo_restore(cr);
 
   // Lines and markers, clipped to the plot area.

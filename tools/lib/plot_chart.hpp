@@ -17,6 +17,9 @@ struct Chart {
   std::string y_label;  ///< with unit, e.g. "step time (ms)"
   bool y_from_zero = true;  ///< start the y axis at 0 (shares, efficiencies, rates)
   bool y_percent = false;   ///< values are fractions shown as percent
+  /// Switch to a log10 y axis when the values span more than this factor (0: never), e.g. step
+  /// times of strong scaling, which fall by the chip ratio.
+  double y_log_above_ratio = 0;
   std::vector<ChartSeries> series;
 };
 
