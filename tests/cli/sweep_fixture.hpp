@@ -1,0 +1,43 @@
+#pragma once
+// Helpers for the sweep CLI tests: a scratch directory, sweep files written into it, reading
+// results.csv and point files back.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/run_tpusim.hpp"
+#include "tools/sweep/csv_table.hpp"
+
+struct SweepScratch {
+  std::string dir;
+  SweepScratch() {
+    char tmpl[] = "/tmp/tpusim_sweep_test_XXXXXX";
+    dir = mkdtemp(tmpl);
+  }
+  ~SweepScratch() { std::filesystem::remove_all(dir); }
+  SweepScratch(const SweepScratch&) = delete;
+  SweepScratch& operator=(const SweepScratch&) = delete;
+
+  std::string write(const std::string& name, const nlohmann::json& doc) const {
+    std::string path = dir + "/" + name;
+    std::ofstream(path) << doc.dump(1);
+    return path;
+  }
+  std::string path(const std::string& name) const { return dir + "/" + name; }
+};
+
+/// A small study that simulates in well under a second: BERT-Large on a 2x2 slice (8 cores); the
+/// batch of 16 also divides over the 16 cores of a 4x2 slice.
+inline nlohmann::json small_bert_study() {
+  return {{"preset", "tpu_v3"}, {"topology", "2x2"}, {"workload", {{"model", "bert_large"}, {"global_batch", 16}}}};
+}
+
+inline nlohmann::json point_report(const std::string& out_dir, const std::string& id) {
+  return nlohmann::json::parse(slurp(out_dir + "/points/" + id + ".json")).at("report");
+}
+
+inline tpusim::sweep::CsvTable results_of(const std::string& out_dir) {
+  return tpusim::sweep::read_csv(out_dir + "/results.csv");
+}

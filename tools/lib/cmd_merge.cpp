@@ -1,0 +1,79 @@
+// tpusim merge: joins the output directories of sweep shards into one directory and results.csv.
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "core/errors.hpp"
+#include "tools/lib/commands.hpp"
+#include "tools/lib/sweep_dir.hpp"
+
+namespace tpusim::cli {
+namespace {
+namespace fs = std::filesystem;
+
+void copy_if_present(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  if (!fs::exists(from) || (fs::exists(to) && fs::equivalent(from, to, ec))) return;
+  fs::copy_file(from, to + ".tmp", fs::copy_options::overwrite_existing);
+  fs::rename(to + ".tmp", to);
+}
+
+void run_merge(const std::vector<std::string>& dirs, const std::string& out) {
+  std::vector<sweep::Plan> plans;
+  ProblemList problems;
+  for (const auto& d : dirs) {
+    try {
+      plans.push_back(read_plan(d));
+    } catch (const ConfigError& e) {
+      for (const auto& p : e.problems()) problems.add(p.where, p.what);
+    }
+  }
+  problems.throw_if_any();
+  const sweep::Plan& first = plans.front();
+  for (std::size_t i = 1; i < plans.size(); ++i)
+    if (plans[i].points_digest() != first.points_digest() || plans[i].columns != first.columns)
+      problems.add(dirs[i], "holds a different sweep than " + dirs[0] + " (" + plans[i].sweep_file + " vs " +
+                                first.sweep_file + ", or other points); merge only shards of one sweep");
+  problems.throw_if_any();
+
+  make_sweep_dir(out);
+  sweep::Plan merged = first;
+  merged.shard = merged.shard_count = 1;
+  std::size_t ok = 0, failed = 0, missing = 0;
+  for (const auto& p : merged.points) {
+    // Prefer a successful result over a failure, whichever shard holds it.
+    std::string source;
+    for (const auto& d : dirs)
+      if (sweep::read_outcome(d, p.id).state == sweep::PointState::Ok) source = d;
+    if (source.empty())
+      for (const auto& d : dirs)
+        if (sweep::read_outcome(d, p.id).state == sweep::PointState::Failed) source = d;
+    if (source.empty()) {
+      ++missing;
+      continue;
+    }
+    copy_if_present(sweep::point_file(source, p.id), sweep::point_file(out, p.id));
+    copy_if_present(sweep::error_file(source, p.id), sweep::error_file(out, p.id));
+    copy_if_present(sweep::study_file(source, p.id), sweep::study_file(out, p.id));
+    (sweep::read_outcome(source, p.id).state == sweep::PointState::Ok ? ok : failed) += 1;
+  }
+  write_plan(out, merged);
+  write_results(out, merged);
+  std::cerr << "tpusim merge: " << merged.points.size() << " points from " << dirs.size() << " director"
+            << (dirs.size() == 1 ? "y" : "ies") << ": " << ok << " ok, " << failed << " failed, " << missing
+            << " not run; results in " << out << "/results.csv\n";
+  set_exit_code(ok == merged.points.size() ? 0 : 1);
+}
+
+const CommandRegistrar kRegister{[](CLI::App& app) {
+  auto* cmd = app.add_subcommand("merge", "Join the output directories of sweep shards into one results.csv");
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::string>();
+  cmd->add_option("dirs", *dirs, "output directories of `tpusim sweep --shard I/N`")->required();
+  cmd->add_option("--out", *out, "directory for the merged sweep")->required();
+  cmd->callback([dirs, out] { run_merge(*dirs, *out); });
+}};
+
+}  // namespace
+}  // namespace tpusim::cli

@@ -1,0 +1,34 @@
+#include "tools/lib/sweep_dir.hpp"
+
+#include <filesystem>
+
+#include "core/config.hpp"
+#include "core/errors.hpp"
+
+namespace tpusim::cli {
+namespace fs = std::filesystem;
+
+void make_sweep_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "points", ec);
+  if (ec) throw ConfigError("--out " + dir, "cannot create the directory: " + ec.message());
+}
+
+void write_plan(const std::string& dir, const sweep::Plan& plan) {
+  sweep::write_file_atomic(dir + "/sweep.json", plan.to_json().dump(1) + "\n");
+}
+
+sweep::Plan read_plan(const std::string& dir) {
+  const std::string path = dir + "/sweep.json";
+  if (!fs::exists(path)) throw ConfigError(dir, "not a sweep directory (no sweep.json): give the --out of a tpusim sweep run");
+  return sweep::Plan::from_json(read_json_file(path), path);
+}
+
+sweep::CsvTable write_results(const std::string& dir, const sweep::Plan& plan) {
+  auto table = sweep::results_table(plan, plan.own_indices(),
+                                    [&](const sweep::PlanPoint& p) { return sweep::read_outcome(dir, p.id); });
+  sweep::write_csv(dir + "/results.csv", table);
+  return table;
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,32 @@
+#pragma once
+// Runs sweep points, each in its own process (`tpusim run POINT.study.json --json`, the same
+// binary via /proc/self/exe; SystemC elaborates one design per process), at most `jobs` at a
+// time. Each result is written atomically as soon as its process ends. SIGINT, SIGTERM and
+// SIGHUP stop the running children and keep what finished; children die with the runner
+// (PR_SET_PDEATHSIG) even if it is killed outright.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tools/sweep/results.hpp"
+
+namespace tpusim::cli {
+
+class SweepProgress;
+
+struct RunnerOptions {
+  std::string out_dir;
+  int jobs = 1;
+};
+
+struct RunnerSummary {
+  std::size_t ok = 0, failed = 0;
+  bool interrupted = false;
+};
+
+/// Runs the points `todo` (indices into plan.points); calls `on_finish` after each point's file
+/// is written (the caller rebuilds results.csv there).
+RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo, const RunnerOptions& options,
+                         SweepProgress& progress, const std::function<void()>& on_finish);
+
+}  // namespace tpusim::cli

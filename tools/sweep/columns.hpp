@@ -1,0 +1,38 @@
+#pragma once
+// The columns of results.csv. The swept values (one column per axis, named by the axis) sit
+// between kLeadColumns and kTrailColumns.
+#include <string>
+#include <vector>
+
+namespace tpusim::sweep {
+
+inline const std::vector<std::string>& lead_columns() {
+  static const std::vector<std::string> c{"point", "id", "status"};
+  return c;
+}
+
+/// Metrics copied from each point's report (`tpusim run --json`), in this order.
+inline const std::vector<std::string>& report_metric_columns() {
+  static const std::vector<std::string> c{"step_time_ms",      "compute_ms",     "communication_ms",
+                                          "exposed_communication_ms", "comm_share", "mxu_utilization",
+                                          "examples_per_s"};
+  return c;
+}
+
+inline const std::vector<std::string>& trail_columns() {
+  static const std::vector<std::string> c{
+      "series",       "model",      "layout",           "chips",
+      "cores",        "step_time_ms", "compute_ms",     "communication_ms",
+      "exposed_communication_ms", "comm_share",  "mxu_utilization", "examples_per_s",
+      "examples_per_s_per_chip",  "scaling_efficiency", "wall_s", "error"};
+  return c;
+}
+
+inline bool is_fixed_column(const std::string& name) {
+  for (const auto* list : {&lead_columns(), &trail_columns()})
+    for (const auto& c : *list)
+      if (c == name) return true;
+  return false;
+}
+
+}  // namespace tpusim::sweep

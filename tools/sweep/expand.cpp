@@ -1,0 +1,201 @@
+#include "tools/sweep/expand.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "core/config.hpp"
+#include "core/errors.hpp"
+#include "core/params.hpp"
+
+namespace tpusim::sweep {
+namespace {
+
+/// A value given in the study or, failing that, the declared default that applies (a parameter
+/// may be declared several times with different `when` conditions, e.g. a batch per model).
+const nlohmann::json* value_or_default(const nlohmann::json& doc, const std::string& path, int depth = 0) {
+  if (const auto* v = json_at(doc, path)) return v;
+  if (depth > 4) return nullptr;
+  for (const auto* s : ParamRegistry::instance().find(path)) {
+    if (s->default_value.is_null()) continue;
+    if (s->when_path.empty()) return &s->default_value;
+    const auto* cond = value_or_default(doc, s->when_path, depth + 1);
+    if (cond && cond->is_string() && cond->get<std::string>() == s->when_value) return &s->default_value;
+  }
+  return nullptr;
+}
+
+nlohmann::json resolved_copy(const nlohmann::json& study) {
+  nlohmann::json doc = study;
+  resolve_presets(doc);
+  expand_shorthands(doc);
+  resolve_presets(doc);
+  return doc;
+}
+
+/// Integral results become JSON integers, so that integer parameters accept them.
+nlohmann::json number_json(double v) {
+  if (std::fabs(v) < 9.0e15 && std::fabs(v - std::round(v)) <= 1e-9 * std::max(1.0, std::fabs(v)))
+    return static_cast<std::int64_t>(std::llround(v));
+  return v;
+}
+
+void set_value(nlohmann::json& study, const std::string& path, const nlohmann::json& value) {
+  if (!path.empty()) json_set(study, path, value);
+}
+
+}  // namespace
+
+ChipCount count_chips(const nlohmann::json& study) {
+  nlohmann::json doc = resolved_copy(study);
+  const auto* dims = value_or_default(doc, "topology.dims");
+  const auto* per_chip = value_or_default(doc, "hardware.cores_per_chip");
+  if (!dims || !dims->is_array() || dims->empty())
+    throw ConfigError("topology.dims", "cannot count chips: expected a list of positive integers");
+  ChipCount c;
+  c.chips = 1;
+  for (const auto& d : *dims) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() < 1)
+      throw ConfigError("topology.dims", "cannot count chips: " + d.dump() + " is not a positive integer");
+    c.chips *= d.get<std::int64_t>();
+  }
+  if (!per_chip || !per_chip->is_number_integer() || per_chip->get<std::int64_t>() < 1)
+    throw ConfigError("hardware.cores_per_chip", "cannot count cores: expected a positive integer");
+  c.cores_per_chip = per_chip->get<std::int64_t>();
+  c.cores = c.chips * c.cores_per_chip;
+  return c;
+}
+
+std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string point_label(const SweepSpec& spec, const SweepPoint& point) {
+  std::string out;
+  const auto names = spec.column_names();
+  for (std::size_t i = 0; i < names.size() && i < point.values.size(); ++i)
+    out += (out.empty() ? "" : " ") + names[i] + "=" + value_text(point.values[i]);
+  return out;
+}
+
+std::string fnv1a_hex(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::vector<std::size_t> shard_indices(std::size_t n, int shard, int count) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = static_cast<std::size_t>(shard - 1); i < n; i += static_cast<std::size_t>(count))
+    out.push_back(i);
+  return out;
+}
+
+nlohmann::json validate_with_core_loader(const nlohmann::json& study) { return load_config(study).json(); }
+
+std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::string>& sets,
+                               const StudyValidator& validate) {
+  nlohmann::json base = spec.base;
+  for (const auto& s : sets) apply_set(base, s);
+
+  std::vector<SweepPoint> points;
+  ProblemList problems;
+  std::vector<std::size_t> odometer(spec.groups.size(), 0);
+  const std::size_t total = spec.point_count();
+  for (std::size_t index = 0; index < total; ++index) {
+    // Mixed-radix digits of `index`, the last group varying fastest.
+    std::size_t rest = index;
+    for (std::size_t g = spec.groups.size(); g-- > 0;) {
+      odometer[g] = rest % spec.groups[g].size();
+      rest /= spec.groups[g].size();
+    }
+    SweepPoint p;
+    p.index = index;
+    p.study = base;
+    std::map<std::string, double> vars;
+    for (std::size_t g = 0; g < spec.groups.size(); ++g) {
+      for (const auto& axis : spec.groups[g].axes) {
+        const auto& v = axis.values[odometer[g]];
+        p.values.push_back(v);
+        if (v.is_number()) vars[axis.name] = v.get<double>();
+        try {
+          set_value(p.study, axis.path, v);
+        } catch (const ConfigError& e) {
+          problems.add(axis.where, e.what());
+        }
+      }
+    }
+    const std::string label = "point " + std::to_string(index);
+    if (!spec.derived.empty()) {
+      try {
+        ChipCount c = count_chips(p.study);
+        vars["chips"] = static_cast<double>(c.chips);
+        vars["cores"] = static_cast<double>(c.cores);
+        vars["cores_per_chip"] = static_cast<double>(c.cores_per_chip);
+      } catch (const ConfigError&) {
+        // Left out: an expression that reads chips reports it; load_config below names the cause.
+      }
+    }
+    bool derived_ok = true;
+    for (const auto& d : spec.derived) {
+      try {
+        vars.erase("base");
+        if (!d.path.empty()) {
+          const nlohmann::json resolved = resolved_copy(p.study);
+          const auto* b = value_or_default(resolved, d.path);
+          if (b && b->is_number()) vars["base"] = b->get<double>();
+        }
+        nlohmann::json v = number_json(d.expr.eval(vars, d.where + ".expr"));
+        vars[d.name] = v.get<double>();
+        p.values.push_back(v);
+        set_value(p.study, d.path, v);
+      } catch (const ConfigError& e) {
+        for (const auto& pr : e.problems()) problems.add(label + " [" + point_label(spec, p) + "]: " + pr.where, pr.what);
+        derived_ok = false;
+        break;
+      }
+    }
+    if (derived_ok) points.push_back(std::move(p));
+  }
+  problems.throw_if_any();
+
+  // A problem that every point has (usually one in the base study) is reported once; a problem
+  // of some points is reported per point with its values.
+  std::vector<std::pair<Problem, std::vector<const SweepPoint*>>> grouped;
+  std::map<std::string, std::size_t> seen;
+  for (auto& p : points) {
+    try {
+      p.resolved = validate(p.study);
+      p.id = fnv1a_hex(p.resolved.dump());
+      auto [it, fresh] = seen.emplace(p.id, p.index);
+      if (!fresh)
+        problems.add("point " + std::to_string(p.index) + " [" + point_label(spec, p) + "]",
+                     "resolves to the same study as point " + std::to_string(it->second) +
+                         "; an axis has no effect on the study");
+    } catch (const ConfigError& e) {
+      for (const auto& pr : e.problems()) {
+        auto g = std::find_if(grouped.begin(), grouped.end(), [&](const auto& x) {
+          return x.first.where == pr.where && x.first.what == pr.what;
+        });
+        if (g == grouped.end()) grouped.push_back({pr, {&p}});
+        else g->second.push_back(&p);
+      }
+    }
+  }
+  for (const auto& [pr, pts] : grouped) {
+    if (pts.size() > 1 && pts.size() == points.size()) {
+      problems.add("all " + std::to_string(pts.size()) + " points: " + pr.where, pr.what);
+      continue;
+    }
+    for (const auto* p : pts)
+      problems.add("point " + std::to_string(p->index) + " [" + point_label(spec, *p) + "]: " + pr.where, pr.what);
+  }
+  problems.throw_if_any();
+  return points;
+}
+
+}  // namespace tpusim::sweep

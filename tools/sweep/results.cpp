@@ -1,0 +1,157 @@
+#include "tools/sweep/results.hpp"
+
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "core/config.hpp"
+#include "core/errors.hpp"
+#include "tools/sweep/columns.hpp"
+#include "tools/sweep/expand.hpp"
+
+namespace tpusim::sweep {
+namespace fs = std::filesystem;
+
+nlohmann::json Plan::to_json() const {
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& p : points) pts.push_back({{"index", p.index}, {"id", p.id}, {"values", p.values}});
+  return {{"schema_version", 1}, {"sweep_file", sweep_file}, {"columns", columns},
+          {"series_axes", series_axes}, {"shard", shard}, {"shard_count", shard_count}, {"points", pts}};
+}
+
+Plan Plan::from_json(const nlohmann::json& j, const std::string& where) {
+  try {
+    Plan p;
+    p.sweep_file = j.at("sweep_file").get<std::string>();
+    p.columns = j.at("columns").get<std::vector<std::string>>();
+    p.series_axes = j.at("series_axes").get<std::vector<std::string>>();
+    p.shard = j.at("shard").get<int>();
+    p.shard_count = j.at("shard_count").get<int>();
+    for (const auto& q : j.at("points")) {
+      PlanPoint pp{q.at("index").get<std::size_t>(), q.at("id").get<std::string>(),
+                   q.at("values").get<std::vector<nlohmann::json>>()};
+      if (pp.values.size() != p.columns.size()) throw std::runtime_error("values and columns differ in length");
+      p.points.push_back(std::move(pp));
+    }
+    return p;
+  } catch (const std::exception& e) {
+    throw ConfigError(where, std::string("not a sweep plan written by tpusim sweep (") + e.what() + ")");
+  }
+}
+
+std::vector<std::size_t> Plan::own_indices() const { return shard_indices(points.size(), shard, shard_count); }
+
+std::string Plan::points_digest() const {
+  std::string all;
+  for (const auto& p : points) all += p.id + ",";
+  return fnv1a_hex(all);
+}
+
+std::string point_file(const std::string& dir, const std::string& id) { return dir + "/points/" + id + ".json"; }
+std::string error_file(const std::string& dir, const std::string& id) {
+  return dir + "/points/" + id + ".error.json";
+}
+std::string study_file(const std::string& dir, const std::string& id) {
+  return dir + "/points/" + id + ".study.json";
+}
+
+PointOutcome read_outcome(const std::string& dir, const std::string& id) {
+  PointOutcome o;
+  try {
+    if (fs::exists(point_file(dir, id))) {
+      auto j = read_json_file(point_file(dir, id));
+      if (j.contains("report") && check_report(j["report"]).empty()) {
+        o.state = PointState::Ok;
+        o.report = j["report"];
+        return o;
+      }
+    }
+    if (fs::exists(error_file(dir, id))) {
+      auto j = read_json_file(error_file(dir, id));
+      o.state = PointState::Failed;
+      o.error = j.value("error", std::string("(no message)"));
+    }
+  } catch (const ConfigError&) {
+    // A damaged file counts as not run: the point is run again.
+  }
+  return o;
+}
+
+nlohmann::json sweep_point_json(const Plan& plan, const PlanPoint& p) {
+  nlohmann::json values = nlohmann::json::object();
+  for (std::size_t i = 0; i < plan.columns.size(); ++i) values[plan.columns[i]] = p.values[i];
+  return {{"index", p.index}, {"id", p.id}, {"values", values}};
+}
+
+std::string check_report(const nlohmann::json& report) {
+  if (!report.is_object()) return "the report is not a JSON object";
+  std::string missing;
+  auto need = [&](const char* key, bool number) {
+    auto it = report.find(key);
+    if (it == report.end() || (number ? !it->is_number() : !it->is_string()))
+      missing += std::string(missing.empty() ? "" : ", ") + key;
+  };
+  for (const auto& c : report_metric_columns()) need(c.c_str(), true);
+  for (const char* k : {"chips", "cores", "wall_s"}) need(k, true);
+  for (const char* k : {"model", "layout"}) need(k, false);
+  return missing.empty() ? "" : "the report lacks or mistypes: " + missing;
+}
+
+CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices,
+                       const std::function<PointOutcome(const PlanPoint&)>& outcome) {
+  CsvTable t;
+  t.header = lead_columns();
+  t.header.insert(t.header.end(), plan.columns.begin(), plan.columns.end());
+  t.header.insert(t.header.end(), trail_columns().begin(), trail_columns().end());
+
+  struct Throughput {
+    double chips, examples_per_s;
+  };
+  std::vector<std::optional<Throughput>> throughput;
+  std::map<std::string, Throughput> reference;  // per series: the point with the fewest chips
+  for (std::size_t idx : indices) {
+    const PlanPoint& p = plan.points.at(idx);
+    PointOutcome o = outcome(p);
+    std::map<std::string, std::string> cell;
+    cell["point"] = std::to_string(p.index);
+    cell["id"] = p.id;
+    cell["status"] = o.state == PointState::Ok ? "ok" : o.state == PointState::Failed ? "failed" : "pending";
+    for (std::size_t i = 0; i < plan.columns.size(); ++i) cell[plan.columns[i]] = value_text(p.values[i]);
+    std::string series = o.state == PointState::Ok ? o.report["model"].get<std::string>() : "";
+    for (const auto& s : plan.series_axes) series += (series.empty() ? "" : " ") + s + "=" + cell[s];
+    cell["series"] = series;
+    std::optional<Throughput> tp;
+    if (o.state == PointState::Ok) {
+      const auto& r = o.report;
+      cell["model"] = r["model"].get<std::string>();
+      cell["layout"] = r["layout"].get<std::string>();
+      for (const auto& c : report_metric_columns()) cell[c] = number_text(r[c].get<double>());
+      const double chips = r["chips"].get<double>();
+      cell["chips"] = number_text(chips);
+      cell["cores"] = number_text(r["cores"].get<double>());
+      cell["wall_s"] = number_text(r["wall_s"].get<double>());
+      cell["examples_per_s_per_chip"] = number_text(r["examples_per_s"].get<double>() / chips);
+      tp = Throughput{chips, r["examples_per_s"].get<double>()};
+      auto ref = reference.find(series);
+      if (ref == reference.end() || chips < ref->second.chips) reference[series] = *tp;
+    } else if (o.state == PointState::Failed) {
+      cell["error"] = o.error;
+    }
+    throughput.push_back(tp);
+    std::vector<std::string> row;
+    for (const auto& h : t.header) row.push_back(cell[h]);
+    t.rows.push_back(std::move(row));
+  }
+  const int eff_col = t.column("scaling_efficiency");
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    if (!throughput[r]) continue;
+    const Throughput& ref = reference.at(t.cell(r, "series"));
+    double ref_per_chip = ref.examples_per_s / ref.chips;
+    if (ref_per_chip > 0)
+      t.rows[r][static_cast<std::size_t>(eff_col)] =
+          number_text(throughput[r]->examples_per_s / throughput[r]->chips / ref_per_chip);
+  }
+  return t;
+}
+
+}  // namespace tpusim::sweep

@@ -1,0 +1,66 @@
+#pragma once
+// The files of a sweep directory and the results table built from them.
+//
+//   DIR/sweep.json               the plan: columns, series axes, every point's id and values
+//   DIR/points/<id>.study.json   the point's resolved study (rerun it with `tpusim run`)
+//   DIR/points/<id>.json         {"sweep_point": {...}, "report": <tpusim run --json>}
+//   DIR/points/<id>.error.json   {"sweep_point": {...}, "error": "...", "exit_code": N}
+//   DIR/results.csv              rebuilt from the point files whenever a point finishes
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/sweep/csv_table.hpp"
+
+namespace tpusim::sweep {
+
+struct PlanPoint {
+  std::size_t index = 0;
+  std::string id;
+  std::vector<nlohmann::json> values;  ///< aligned with Plan::columns
+};
+
+struct Plan {
+  std::string sweep_file;
+  std::vector<std::string> columns;      ///< swept columns
+  std::vector<std::string> series_axes;  ///< columns that tell curves apart
+  std::vector<PlanPoint> points;         ///< all points of the sweep, shard or not
+  int shard = 1, shard_count = 1;
+
+  nlohmann::json to_json() const;
+  /// Throws ConfigError(where, ...) if `j` is not a plan.
+  static Plan from_json(const nlohmann::json& j, const std::string& where);
+  /// Indices of the points this shard runs.
+  std::vector<std::size_t> own_indices() const;
+  /// Identifies the sweep's points regardless of sharding (merge checks shards agree).
+  std::string points_digest() const;
+};
+
+enum class PointState { Ok, Failed, Pending };
+struct PointOutcome {
+  PointState state = PointState::Pending;
+  nlohmann::json report;  ///< when Ok
+  std::string error;      ///< when Failed
+};
+
+std::string point_file(const std::string& dir, const std::string& id);
+std::string error_file(const std::string& dir, const std::string& id);
+std::string study_file(const std::string& dir, const std::string& id);
+/// Reads DIR/points/<id>.json or .error.json; Pending if neither exists or is unreadable.
+PointOutcome read_outcome(const std::string& dir, const std::string& id);
+
+/// The `sweep_point` object stored in point files.
+nlohmann::json sweep_point_json(const Plan& plan, const PlanPoint& p);
+
+/// "" if `report` holds every field results.csv needs, else what is missing or mistyped.
+std::string check_report(const nlohmann::json& report);
+
+/// One row per point in `indices` (ok, failed or pending), series labels and scaling
+/// efficiency: per-chip throughput relative to the point with the fewest chips in its series,
+/// (examples_per_s / chips) / (examples_per_s_ref / chips_ref).
+CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices,
+                       const std::function<PointOutcome(const PlanPoint&)>& outcome);
+
+}  // namespace tpusim::sweep
