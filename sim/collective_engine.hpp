@@ -48,6 +48,10 @@ class CollectiveEngine {
                    EventQueue& queue, const CollectiveOptions& options, CollectiveListener& listener);
   ~CollectiveEngine();
 
+  /// Plans every collective of the program for every group before the simulation starts, so a
+  /// group an algorithm cannot serve is a ConfigError up front, not a failure mid-run.
+  void prepare();
+
   /// Core `core` reaches collective op `op_index` now.
   void arrive(int op_index, int core);
 
@@ -81,6 +85,7 @@ class CollectiveEngine {
   std::map<std::string, std::vector<std::unique_ptr<GroupPlan>>> plans_;  ///< by plan key, per group
   std::map<int, std::unique_ptr<OpState>> pending_;
   std::map<int, CollectiveOpStats> stats_;
+  std::vector<Transfer> batch_;  ///< reused by every step (the network copies what it keeps)
 };
 
 }  // namespace tpusim

@@ -1,5 +1,7 @@
 #include "sim/event_queue.hpp"
 
+#include "sim/failure.hpp"
+
 namespace tpusim {
 
 EventQueue::EventQueue(sc_core::sc_module_name name) : sc_core::sc_module(name) {
@@ -36,7 +38,7 @@ void EventQueue::fire() {
     Callback cb = std::move(const_cast<Item&>(items_.top()).cb);
     items_.pop();
     ++callbacks_run_;
-    cb();
+    guarded(cb);
   }
   if (armed_for_ < 0) arm();
 }

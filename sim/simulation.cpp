@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "sim/collective_engine.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/failure.hpp"
 #include "sim/machine.hpp"
 #include "sim/tensor_core.hpp"
 #include "sim/tensor_core_cost.hpp"
@@ -20,6 +21,16 @@ namespace tpusim {
 namespace {
 
 bool g_simulated = false;  // SystemC allows one elaboration per process
+
+/// The elaborated design outlives simulate(): SystemC allows one design per process anyway, and
+/// its module registry removes modules in quadratic time, which for 8192 cores and 24k links
+/// costs more than the simulation. The process exit reclaims it; the pointer keeps it reachable.
+struct Design {
+  std::unique_ptr<Machine> machine;
+  std::unique_ptr<EventQueue> queue;
+  std::vector<std::unique_ptr<TensorCore>> cores;
+};
+Design* g_design = nullptr;
 
 class CoreDispatch : public CollectiveListener {
  public:
@@ -83,17 +94,21 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   ctx.op_time = compute_times(program, hw, options.use_measured_durations);
   ctx.timeline = options.timeline;
 
-  Machine machine("machine", topology, hw);
-  EventQueue queue("events");
+  g_design = new Design;
+  g_design->machine = std::make_unique<Machine>("machine", topology, hw);
+  g_design->queue = std::make_unique<EventQueue>("events");
+  Machine& machine = *g_design->machine;
+  EventQueue& queue = *g_design->queue;
   auto network = make_network(queue, options.network);
   CoreDispatch dispatch;
   CollectiveEngine engine(program, mesh, machine, *network, queue, options.collectives, dispatch);
   ctx.engine = &engine;
+  engine.prepare();
 
   std::vector<bool> traced(machine.num_cores(), false);
   for (int c : options.traced_cores)
     if (c >= 0 && c < machine.num_cores()) traced[c] = true;
-  std::vector<std::unique_ptr<TensorCore>> cores;
+  auto& cores = g_design->cores;
   cores.reserve(machine.num_cores());
   for (int c = 0; c < machine.num_cores(); ++c)
     cores.push_back(std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx, traced[c]));
@@ -107,6 +122,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   const auto wall1 = std::chrono::steady_clock::now();
 
   sc_core::sc_start();
+  if (auto failure = take_failure()) std::rethrow_exception(failure);
 
   SimReport r;
   r.chips = topology.num_chips();

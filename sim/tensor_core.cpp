@@ -4,13 +4,14 @@
 
 #include "sim/collective_engine.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/failure.hpp"
 #include "sim/timeline.hpp"
 
 namespace tpusim {
 
 TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx, bool traced)
     : sc_core::sc_module(name), id_(id), ctx_(ctx), traced_(traced) {
-  SC_METHOD(step);
+  SC_METHOD(guarded_step);
   sensitive << wake_;
 }
 
@@ -34,6 +35,10 @@ bool TensorCore::ready(const Op& op) const {
     }
   }
   return true;
+}
+
+void TensorCore::guarded_step() {
+  guarded([this] { step(); });
 }
 
 void TensorCore::step() {

@@ -43,6 +43,7 @@ class TensorCore : public sc_core::sc_module {
   const std::vector<int>& outstanding() const { return outstanding_; }
 
  private:
+  void guarded_step();
   void step();
   bool ready(const Op& op) const;
   void account(Duration now);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "models/parallelism/per_core_cost.hpp"
+#include "models/parallelism/spatial.hpp"
 
 namespace tpusim {
 namespace {
@@ -100,7 +101,9 @@ class Partitioner {
 
   void emit_step_op(int v) {
     const OpNode& n = g_.node(v);
-    const int op = emit_compute(v, input_deps(v));
+    std::vector<int> deps = input_deps(v);
+    if (auto halo = halo_exchange(n, l_)) deps = emit_halo(n, *halo, deps);
+    const int op = emit_compute(v, deps);
     result_[v] = op;
     std::vector<std::string> axes = partial_axes(n, l_);
     if (n.weight_grad) {  // summed over replica axes by the gradient sync
@@ -118,6 +121,20 @@ class Partitioner {
     if (!n.weight_grad) return;
     for (int o : owners_of(n))
       if (--pending_[o] == 0) complete_gradient(o, result_[v]);
+  }
+
+  // Spatial partitioning: the two collective-permutes (+1, -1 along "spatial") that bring the
+  // neighbours' boundary rows before a window op; returns the op's deps plus both.
+  std::vector<int> emit_halo(const OpNode& n, const HaloExchange& h, std::vector<int> deps) {
+    std::vector<int> out = deps;
+    for (int shift : {+1, -1}) {
+      const int p = emit_collective(n.name + ".halo" + (shift > 0 ? "+1" : "-1"),
+                                    CollectiveKind::CollectivePermute, n.phase, h.bytes_per_side,
+                                    DType::BF16, {"spatial"}, deps);
+      p_.ops[p].collective.shift = shift;
+      out.push_back(p);
+    }
+    return out;
   }
 
   void complete_gradient(int owner, int done_op) {

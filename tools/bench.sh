@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Benchmarks quoted in the README: wall time, peak memory (max RSS) and event rates of the main
+# simulations on this machine, and the bare SystemC kernel's ceiling for comparison.
+# Usage: tools/bench.sh [build-dir]   (builds Release first). Prints a Markdown table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+tools/install-deps.sh
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target tpusim tpusim_kernel_bench >/dev/null
+BIN="$BUILD/bin/tpusim"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+echo "| what | wall s | peak MiB | kernel events | events/s | network work items | simulated |"
+echo "|---|---|---|---|---|---|---|"
+measure() {  # name, then the command; the command prints tpusim --json
+  local name=$1; shift
+  /usr/bin/time -f "%e %M" -o "$TMP/time" "$@" >"$TMP/out" 2>"$TMP/err" || { echo "| $name | failed: $(tail -1 "$TMP/err") |"; return; }
+  read -r wall rss <"$TMP/time"
+  python3 - "$name" "$wall" "$rss" "$TMP/out" <<'PY'
+import json, sys
+name, wall, rss, path = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+j = json.load(open(path))
+ev = j.get("kernel_events", j.get("events", 0))
+work = j.get("network_work_items", 0)
+sim = f'{j["collective_time_ns"]/1e3:.1f} us' if "collective_time_ns" in j else f'{j.get("step_time_ms", 0):.2f} ms step'
+print(f"| {name} | {wall:.2f} | {rss/1024:.0f} | {ev} | {ev/wall:,.0f} | {work} | {sim} |")
+PY
+}
+measure "all-reduce 64 MiB, 32x32 pod" "$BIN" collective --op all-reduce --bytes 64MiB --topology tpu_v3_pod --json
+measure "all-reduce 64 MiB, 128x32 Multipod" "$BIN" collective --op all-reduce --bytes 64MiB --topology tpu_v3_multipod --json
+for study in bert_large_4096 transformer_big_4096 resnet50_4096 ssd_4096 ssd_2048 maskrcnn_512; do
+  f=configs/studies/$study.json
+  [ -f "$f" ] && measure "run $study" "$BIN" run "$f" --json
+done
+if "$BIN" replay --help >/dev/null 2>&1 && [ -f configs/studies/bert_large_4096.json ]; then
+  "$BIN" run configs/studies/bert_large_4096.json --record-trace "$TMP/bert.trace.json.gz" --json >/dev/null
+  measure "replay bert_large_4096 trace" "$BIN" replay "$TMP/bert.trace.json.gz" --json
+fi
+/usr/bin/time -f "%e %M" -o "$TMP/time" "$BUILD/bin/tpusim_kernel_bench" 8192 200 >"$TMP/kb"
+read -r wall rss <"$TMP/time"
+python3 - "$TMP/kb" "$wall" "$rss" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f'| bare SystemC kernel, {j["processes"]} SC_METHODs | {float(sys.argv[2]):.2f} | {int(sys.argv[3])/1024:.0f} | {j["activations"]} | {j["activations_per_s"]:,.0f} | - | - |')
+PY
+echo
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%Y-%m-%d)"
