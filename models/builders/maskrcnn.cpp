@@ -74,7 +74,7 @@ class MaskRcnn final : public ModelBuilder {
     const std::int64_t rois = cfg.integer("workload.rois_per_image");
     const std::int64_t mask_rois = cfg.integer("workload.mask_rois_per_image");
     const std::int64_t gt = cfg.integer("workload.max_gt_boxes");
-    check_spatial_rows(cfg, h, "workload.image_height");
+    check_spatial_split(cfg, h, w, "workload.image_height/width");
     if (mask_rois > rois)
       throw ConfigError("workload.mask_rois_per_image",
                         std::to_string(mask_rois) + " exceeds workload.rois_per_image " +

@@ -199,3 +199,28 @@ TEST_CASE("bad convolutional layouts name their JSON path") {
   // Replicas that do not divide the batch.
   CHECK(error_path(program("maskrcnn", "4x4", 6, {{"spatial", 8}})) == "workload.global_batch");
 }
+
+TEST_CASE("splitting H and W: shards of ceil(H/Sh) x ceil(W/Sw) and halos along both dimensions") {
+  // 8 cores as a 4 (H) x 2 (W) grid, one replica of 4 images.
+  auto cfg = model_study("ssd", "2x2", 4, {{"spatial", 8}, {"spatial_w", 2}});
+  const Program p = program_of(cfg);
+  // backbone.stage2.0.conv1: 3x3 on 75x75x64. H halo: 1 row of ceil(75/2) = 38 columns, to the
+  // cores 2 places away; W halo: 1 column of ceil(75/4) = 19 rows, to the next core.
+  const Op* h = op_named(p, "backbone.stage2.0.conv1.halo+1");
+  const Op* w = op_named(p, "backbone.stage2.0.conv1.halo_w-1");
+  REQUIRE(h);
+  REQUIRE(w);
+  CHECK(h->collective.shift == 2);
+  CHECK(h->collective.bytes == 1.0 * 38 * 64 * 4 * 2);
+  CHECK(w->collective.shift == -1);
+  CHECK(w->collective.bytes == 1.0 * 19 * 64 * 4 * 2);
+  // head.0.class on the 38x38 map: ceil(38/4) x ceil(38/2) = 10 x 19 pixels per core.
+  CHECK(op_named(p, "head.0.class")->compute.matmul->m == 4 * 10 * 19);
+  // spatial_w must divide spatial.
+  CHECK(error_path([] {
+          program_of(model_study("ssd", "2x2", 4, {{"spatial", 8}, {"spatial_w", 3}}));
+        }) == "parallelism.spatial_w");
+  CHECK(error_path([] {
+          program_of(model_study("ssd", "2x2", 8, {{"spatial_w", 2}}));
+        }) == "parallelism.spatial_w");
+}
