@@ -87,8 +87,8 @@ OpNode map_op(OpKind kind, std::string name, const FeatureMap& map, int inputs,
 }
 
 OpNode batch_norm_stats(std::string name, const FeatureMap& map) {
-  OpNode op = map_op(OpKind::BatchNorm, std::move(name), map, 1, vpu_ops::kBnStats,
-                     vpu_ops::kBnStatsGrad);
+  OpNode op =
+      map_op(OpKind::BatchNorm, std::move(name), map, 1, vpu_ops::kBnStats, vpu_ops::kBnStatsGrad);
   op.out_dtype = DType::F32;
   // XLA computes the sums in the producing convolution's output fusion (a multi-output fusion),
   // so the statistics add vector work but no HBM pass over the map; likewise their gradient
@@ -101,8 +101,8 @@ OpNode batch_norm_stats(std::string name, const FeatureMap& map) {
 }
 
 OpNode batch_norm_apply(std::string name, const FeatureMap& map, bool relu, int inputs) {
-  const double ops = vpu_ops::kBnApply + (inputs - 1) * vpu_ops::kResidualAdd +
-                     (relu ? vpu_ops::kRelu : 0);
+  const double ops =
+      vpu_ops::kBnApply + (inputs - 1) * vpu_ops::kResidualAdd + (relu ? vpu_ops::kRelu : 0);
   const double bwd = vpu_ops::kBnApplyGrad + (relu ? vpu_ops::kReluGrad : 0);
   OpNode op = map_op(OpKind::BatchNorm, std::move(name), map, inputs, ops, bwd);
   op.params = 2 * map.channels;  // gamma and beta
@@ -110,8 +110,8 @@ OpNode batch_norm_apply(std::string name, const FeatureMap& map, bool relu, int 
 }
 
 OpNode frozen_batch_norm(std::string name, const FeatureMap& map, bool relu, int inputs) {
-  const double ops = vpu_ops::kFrozenBn + (inputs - 1) * vpu_ops::kResidualAdd +
-                     (relu ? vpu_ops::kRelu : 0);
+  const double ops =
+      vpu_ops::kFrozenBn + (inputs - 1) * vpu_ops::kResidualAdd + (relu ? vpu_ops::kRelu : 0);
   const double bwd = vpu_ops::kFrozenBn + (relu ? vpu_ops::kReluGrad : 0);
   return map_op(OpKind::Elementwise, std::move(name), map, inputs, ops, bwd);
 }

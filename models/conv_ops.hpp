@@ -22,14 +22,14 @@
 namespace tpusim {
 
 namespace vpu_ops {
-constexpr double kBnStats = 3;       ///< x, x^2 accumulated (f32)
-constexpr double kBnStatsGrad = 4;   ///< sum(dy), sum(dy * x_hat)
-constexpr double kBnApply = 4;       ///< subtract mean, times rsqrt(var), gamma, beta
-constexpr double kBnApplyGrad = 5;   ///< dy * gamma * rsigma - mean terms
-constexpr double kFrozenBn = 2;      ///< fixed scale and shift
+constexpr double kBnStats = 3;      ///< x, x^2 accumulated (f32)
+constexpr double kBnStatsGrad = 4;  ///< sum(dy), sum(dy * x_hat)
+constexpr double kBnApply = 4;      ///< subtract mean, times rsqrt(var), gamma, beta
+constexpr double kBnApplyGrad = 5;  ///< dy * gamma * rsigma - mean terms
+constexpr double kFrozenBn = 2;     ///< fixed scale and shift
 constexpr double kResidualAdd = 1;
-constexpr double kUpsampleAdd = 1;   ///< nearest-neighbour 2x upsample fused into the add
-constexpr double kSmoothL1 = 5;      ///< difference, abs, compare, select, sum
+constexpr double kUpsampleAdd = 1;  ///< nearest-neighbour 2x upsample fused into the add
+constexpr double kSmoothL1 = 5;     ///< difference, abs, compare, select, sum
 constexpr double kSmoothL1Grad = 3;
 constexpr double kSigmoidCrossEntropy = 6;
 constexpr double kSigmoidCrossEntropyGrad = 3;

@@ -12,10 +12,17 @@ namespace {
 constexpr const char* kSpatialW = "parallelism.spatial_w";
 
 ParamSpec spatial_w_param(const char* model) {
-  return {kSpatialW, ParamType::Integer, "cores", 1,
+  return {kSpatialW,
+          ParamType::Integer,
+          "cores",
+          1,
           "of the parallelism.spatial cores, how many split W (the rest split H): 1 splits H "
           "only; must divide parallelism.spatial",
-          1, 1 << 20, {}, "workload.model", model};
+          1,
+          1 << 20,
+          {},
+          "workload.model",
+          model};
 }
 const ParamRegistrar kParams{
     {spatial_w_param("resnet50"), spatial_w_param("ssd"), spatial_w_param("maskrcnn")}};
@@ -70,13 +77,15 @@ std::vector<HaloExchange> halo_exchanges(const OpNode& n, const Layout& layout) 
   const std::int64_t channels = backward ? c.out_channels : c.in_channels;
   if (h_degree > 1 && c.kernel_h / 2 > 0) {
     const std::int64_t rows = c.kernel_h / 2;
-    out.push_back({"", w_degree, rows,
-                   halo_bytes(rows, rows_per_core(width, w_degree), channels, c.batch, DType::BF16)});
+    out.push_back(
+        {"", w_degree, rows,
+         halo_bytes(rows, rows_per_core(width, w_degree), channels, c.batch, DType::BF16)});
   }
   if (w_degree > 1 && c.kernel_w / 2 > 0) {
     const std::int64_t cols = c.kernel_w / 2;
-    out.push_back({"_w", 1, cols,
-                   halo_bytes(cols, rows_per_core(height, h_degree), channels, c.batch, DType::BF16)});
+    out.push_back(
+        {"_w", 1, cols,
+         halo_bytes(cols, rows_per_core(height, h_degree), channels, c.batch, DType::BF16)});
   }
   return out;
 }

@@ -47,9 +47,9 @@ double halo_bytes(std::int64_t rows, std::int64_t width, std::int64_t channels, 
                   DType dtype);
 
 struct HaloExchange {
-  std::string dim;           ///< "" for H (ops named NAME.halo+1), "_w" for W (NAME.halo_w+1)
-  int stride = 1;            ///< distance to the neighbour along the spatial axis
-  std::int64_t rows = 0;     ///< rows (or columns) sent to each neighbour
+  std::string dim;        ///< "" for H (ops named NAME.halo+1), "_w" for W (NAME.halo_w+1)
+  int stride = 1;         ///< distance to the neighbour along the spatial axis
+  std::int64_t rows = 0;  ///< rows (or columns) sent to each neighbour
   double bytes_per_side = 0;
 };
 

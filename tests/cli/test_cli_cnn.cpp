@@ -4,7 +4,6 @@
 // Studies: configs/studies/{ssd,maskrcnn}_spatial_{1,2,4,8}.json (64 chips, images per replica
 // fixed, only the degree varies).
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/run_tpusim.hpp"
@@ -47,7 +46,8 @@ TEST_CASE("spatial partitioning: 2-way beats unpartitioned and the edge shrinks 
 
 TEST_CASE("bad convolutional layouts: one error line naming the JSON path and exit code 2") {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{"--set", "parallelism.bn_group_cores=256"}, "parallelism.bn_group_cores: 256 cores is larger"},
+      {{"--set", "parallelism.bn_group_cores=256"},
+       "parallelism.bn_group_cores: 256 cores is larger"},
       {{"--set", "parallelism.bn_group_cores=6"}, "parallelism.bn_group_cores: 6 cores"},
       {{"--set", "parallelism.bn_group_cores=3", "--set", "parallelism.spatial=2"},
        "parallelism.bn_group_cores: 3 is not a whole number of replicas"},

@@ -19,8 +19,8 @@ const Op& op_named(const Program& p, const std::string& name) {
 
 TEST_CASE("MXU utilisation of ResNet-50 convolutions follows their channel counts") {
   // 8 images per core, data parallel on 2x2 chips.
-  const Config cfg = load_config({{"topology", "2x2"},
-                                  {"workload", {{"model", "resnet50"}, {"global_batch", 64}}}});
+  const Config cfg = load_config(
+      {{"topology", "2x2"}, {"workload", {{"model", "resnet50"}, {"global_batch", 64}}}});
   Topology topo(topology_from_json(cfg.json().at("topology")));
   const HardwareSpec hw = HardwareSpec::from_config(cfg);
   const Program p = build_program(cfg, topo, hw);
