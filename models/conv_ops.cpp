@@ -48,8 +48,11 @@ OpNode conv2d(std::string name, const FeatureMap& in, std::int64_t out_channels,
   op.name = std::move(name);
   op.kind = OpKind::Conv;
   op.conv = c;
+  // Lowered as im2col: K gathers every tap of every input channel (Kh*Kw*Cin), padded to the
+  // MXU as a whole; small channel counts still waste the array (a 1x1 conv of 64 channels, or
+  // 64 output channels, fills half of it).
   const std::int64_t taps = static_cast<std::int64_t>(kernel) * kernel;
-  op.matmul = MatmulShape{taps, c.batch * c.out_height * c.out_width, c.in_channels, out_channels};
+  op.matmul = MatmulShape{1, c.batch * c.out_height * c.out_width, taps * c.in_channels, out_channels};
   op.flops = op.matmul->flops();
   const std::int64_t weights = taps * c.in_channels * out_channels;
   const FeatureMap out = output_of(op);

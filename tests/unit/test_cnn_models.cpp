@@ -74,10 +74,10 @@ TEST_CASE("space-to-depth stem: 2x2 blocks of the image become 12 channels of a 
   CHECK(stem->conv->in_channels == 12);
   CHECK(stem->conv->kernel_h == 4);
   CHECK(stem->conv->out_height == 112);
-  // Lowered one tap at a time: 16 [112*112, 12] x [12, 64] products.
-  CHECK(stem->matmul->batch == 16);
+  // Lowered as im2col: one [112*112, 4*4*12] x [4*4*12, 64] product.
+  CHECK(stem->matmul->batch == 1);
   CHECK(stem->matmul->m == 112 * 112);
-  CHECK(stem->matmul->k == 12);
+  CHECK(stem->matmul->k == 4 * 4 * 12);
   CHECK(stem->matmul->n == 64);
 }
 
