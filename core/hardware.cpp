@@ -22,14 +22,15 @@ const ParamRegistrar kParams{{
     {"hardware.hbm.GiB_per_core", T::Number, "GiB", 16.0, "HBM capacity per TensorCore", 0.001, 1e6},
     {"hardware.hbm.bandwidth_GBps_per_core", T::Number, "GB/s", 450.0, "peak HBM bandwidth per TensorCore", 0.001, 1e6},
     {"hardware.hbm.latency_ns", T::Number, "ns", 500.0, "latency of one HBM transaction", 0, 1e9},
-    {"hardware.onchip.bandwidth_GBps", T::Number, "GB/s", 100.0, "path between the cores of a chip, one direction", 0.001, 1e6},
-    {"hardware.onchip.latency_ns", T::Number, "ns", 500.0, "latency of the on-chip path", 0, 1e9},
+    {"hardware.onchip.bandwidth_GBps", T::Number, "GB/s", 300.0, "path between the cores of a chip, one direction", 0.001, 1e6},
+    {"hardware.onchip.latency_ns", T::Number, "ns", 200.0, "latency of the on-chip path", 0, 1e9},
     {"hardware.ici.bandwidth_GBps", T::Number, "GB/s", 100.0, "one direction of one ICI link", 0.001, 1e6},
-    {"hardware.ici.latency_ns", T::Number, "ns", 1000.0, "ICI latency per hop", 0, 1e9},
+    {"hardware.ici.latency_ns", T::Number, "ns", 200.0, "ICI latency per hop", 0, 1e9},
+    {"hardware.async_collectives", T::Boolean, "", false, "a TensorCore keeps computing while its collectives are in flight (false: it drives each collective itself and waits for it, as XLA ran them on TPU v3)"},
     {"hardware.calibration.op_overhead_ns", T::Number, "ns", 1000.0, "fixed cost of launching one compute op", 0, 1e9},
-    {"hardware.calibration.mxu_efficiency", T::Number, "", 1.0, "achieved fraction of the MXU cycle formula's throughput (stalls between tiles, result handling the formula leaves out)", 0.01, 1},
+    {"hardware.calibration.mxu_efficiency", T::Number, "", 0.75, "achieved fraction of the MXU cycle formula's throughput (stalls between tiles, result handling the formula leaves out)", 0.01, 1},
     {"hardware.calibration.hbm_efficiency", T::Number, "", 0.85, "achievable fraction of peak HBM bandwidth", 0.01, 1},
-    {"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 1000.0, "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9},
+    {"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 100.0, "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9},
 }};
 }  // namespace
 
@@ -54,6 +55,7 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.onchip_latency = c.ns("hardware.onchip.latency_ns");
   h.ici_bandwidth = c.GBps("hardware.ici.bandwidth_GBps");
   h.ici_latency = c.ns("hardware.ici.latency_ns");
+  h.async_collectives = c.boolean("hardware.async_collectives");
   h.op_overhead = c.ns("hardware.calibration.op_overhead_ns");
   h.hbm_efficiency = c.number("hardware.calibration.hbm_efficiency");
   h.mxu_efficiency = c.number("hardware.calibration.mxu_efficiency");

@@ -31,6 +31,7 @@ struct HardwareSpec {
   Duration onchip_latency;
   Bandwidth ici_bandwidth;     ///< one direction of one ICI link
   Duration ici_latency;        ///< per hop
+  bool async_collectives = false;  ///< a core computes while its collectives are in flight
   // Calibration: few, physical, shared by every model (see configs/tpu_v3.json for sources).
   Duration op_overhead;        ///< fixed cost of launching one compute op
   double hbm_efficiency = 1;   ///< achievable fraction of peak HBM bandwidth

@@ -76,6 +76,7 @@ GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shif
     }
     if (j != i) r.next[i] = m.route(group[i], group[j]);
   }
+  r.update_path_latency();
   p.rings.push_back(std::move(r));
   GroupPlan plan;
   plan.phases.push_back(std::move(p));

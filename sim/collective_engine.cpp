@@ -116,10 +116,14 @@ const GroupPlan& CollectiveEngine::plan_for(int op_index, const GroupSet& gs, in
 }
 
 void CollectiveEngine::prepare() {
+  op_groups_.assign(program_.ops.size(), nullptr);
+  op_plans_.assign(program_.ops.size(), {});
   for (std::size_t i = 0; i < program_.ops.size(); ++i) {
     if (!program_.ops[i].is_collective) continue;
     const GroupSet& gs = groups_for(program_.ops[i].collective);
-    for (std::size_t g = 0; g < gs.groups.size(); ++g) plan_for(static_cast<int>(i), gs, static_cast<int>(g));
+    op_groups_[i] = &gs;
+    for (std::size_t g = 0; g < gs.groups.size(); ++g)
+      op_plans_[i].push_back(&plan_for(static_cast<int>(i), gs, static_cast<int>(g)));
   }
 }
 
@@ -127,7 +131,7 @@ void CollectiveEngine::arrive(int op_index, int core) {
   auto& state = pending_[op_index];
   if (!state) {
     state = std::make_unique<OpState>();
-    state->set = &groups_for(program_.ops[op_index].collective);
+    state->set = op_groups_[op_index];
     state->arrived.assign(state->set->groups.size(), 0);
   }
   const int g = state->set->group_of_core[core];
@@ -142,7 +146,7 @@ void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) 
   auto run = std::make_shared<Running>();
   run->op_index = op_index;
   run->group = group;
-  run->plan = &plan_for(op_index, gs, group);
+  run->plan = op_plans_[op_index][group];
   run->members = &gs.groups[group];
   run->bytes = program_.ops[op_index].collective.bytes;
   run->dtype = program_.ops[op_index].collective.dtype;
@@ -182,16 +186,10 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
   // pair; every step still pays its hop latency and synchronisation, in sequence.
   const int steps = network_.coalesces_steps() ? phase.steps - step : 1;
   batch_.clear();
-  Duration path_latency;
-  for (const auto* routes : {&ring.next, &ring.prev}) {
-    for (const auto& r : *routes) {
-      if (r.empty()) continue;
-      batch_.push_back({&r, each_way * steps});
-      Duration l;
-      for (const LinkModule* link : r) l += link->latency;
-      path_latency = max(path_latency, l);
-    }
-  }
+  const Duration path_latency = ring.path_latency;
+  for (const auto* routes : {&ring.next, &ring.prev})
+    for (const auto& r : *routes)
+      if (!r.empty()) batch_.push_back({&r, each_way * steps});
   const Duration start = sim_now();
   const Duration reduce = phase.kind == StepKind::ReduceScatter ? reduction_time(per_member, run->dtype) : Duration{};
   network_.send_batch(batch_, [this, run, ring_index, step, steps, start, reduce, path_latency](Duration arrival) {

@@ -84,6 +84,9 @@ class CollectiveEngine {
   std::map<std::string, std::unique_ptr<CollectiveAlgorithm>> algorithms_;
   std::map<std::string, std::vector<std::unique_ptr<GroupPlan>>> plans_;  ///< by plan key, per group
   std::map<int, std::unique_ptr<OpState>> pending_;
+  /// Per op (prepared once): its group set and each group's plan.
+  std::vector<const GroupSet*> op_groups_;
+  std::vector<std::vector<const GroupPlan*>> op_plans_;
   std::map<int, CollectiveOpStats> stats_;
   std::vector<Transfer> batch_;  ///< reused by every step (the network copies what it keeps)
 };

@@ -4,6 +4,17 @@
 
 namespace tpusim {
 
+void Ring::update_path_latency() {
+  path_latency = Duration{};
+  for (const auto* routes : {&next, &prev}) {
+    for (const auto& r : *routes) {
+      Duration l;
+      for (const LinkModule* link : r) l += link->latency;
+      path_latency = max(path_latency, l);
+    }
+  }
+}
+
 Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional, bool closed) {
   Ring r;
   r.members = order;
@@ -14,6 +25,7 @@ Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirection
     if (closed || i + 1 < n) r.next[i] = m.route(order[i], order[(i + 1) % n]);
     if (bidirectional && (closed || i > 0)) r.prev[i] = m.route(order[i], order[(i + n - 1) % n]);
   }
+  r.update_path_latency();
   return r;
 }
 

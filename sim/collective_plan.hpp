@@ -13,6 +13,8 @@ struct Ring {
   std::vector<int> members;
   std::vector<Route> next;  ///< members[i] -> its successor (empty route: sends nothing)
   std::vector<Route> prev;  ///< members[i] -> its predecessor (bidirectional rings only)
+  Duration path_latency;    ///< the longest route's summed hop latencies
+  void update_path_latency();
 };
 
 enum class StepKind {

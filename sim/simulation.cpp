@@ -93,6 +93,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   ctx.program = &program;
   ctx.op_time = compute_times(program, hw, options.use_measured_durations);
   ctx.timeline = options.timeline;
+  ctx.async_collectives = hw.async_collectives;
 
   g_design = new Design;
   g_design->machine = std::make_unique<Machine>("machine", topology, hw);

@@ -57,11 +57,13 @@ void TensorCore::step() {
   while (pc_ < n) {
     const Op& op = ops[pc_];
     if (!ready(op)) return;  // a collective we need will wake us
+    if (!ctx_.async_collectives && !outstanding_.empty()) return;
     if (op.is_collective) {
       account(now);
       outstanding_.push_back(pc_);
       issued_at_.push_back(now);
       ctx_.engine->arrive(pc_++, id_);
+      if (!ctx_.async_collectives && !outstanding_.empty()) return;  // collective_done wakes us
       continue;
     }
     // A run: every following compute op whose inputs are ready, settled in one wait.

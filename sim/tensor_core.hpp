@@ -22,6 +22,9 @@ struct ExecutionContext {
   const Program* program = nullptr;
   std::vector<Duration> op_time;  ///< per op; zero for collectives
   CollectiveEngine* engine = nullptr;
+  /// false: a core waits for each collective it issues before doing anything else (the core
+  /// drives its collectives itself); true: it computes while collectives are in flight.
+  bool async_collectives = true;
   TimelineSink* timeline = nullptr;
 };
 

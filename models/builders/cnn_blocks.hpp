@@ -25,8 +25,7 @@ enum class BatchNormMode {
 
 class CnnBlocks {
  public:
-  /// `array_dim`: the MXU side (hardware.mxu.dim) the convolutions are lowered for.
-  CnnBlocks(OpGraph& g, BatchNormMode bn, int array_dim) : g_(g), bn_(bn), array_dim_(array_dim) {}
+  CnnBlocks(OpGraph& g, BatchNormMode bn) : g_(g), bn_(bn) {}
 
   /// Adds `op` with its rows split over the spatial axis (M); inputs < 0 (host data) are
   /// skipped. Returns its vertex.
@@ -55,12 +54,9 @@ class CnnBlocks {
   /// ResNet-34 basic block: 3x3, 3x3, projection shortcut when the shape changes.
   MapRef basic_block(const std::string& name, const MapRef& x, std::int64_t width, int stride);
 
-  int array_dim() const { return array_dim_; }
-
  private:
   OpGraph& g_;
   BatchNormMode bn_;
-  int array_dim_;
 };
 
 }  // namespace tpusim

@@ -113,7 +113,8 @@ TEST_CASE("per-dimension on the Multipod: on-chip step then the Y ring then the 
 }
 
 TEST_CASE("two all-reduces sharing the same links take twice as long as one") {
-  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+  // Cores keep issuing while collectives are in flight, so both run at once.
+  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
                           {"topology", "8"},
                           {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
   Run one = simulate_child(one_op(8, collective_op(CollectiveKind::AllReduce, S)), cfg);
@@ -122,7 +123,7 @@ TEST_CASE("two all-reduces sharing the same links take twice as long as one") {
   Run both = simulate_child(two, cfg);
   CHECK(both.step_s == Approx(2 * one.step_s).epsilon(0.03));
   // Without contention they would overlap completely.
-  auto free_cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+  auto free_cfg = config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
                                {"topology", "8"},
                                {"network", {{"contention", false}}},
                                {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
