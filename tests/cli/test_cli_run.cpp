@@ -47,7 +47,7 @@ TEST_CASE("tpusim validate checks a study without simulating it") {
   CHECK_THAT(r.out, Catch::StartsWith("ok: "));
 }
 
-TEST_CASE("--timeline writes a Chrome trace with a track per core and link counters") {
+TEST_CASE("run with a timeline writes a Chrome trace with a track per core and link counters") {
   const std::string path = "/tmp/tpusim_timeline_test.json";
   std::remove(path.c_str());
   auto r = run_tpusim({"run", kStudy, "--timeline", path});
