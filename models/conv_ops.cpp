@@ -1,5 +1,6 @@
 #include "models/conv_ops.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 #include "models/ops.hpp"
@@ -31,8 +32,13 @@ FeatureMap output_of(const OpNode& n) {
   return {n.conv->batch, n.conv->out_height, n.conv->out_width, n.conv->out_channels};
 }
 
+std::int64_t taps_per_pass(std::int64_t in_channels, std::int64_t taps, int array_dim) {
+  if (in_channels >= array_dim) return 1;
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(taps, array_dim / in_channels));
+}
+
 OpNode conv2d(std::string name, const FeatureMap& in, std::int64_t out_channels, int kernel,
-              int stride, ConvPadding pad, bool bias) {
+              int stride, int array_dim, ConvPadding pad, bool bias) {
   ConvShape c;
   c.batch = in.batch;
   c.height = in.height;
@@ -48,12 +54,13 @@ OpNode conv2d(std::string name, const FeatureMap& in, std::int64_t out_channels,
   op.name = std::move(name);
   op.kind = OpKind::Conv;
   op.conv = c;
-  // Lowered as im2col: K gathers every tap of every input channel (Kh*Kw*Cin), padded to the
-  // MXU as a whole; small channel counts still waste the array (a 1x1 conv of 64 channels, or
-  // 64 output channels, fills half of it).
   const std::int64_t taps = static_cast<std::int64_t>(kernel) * kernel;
-  op.matmul = MatmulShape{1, c.batch * c.out_height * c.out_width, taps * c.in_channels, out_channels};
-  op.flops = op.matmul->flops();
+  const std::int64_t packed = taps_per_pass(c.in_channels, taps, array_dim);
+  const std::int64_t groups = (taps + packed - 1) / packed;
+  op.matmul = MatmulShape{groups, c.batch * c.out_height * c.out_width, packed * c.in_channels,
+                          out_channels};
+  // The true FLOPs (the last group may hold fewer taps than the shape says).
+  op.flops = 2.0 * taps * op.matmul->m * c.in_channels * out_channels;
   const std::int64_t weights = taps * c.in_channels * out_channels;
   const FeatureMap out = output_of(op);
   op.bytes_read = (in.elements() + static_cast<double>(weights)) * kBf16;
@@ -80,9 +87,13 @@ OpNode map_op(OpKind kind, std::string name, const FeatureMap& map, int inputs,
 }
 
 OpNode batch_norm_stats(std::string name, const FeatureMap& map) {
-  OpNode op = map_op(OpKind::BatchNorm, std::move(name), map, 1, vpu_ops::kBnStats,
-                     vpu_ops::kBnStatsGrad);
+  OpNode op =
+      map_op(OpKind::BatchNorm, std::move(name), map, 1, vpu_ops::kBnStats, vpu_ops::kBnStatsGrad);
   op.out_dtype = DType::F32;
+  // XLA computes the sums in the producing convolution's output fusion (a multi-output fusion),
+  // so the statistics add vector work but no HBM pass over the map; likewise their gradient
+  // sums ride on the apply gradient's pass (the derived backward op reads only these bytes).
+  op.bytes_read = 0;
   op.bytes_written = 2.0 * map.channels * kF32;  // sum and sum of squares per channel
   op.partial_bytes = op.bytes_written;
   op.shapes.push_back({2, map.channels});
@@ -90,8 +101,8 @@ OpNode batch_norm_stats(std::string name, const FeatureMap& map) {
 }
 
 OpNode batch_norm_apply(std::string name, const FeatureMap& map, bool relu, int inputs) {
-  const double ops = vpu_ops::kBnApply + (inputs - 1) * vpu_ops::kResidualAdd +
-                     (relu ? vpu_ops::kRelu : 0);
+  const double ops =
+      vpu_ops::kBnApply + (inputs - 1) * vpu_ops::kResidualAdd + (relu ? vpu_ops::kRelu : 0);
   const double bwd = vpu_ops::kBnApplyGrad + (relu ? vpu_ops::kReluGrad : 0);
   OpNode op = map_op(OpKind::BatchNorm, std::move(name), map, inputs, ops, bwd);
   op.params = 2 * map.channels;  // gamma and beta
@@ -99,8 +110,8 @@ OpNode batch_norm_apply(std::string name, const FeatureMap& map, bool relu, int 
 }
 
 OpNode frozen_batch_norm(std::string name, const FeatureMap& map, bool relu, int inputs) {
-  const double ops = vpu_ops::kFrozenBn + (inputs - 1) * vpu_ops::kResidualAdd +
-                     (relu ? vpu_ops::kRelu : 0);
+  const double ops =
+      vpu_ops::kFrozenBn + (inputs - 1) * vpu_ops::kResidualAdd + (relu ? vpu_ops::kRelu : 0);
   const double bwd = vpu_ops::kFrozenBn + (relu ? vpu_ops::kReluGrad : 0);
   return map_op(OpKind::Elementwise, std::move(name), map, inputs, ops, bwd);
 }
@@ -127,8 +138,11 @@ void finish_conv_training_graph(OpGraph& g) {
     const OpNode& f = g.node(b.forward_of);
     if (f.conv && !b.conv) b.conv = f.conv;
     if (f.kind == OpKind::Conv && f.matmul) {
+      b.flops = f.flops;  // each gradient product has the forward's true FLOPs
       // Fused conv traffic: X, W and Y (or their gradients) once each.
-      const double w_bytes = static_cast<double>(f.matmul->batch) * f.matmul->k * f.matmul->n * kBf16;
+      double weights = 1;  // conv2d's shapes: input, kernel {k, k, Cin, Cout}, output
+      for (std::int64_t d : f.shapes.at(1)) weights *= static_cast<double>(d);
+      const double w_bytes = weights * kBf16;
       const double x_bytes = f.bytes_read - w_bytes;
       const double y_bytes = f.bytes_written;
       if (b.weight_grad) {  // dW = X^T dY, written in f32

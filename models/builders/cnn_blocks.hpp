@@ -25,7 +25,8 @@ enum class BatchNormMode {
 
 class CnnBlocks {
  public:
-  CnnBlocks(OpGraph& g, BatchNormMode bn) : g_(g), bn_(bn) {}
+  /// `array_dim`: the MXU side (hardware.mxu.dim) the convolutions are lowered for.
+  CnnBlocks(OpGraph& g, BatchNormMode bn, int array_dim) : g_(g), bn_(bn), array_dim_(array_dim) {}
 
   /// Adds `op` with its rows split over the spatial axis (M); inputs < 0 (host data) are
   /// skipped. Returns its vertex.
@@ -43,9 +44,10 @@ class CnnBlocks {
   MapRef elementwise(const std::string& name, const std::vector<int>& inputs, const FeatureMap& map,
                      double ops_per_element, double bwd_ops_per_element);
 
-  /// Input normalisation, then the ResNet stem: 7x7/2 conv 64 + BN + ReLU, then 3x3/2 max pool. With `space_to_depth_block`
-  /// b > 1 the host delivers the image as (H/b) x (W/b) x (C*b*b) (the TPU submissions' input
-  /// pipeline) and the 7x7/2 conv becomes a ceil(7/b) x ceil(7/b) conv of stride 2/b on it.
+  /// Input normalisation, then the ResNet stem: 7x7/2 conv 64 + BN + ReLU, then 3x3/2 max pool.
+  /// With `space_to_depth_block` b > 1 the host delivers the image as (H/b) x (W/b) x (C*b*b) (the
+  /// TPU submissions' input pipeline) and the 7x7/2 conv becomes a ceil(7/b) x ceil(7/b) conv of
+  /// stride 2/b on it.
   MapRef stem(const FeatureMap& image, int space_to_depth_block);
   /// ResNet v1.5 bottleneck: 1x1 width, 3x3 width (stride here), 1x1 4*width, projection
   /// shortcut when the shape changes; residual add and ReLU fused into the last BN.
@@ -53,9 +55,12 @@ class CnnBlocks {
   /// ResNet-34 basic block: 3x3, 3x3, projection shortcut when the shape changes.
   MapRef basic_block(const std::string& name, const MapRef& x, std::int64_t width, int stride);
 
+  int array_dim() const { return array_dim_; }
+
  private:
   OpGraph& g_;
   BatchNormMode bn_;
+  int array_dim_;
 };
 
 }  // namespace tpusim

@@ -4,13 +4,22 @@
 
 namespace tpusim {
 
-void check_spatial_rows(const Config& cfg, std::int64_t rows, const std::string& rows_path) {
+void check_spatial_split(const Config& cfg, std::int64_t rows, std::int64_t cols,
+                         const std::string& size_path) {
   const std::int64_t degree = cfg.integer("parallelism.spatial");
-  if (degree > rows)
+  const std::int64_t w = cfg.integer("parallelism.spatial_w");
+  if (degree % w != 0) return;  // reported by the layout (parallelism.spatial_w)
+  const std::int64_t h = degree / w;
+  if (h > rows)
     throw ConfigError("parallelism.spatial",
-                      std::to_string(degree) + " cores cannot split the " + std::to_string(rows) +
-                          " rows of the first feature map (" + rows_path +
-                          "); allowed: at most " + std::to_string(rows));
+                      std::to_string(h) + " cores cannot split the " + std::to_string(rows) +
+                          " rows of the first feature map (" + size_path + "); allowed: at most " +
+                          std::to_string(rows) + " along H");
+  if (w > cols)
+    throw ConfigError("parallelism.spatial_w",
+                      std::to_string(w) + " cores cannot split the " + std::to_string(cols) +
+                          " columns of the first feature map (" + size_path +
+                          "); allowed: at most " + std::to_string(cols));
 }
 
 }  // namespace tpusim

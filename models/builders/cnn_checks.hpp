@@ -7,10 +7,12 @@
 
 namespace tpusim {
 
-/// Throws ConfigError("parallelism.spatial") when the spatial degree exceeds `rows`, the rows of
-/// the first feature map (from the parameter at `rows_path`): a core would get no image rows at
-/// all. Degrees that do not divide a map's rows are allowed: the last cores hold padding
+/// Throws ConfigError naming parallelism.spatial (or parallelism.spatial_w) when the cores that
+/// split H (spatial / spatial_w) exceed `rows` or those that split W exceed `cols`, the size of
+/// the first feature map (from the parameter at `size_path`): a core would get no pixels at all.
+/// Degrees that do not divide a map are allowed: the last cores hold padding
 /// (models/parallelism/spatial.hpp).
-void check_spatial_rows(const Config& cfg, std::int64_t rows, const std::string& rows_path);
+void check_spatial_split(const Config& cfg, std::int64_t rows, std::int64_t cols,
+                         const std::string& size_path);
 
 }  // namespace tpusim

@@ -74,16 +74,16 @@ class MaskRcnn final : public ModelBuilder {
     const std::int64_t rois = cfg.integer("workload.rois_per_image");
     const std::int64_t mask_rois = cfg.integer("workload.mask_rois_per_image");
     const std::int64_t gt = cfg.integer("workload.max_gt_boxes");
-    check_spatial_rows(cfg, h, "workload.image_height");
+    check_spatial_split(cfg, h, w, "workload.image_height/width");
     if (mask_rois > rois)
-      throw ConfigError("workload.mask_rois_per_image",
-                        std::to_string(mask_rois) + " exceeds workload.rois_per_image " +
-                            std::to_string(rois));
+      throw ConfigError(
+          "workload.mask_rois_per_image",
+          std::to_string(mask_rois) + " exceeds workload.rois_per_image " + std::to_string(rois));
 
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
-    CnnBlocks b(g, BatchNormMode::Frozen);
+    CnnBlocks b(g, BatchNormMode::Frozen, static_cast<int>(cfg.integer("hardware.mxu.dim")));
 
     // ResNet-50 backbone: C2..C5 (strides 4..32).
     MapRef x = b.stem({batch, h, w, 3}, 1);
@@ -106,7 +106,8 @@ class MaskRcnn final : public ModelBuilder {
         lateral[l] = b.elementwise(n + ".topdown_add", {lateral[l].op, lateral[l + 1].op},
                                    lateral[l].map, vpu_ops::kUpsampleAdd, vpu_ops::kUpsampleAdd);
     }
-    for (int l = 0; l < 4; ++l) p[l] = b.conv("fpn.p" + std::to_string(l + 2) + ".output", lateral[l], kFpn, 3, 1);
+    for (int l = 0; l < 4; ++l)
+      p[l] = b.conv("fpn.p" + std::to_string(l + 2) + ".output", lateral[l], kFpn, 3, 1);
     p[4] = b.max_pool("fpn.p6", p[3], 1, 2);
 
     // RPN head, weights shared over the levels (levels 1..4 tied to level 0).
@@ -122,8 +123,10 @@ class MaskRcnn final : public ModelBuilder {
       const MapRef box = b.conv(n + ".box", t, kAnchors * 4, 1, 1);
       const int ops[3] = {t.op, score.op, box.op};
       for (int k = 0; k < 3; ++k) {
-        if (l == 0) shared[k] = ops[k];
-        else tie(g, ops[k], shared[k]);
+        if (l == 0)
+          shared[k] = ops[k];
+        else
+          tie(g, ops[k], shared[k]);
       }
       rpn_out.push_back(score.op);
       rpn_out.push_back(box.op);
@@ -147,24 +150,30 @@ class MaskRcnn final : public ModelBuilder {
     gather.partial_bytes = gather.bytes_written;
     gather.split.spatial = SplitDim::K;
     int v = g.add(std::move(gather), rpn_out);
-    v = add_stopped(g, vector(OpKind::Elementwise, "proposals.topk", n_anchors,
-                              2 * std::log2(std::max(2.0, anchors / levels)), 0), v);
+    v = add_stopped(g,
+                    vector(OpKind::Elementwise, "proposals.topk", n_anchors,
+                           2 * std::log2(std::max(2.0, anchors / levels)), 0),
+                    v);
     const double candidates = static_cast<double>(batch) * levels * pre_nms;
     v = add_stopped(g, vector(OpKind::Elementwise, "proposals.decode", candidates * 4, 6, 0), v);
     // Blocked NMS: IoU of every candidate pair of a level (about 8 ops: 4 min/max, area, divide,
     // compare), then the suppression pass.
-    v = add_stopped(g, vector(OpKind::Elementwise, "proposals.nms",
-                              static_cast<double>(batch) * levels * pre_nms * pre_nms, 8, 0), v);
-    v = add_stopped(g, vector(OpKind::Elementwise, "proposals.topk_post_nms", candidates,
-                              2 * std::log2(static_cast<double>(levels * pre_nms)), 0), v);
+    v = add_stopped(g,
+                    vector(OpKind::Elementwise, "proposals.nms",
+                           static_cast<double>(batch) * levels * pre_nms * pre_nms, 8, 0),
+                    v);
+    v = add_stopped(g,
+                    vector(OpKind::Elementwise, "proposals.topk_post_nms", candidates,
+                           2 * std::log2(static_cast<double>(levels * pre_nms)), 0),
+                    v);
     const double proposal_gt = static_cast<double>(batch) * (post_nms + gt) * gt;
-    const int sampled = add_stopped(
-        g, vector(OpKind::Elementwise, "roi.sample", proposal_gt, 10, 0), v);
+    const int sampled =
+        add_stopped(g, vector(OpKind::Elementwise, "roi.sample", proposal_gt, 10, 0), v);
 
     std::vector<int> features;
     for (int l = 0; l < 4; ++l) features.push_back(p[l].op);
     add_box_head(g, features, sampled, batch * rois, classes);
-    add_mask_head(g, features, sampled, batch * mask_rois, classes);
+    add_mask_head(g, features, sampled, batch * mask_rois, classes, b.array_dim());
 
     derive_training_graph(g, OptimizerKind::Sgd);
     finish_conv_training_graph(g);
@@ -230,13 +239,13 @@ class MaskRcnn final : public ModelBuilder {
   // one mask per class; sigmoid cross-entropy on the ground-truth class's mask. Convs over ROIs
   // split the ROIs (no rows, no halo): they carry no feature-map geometry.
   static void add_mask_head(OpGraph& g, const std::vector<int>& features, int sampled,
-                            std::int64_t rois, std::int64_t classes) {
+                            std::int64_t rois, std::int64_t classes, int array_dim) {
     int x = roi_align(g, "mask_head.roi_align", features, sampled, rois, 14);
     auto roi_conv = [&](const std::string& name, int input, FeatureMap in, std::int64_t out,
                         int taps_kernel, std::int64_t out_size, bool relu) {
-      OpNode op = conv2d(name, in, out, taps_kernel, 1, ConvPadding::Same, true);
+      OpNode op = conv2d(name, in, out, taps_kernel, 1, array_dim, ConvPadding::Same, true);
       op.matmul->m = in.batch * out_size * out_size / (taps_kernel == 2 ? 4 : 1);
-      op.flops = op.matmul->flops();
+      op.flops = 2.0 * taps_kernel * taps_kernel * op.matmul->m * in.channels * out;
       op.bytes_written = static_cast<double>(in.batch) * out_size * out_size * out * 2;
       op.vpu_elements = static_cast<double>(in.batch) * out_size * out_size * out;
       if (relu) {
@@ -253,8 +262,8 @@ class MaskRcnn final : public ModelBuilder {
     // Deconvolution: each input pixel feeds a 2x2 output block, one tap per output position.
     x = roi_conv("mask_head.deconv", x, m, kFpn, 2, 28, true);
     x = roi_conv("mask_head.mask_logits", x, {rois, 28, 28, kFpn}, classes, 1, 28, false);
-    OpNode loss = vector_op(OpKind::Loss, "mask_head.loss", static_cast<double>(rois) * 28 * 28,
-                            1, vpu_ops::kSigmoidCrossEntropy, vpu_ops::kSigmoidCrossEntropyGrad);
+    OpNode loss = vector_op(OpKind::Loss, "mask_head.loss", static_cast<double>(rois) * 28 * 28, 1,
+                            vpu_ops::kSigmoidCrossEntropy, vpu_ops::kSigmoidCrossEntropyGrad);
     loss.split.spatial = SplitDim::M;
     g.add(std::move(loss), {x});
   }

@@ -21,15 +21,47 @@ const char* kModel = "resnet50";
 
 const ParamRegistrar kParams{{
     // 65536: the MLPerf v0.7 4096-chip run (reference table).
-    {"workload.global_batch", T::Integer, "images", 65536,
-     "images per training step over all replicas", 1, 1e9, {}, "workload.model", kModel},
-    {"workload.image_size", T::Integer, "pixels", 224, "height and width of the input images", 32,
-     1e5, {}, "workload.model", kModel},
-    {"workload.classes", T::Integer, "", 1000, "classifier outputs", 2, 1e7, {}, "workload.model",
+    {"workload.global_batch",
+     T::Integer,
+     "images",
+     65536,
+     "images per training step over all replicas",
+     1,
+     1e9,
+     {},
+     "workload.model",
      kModel},
-    {"workload.space_to_depth", T::Boolean, "", true,
+    {"workload.image_size",
+     T::Integer,
+     "pixels",
+     224,
+     "height and width of the input images",
+     32,
+     1e5,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.classes",
+     T::Integer,
+     "",
+     1000,
+     "classifier outputs",
+     2,
+     1e7,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.space_to_depth",
+     T::Boolean,
+     "",
+     true,
      "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 stem conv instead of 7x7/2, "
-     "as the TPU submissions", -kInf, kInf, {}, "workload.model", kModel},
+     "as the TPU submissions",
+     -kInf,
+     kInf,
+     {},
+     "workload.model",
+     kModel},
 }};
 
 constexpr std::int64_t kStageBlocks[] = {3, 4, 6, 3};
@@ -43,12 +75,12 @@ class ResNet50 final : public ModelBuilder {
     const std::int64_t size = cfg.integer("workload.image_size");
     const std::int64_t classes = cfg.integer("workload.classes");
     const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
-    check_spatial_rows(cfg, size / s2d, "workload.image_size");
+    check_spatial_split(cfg, size / s2d, size / s2d, "workload.image_size");
 
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
-    CnnBlocks b(g, BatchNormMode::CrossReplica);
+    CnnBlocks b(g, BatchNormMode::CrossReplica, static_cast<int>(cfg.integer("hardware.mxu.dim")));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
     for (int stage = 0; stage < 4; ++stage)
       for (std::int64_t i = 0; i < kStageBlocks[stage]; ++i)

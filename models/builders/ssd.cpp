@@ -26,15 +26,46 @@ const char* kModel = "ssd";
 
 const ParamRegistrar kParams{{
     // 4096: the MLPerf v0.7 4096- and 2048-chip runs (reference table).
-    {"workload.global_batch", T::Integer, "images", 4096,
-     "images per training step over all replicas", 1, 1e9, {}, "workload.model", kModel},
-    {"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images", 64,
-     1e5, {}, "workload.model", kModel},
-    {"workload.classes", T::Integer, "", 81, "object classes including background", 2, 1e5, {},
-     "workload.model", kModel},
-    {"workload.space_to_depth", T::Boolean, "", true,
+    {"workload.global_batch",
+     T::Integer,
+     "images",
+     4096,
+     "images per training step over all replicas",
+     1,
+     1e9,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.image_size",
+     T::Integer,
+     "pixels",
+     300,
+     "height and width of the input images",
+     64,
+     1e5,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.classes",
+     T::Integer,
+     "",
+     81,
+     "object classes including background",
+     2,
+     1e5,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.space_to_depth",
+     T::Boolean,
+     "",
+     true,
      "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2",
-     -kInf, kInf, {}, "workload.model", kModel},
+     -kInf,
+     kInf,
+     {},
+     "workload.model",
+     kModel},
 }};
 
 // Extra blocks after the backbone: 1x1 conv to `mid`, 3x3 conv to `out` (stride 2 'same', or
@@ -58,7 +89,7 @@ class Ssd final : public ModelBuilder {
     const std::int64_t size = cfg.integer("workload.image_size");
     const std::int64_t classes = cfg.integer("workload.classes");
     const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
-    check_spatial_rows(cfg, size / s2d, "workload.image_size");
+    check_spatial_split(cfg, size / s2d, size / s2d, "workload.image_size");
     if (ssd_feature_map_sizes(size).back() < 1)
       throw ConfigError("workload.image_size", std::to_string(size) +
                                                    " pixels leave no 1x1 last feature map; "
@@ -67,7 +98,7 @@ class Ssd final : public ModelBuilder {
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
-    CnnBlocks b(g, BatchNormMode::CrossReplica);
+    CnnBlocks b(g, BatchNormMode::CrossReplica, static_cast<int>(cfg.integer("hardware.mxu.dim")));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
     // ResNet-34 conv2_x .. conv4_x: 3, 4, 6 basic blocks; conv4_x keeps stride 1 (MLPerf SSD).
     const std::int64_t blocks[] = {3, 4, 6}, widths[] = {64, 128, 256};
@@ -81,8 +112,8 @@ class Ssd final : public ModelBuilder {
     for (std::size_t e = 0; e < std::size(kExtras); ++e) {
       const std::string p = "extra." + std::to_string(e);
       MapRef y = b.conv_bn(p + ".conv1x1", maps.back(), kExtras[e].mid, 1, 1, true);
-      maps.push_back(b.conv_bn(p + ".conv3x3", y, kExtras[e].out, 3, kExtras[e].stride, true,
-                               kExtras[e].pad));
+      maps.push_back(
+          b.conv_bn(p + ".conv3x3", y, kExtras[e].out, 3, kExtras[e].stride, true, kExtras[e].pad));
     }
 
     std::vector<int> head_outputs;
@@ -101,8 +132,8 @@ class Ssd final : public ModelBuilder {
                        static_cast<double>(classes + 4);
     const double bwd = (classes * vpu_ops::kCrossEntropyGrad + 4 * vpu_ops::kSmoothL1Grad) /
                        static_cast<double>(classes + 4);
-    OpNode box_loss = vector_op(OpKind::Elementwise, "loss.per_box", per_box * (classes + 4), 1,
-                                ops, bwd);
+    OpNode box_loss =
+        vector_op(OpKind::Elementwise, "loss.per_box", per_box * (classes + 4), 1, ops, bwd);
     box_loss.out_dtype = DType::F32;
     box_loss.bytes_written = per_box * 4;
     box_loss.partial_bytes = box_loss.bytes_written;

@@ -11,14 +11,16 @@ std::vector<std::int64_t> ssd_feature_map_sizes(std::int64_t image_size) {
   s = conv_out_size(s, 3, 2, ConvPadding::Same);
   std::vector<std::int64_t> sizes{s};
   for (int i = 0; i < 3; ++i) sizes.push_back(conv_out_size(sizes.back(), 3, 2, ConvPadding::Same));
-  for (int i = 0; i < 2; ++i) sizes.push_back(conv_out_size(sizes.back(), 3, 1, ConvPadding::Valid));
+  for (int i = 0; i < 2; ++i)
+    sizes.push_back(conv_out_size(sizes.back(), 3, 1, ConvPadding::Valid));
   return sizes;
 }
 
 std::int64_t ssd_default_boxes(std::int64_t image_size) {
   const auto sizes = ssd_feature_map_sizes(image_size);
   std::int64_t boxes = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) boxes += sizes[i] * sizes[i] * kSsdBoxesPerLocation[i];
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    boxes += sizes[i] * sizes[i] * kSsdBoxesPerLocation[i];
   return boxes;
 }
 

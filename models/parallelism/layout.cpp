@@ -3,6 +3,7 @@
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "models/parallelism/batch_norm_groups.hpp"
+#include "models/parallelism/spatial.hpp"
 
 namespace tpusim {
 namespace {
@@ -88,6 +89,7 @@ Layout read_layout(const Config& cfg, int cores) {
                           " cores; allowed: spatial such that model x spatial divides them");
   l.data = static_cast<int>(cores / replica_cores);
   l.bn_group = read_bn_group(cfg, l);
+  l.spatial_w = read_spatial_w(cfg, l);
   return l;
 }
 

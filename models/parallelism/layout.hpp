@@ -19,6 +19,8 @@ struct Layout {
   /// models; models/parallelism/batch_norm_groups.hpp). > 1 splits the data axis into
   /// "data" (data / bn_group) x "bn" (bn_group), so the BN all-reduce spans {"bn", "spatial"}.
   int bn_group = 1;
+  /// Of the spatial cores, how many split W (models/parallelism/spatial.hpp); 1: H only.
+  int spatial_w = 1;
   bool weight_update_sharding = false;
   double grad_bucket_bytes = 0;  ///< per core, in the gradient dtype
   DType grad_dtype = DType::BF16;

@@ -102,7 +102,7 @@ class Partitioner {
   void emit_step_op(int v) {
     const OpNode& n = g_.node(v);
     std::vector<int> deps = input_deps(v);
-    if (auto halo = halo_exchange(n, l_)) deps = emit_halo(n, *halo, deps);
+    deps = emit_halos(n, std::move(deps));
     const int op = emit_compute(v, deps);
     result_[v] = op;
     std::vector<std::string> axes = partial_axes(n, l_);
@@ -123,17 +123,19 @@ class Partitioner {
       if (--pending_[o] == 0) complete_gradient(o, result_[v]);
   }
 
-  // Spatial partitioning: the two collective-permutes (+1, -1 along "spatial") that bring the
-  // neighbours' boundary rows before a window op; returns the op's deps plus both.
-  std::vector<int> emit_halo(const OpNode& n, const HaloExchange& h, std::vector<int> deps) {
+  // Spatial partitioning: per split dimension the two collective-permutes (+d, -d along
+  // "spatial") that bring the neighbours' boundary rows or columns before a window op; returns
+  // the op's deps plus all of them.
+  std::vector<int> emit_halos(const OpNode& n, std::vector<int> deps) {
     std::vector<int> out = deps;
-    for (int shift : {+1, -1}) {
-      const int p = emit_collective(n.name + ".halo" + (shift > 0 ? "+1" : "-1"),
-                                    CollectiveKind::CollectivePermute, n.phase, h.bytes_per_side,
-                                    DType::BF16, {"spatial"}, deps);
-      p_.ops[p].collective.shift = shift;
-      out.push_back(p);
-    }
+    for (const HaloExchange& h : halo_exchanges(n, l_))
+      for (int sign : {+1, -1}) {
+        const int p = emit_collective(n.name + ".halo" + h.dim + (sign > 0 ? "+1" : "-1"),
+                                      CollectiveKind::CollectivePermute, n.phase, h.bytes_per_side,
+                                      DType::BF16, {"spatial"}, deps);
+        p_.ops[p].collective.shift = sign * h.stride;
+        out.push_back(p);
+      }
     return out;
   }
 

@@ -8,10 +8,13 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// `rows`: the op splits the rows of a feature map (spatial partitioning, padded per map).
-void divide(MatmulShape& s, SplitDim d, int degree, const OpNode* rows = nullptr) {
+// `map`: the op splits a feature map (spatial partitioning, padded shards; `degree_w` of the
+// `degree` cores split W).
+void divide(MatmulShape& s, SplitDim d, int degree, const OpNode* map = nullptr, int degree_w = 1) {
   if (degree <= 1) return;
-  auto part = [&](std::int64_t x) { return rows ? spatial_shard(*rows, x, degree) : ceil_div(x, degree); };
+  auto part = [&](std::int64_t x) {
+    return map ? spatial_shard(*map, x, degree, degree_w) : ceil_div(x, degree);
+  };
   switch (d) {
     case SplitDim::None: return;
     case SplitDim::Batch: s.batch = part(s.batch); return;
@@ -32,7 +35,7 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
     const MatmulShape whole = *n.matmul;
     MatmulShape s = whole;
     divide(s, n.split.model, layout.model);
-    divide(s, n.split.spatial, layout.spatial, &n);
+    divide(s, n.split.spatial, layout.spatial, &n, layout.spatial_w);
     c.matmul = s;
     c.flops = n.flops * ratio(s.flops(), whole.flops()) / shard;
     const double read = ratio(matmul_bytes_read(s, n.dtype), matmul_bytes_read(whole, n.dtype));
@@ -44,7 +47,7 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
   }
   const double model = n.split.model == SplitDim::None ? 1 : layout.model;
   const double spatial =
-      n.split.spatial == SplitDim::None ? 1 : 1 / spatial_fraction(n, layout.spatial);
+      n.split.spatial == SplitDim::None ? 1 : 1 / spatial_fraction(n, layout.spatial, layout.spatial_w);
   const double div = model * spatial * shard;
   c.flops = n.flops / div;
   c.bytes_read = n.bytes_read / div;

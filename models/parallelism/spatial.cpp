@@ -1,24 +1,61 @@
 #include "models/parallelism/spatial.hpp"
 
+#include <limits>
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
 #include "models/parallelism/layout.hpp"
 
 namespace tpusim {
+namespace {
+
+constexpr const char* kSpatialW = "parallelism.spatial_w";
+
+ParamSpec spatial_w_param(const char* model) {
+  return {kSpatialW,
+          ParamType::Integer,
+          "cores",
+          1,
+          "of the parallelism.spatial cores, how many split W (the rest split H): 1 splits H "
+          "only; must divide parallelism.spatial",
+          1,
+          1 << 20,
+          {},
+          "workload.model",
+          model};
+}
+const ParamRegistrar kParams{
+    {spatial_w_param("resnet50"), spatial_w_param("ssd"), spatial_w_param("maskrcnn")}};
+
+bool is_feature_map(const OpNode& n) {
+  return n.conv && n.conv->out_height > 0 && n.conv->out_width > 0;
+}
+
+// Padded output pixels of one core.
+std::int64_t pixels_per_core(const ConvShape& c, int degree, int degree_w) {
+  return rows_per_core(c.out_height, degree / degree_w) * rows_per_core(c.out_width, degree_w);
+}
+
+}  // namespace
 
 std::int64_t rows_per_core(std::int64_t rows, int degree) {
   return degree <= 1 ? rows : (rows + degree - 1) / degree;
 }
 
-std::int64_t spatial_shard(const OpNode& n, std::int64_t dim, int degree) {
+std::int64_t spatial_shard(const OpNode& n, std::int64_t dim, int degree, int degree_w) {
   if (degree <= 1) return dim;
-  if (n.conv && n.conv->out_height > 0 && dim % n.conv->out_height == 0)
-    return dim / n.conv->out_height * rows_per_core(n.conv->out_height, degree);
+  if (is_feature_map(n)) {
+    const std::int64_t pixels = n.conv->out_height * n.conv->out_width;
+    if (dim % pixels == 0) return dim / pixels * pixels_per_core(*n.conv, degree, degree_w);
+  }
   return (dim + degree - 1) / degree;
 }
 
-double spatial_fraction(const OpNode& n, int degree) {
+double spatial_fraction(const OpNode& n, int degree, int degree_w) {
   if (degree <= 1) return 1;
-  if (n.conv && n.conv->out_height > 0)
-    return static_cast<double>(rows_per_core(n.conv->out_height, degree)) / n.conv->out_height;
+  if (is_feature_map(n))
+    return static_cast<double>(pixels_per_core(*n.conv, degree, degree_w)) /
+           (static_cast<double>(n.conv->out_height) * n.conv->out_width);
   return 1.0 / degree;
 }
 
@@ -27,23 +64,44 @@ double halo_bytes(std::int64_t rows, std::int64_t width, std::int64_t channels, 
   return static_cast<double>(rows) * width * channels * batch * dtype_bytes(dtype);
 }
 
-std::optional<HaloExchange> halo_exchange(const OpNode& n, const Layout& layout) {
-  if (layout.spatial <= 1 || !n.conv || n.split.spatial != SplitDim::M || n.weight_grad)
-    return std::nullopt;
+std::vector<HaloExchange> halo_exchanges(const OpNode& n, const Layout& layout) {
+  std::vector<HaloExchange> out;
+  if (layout.spatial <= 1 || !is_feature_map(n) || n.split.spatial != SplitDim::M || n.weight_grad)
+    return out;
   const ConvShape& c = *n.conv;
-  const std::int64_t rows = c.kernel_h / 2;
-  if (rows == 0) return std::nullopt;
-  HaloExchange h;
-  h.rows = rows;
-  // Forward: the input map's rows; backward (input gradient): dY, the output map's rows.
-  h.bytes_per_side = n.phase == Phase::Backward
-                         ? halo_bytes(rows, c.out_width, c.out_channels, c.batch, DType::BF16)
-                         : halo_bytes(rows, c.width, c.in_channels, c.batch, DType::BF16);
-  return h;
+  const int w_degree = layout.spatial_w, h_degree = layout.spatial / layout.spatial_w;
+  // Forward: the input map; backward (input gradient): dY, the output map.
+  const bool backward = n.phase == Phase::Backward;
+  const std::int64_t height = backward ? c.out_height : c.height;
+  const std::int64_t width = backward ? c.out_width : c.width;
+  const std::int64_t channels = backward ? c.out_channels : c.in_channels;
+  if (h_degree > 1 && c.kernel_h / 2 > 0) {
+    const std::int64_t rows = c.kernel_h / 2;
+    out.push_back(
+        {"", w_degree, rows,
+         halo_bytes(rows, rows_per_core(width, w_degree), channels, c.batch, DType::BF16)});
+  }
+  if (w_degree > 1 && c.kernel_w / 2 > 0) {
+    const std::int64_t cols = c.kernel_w / 2;
+    out.push_back(
+        {"_w", 1, cols,
+         halo_bytes(cols, rows_per_core(height, h_degree), channels, c.batch, DType::BF16)});
+  }
+  return out;
 }
 
 bool reduces_over_bn_group(const OpNode& n) {
   return n.kind == OpKind::BatchNorm && n.partial_bytes > 0;
+}
+
+int read_spatial_w(const Config& cfg, const Layout& l) {
+  if (!cfg.has(kSpatialW)) return 1;
+  const auto w = cfg.integer(kSpatialW);
+  if (l.spatial % w != 0)
+    throw ConfigError(kSpatialW, std::to_string(w) + " does not divide parallelism.spatial = " +
+                                     std::to_string(l.spatial) +
+                                     "; allowed: a divisor of it (1 splits H only)");
+  return static_cast<int>(w);
 }
 
 }  // namespace tpusim

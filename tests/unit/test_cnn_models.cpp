@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "model_study.hpp"
 #include "models/builders/ssd_layout.hpp"
+#include "models/conv_ops.hpp"
 
 using namespace tpusim;
 using tpusim::test::graph_of;
@@ -14,7 +15,9 @@ using tpusim::test::model_study;
 namespace {
 
 // MACs of a square conv producing out x out x cout from cin channels with a k x k window.
-double conv_macs(double out, double k, double cin, double cout) { return out * out * k * k * cin * cout; }
+double conv_macs(double out, double k, double cin, double cout) {
+  return out * out * k * k * cin * cout;
+}
 
 // ResNet-50 v1.5 forward MACs per image at 224 from its layer list (7x7/2 stem).
 double resnet50_macs() {
@@ -44,7 +47,8 @@ const OpNode* find(const OpGraph& g, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("ResNet-50 forward FLOPs per image equal 2 x the MACs of its layer list (about 8.2 GFLOP)") {
+TEST_CASE(
+    "ResNet-50 forward FLOPs per image equal 2 x the MACs of its layer list (about 8.2 GFLOP)") {
   auto cfg = model_study("resnet50", "2x2", 8, {}, {{"space_to_depth", false}});
   const OpGraph g = graph_of(cfg, 1);
   const double expected = 2 * resnet50_macs();
@@ -65,7 +69,8 @@ TEST_CASE("ResNet-50 has 25.56 M parameters: convs, BN gamma and beta, classifie
   CHECK(graph_of(s2d, 1).total_params() - 25557032 == 4 * 4 * 12 * 64 - 7 * 7 * 3 * 64);
 }
 
-TEST_CASE("space-to-depth stem: 2x2 blocks of the image become 12 channels of a 4x4 stride-1 conv") {
+TEST_CASE(
+    "space-to-depth stem: 2x2 blocks of the image become 12 channels of a 4x4 stride-1 conv") {
   auto cfg = model_study("resnet50", "2x2", 8);
   const OpGraph g = graph_of(cfg, 1);
   const OpNode* stem = find(g, "stem.conv");
@@ -74,26 +79,49 @@ TEST_CASE("space-to-depth stem: 2x2 blocks of the image become 12 channels of a 
   CHECK(stem->conv->in_channels == 12);
   CHECK(stem->conv->kernel_h == 4);
   CHECK(stem->conv->out_height == 112);
-  // Lowered as im2col: one [112*112, 4*4*12] x [4*4*12, 64] product.
-  CHECK(stem->matmul->batch == 1);
+  // 16 taps of 12 channels: 128 / 12 = 10 taps share one pass of the array's rows, so two
+  // [112*112, 120] x [120, 64] products (the second holds 6 taps; FLOPs count only real taps).
+  CHECK(stem->matmul->batch == 2);
   CHECK(stem->matmul->m == 112 * 112);
-  CHECK(stem->matmul->k == 4 * 4 * 12);
+  CHECK(stem->matmul->k == 120);
   CHECK(stem->matmul->n == 64);
+  CHECK(stem->flops == 2.0 * 112 * 112 * 16 * 12 * 64);
+}
+
+TEST_CASE("conv lowering: one tap per pass from 128 channels up, packed taps below") {
+  CHECK(taps_per_pass(512, 9, 128) == 1);
+  CHECK(taps_per_pass(128, 9, 128) == 1);
+  CHECK(taps_per_pass(64, 9, 128) == 2);
+  CHECK(taps_per_pass(3, 49, 128) == 42);
+  CHECK(taps_per_pass(1, 9, 128) == 9);  // never more taps than the kernel has
+  auto cfg = model_study("resnet50", "2x2", 8);
+  const OpGraph g = graph_of(cfg, 1);
+  const OpNode* wide = find(g, "stage4.1.conv2");  // 3x3, 512 -> 512 on 7x7
+  CHECK(wide->matmul->batch == 9);
+  CHECK(wide->matmul->k == 512);
+  const OpNode* narrow = find(g, "stage1.1.conv2");  // 3x3, 64 -> 64 on 56x56
+  CHECK(narrow->matmul->batch == 5);
+  CHECK(narrow->matmul->k == 128);
+  CHECK(narrow->flops == 2.0 * 56 * 56 * 9 * 64 * 64);
+  // Gradients: input gradient and weight gradient each have the forward's FLOPs.
+  CHECK(find(g, "stage1.1.conv2.bwd_input")->flops == narrow->flops);
+  CHECK(find(g, "stage1.1.conv2.bwd_weight")->flops == narrow->flops);
 }
 
 TEST_CASE("SSD backbone FLOPs per image equal its ResNet-34 layer list up to conv4 (stride 1)") {
   auto cfg = model_study("ssd", "2x2", 8, {}, {{"space_to_depth", false}});
   const OpGraph g = graph_of(cfg, 1);
   double macs = conv_macs(150, 7, 3, 64);
-  macs += 3 * 2 * conv_macs(75, 3, 64, 64);                                // conv2_x
+  macs += 3 * 2 * conv_macs(75, 3, 64, 64);  // conv2_x
   macs += conv_macs(38, 3, 64, 128) + conv_macs(38, 3, 128, 128) + conv_macs(38, 1, 64, 128);
-  macs += 3 * 2 * conv_macs(38, 3, 128, 128);                              // conv3_x
+  macs += 3 * 2 * conv_macs(38, 3, 128, 128);  // conv3_x
   macs += conv_macs(38, 3, 128, 256) + conv_macs(38, 3, 256, 256) + conv_macs(38, 1, 128, 256);
-  macs += 5 * 2 * conv_macs(38, 3, 256, 256);                              // conv4_x
+  macs += 5 * 2 * conv_macs(38, 3, 256, 256);  // conv4_x
   double backbone = 0;
   for (int v = 0; v < g.size(); ++v) {
     const OpNode& n = g.node(v);
-    if (n.phase == Phase::Forward && (n.name.rfind("stem.", 0) == 0 || n.name.rfind("backbone.", 0) == 0))
+    if (n.phase == Phase::Forward &&
+        (n.name.rfind("stem.", 0) == 0 || n.name.rfind("backbone.", 0) == 0))
       backbone += n.flops;
   }
   CHECK(backbone == Approx(2 * macs).epsilon(1e-12));

@@ -1,9 +1,8 @@
 // Spatial partitioning and cross-replica batch norm of the convolutional models: halo exchanges
 // from kernel, width, channels and dtype; padded row shards; the BN all-reduce's group; layout
 // errors naming their JSON path.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "core/errors.hpp"
 #include "model_study.hpp"
@@ -50,7 +49,8 @@ TEST_CASE("halo bytes: kernel/2 rows x width x channels x images x dtype bytes p
   CHECK(halo_bytes(3, 150, 12, 2, DType::F32) == 3 * 150 * 12 * 2 * 4);
 }
 
-TEST_CASE("a spatially split 3x3 conv exchanges one row each way before it runs, forward and backward") {
+TEST_CASE(
+    "a spatially split 3x3 conv exchanges one row each way before it runs, forward and backward") {
   // 2x2 chips = 8 cores, spatial 4: 2 replicas of 4 images each.
   auto cfg = model_study("ssd", "2x2", 8, {{"spatial", 4}});
   const Program p = program_of(cfg);
@@ -138,7 +138,8 @@ TEST_CASE("the batch-norm all-reduce spans the configured group of neighbouring 
   CHECK(groups.size() == 4);
   for (const auto& group : groups) {
     CHECK(group.size() == 8);
-    for (std::size_t i = 1; i < group.size(); ++i) CHECK(group[i] == group[0] + static_cast<int>(i));
+    for (std::size_t i = 1; i < group.size(); ++i)
+      CHECK(group[i] == group[0] + static_cast<int>(i));
   }
   // Gradients are still summed over every replica.
   for (const Op* op : ops_ending(p, ".all-reduce"))
@@ -146,13 +147,16 @@ TEST_CASE("the batch-norm all-reduce spans the configured group of neighbouring 
       CHECK(op->collective.axes == std::vector<std::string>{"data", "bn"});
 }
 
-TEST_CASE("with spatial partitioning the BN statistics are reduced over the image's cores and the group") {
+TEST_CASE(
+    "with spatial partitioning the BN statistics are reduced over the image's cores and the "
+    "group") {
   // 32 cores, spatial 4: 8 replicas; BN groups of 16 cores = 4 replicas.
   auto cfg = model_study("ssd", "4x4", 32, {{"spatial", 4}, {"bn_group_cores", 16}});
   const Program p = program_of(cfg);
   const auto stats = ops_ending(p, ".bn.stats.all-reduce");
   REQUIRE(!stats.empty());
-  for (const Op* op : stats) CHECK(op->collective.axes == std::vector<std::string>{"bn", "spatial"});
+  for (const Op* op : stats)
+    CHECK(op->collective.axes == std::vector<std::string>{"bn", "spatial"});
   Topology topo(topology_from_json(cfg.json().at("topology")));
   DeviceMesh mesh(topo, 2, p.mesh);
   for (const auto& group : mesh.groups({"bn", "spatial"})) CHECK(group.size() == 16);
@@ -165,8 +169,8 @@ TEST_CASE("with spatial partitioning the BN statistics are reduced over the imag
 }
 
 TEST_CASE("weight-update sharding combines with spatial partitioning and BN groups") {
-  auto cfg = model_study("ssd", "4x4", 32,
-                         {{"spatial", 4}, {"bn_group_cores", 16}, {"weight_update_sharding", true}});
+  auto cfg = model_study(
+      "ssd", "4x4", 32, {{"spatial", 4}, {"bn_group_cores", 16}, {"weight_update_sharding", true}});
   const Program p = program_of(cfg);
   const std::vector<std::string> replicas{"data", "bn", "spatial"};
   int scatters = 0;
@@ -179,7 +183,8 @@ TEST_CASE("weight-update sharding combines with spatial partitioning and BN grou
   double params = static_cast<double>(graph_of(cfg, 4).total_params());
   double gathered = 0;
   for (const auto& op : p.ops)
-    if (op.is_collective && op.collective.kind == CollectiveKind::AllGather) gathered += op.collective.bytes;
+    if (op.is_collective && op.collective.kind == CollectiveKind::AllGather)
+      gathered += op.collective.bytes;
   CHECK(gathered == params * 2);
 }
 
@@ -189,13 +194,42 @@ TEST_CASE("bad convolutional layouts name their JSON path") {
     return [=] { program_of(model_study(model, topo, batch, par)); };
   };
   // 32 cores: a group larger than the cores, not dividing the replicas, not whole replicas.
-  CHECK(error_path(program("resnet50", "4x4", 256, {{"bn_group_cores", 64}})) == "parallelism.bn_group_cores");
-  CHECK(error_path(program("resnet50", "4x4", 256, {{"bn_group_cores", 12}})) == "parallelism.bn_group_cores");
-  CHECK(error_path(program("ssd", "4x4", 32, {{"spatial", 4}, {"bn_group_cores", 6}})) == "parallelism.bn_group_cores");
+  CHECK(error_path(program("resnet50", "4x4", 256, {{"bn_group_cores", 64}})) ==
+        "parallelism.bn_group_cores");
+  CHECK(error_path(program("resnet50", "4x4", 256, {{"bn_group_cores", 12}})) ==
+        "parallelism.bn_group_cores");
+  CHECK(error_path(program("ssd", "4x4", 32, {{"spatial", 4}, {"bn_group_cores", 6}})) ==
+        "parallelism.bn_group_cores");
   // 512 cores splitting the 150 rows of SSD's space-to-depth input.
   CHECK(error_path(program("ssd", "16x16", 1, {{"spatial", 512}})) == "parallelism.spatial");
   // BERT has no batch norm, so no BN group.
-  CHECK(error_path(program("bert_large", "2x2", 8, {{"bn_group_cores", 8}})) == "parallelism.bn_group_cores");
+  CHECK(error_path(program("bert_large", "2x2", 8, {{"bn_group_cores", 8}})) ==
+        "parallelism.bn_group_cores");
   // Replicas that do not divide the batch.
   CHECK(error_path(program("maskrcnn", "4x4", 6, {{"spatial", 8}})) == "workload.global_batch");
+}
+
+TEST_CASE("splitting H and W: shards of ceil(H/Sh) x ceil(W/Sw) and halos along both dimensions") {
+  // 8 cores as a 4 (H) x 2 (W) grid, one replica of 4 images.
+  auto cfg = model_study("ssd", "2x2", 4, {{"spatial", 8}, {"spatial_w", 2}});
+  const Program p = program_of(cfg);
+  // backbone.stage2.0.conv1: 3x3 on 75x75x64. H halo: 1 row of ceil(75/2) = 38 columns, to the
+  // cores 2 places away; W halo: 1 column of ceil(75/4) = 19 rows, to the next core.
+  const Op* h = op_named(p, "backbone.stage2.0.conv1.halo+1");
+  const Op* w = op_named(p, "backbone.stage2.0.conv1.halo_w-1");
+  REQUIRE(h);
+  REQUIRE(w);
+  CHECK(h->collective.shift == 2);
+  CHECK(h->collective.bytes == 1.0 * 38 * 64 * 4 * 2);
+  CHECK(w->collective.shift == -1);
+  CHECK(w->collective.bytes == 1.0 * 19 * 64 * 4 * 2);
+  // head.0.class on the 38x38 map: ceil(38/4) x ceil(38/2) = 10 x 19 pixels per core.
+  CHECK(op_named(p, "head.0.class")->compute.matmul->m == 4 * 10 * 19);
+  // spatial_w must divide spatial.
+  CHECK(error_path([] {
+          program_of(model_study("ssd", "2x2", 4, {{"spatial", 8}, {"spatial_w", 3}}));
+        }) == "parallelism.spatial_w");
+  CHECK(error_path([] {
+          program_of(model_study("ssd", "2x2", 8, {{"spatial_w", 2}}));
+        }) == "parallelism.spatial_w");
 }

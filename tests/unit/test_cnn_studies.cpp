@@ -54,7 +54,8 @@ TEST_CASE("ResNet-50 scaling studies use the reference table's chips and batches
 }
 
 TEST_CASE("ssd_4096 and ssd_2048: spatial 8 and 4, 4 images per replica, BN over 16 cores") {
-  for (const auto& [name, spatial] : {std::pair<std::string, int>{"ssd_4096", 8}, {"ssd_2048", 4}}) {
+  for (const auto& [name, spatial] :
+       {std::pair<std::string, int>{"ssd_4096", 8}, {"ssd_2048", 4}}) {
     INFO(name);
     const Config cfg = study(name);
     const Program p = test::program_of(cfg);
