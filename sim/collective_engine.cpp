@@ -51,7 +51,6 @@ struct CollectiveEngine::Running {
   std::size_t phase = 0;
   std::size_t rings_left = 0;
   Duration started;
-  std::vector<Transfer> batch;  ///< reused per step
 };
 
 CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
@@ -179,19 +178,28 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
   const Ring& ring = phase.rings[ring_index];
   const double per_member = phase.step_fraction * run->bytes;
   const double each_way = phase.bidirectional ? per_member / 2 : per_member;
-  std::vector<Transfer> batch;
-  batch.reserve(ring.next.size() + ring.prev.size());
-  for (const auto& r : ring.next)
-    if (!r.empty()) batch.push_back({&r, each_way});
-  for (const auto& r : ring.prev)
-    if (!r.empty()) batch.push_back({&r, each_way});
+  // Coalesced (message level): the ring's remaining steps travel as one message per neighbour
+  // pair; every step still pays its hop latency and synchronisation, in sequence.
+  const int steps = network_.coalesces_steps() ? phase.steps - step : 1;
+  batch_.clear();
+  Duration path_latency;
+  for (const auto* routes : {&ring.next, &ring.prev}) {
+    for (const auto& r : *routes) {
+      if (r.empty()) continue;
+      batch_.push_back({&r, each_way * steps});
+      Duration l;
+      for (const LinkModule* link : r) l += link->latency;
+      path_latency = max(path_latency, l);
+    }
+  }
   const Duration start = sim_now();
   const Duration reduce = phase.kind == StepKind::ReduceScatter ? reduction_time(per_member, run->dtype) : Duration{};
-  network_.send_batch(batch, [this, run, ring_index, step, start, reduce] {
-    // Received data is summed as it streams in: the step ends when both the transfer and the
+  network_.send_batch(batch_, [this, run, ring_index, step, steps, start, reduce, path_latency](Duration arrival) {
+    // Received data is summed as it streams in: a step ends when both the transfer and the
     // reduction are through, plus the fixed synchronisation cost of a step.
-    const Duration end = max(sim_now(), start + reduce) + hw_.collective_step_overhead;
-    queue_.at(end, [this, run, ring_index, step] { run_step(run, ring_index, step + 1); });
+    const Duration transfers = arrival + path_latency * (steps - 1);
+    const Duration end = max(transfers, start + reduce * steps) + hw_.collective_step_overhead * steps;
+    queue_.at(end, [this, run, ring_index, step, steps] { run_step(run, ring_index, step + steps); });
   });
 }
 

@@ -85,6 +85,7 @@ class CollectiveEngine {
   std::map<std::string, std::vector<std::unique_ptr<GroupPlan>>> plans_;  ///< by plan key, per group
   std::map<int, std::unique_ptr<OpState>> pending_;
   std::map<int, CollectiveOpStats> stats_;
+  std::vector<Transfer> batch_;  ///< reused by every step (the network copies what it keeps)
 };
 
 }  // namespace tpusim

@@ -25,14 +25,21 @@ struct NetworkOptions {
   double chunk_bytes = 65536;   ///< message level: pipelining unit over multi-hop routes
   double packet_bytes = 4096;   ///< packet level: packet size
   bool contention = true;       ///< false: links never queue (for what-if comparisons)
+  bool coalesce_ring_steps = true;  ///< message level: a ring phase is one message per pair
   static NetworkOptions from_config(const Config& cfg);
 };
 
 class Network {
  public:
   virtual ~Network() = default;
-  /// Starts every transfer now; `done` runs once, when the last one has fully arrived.
-  virtual void send_batch(const std::vector<Transfer>& transfers, std::function<void()> done) = 0;
+  /// Starts every transfer now. `on_arrival` runs once with the time the last one has fully
+  /// arrived: a level that knows it at once (message) calls it immediately with that future
+  /// time; one that finds out by simulating (packet) calls it at that time.
+  using ArrivalCallback = std::function<void(Duration arrival)>;
+  virtual void send_batch(const std::vector<Transfer>& transfers, ArrivalCallback on_arrival) = 0;
+  /// True if a ring's steps may be sent as one message per neighbour pair (see
+  /// network.coalesce_ring_steps).
+  virtual bool coalesces_steps() const { return false; }
   /// Kernel-visible work done (reservations or packet-hops), for reports.
   virtual std::uint64_t work_items() const = 0;
 };

@@ -12,14 +12,15 @@ class MessageNetwork : public Network {
  public:
   MessageNetwork(EventQueue& queue, const NetworkOptions& o) : queue_(queue), opts_(o) {}
 
-  void send_batch(const std::vector<Transfer>& transfers, std::function<void()> done) override {
+  void send_batch(const std::vector<Transfer>& transfers, ArrivalCallback on_arrival) override {
     const Duration now = sim_now();
     Duration last = now;
     for (const auto& t : transfers) last = max(last, reserve(*t.route, t.bytes, now));
-    queue_.at(last, std::move(done));
+    on_arrival(last);
   }
 
   std::uint64_t work_items() const override { return reservations_; }
+  bool coalesces_steps() const override { return opts_.coalesce_ring_steps; }
 
  private:
   Duration reserve(const Route& route, double bytes, Duration now) {
@@ -28,8 +29,15 @@ class MessageNetwork : public Network {
     Duration prev_latency;
     for (std::size_t i = 0; i < route.size(); ++i) {
       LinkModule& link = *route[i];
-      const Duration serialise = link.bandwidth.time_for(bytes);
-      const Duration chunk = link.bandwidth.time_for(std::min(bytes, opts_.chunk_bytes));
+      // Most hops of a batch share bytes and bandwidth: compute their times once.
+      if (bytes != cached_bytes_ || link.bandwidth.bytes_per_s() != cached_bps_) {
+        cached_bytes_ = bytes;
+        cached_bps_ = link.bandwidth.bytes_per_s();
+        cached_serialise_ = link.bandwidth.time_for(bytes);
+        cached_chunk_ = link.bandwidth.time_for(std::min(bytes, opts_.chunk_bytes));
+      }
+      const Duration serialise = cached_serialise_;
+      const Duration chunk = cached_chunk_;
       const Duration start = opts_.contention ? max(link.busy_until, first_chunk_at) : first_chunk_at;
       Duration finish = start + serialise;
       // The last chunk cannot leave before it has arrived from upstream.
@@ -50,6 +58,8 @@ class MessageNetwork : public Network {
   EventQueue& queue_;
   NetworkOptions opts_;
   std::uint64_t reservations_ = 0;
+  double cached_bytes_ = -1, cached_bps_ = -1;
+  Duration cached_serialise_, cached_chunk_;
 };
 
 const NetworkRegistrar kRegister{"message", [](EventQueue& q, const NetworkOptions& o) -> std::unique_ptr<Network> {

@@ -15,9 +15,9 @@ class PacketNetwork : public Network {
  public:
   PacketNetwork(EventQueue& queue, const NetworkOptions& o) : queue_(queue), opts_(o) {}
 
-  void send_batch(const std::vector<Transfer>& transfers, std::function<void()> done) override {
+  void send_batch(const std::vector<Transfer>& transfers, ArrivalCallback on_arrival) override {
     auto batch = std::make_shared<Batch>();
-    batch->done = std::move(done);
+    batch->done = std::move(on_arrival);
     const Duration now = sim_now();
     for (const auto& t : transfers) {
       if (t.route->empty() || t.bytes <= 0) continue;
@@ -31,7 +31,7 @@ class PacketNetwork : public Network {
         queue_.at(inject, [this, batch, route = t.route, size] { hop(batch, route, 0, size); });
       }
     }
-    if (batch->pending == 0) queue_.at(now, std::move(batch->done));
+    if (batch->pending == 0) batch->done(now);
   }
 
   std::uint64_t work_items() const override { return packet_hops_; }
@@ -40,7 +40,7 @@ class PacketNetwork : public Network {
   struct Batch {
     std::int64_t pending = 0;
     Duration latest;  ///< latest arrival of any packet so far
-    std::function<void()> done;
+    ArrivalCallback done;
   };
 
   // A packet of `size` bytes reaches hop `i` of `route` now.
@@ -59,7 +59,8 @@ class PacketNetwork : public Network {
       queue_.at(arrive, [this, batch, route, i, size] { hop(batch, route, i + 1, size); });
     } else {
       batch->latest = max(batch->latest, arrive);
-      if (--batch->pending == 0) queue_.at(batch->latest, std::move(batch->done));
+      if (--batch->pending == 0)
+        queue_.at(batch->latest, [batch] { batch->done(batch->latest); });
     }
   }
 

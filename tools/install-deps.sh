@@ -3,7 +3,7 @@
 # Idempotent: a second run installs nothing. Needs root (or sudo) for apt-get.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libsystemc-dev libboost-graph-dev libspdlog-dev
-      nlohmann-json3-dev catch2 libcli11-dev zlib1g-dev time python3
+      nlohmann-json3-dev catch2 libcli11-dev zlib1g-dev time python3 clang-format git
       clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

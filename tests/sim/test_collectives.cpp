@@ -80,21 +80,36 @@ TEST_CASE("per-dimension all-reduce on a 2D torus composes the rings on shrinkin
 }
 
 TEST_CASE("per-dimension on the Multipod: on-chip step then the Y ring then the open X line") {
-  auto cfg = config_with({{"topology", "tpu_v3_multipod"}, {"collectives", {{"reduction_compute", false}}}});
-  auto p = params_of(cfg);
-  const double Bon = cfg.number("hardware.onchip.bandwidth_GBps") * 1e9;
-  const double Lon = cfg.number("hardware.onchip.latency_ns") * 1e-9;
-  Run r = simulate_child(one_op(8192, collective_op(CollectiveKind::AllReduce, S)), cfg);
   // On-chip: one step of S/2 each way. Y: a 32-torus both ways on S/2 per core. X: a 128-line
   // walked as a snake (2 hops per step, one way) on S/64 per core. Along Y and X the chip's two
-  // cores run separate rings over the same links, and a link alternates between them: a step
-  // costs the larger of the link time for both rings' data and one ring's own latency path.
-  const double onchip = S / 2 / Bon + Lon + p.O;
-  const double y_piece = S / 2 / 32 / 2;  // per core, each way
-  const double y = 31 * std::max(2 * y_piece / p.B, y_piece / p.B + p.L + p.O);
-  const double x_piece = S / 64 / 128;
-  const double x = 127 * std::max(2 * x_piece / p.B, x_piece / p.B + std::min(x_piece, p.C) / p.B + 2 * p.L + p.O);
-  CHECK(r.step_s == Approx(2 * (onchip + y + x)).epsilon(0.02));
+  // cores run separate rings over the same links.
+  for (bool coalesce : {false, true}) {
+    auto cfg = config_with({{"topology", "tpu_v3_multipod"},
+                            {"network", {{"coalesce_ring_steps", coalesce}}},
+                            {"collectives", {{"reduction_compute", false}}}});
+    auto p = params_of(cfg);
+    const double Bon = cfg.number("hardware.onchip.bandwidth_GBps") * 1e9;
+    const double Lon = cfg.number("hardware.onchip.latency_ns") * 1e-9;
+    Run r = simulate_child(one_op(8192, collective_op(CollectiveKind::AllReduce, S)), cfg);
+    const double onchip = S / 2 / Bon + Lon + p.O;
+    const double y_piece = S / 2 / 32 / 2;  // per core per step, each way
+    const double x_piece = S / 64 / 128;    // per core per step
+    double y = 0, x = 0;
+    if (!coalesce) {
+      // Step by step, a link alternates between the two rings: a step costs the larger of the
+      // link time for both rings' data and one ring's own latency path.
+      y = 31 * std::max(2 * y_piece / p.B, y_piece / p.B + p.L + p.O);
+      x = 127 * std::max(2 * x_piece / p.B, x_piece / p.B + std::min(x_piece, p.C) / p.B + 2 * p.L + p.O);
+    } else {
+      // Coalesced, each ring's phase is one message per pair; the second ring's message queues
+      // behind the first, and every step still pays its latency path and synchronisation.
+      y = 2 * 31 * y_piece / p.B + 31 * (p.L + p.O);
+      const double xb = 127 * x_piece;
+      x = 2 * xb / p.B + std::min(xb, p.C) / p.B + 127 * (2 * p.L + p.O);
+    }
+    INFO("coalesce_ring_steps " << coalesce);
+    CHECK(r.step_s == Approx(2 * (onchip + y + x)).epsilon(0.02));
+  }
 }
 
 TEST_CASE("two all-reduces sharing the same links take twice as long as one") {
