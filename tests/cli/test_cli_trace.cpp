@@ -148,3 +148,26 @@ TEST_CASE("replay with --mesh rescales and needs a topology that fits the new me
   CHECK(not_rescalable.exit_code == 2);
   CHECK_THAT(not_rescalable.err, Catch::Contains(kExample + ": ops[8] (bn.stats)"));
 }
+
+TEST_CASE("replaying a recorded run on the same machine reproduces its step time exactly") {
+  const std::string trace = tmp("bert16.json.gz");
+  auto run = run_tpusim({"run", "configs/studies/bert_large_16.json", "--record-trace", trace, "--json"});
+  REQUIRE(run.exit_code == 0);
+  auto replay = run_tpusim({"replay", trace, "--json"});
+  REQUIRE(replay.exit_code == 0);
+  const auto a = nlohmann::json::parse(run.out);
+  const auto b = nlohmann::json::parse(replay.out);
+  CHECK(b["step_time_ms"].get<double>() == a["step_time_ms"].get<double>());
+  CHECK(b["communication_ms"].get<double>() == a["communication_ms"].get<double>());
+  CHECK(b["ops"] == a["ops"]);
+  CHECK(b["chips"] == a["chips"]);
+  CHECK(b["layout"] == a["layout"]);
+  // Rescaled to twice the replicas on twice the chips, the per-core compute stays.
+  auto bigger = run_tpusim({"replay", trace, "--topology", "tpu_v3_8x8", "--mesh", "data=128", "--json"});
+  REQUIRE(bigger.exit_code == 0);
+  const auto c = nlohmann::json::parse(bigger.out);
+  CHECK(c["chips"] == 64);
+  CHECK(c["global_batch"] == a["global_batch"].get<int>() * 4);
+  CHECK(c["compute_ms"].get<double>() == Approx(a["compute_ms"].get<double>()));
+  std::remove(trace.c_str());
+}

@@ -25,23 +25,28 @@ struct ReplayArgs {
   bool json = false;
 };
 
-// The study a trace replays in: the tpu_v3 preset, the trace's recorded hardware and topology
-// over it (if recorded and not replaced), then --topology and --set.
+// The study a trace replays in: the recorded study ("config", written by run --record-trace) if
+// present, else the tpu_v3 preset with the recorded hardware laid over it; the recorded topology
+// unless --topology replaces it or --mesh rescaled the trace; then --set.
 Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled) {
-  nlohmann::json doc = {{"preset", "tpu_v3"}};
   const nlohmann::json& rec = t.recorded_on;
-  if (rec.is_object() && rec.contains("hardware") && rec["hardware"].is_object())
+  auto recorded = [&](const char* key) {
+    return rec.is_object() && rec.contains(key) && rec[key].is_object();
+  };
+  nlohmann::json doc = {{"preset", "tpu_v3"}};
+  if (recorded("config"))
+    doc = rec["config"];
+  else if (recorded("hardware"))
     doc["hardware"] = rec["hardware"];
   if (!a.topology.empty())
     doc["topology"] = a.topology;
-  else if (rec.is_object() && rec.contains("topology") && !rescaled)
+  else if (recorded("topology") && !rescaled)
     doc["topology"] = rec["topology"];
   else
-    throw ConfigError(
-        "--topology",
-        std::string(rescaled ? "the trace was rescaled, so its recorded topology no longer fits"
-                             : "the trace records no topology") +
-            "; give one, e.g. --topology tpu_v3_pod or --topology 4x4");
+    throw ConfigError("--topology",
+                      std::string(rescaled ? "the trace was rescaled, so its recorded topology no longer fits"
+                                           : "the trace records no topology") +
+                          "; give one, e.g. --topology tpu_v3_pod or --topology 4x4");
   return load_study(doc, a.sets, a.trace);
 }
 

@@ -20,7 +20,18 @@ void print_text(const std::string& path, const trace::TraceFile& t,
             << "model: " << p.model << ", examples per step: " << p.examples_per_step << "\n"
             << "mesh: " << trace::describe_mesh(p.mesh) << " (" << s["devices"].get<long long>()
             << " devices)\n";
-  if (t.recorded_on.is_object()) std::cout << "recorded on: " << t.recorded_on.dump() << "\n";
+  if (t.recorded_on.is_object()) {
+    // Scalars as they are; objects (the whole study config can be one) only by name or size.
+    std::cout << "recorded on:";
+    for (const auto& [key, value] : t.recorded_on.items()) {
+      std::string shown = value.dump();
+      if (key == "topology" && value.contains("dims")) shown = value["dims"].dump();
+      else if (value.is_object() && value.contains("name")) shown = value["name"].dump();
+      else if (value.is_object()) shown = "{" + std::to_string(value.size()) + " keys}";
+      std::cout << " " << key << "=" << shown;
+    }
+    std::cout << "\n";
+  }
   std::cout << "ops: " << s["ops"].get<long long>() << " (" << s["compute_ops"].get<long long>()
             << " compute, " << s["collectives"].get<long long>() << " collectives), "
             << s["dependencies"].get<long long>() << " dependencies\n"
