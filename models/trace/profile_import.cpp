@@ -74,8 +74,6 @@ void build_ops(const std::vector<const SpanEvent*>& events, CollectiveContext& c
   int last = -1;
   std::vector<int> finished;
   std::vector<std::deque<Pending>> pending(5);  // by CollectiveKind
-  std::vector<CollectiveEvents> collective_events(0);
-  std::vector<int> collective_ops;
   auto finish = [&](int op_index, const SpanEvent* start, const SpanEvent* done) {
     CollectiveEvents ev{p.ops[op_index].collective.kind, start, done};
     p.ops[op_index].collective = resolve_collective(ev, ctx);

@@ -171,3 +171,10 @@ TEST_CASE("replaying a recorded run on the same machine reproduces its step time
   CHECK(c["compute_ms"].get<double>() == Approx(a["compute_ms"].get<double>()));
   std::remove(trace.c_str());
 }
+
+TEST_CASE("a profile given where a trace is expected says to import it") {
+  auto r = run_tpusim({"trace", "info", kProfile});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "tpusim: error: " + kProfile +
+                     ": is a Chrome trace event file (a profile), not a tpusim trace; convert it with tpusim trace import\n");
+}
