@@ -27,6 +27,7 @@ const ParamRegistrar kParams{{
     {"hardware.ici.bandwidth_GBps", T::Number, "GB/s", 100.0, "one direction of one ICI link", 0.001, 1e6},
     {"hardware.ici.latency_ns", T::Number, "ns", 1000.0, "ICI latency per hop", 0, 1e9},
     {"hardware.calibration.op_overhead_ns", T::Number, "ns", 1000.0, "fixed cost of launching one compute op", 0, 1e9},
+    {"hardware.calibration.mxu_efficiency", T::Number, "", 1.0, "achieved fraction of the MXU cycle formula's throughput (stalls between tiles, result handling the formula leaves out)", 0.01, 1},
     {"hardware.calibration.hbm_efficiency", T::Number, "", 0.85, "achievable fraction of peak HBM bandwidth", 0.01, 1},
     {"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 1000.0, "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9},
 }};
@@ -55,6 +56,7 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.ici_latency = c.ns("hardware.ici.latency_ns");
   h.op_overhead = c.ns("hardware.calibration.op_overhead_ns");
   h.hbm_efficiency = c.number("hardware.calibration.hbm_efficiency");
+  h.mxu_efficiency = c.number("hardware.calibration.mxu_efficiency");
   h.collective_step_overhead = c.ns("hardware.calibration.collective_step_overhead_ns");
   return h;
 }

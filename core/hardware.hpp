@@ -34,6 +34,7 @@ struct HardwareSpec {
   // Calibration: few, physical, shared by every model (see configs/tpu_v3.json for sources).
   Duration op_overhead;        ///< fixed cost of launching one compute op
   double hbm_efficiency = 1;   ///< achievable fraction of peak HBM bandwidth
+  double mxu_efficiency = 1;   ///< achieved fraction of the MXU cycle formula's throughput
   Duration collective_step_overhead;  ///< synchronisation cost of one collective step
 
   static HardwareSpec from_config(const Config& cfg);

@@ -47,10 +47,13 @@ struct OpSplit {
   SplitDim spatial = SplitDim::None;  ///< spatial partitioning of activations ("spatial" axis)
 };
 
-/// A convolution's geometry, per replica (issue 4 lowers it to `OpNode::matmul`).
+/// A convolution's geometry, per replica (models/conv_ops.hpp lowers it to `OpNode::matmul`).
+/// height/width are the input's, out_height/out_width the output's. Vector ops on feature maps
+/// carry it too (kernel 1, in = out), so spatial partitioning knows the rows it splits.
 struct ConvShape {
   std::int64_t batch = 1, height = 0, width = 0, in_channels = 0, out_channels = 0;
   int kernel_h = 1, kernel_w = 1, stride = 1;
+  std::int64_t out_height = 0, out_width = 0;
 };
 
 struct OpNode {
@@ -83,6 +86,9 @@ struct OpNode {
 
   // Backward derivation (forward ops).
   double bwd_vpu_ops_per_element = 0;  ///< vector ops per element of the gradient op
+  /// The output is a constant for backward (tf.stop_gradient: region proposals, NMS): no gradient
+  /// flows into this op or through it to its inputs.
+  bool stop_gradient = false;
 
   // Links set by derive_training_graph.
   int forward_of = -1;        ///< backward/optimizer op: the forward op it belongs to

@@ -85,7 +85,7 @@ class Deriver {
       const OpNode& f = g_.node(v);
       bool rg = f.params > 0 || f.tied_to >= 0;
       for (int u : g_.inputs(v)) rg = rg || requires_grad_[u];
-      requires_grad_[v] = rg;
+      requires_grad_[v] = rg && !f.stop_gradient;
     }
   }
 

@@ -28,7 +28,7 @@ Duration hbm_time(const HardwareSpec& hw, double bytes) {
 
 OpTiming compute_op_time(const HardwareSpec& hw, const ComputeCost& c) {
   OpTiming t;
-  if (c.matmul) t.mxu = hw.cycles(mxu_cycles(hw.mxu, *c.matmul));
+  if (c.matmul) t.mxu = hw.cycles(mxu_cycles(hw.mxu, *c.matmul) / hw.mxu_efficiency);
   t.vpu = hw.cycles(vpu_cycles(hw, c.vpu_elements, c.vpu_ops_per_element));
   t.hbm = hbm_time(hw, c.bytes_read + c.bytes_written);
   t.total = max(max(t.mxu, t.vpu), t.hbm) + hw.op_overhead;

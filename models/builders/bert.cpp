@@ -14,6 +14,7 @@ namespace tpusim {
 namespace {
 using T = ParamType;
 const char* kModel = "bert_large";
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const ParamRegistrar kParams{{
     {"workload.layers", T::Integer, "", 24, "encoder layers", 1, 1000, {}, "workload.model", kModel},
@@ -23,8 +24,20 @@ const ParamRegistrar kParams{{
     {"workload.seq_len", T::Integer, "tokens", 512, "tokens per sequence", 1, 1e6, {}, "workload.model", kModel},
     {"workload.vocab", T::Integer, "", 30522, "word-piece vocabulary (word embedding rows, MLM classes)", 2, 1e8, {}, "workload.model", kModel},
     {"workload.type_vocab", T::Integer, "", 2, "token-type (segment) embedding rows", 1, 1e3, {}, "workload.model", kModel},
+    {"workload.one_hot_embeddings", T::Boolean, "", false, "look up word embeddings as a one-hot matmul [tokens, vocab] x [vocab, hidden] on the MXU (BERT's TPU code option use_one_hot_embeddings) instead of a gather", -kInf, kInf, {}, "workload.model", kModel},
     {"workload.masked_positions", T::Integer, "tokens", 76, "masked-LM predictions per sequence (the MLM head runs on these only)", 1, 1e6, {}, "workload.model", kModel},
 }};
+
+// The one-hot form: an MXU matmul whose one-hot operand is generated inside the fusion (iota ==
+// id), so HBM reads only the ids and the table. Its backward is the table gradient alone (the ids
+// need none): one-hot^T x dY.
+OpNode one_hot_embedding(const std::string& name, std::int64_t tokens, std::int64_t vocab,
+                         std::int64_t h) {
+  OpNode op = weight_matmul(name, tokens, vocab, h, false);
+  op.bytes_read = static_cast<double>(tokens) * dtype_bytes(DType::I32) +
+                  static_cast<double>(vocab) * h * dtype_bytes(DType::BF16);
+  return op;
+}
 
 class BertLarge final : public ModelBuilder {
  public:
@@ -54,7 +67,9 @@ class BertLarge final : public ModelBuilder {
 
     // Embeddings: word lookup split on the vocabulary (partial rows, all-reduced), position and
     // token-type rows added, then layer norm with dropout.
-    OpNode word = embedding_lookup("embeddings.word", tokens, vocab, h);
+    OpNode word = cfg.boolean("workload.one_hot_embeddings")
+                      ? one_hot_embedding("embeddings.word", tokens, vocab, h)
+                      : embedding_lookup("embeddings.word", tokens, vocab, h);
     word.split.model = SplitDim::K;
     word.params_split_by_model = true;
     const int word_v = g.add(std::move(word));

@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "core/params.hpp"
+#include "models/parallelism/batch_norm_groups.hpp"
 
 namespace tpusim {
 namespace {
@@ -37,20 +38,26 @@ std::string Layout::describe() const {
 }
 
 std::vector<MeshAxis> Layout::mesh_axes() const {
-  if (spatial > 1) return {{"data", data}, {"spatial", spatial}, {"model", model}};
-  return {{"data", data}, {"model", model}};
+  std::vector<MeshAxis> axes{{"data", data / bn_group}};
+  if (bn_group > 1) axes.push_back({"bn", bn_group});
+  if (spatial > 1) axes.push_back({"spatial", spatial});
+  axes.push_back({"model", model});
+  return axes;
 }
 
 int Layout::degree(const std::string& axis) const {
-  if (axis == "data") return data;
+  if (axis == "data") return data / bn_group;
+  if (axis == "bn") return bn_group;
   if (axis == "model") return model;
   if (axis == "spatial") return spatial;
   return 1;
 }
 
 std::vector<std::string> Layout::replica_axes() const {
-  if (spatial > 1) return {"data", "spatial"};
-  return {"data"};
+  std::vector<std::string> axes{"data"};
+  if (bn_group > 1) axes.push_back("bn");
+  if (spatial > 1) axes.push_back("spatial");
+  return axes;
 }
 
 Layout read_layout(const Config& cfg, int cores) {
@@ -80,6 +87,7 @@ Layout read_layout(const Config& cfg, int cores) {
                           " does not divide the " + std::to_string(cores) +
                           " cores; allowed: spatial such that model x spatial divides them");
   l.data = static_cast<int>(cores / replica_cores);
+  l.bn_group = read_bn_group(cfg, l);
   return l;
 }
 

@@ -15,11 +15,16 @@ struct Layout {
   int data = 1;     ///< replicas of the whole model: cores / (model x spatial)
   int model = 1;    ///< Megatron-style split of each layer, innermost mesh axis
   int spatial = 1;  ///< split of activations along H (convolutional models)
+  /// Data replicas whose batch-norm statistics are combined (cross-replica BN, convolutional
+  /// models; models/parallelism/batch_norm_groups.hpp). > 1 splits the data axis into
+  /// "data" (data / bn_group) x "bn" (bn_group), so the BN all-reduce spans {"bn", "spatial"}.
+  int bn_group = 1;
   bool weight_update_sharding = false;
   double grad_bucket_bytes = 0;  ///< per core, in the gradient dtype
   DType grad_dtype = DType::BF16;
 
   /// {"data", "model"}, or {"data", "spatial", "model"} when spatial > 1; innermost last.
+  /// With bn_group > 1 a "bn" axis of bn_group replicas follows "data" (data / bn_group).
   std::vector<MeshAxis> mesh_axes() const;
   /// The degree of a named axis (1 for an axis the mesh does not have).
   int degree(const std::string& axis) const;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "models/parallelism/per_core_cost.hpp"
+#include "models/parallelism/spatial.hpp"
 
 namespace tpusim {
 namespace {
@@ -31,7 +32,7 @@ class Partitioner {
       else emit_step_op(v);
     }
     close_bucket();
-    for (std::size_t b = 0; b < buckets_.size(); ++b) emit_optimizer(b);
+    emit_optimizer();
     return std::move(p_);
   }
 
@@ -100,7 +101,9 @@ class Partitioner {
 
   void emit_step_op(int v) {
     const OpNode& n = g_.node(v);
-    const int op = emit_compute(v, input_deps(v));
+    std::vector<int> deps = input_deps(v);
+    if (auto halo = halo_exchange(n, l_)) deps = emit_halo(n, *halo, deps);
+    const int op = emit_compute(v, deps);
     result_[v] = op;
     std::vector<std::string> axes = partial_axes(n, l_);
     if (n.weight_grad) {  // summed over replica axes by the gradient sync
@@ -118,6 +121,20 @@ class Partitioner {
     if (!n.weight_grad) return;
     for (int o : owners_of(n))
       if (--pending_[o] == 0) complete_gradient(o, result_[v]);
+  }
+
+  // Spatial partitioning: the two collective-permutes (+1, -1 along "spatial") that bring the
+  // neighbours' boundary rows before a window op; returns the op's deps plus both.
+  std::vector<int> emit_halo(const OpNode& n, const HaloExchange& h, std::vector<int> deps) {
+    std::vector<int> out = deps;
+    for (int shift : {+1, -1}) {
+      const int p = emit_collective(n.name + ".halo" + (shift > 0 ? "+1" : "-1"),
+                                    CollectiveKind::CollectivePermute, n.phase, h.bytes_per_side,
+                                    DType::BF16, {"spatial"}, deps);
+      p_.ops[p].collective.shift = shift;
+      out.push_back(p);
+    }
+    return out;
   }
 
   void complete_gradient(int owner, int done_op) {
@@ -159,49 +176,66 @@ class Partitioner {
     return axes;
   }
 
-  void emit_optimizer(std::size_t index) {
-    const Bucket& b = buckets_[index];
-    const std::string prefix = "opt.bucket." + std::to_string(index) + ".";
+  // Optimizer, bucket by bucket: the first (or only) op of every owner waits for its bucket's
+  // gradient collective. Two-phase optimizers (LAMB, LARS) need the norms of sharded weights
+  // summed over the shards; like XLA's all-reduce combiner, tpusim sums all of them in one small
+  // all-reduce per set of axes (a few bytes per tensor, so latency-bound: one, not one per
+  // bucket), then runs the apply ops. With weight-update sharding each bucket ends with an
+  // all-gather of its bf16 weights.
+  void emit_optimizer() {
     const double shard = l_.weight_update_sharding ? l_.replicas() : 1;
-    std::vector<int> gate = b.collective >= 0 ? std::vector<int>{b.collective} : b.done_ops;
-
-    // First (or only) optimizer op of every owner; norm partials grouped by their shard axes.
     std::map<std::vector<std::string>, std::pair<double, std::vector<int>>> norms;
-    std::vector<int> first(b.owners.size(), -1), last_ops;
-    for (std::size_t i = 0; i < b.owners.size(); ++i) {
-      const int v = optimizer_ops_[b.owners[i]].front();
-      first[i] = emit_compute(v, gate, shard);
-      result_[v] = first[i];
-      if (g_.node(v).partial_bytes > 0 && !shard_axes(b.owners[i]).empty()) {
-        auto& [bytes, deps] = norms[shard_axes(b.owners[i])];
-        bytes += g_.node(v).partial_bytes;
-        deps.push_back(first[i]);
+    for (const Bucket& b : buckets_) {
+      const std::vector<int> gate = b.collective >= 0 ? std::vector<int>{b.collective} : b.done_ops;
+      for (int owner : b.owners) {
+        const int v = optimizer_ops_[owner].front();
+        result_[v] = emit_compute(v, gate, shard);
+        if (g_.node(v).partial_bytes > 0 && !shard_axes(owner).empty()) {
+          auto& [bytes, deps] = norms[shard_axes(owner)];
+          bytes += g_.node(v).partial_bytes;
+          deps.push_back(result_[v]);
+        }
       }
+      if (!two_phase()) emit_all_gather(b);
     }
+    if (!two_phase()) return;
     std::map<std::vector<std::string>, int> norm_op;
     int k = 0;
     for (auto& [axes, entry] : norms)
-      norm_op[axes] = emit_collective(prefix + "norms." + std::to_string(k++) + ".all-reduce",
+      norm_op[axes] = emit_collective("opt.norms." + std::to_string(k++) + ".all-reduce",
                                       CollectiveKind::AllReduce, Phase::Optimizer, entry.first,
                                       DType::F32, axes, entry.second);
-    // Second phase (LAMB/LARS apply), after its norms.
-    for (std::size_t i = 0; i < b.owners.size(); ++i) {
-      const auto& ops = optimizer_ops_[b.owners[i]];
-      int prev = first[i];
-      for (std::size_t j = 1; j < ops.size(); ++j) {
-        std::vector<int> deps{prev};
-        auto it = norm_op.find(shard_axes(b.owners[i]));
-        if (it != norm_op.end()) deps.push_back(it->second);
-        prev = emit_compute(ops[j], deps, shard);
-        result_[ops[j]] = prev;
+    for (const Bucket& b : buckets_) {
+      for (int owner : b.owners) {
+        const auto& ops = optimizer_ops_[owner];
+        for (std::size_t j = 1; j < ops.size(); ++j) {
+          std::vector<int> deps{result_[ops[j - 1]]};
+          auto it = norm_op.find(shard_axes(owner));
+          if (it != norm_op.end()) deps.push_back(it->second);
+          result_[ops[j]] = emit_compute(ops[j], deps, shard);
+        }
       }
-      last_ops.push_back(prev);
+      emit_all_gather(b);
     }
+  }
+
+  bool two_phase() const {
+    for (const auto& ops : optimizer_ops_)
+      if (ops.size() > 1) return true;
+    return false;
+  }
+
+  void emit_all_gather(const Bucket& b) {
     if (!l_.weight_update_sharding || l_.replicas() <= 1) return;
     double weight_bytes = 0;
-    for (int o : b.owners) weight_bytes += params_per_core(o) * dtype_bytes(DType::BF16);
-    emit_collective(prefix + "all-gather", CollectiveKind::AllGather, Phase::Optimizer, weight_bytes,
-                    DType::BF16, l_.replica_axes(), last_ops);
+    std::vector<int> deps;
+    for (int o : b.owners) {
+      weight_bytes += params_per_core(o) * dtype_bytes(DType::BF16);
+      deps.push_back(result_[optimizer_ops_[o].back()]);
+    }
+    const auto index = static_cast<std::size_t>(&b - buckets_.data());
+    emit_collective("opt.bucket." + std::to_string(index) + ".all-gather", CollectiveKind::AllGather,
+                    Phase::Optimizer, weight_bytes, DType::BF16, l_.replica_axes(), deps);
   }
 
   const OpGraph& g_;

@@ -14,7 +14,7 @@
 //    completed it, so it overlaps with the rest of the backward pass.
 //  - Optimizer ops wait for their bucket. With weight-update sharding they work on 1/replicas of
 //    the weights and each bucket ends with an all-gather of its bf16 weights. LAMB/LARS norms of
-//    sharded weights are completed by one small all-reduce per bucket.
+//    sharded weights are completed by one small all-reduce combined over all buckets.
 #include "models/op_graph.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/program.hpp"

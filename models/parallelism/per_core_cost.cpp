@@ -1,20 +1,23 @@
 #include "models/parallelism/per_core_cost.hpp"
 
 #include "models/ops.hpp"
+#include "models/parallelism/spatial.hpp"
 
 namespace tpusim {
 namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-void divide(MatmulShape& s, SplitDim d, int degree) {
+// `rows`: the op splits the rows of a feature map (spatial partitioning, padded per map).
+void divide(MatmulShape& s, SplitDim d, int degree, const OpNode* rows = nullptr) {
   if (degree <= 1) return;
+  auto part = [&](std::int64_t x) { return rows ? spatial_shard(*rows, x, degree) : ceil_div(x, degree); };
   switch (d) {
     case SplitDim::None: return;
-    case SplitDim::Batch: s.batch = ceil_div(s.batch, degree); return;
-    case SplitDim::M: s.m = ceil_div(s.m, degree); return;
-    case SplitDim::K: s.k = ceil_div(s.k, degree); return;
-    case SplitDim::N: s.n = ceil_div(s.n, degree); return;
+    case SplitDim::Batch: s.batch = part(s.batch); return;
+    case SplitDim::M: s.m = part(s.m); return;
+    case SplitDim::K: s.k = part(s.k); return;
+    case SplitDim::N: s.n = part(s.n); return;
   }
 }
 
@@ -29,7 +32,7 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
     const MatmulShape whole = *n.matmul;
     MatmulShape s = whole;
     divide(s, n.split.model, layout.model);
-    divide(s, n.split.spatial, layout.spatial);
+    divide(s, n.split.spatial, layout.spatial, &n);
     c.matmul = s;
     c.flops = n.flops * ratio(s.flops(), whole.flops()) / shard;
     const double read = ratio(matmul_bytes_read(s, n.dtype), matmul_bytes_read(whole, n.dtype));
@@ -40,7 +43,8 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
     return c;
   }
   const double model = n.split.model == SplitDim::None ? 1 : layout.model;
-  const double spatial = n.split.spatial == SplitDim::None ? 1 : layout.spatial;
+  const double spatial =
+      n.split.spatial == SplitDim::None ? 1 : 1 / spatial_fraction(n, layout.spatial);
   const double div = model * spatial * shard;
   c.flops = n.flops / div;
   c.bytes_read = n.bytes_read / div;
@@ -56,6 +60,7 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
 
 std::vector<std::string> partial_axes(const OpNode& n, const Layout& layout) {
   std::vector<std::string> axes;
+  if (layout.bn_group > 1 && reduces_over_bn_group(n)) axes.push_back("bn");
   if (n.split.spatial == SplitDim::K && layout.spatial > 1) axes.push_back("spatial");
   if (n.split.model == SplitDim::K && layout.model > 1) axes.push_back("model");
   return axes;

@@ -120,3 +120,12 @@ TEST_CASE("builder dimensions are declared parameters that change the graph") {
   CHECK_THROWS_WITH(graph_of(model_study("bert_large", "4x4", 32, {}, {{"heads", 3}}), 1),
                     Catch::Contains("workload.heads"));
 }
+
+TEST_CASE("one-hot word embeddings add a forward matmul and its weight gradient but no input gradient") {
+  const double tokens = 2 * 512, V = 30522, H = 1024;
+  auto gather = graph_of(model_study("bert_large", "4x4", 32), 2);
+  auto one_hot = graph_of(model_study("bert_large", "4x4", 32, {}, {{"one_hot_embeddings", true}}), 2);
+  CHECK(one_hot.total_flops(Phase::Forward) - gather.total_flops(Phase::Forward) == Approx(2 * tokens * V * H));
+  CHECK(one_hot.total_flops(Phase::Backward) - gather.total_flops(Phase::Backward) == Approx(2 * tokens * V * H));
+  CHECK(one_hot.total_params() == gather.total_params());
+}

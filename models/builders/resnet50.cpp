@@ -1,0 +1,80 @@
+// ResNet-50 v1.5 (MLPerf v0.7 image classification, ImageNet 224x224): stem, bottleneck stages of
+// 3, 4, 6, 3 blocks (widths 64, 128, 256, 512, expansion 4, stride on the 3x3), global average
+// pool, fully connected 1000; batch norm everywhere, LARS. He et al. 2016 and the MLPerf
+// reference (shared reference workloads.md). The TPU submissions' space-to-depth stem is the
+// default.
+#include <limits>
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
+#include "models/builders/cnn_blocks.hpp"
+#include "models/builders/cnn_checks.hpp"
+#include "models/model_builder.hpp"
+#include "models/ops.hpp"
+#include "models/training.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const char* kModel = "resnet50";
+
+const ParamRegistrar kParams{{
+    // 65536: the MLPerf v0.7 4096-chip run (reference table).
+    {"workload.global_batch", T::Integer, "images", 65536,
+     "images per training step over all replicas", 1, 1e9, {}, "workload.model", kModel},
+    {"workload.image_size", T::Integer, "pixels", 224, "height and width of the input images", 32,
+     1e5, {}, "workload.model", kModel},
+    {"workload.classes", T::Integer, "", 1000, "classifier outputs", 2, 1e7, {}, "workload.model",
+     kModel},
+    {"workload.space_to_depth", T::Boolean, "", true,
+     "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 stem conv instead of 7x7/2, "
+     "as the TPU submissions", -kInf, kInf, {}, "workload.model", kModel},
+}};
+
+constexpr std::int64_t kStageBlocks[] = {3, 4, 6, 3};
+constexpr std::int64_t kStageWidths[] = {64, 128, 256, 512};
+
+class ResNet50 final : public ModelBuilder {
+ public:
+  bool supports_spatial() const override { return true; }
+
+  OpGraph build(const Config& cfg, std::int64_t batch) const override {
+    const std::int64_t size = cfg.integer("workload.image_size");
+    const std::int64_t classes = cfg.integer("workload.classes");
+    const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
+    check_spatial_rows(cfg, size / s2d, "workload.image_size");
+
+    OpGraph g;
+    g.model = kModel;
+    g.replica_batch = batch;
+    CnnBlocks b(g, BatchNormMode::CrossReplica);
+    MapRef x = b.stem({batch, size, size, 3}, s2d);
+    for (int stage = 0; stage < 4; ++stage)
+      for (std::int64_t i = 0; i < kStageBlocks[stage]; ++i)
+        x = b.bottleneck("stage" + std::to_string(stage + 1) + "." + std::to_string(i), x,
+                         kStageWidths[stage], i == 0 && stage > 0 ? 2 : 1);
+
+    // Global average pool: per-core partial sums of its rows, all-reduced over the spatial axis;
+    // the classifier and the loss then run replicated on the replica's cores.
+    OpNode pool = map_op(OpKind::Pool, "head.avg_pool", x.map, 1, 1, 1);
+    pool.bytes_written = static_cast<double>(batch) * x.map.channels * 4;
+    pool.out_dtype = DType::F32;
+    pool.partial_bytes = pool.bytes_written;
+    pool.split.spatial = SplitDim::K;
+    const int pooled = g.add(std::move(pool), {x.op});
+    const int fc = g.add(weight_matmul("head.fc", batch, x.map.channels, classes, true), {pooled});
+    OpNode loss = cross_entropy_loss("head.loss", batch, classes);
+    loss.vpu_ops_per_element += 1;  // label smoothing 0.1 (MLPerf reference)
+    g.add(std::move(loss), {fc});
+
+    derive_training_graph(g, OptimizerKind::Lars);
+    finish_conv_training_graph(g);
+    return g;
+  }
+};
+
+const ModelRegistrar kRegister{kModel, [] { return std::make_unique<ResNet50>(); }};
+
+}  // namespace
+}  // namespace tpusim
