@@ -20,13 +20,16 @@ void write_plan(const std::string& dir, const sweep::Plan& plan) {
 
 sweep::Plan read_plan(const std::string& dir) {
   const std::string path = dir + "/sweep.json";
-  if (!fs::exists(path)) throw ConfigError(dir, "not a sweep directory (no sweep.json): give the --out of a tpusim sweep run");
+  if (!fs::exists(path))
+    throw ConfigError(
+        dir, "not a sweep directory (no sweep.json): give the --out of a tpusim sweep run");
   return sweep::Plan::from_json(read_json_file(path), path);
 }
 
 sweep::CsvTable write_results(const std::string& dir, const sweep::Plan& plan) {
-  auto table = sweep::results_table(plan, plan.own_indices(),
-                                    [&](const sweep::PlanPoint& p) { return sweep::read_outcome(dir, p.id); });
+  auto table = sweep::results_table(plan, plan.own_indices(), [&](const sweep::PlanPoint& p) {
+    return sweep::read_outcome(dir, p.id);
+  });
   sweep::write_csv(dir + "/results.csv", table);
   return table;
 }
