@@ -16,7 +16,7 @@ constexpr double kPalette[][3] = {{0.00, 0.45, 0.70}, {0.90, 0.62, 0.00}, {0.00,
                                   {0.80, 0.40, 0.00}, {0.34, 0.71, 0.91}, {0.80, 0.47, 0.65},
                                   {0.94, 0.89, 0.26}, {0.00, 0.00, 0.00}};
 constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
-// Shapes tell series apart when colours repeat (more than 8 series) or print in grey.
+// Shapes differ from one series to the next as well, for grey print and neighbouring hues.
 enum Marker { Circle, Square, Triangle, Diamond };
 
 constexpr double kWidth = 900, kHeight = 540;
@@ -182,7 +182,7 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
     }
     cairo_stroke(cr);
     for (std::size_t i = 0; i < s.x.size(); ++i)
-      marker(cr, static_cast<Marker>(k / kPaletteSize % 4), px(s.x[i]), py(s.y[i]));
+      marker(cr, static_cast<Marker>(k % 4), px(s.x[i]), py(s.y[i]));
   }
 
   // Legend to the right of the plot.
@@ -196,7 +196,7 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
     cairo_move_to(cr, lx, ly);
     cairo_line_to(cr, lx + 28, ly);
     cairo_stroke(cr);
-    marker(cr, static_cast<Marker>(k / kPaletteSize % 4), lx + 14, ly);
+    marker(cr, static_cast<Marker>(k % 4), lx + 14, ly);
     cairo_set_source_rgb(cr, 0, 0, 0);
     text_at(cr, c.series[k].label, lx + 36, ly + 4, 0);
   }
