@@ -12,6 +12,10 @@ void make_sweep_dir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "points", ec);
   if (ec) throw ConfigError("--out " + dir, "cannot create the directory: " + ec.message());
+  // Temporary files of a run that was killed outright (its children's output, half-written
+  // results): never results, so they go. One sweep at a time may use a directory.
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "points", ec))
+    if (e.path().filename().string().find(".tmp") != std::string::npos) fs::remove(e.path(), ec);
 }
 
 void write_plan(const std::string& dir, const sweep::Plan& plan) {
