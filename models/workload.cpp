@@ -36,7 +36,8 @@ void check_constraints(const OpGraph& g, const Layout& l) {
       problems.add("parallelism." + c.axis,
                    std::to_string(degree) + " does not divide " + c.path + " = " +
                        std::to_string(c.size) + " (" + c.what + "); allowed: a divisor of " +
-                       std::to_string(c.size) + " that also divides the cores");
+                       std::to_string(c.size) + " that also divides the cores, or set " + c.path +
+                       " to a multiple of " + std::to_string(degree) + " (padding)");
   }
   problems.throw_if_any();
 }

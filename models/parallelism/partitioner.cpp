@@ -19,7 +19,7 @@ struct Bucket {
 class Partitioner {
  public:
   Partitioner(const OpGraph& g, const Layout& l)
-      : g_(g), l_(l), result_(g.size(), -1), pending_(g.size(), 0), bucket_of_(g.size(), -1),
+      : g_(g), l_(l), result_(g.size(), -1), pending_(g.size(), 0),
         optimizer_ops_(g.size()) {}
 
   Program run() {
@@ -143,7 +143,6 @@ class Partitioner {
     if (std::find(b.done_ops.begin(), b.done_ops.end(), done_op) == b.done_ops.end())
       b.done_ops.push_back(done_op);
     b.grad_bytes += params_per_core(owner) * dtype_bytes(l_.grad_dtype);
-    bucket_of_[owner] = static_cast<int>(buckets_.size()) - 1;
     if (b.grad_bytes >= l_.grad_bucket_bytes) close_bucket();
   }
 
@@ -243,7 +242,6 @@ class Partitioner {
   Program p_;
   std::vector<int> result_;    ///< program op holding each graph op's finished output
   std::vector<int> pending_;   ///< per owner: gradient contributions not yet emitted
-  std::vector<int> bucket_of_;
   std::vector<std::vector<int>> optimizer_ops_;  ///< per owner, in graph order
   std::vector<Bucket> buckets_;
   bool bucket_open_ = false;

@@ -1,0 +1,36 @@
+#pragma once
+// Reading and writing whole files, gzip-compressed or not, and parsing JSON text with errors that
+// name the file, line and column. Used by the trace reader/writer and the profile importer.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace tpusim::trace {
+
+/// True if `bytes` starts with the gzip magic bytes 1f 8b.
+bool is_gzip(const std::string& bytes);
+
+/// Decompresses a gzip stream (several concatenated members are allowed). `name` names the
+/// input in errors. Throws ConfigError on a truncated or corrupt stream, or if the output would
+/// exceed kMaxInflatedBytes.
+std::string gunzip(const std::string& bytes, const std::string& name);
+/// Compresses `bytes` as one gzip member.
+std::string gzip(const std::string& bytes);
+
+/// Refuses to inflate more than this (a 4 GiB trace is far beyond any real step; a bound keeps a
+/// corrupt or hostile file from exhausting memory).
+constexpr std::size_t kMaxInflatedBytes = std::size_t{4} << 30;
+
+/// The file's contents, decompressed if they start with the gzip magic bytes.
+std::string read_file_maybe_gzip(const std::string& path);
+/// Writes `bytes` to `path`, gzip-compressed if the path ends in ".gz".
+void write_file_maybe_gzip(const std::string& path, const std::string& bytes);
+
+/// Deepest nesting of arrays/objects accepted in a trace or profile (real files need 6 or so);
+/// the bound keeps hostile input from exhausting the stack.
+constexpr int kMaxJsonDepth = 64;
+
+/// Parses JSON text; errors name `name`:line:column and what was expected.
+nlohmann::json parse_json_text(const std::string& text, const std::string& name);
+
+}  // namespace tpusim::trace

@@ -1,0 +1,57 @@
+// tpusim trace info TRACE: what a trace holds (ops, collectives, bytes, mesh).
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "core/units.hpp"
+#include "models/trace/mesh_groups.hpp"
+#include "models/trace/trace_format.hpp"
+#include "models/trace/trace_summary.hpp"
+#include "tools/lib/commands.hpp"
+#include "tools/lib/trace_command_group.hpp"
+
+namespace tpusim::cli {
+namespace {
+
+void print_text(const std::string& path, const trace::TraceFile& t, const nlohmann::ordered_json& s) {
+  const Program& p = t.program;
+  std::cout << "trace: " << path << " (" << trace::kFormatName << " v" << trace::kFormatVersion << ")\n"
+            << "model: " << p.model << ", examples per step: " << p.examples_per_step << "\n"
+            << "mesh: " << trace::describe_mesh(p.mesh) << " (" << s["devices"].get<long long>() << " devices)\n";
+  if (t.recorded_on.is_object())
+    std::cout << "recorded on: " << t.recorded_on.dump() << "\n";
+  std::cout << "ops: " << s["ops"].get<long long>() << " (" << s["compute_ops"].get<long long>() << " compute, "
+            << s["collectives"].get<long long>() << " collectives), " << s["dependencies"].get<long long>()
+            << " dependencies\n"
+            << "compute: " << s["flops"].get<double>() << " FLOPs, HBM " << format_bytes(s["hbm_bytes_read"].get<double>())
+            << " read, " << format_bytes(s["hbm_bytes_written"].get<double>()) << " written per core; "
+            << s["measured_ops"].get<long long>() << " ops with measured durations totalling "
+            << s["measured_ns"].get<double>() / 1e3 << " us\n";
+  for (const char* key : {"collectives_by_kind", "collectives_by_group"}) {
+    std::cout << (std::string(key) == "collectives_by_kind" ? "collectives by kind:\n" : "collectives by group:\n");
+    for (const auto& [name, b] : s[key].items())
+      std::cout << "  " << name << ": " << b["count"].get<long long>() << " ops, "
+                << format_bytes(b["bytes"].get<double>()) << " per core\n";
+  }
+}
+
+const CommandRegistrar kRegister{[](CLI::App& app) {
+  auto* cmd = trace_command_group(app)->add_subcommand("info", "Summarise a trace: ops, collectives, bytes, mesh");
+  auto path = std::make_shared<std::string>();
+  auto as_json = std::make_shared<bool>(false);
+  cmd->add_option("TRACE", *path, "trace file (.json or .json.gz)")->required();
+  cmd->add_flag("--json", *as_json, "print the summary as JSON");
+  cmd->callback([=] {
+    const trace::TraceFile t = trace::read_trace_file(*path);
+    auto s = trace::summarize(t.program);
+    if (*as_json) {
+      s["recorded_on"] = t.recorded_on;
+      std::cout << s.dump(2) << "\n";
+    } else {
+      print_text(*path, t, s);
+    }
+  });
+}};
+
+}  // namespace
+}  // namespace tpusim::cli
