@@ -173,6 +173,13 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
       if (s->default_value.is_string()) return s->default_value.get<std::string>();
     return {};
   };
+  auto condition_valid = [&](const std::string& path) {
+    const auto* v = json_at(doc, path);
+    if (!v) return true;
+    for (const auto* spec : find(path))
+      if (spec->when_path.empty()) return value_ok(*spec, *v);
+    return true;
+  };
   auto applies = [&](const ParamSpec& s) {
     return s.when_path.empty() || condition_value(s.when_path) == s.when_value;
   };
@@ -212,9 +219,13 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
       }
       std::string list;
       for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
-      if (!specs.empty())
+      if (!specs.empty()) {
+        // If the condition's own value is wrong, that one problem is reported; the keys that
+        // depend on it cannot be judged.
+        if (!condition_valid(specs[0]->when_path)) continue;
         problems.add(path, "is not a parameter here (it applies only when " + specs[0]->when_path +
                                " is " + specs[0]->when_value + ")");
+      }
       else
         problems.add(path, "unknown key; allowed here: " + (list.empty() ? "(none)" : list));
     }

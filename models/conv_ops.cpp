@@ -32,8 +32,13 @@ FeatureMap output_of(const OpNode& n) {
   return {n.conv->batch, n.conv->out_height, n.conv->out_width, n.conv->out_channels};
 }
 
+std::int64_t taps_per_pass(std::int64_t in_channels, std::int64_t taps, int array_dim) {
+  if (in_channels >= array_dim) return 1;
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(taps, array_dim / in_channels));
+}
+
 OpNode conv2d(std::string name, const FeatureMap& in, std::int64_t out_channels, int kernel,
-              int stride, ConvPadding pad, bool bias) {
+              int stride, int array_dim, ConvPadding pad, bool bias) {
   ConvShape c;
   c.batch = in.batch;
   c.height = in.height;
@@ -49,13 +54,13 @@ OpNode conv2d(std::string name, const FeatureMap& in, std::int64_t out_channels,
   op.name = std::move(name);
   op.kind = OpKind::Conv;
   op.conv = c;
-  // Lowered as im2col: K gathers every tap of every input channel (Kh*Kw*Cin), padded to the
-  // MXU as a whole; small channel counts still waste the array (a 1x1 conv of 64 channels, or
-  // 64 output channels, fills half of it).
   const std::int64_t taps = static_cast<std::int64_t>(kernel) * kernel;
-  op.matmul =
-      MatmulShape{1, c.batch * c.out_height * c.out_width, taps * c.in_channels, out_channels};
-  op.flops = op.matmul->flops();
+  const std::int64_t packed = taps_per_pass(c.in_channels, taps, array_dim);
+  const std::int64_t groups = (taps + packed - 1) / packed;
+  op.matmul = MatmulShape{groups, c.batch * c.out_height * c.out_width, packed * c.in_channels,
+                          out_channels};
+  // The true FLOPs (the last group may hold fewer taps than the shape says).
+  op.flops = 2.0 * taps * op.matmul->m * c.in_channels * out_channels;
   const std::int64_t weights = taps * c.in_channels * out_channels;
   const FeatureMap out = output_of(op);
   op.bytes_read = (in.elements() + static_cast<double>(weights)) * kBf16;

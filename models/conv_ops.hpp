@@ -1,9 +1,12 @@
 #pragma once
 // Forward OpNodes of convolutional models (docs/cnn.md lists the rules):
-//  - a convolution is lowered as im2col: one [N*Ho*Wo, Kh*Kw*Cin] x [Kh*Kw*Cin, Cout] product,
-//    MatmulShape{1, m = N*Ho*Wo, k = Kh*Kw*Cin, n = Cout}. The MXU model pads k and n to the
-//    array (128), so small channel counts waste it (Cout 64 uses half the columns; a 1x1 conv
-//    from 64 channels half the rows);
+//  - a convolution is lowered to MXU matmuls over groups of kernel taps: for each group an
+//    [N*Ho*Wo, taps_in_group*Cin] x [taps_in_group*Cin, Cout] product accumulates into the
+//    output. With Cin >= the array side (128) a group is one tap (input channels padded to the
+//    array); with fewer channels floor(128 / Cin) taps share the array's rows (XLA packs the
+//    kernel window into the contraction), i.e. k = Kh*Kw*Cin padded per group. The MXU model
+//    pads k and n to the array, so small channel counts waste it (Cout 64 uses half the
+//    columns; a 1x1 conv from 64 channels half the rows);
 //  - HBM traffic is what a fused conv moves (input + weights read, output written), not the
 //    im2col matrix;
 //  - batch norm is two vector ops: statistics (a partial sum per channel, reduced over the
@@ -44,10 +47,14 @@ enum class ConvPadding { Same, Valid };
 /// Output size of a convolution or pooling window along one dimension.
 std::int64_t conv_out_size(std::int64_t in, int kernel, int stride, ConvPadding pad);
 
+/// Kernel taps lowered into one MXU pass for `in_channels` inputs on an array of `array_dim`.
+std::int64_t taps_per_pass(std::int64_t in_channels, std::int64_t taps, int array_dim);
+
 /// A convolution of `in` with a kernel x kernel window and `out_channels` filters (no bias
-/// unless `bias`); owns its weights. Sets op.conv and the lowered op.matmul.
+/// unless `bias`) for an MXU of `array_dim`; owns its weights. Sets op.conv and the lowered
+/// op.matmul.
 OpNode conv2d(std::string name, const FeatureMap& in, std::int64_t out_channels, int kernel,
-              int stride, ConvPadding pad = ConvPadding::Same, bool bias = false);
+              int stride, int array_dim, ConvPadding pad = ConvPadding::Same, bool bias = false);
 
 /// The output feature map of a conv2d or pooling node.
 FeatureMap output_of(const OpNode& conv_or_pool);

@@ -17,7 +17,7 @@ int CnnBlocks::add_rows(OpNode op, const std::vector<int>& inputs) {
 MapRef CnnBlocks::conv_bn(const std::string& name, const MapRef& x, std::int64_t out_channels,
                           int kernel, int stride, bool relu, ConvPadding pad,
                           const MapRef* residual) {
-  OpNode c = conv2d(name, x.map, out_channels, kernel, stride, pad);
+  OpNode c = conv2d(name, x.map, out_channels, kernel, stride, array_dim_, pad);
   const FeatureMap out = output_of(c);
   const int conv_v = add_rows(std::move(c), {x.op});
   const int inputs = residual ? 2 : 1;
@@ -36,7 +36,7 @@ MapRef CnnBlocks::conv_bn(const std::string& name, const MapRef& x, std::int64_t
 
 MapRef CnnBlocks::conv(const std::string& name, const MapRef& x, std::int64_t out_channels,
                        int kernel, int stride, ConvPadding pad) {
-  OpNode c = conv2d(name, x.map, out_channels, kernel, stride, pad, true);
+  OpNode c = conv2d(name, x.map, out_channels, kernel, stride, array_dim_, pad, true);
   const FeatureMap out = output_of(c);
   return {add_rows(std::move(c), {x.op}), out};
 }

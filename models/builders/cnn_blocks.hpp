@@ -25,7 +25,8 @@ enum class BatchNormMode {
 
 class CnnBlocks {
  public:
-  CnnBlocks(OpGraph& g, BatchNormMode bn) : g_(g), bn_(bn) {}
+  /// `array_dim`: the MXU side (hardware.mxu.dim) the convolutions are lowered for.
+  CnnBlocks(OpGraph& g, BatchNormMode bn, int array_dim) : g_(g), bn_(bn), array_dim_(array_dim) {}
 
   /// Adds `op` with its rows split over the spatial axis (M); inputs < 0 (host data) are
   /// skipped. Returns its vertex.
@@ -54,9 +55,12 @@ class CnnBlocks {
   /// ResNet-34 basic block: 3x3, 3x3, projection shortcut when the shape changes.
   MapRef basic_block(const std::string& name, const MapRef& x, std::int64_t width, int stride);
 
+  int array_dim() const { return array_dim_; }
+
  private:
   OpGraph& g_;
   BatchNormMode bn_;
+  int array_dim_;
 };
 
 }  // namespace tpusim

@@ -83,7 +83,7 @@ class MaskRcnn final : public ModelBuilder {
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
-    CnnBlocks b(g, BatchNormMode::Frozen);
+    CnnBlocks b(g, BatchNormMode::Frozen, static_cast<int>(cfg.integer("hardware.mxu.dim")));
 
     // ResNet-50 backbone: C2..C5 (strides 4..32).
     MapRef x = b.stem({batch, h, w, 3}, 1);
@@ -173,7 +173,7 @@ class MaskRcnn final : public ModelBuilder {
     std::vector<int> features;
     for (int l = 0; l < 4; ++l) features.push_back(p[l].op);
     add_box_head(g, features, sampled, batch * rois, classes);
-    add_mask_head(g, features, sampled, batch * mask_rois, classes);
+    add_mask_head(g, features, sampled, batch * mask_rois, classes, b.array_dim());
 
     derive_training_graph(g, OptimizerKind::Sgd);
     finish_conv_training_graph(g);
@@ -239,15 +239,13 @@ class MaskRcnn final : public ModelBuilder {
   // one mask per class; sigmoid cross-entropy on the ground-truth class's mask. Convs over ROIs
   // split the ROIs (no rows, no halo): they carry no feature-map geometry.
   static void add_mask_head(OpGraph& g, const std::vector<int>& features, int sampled,
-                            std::int64_t rois, std::int64_t classes) {
+                            std::int64_t rois, std::int64_t classes, int array_dim) {
     int x = roi_align(g, "mask_head.roi_align", features, sampled, rois, 14);
     auto roi_conv = [&](const std::string& name, int input, FeatureMap in, std::int64_t out,
-                        int kernel, std::int64_t out_size, bool relu) {
-      OpNode op = conv2d(name, in, out, kernel, 1, ConvPadding::Same, true);
-      if (out_size != in.height)  // the 2x2/2 deconvolution: [m, Cin] x [Cin, 4*Cout]
-        op.matmul =
-            MatmulShape{1, in.batch * in.height * in.width, in.channels, kernel * kernel * out};
-      op.flops = op.matmul->flops();
+                        int taps_kernel, std::int64_t out_size, bool relu) {
+      OpNode op = conv2d(name, in, out, taps_kernel, 1, array_dim, ConvPadding::Same, true);
+      op.matmul->m = in.batch * out_size * out_size / (taps_kernel == 2 ? 4 : 1);
+      op.flops = 2.0 * taps_kernel * taps_kernel * op.matmul->m * in.channels * out;
       op.bytes_written = static_cast<double>(in.batch) * out_size * out_size * out * 2;
       op.vpu_elements = static_cast<double>(in.batch) * out_size * out_size * out;
       if (relu) {
@@ -261,7 +259,7 @@ class MaskRcnn final : public ModelBuilder {
     FeatureMap m{rois, 14, 14, kFpn};
     for (int i = 0; i < 4; ++i)
       x = roi_conv("mask_head.conv" + std::to_string(i), x, m, kFpn, 3, 14, true);
-    // Deconvolution: each input pixel feeds a 2x2 output block (4 x 256 outputs per pixel).
+    // Deconvolution: each input pixel feeds a 2x2 output block, one tap per output position.
     x = roi_conv("mask_head.deconv", x, m, kFpn, 2, 28, true);
     x = roi_conv("mask_head.mask_logits", x, {rois, 28, 28, kFpn}, classes, 1, 28, false);
     OpNode loss = vector_op(OpKind::Loss, "mask_head.loss", static_cast<double>(rois) * 28 * 28, 1,

@@ -80,7 +80,7 @@ class ResNet50 final : public ModelBuilder {
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
-    CnnBlocks b(g, BatchNormMode::CrossReplica);
+    CnnBlocks b(g, BatchNormMode::CrossReplica, static_cast<int>(cfg.integer("hardware.mxu.dim")));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
     for (int stage = 0; stage < 4; ++stage)
       for (std::int64_t i = 0; i < kStageBlocks[stage]; ++i)

@@ -98,7 +98,7 @@ class Ssd final : public ModelBuilder {
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
-    CnnBlocks b(g, BatchNormMode::CrossReplica);
+    CnnBlocks b(g, BatchNormMode::CrossReplica, static_cast<int>(cfg.integer("hardware.mxu.dim")));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
     // ResNet-34 conv2_x .. conv4_x: 3, 4, 6 basic blocks; conv4_x keeps stride 1 (MLPerf SSD).
     const std::int64_t blocks[] = {3, 4, 6}, widths[] = {64, 128, 256};

@@ -15,7 +15,8 @@ std::string id_key(const JsonField& event, const char* key) {
   auto f = event.optional(key);
   if (!f) return "";
   if (!f->json().is_number_integer() && !f->json().is_string())
-    f->fail(brief(f->json()) + " is " + f->json().type_name() + "; expected an integer or a string");
+    f->fail(brief(f->json()) + " is " + f->json().type_name() +
+            "; expected an integer or a string");
   return f->json().dump();
 }
 
@@ -42,7 +43,8 @@ SpanEvent read_span(const JsonField& e, std::size_t index) {
   s.ts_us = e["ts"].number();
   s.dur_us = e["dur"].non_negative("a duration");
   if (auto args = e.optional("args")) {
-    if (!args->is_object()) args->fail(brief(args->json()) + " is not an object; expected the event's arguments");
+    if (!args->is_object())
+      args->fail(brief(args->json()) + " is not an object; expected the event's arguments");
     s.args = &args->json();
   }
   return s;
@@ -65,7 +67,7 @@ std::vector<DeviceTrack> read_device_tracks(const nlohmann::json& doc, const std
   const std::size_t n = events.array_size();
 
   // Pass 1: metadata. Which pids are TPUs, which (pid, tid) are the ops and steps threads.
-  std::map<std::string, DeviceTrack> tracks;  // by pid key
+  std::map<std::string, DeviceTrack> tracks;       // by pid key
   std::map<std::string, std::string> thread_name;  // "pid/tid" -> name
   for (std::size_t i = 0; i < n; ++i) {
     JsonField e = events.at(i);

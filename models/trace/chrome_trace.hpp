@@ -3,10 +3,9 @@
 // for TPUs: {"traceEvents": [...]} (or a bare array), "M" metadata events naming processes
 // ("/device:TPU:0 ...") and threads ("XLA Ops", "Steps"), and "X" complete events with "ts" and
 // "dur" in microseconds.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tpusim::trace {
 
@@ -19,8 +18,8 @@ struct SpanEvent {
 };
 
 struct DeviceTrack {
-  int tpu_id = -1;           ///< N of "/device:TPU:N"
-  std::string process_name;  ///< as in the process_name metadata event
+  int tpu_id = -1;               ///< N of "/device:TPU:N"
+  std::string process_name;      ///< as in the process_name metadata event
   std::vector<SpanEvent> ops;    ///< complete events on the ops thread, by start time
   std::vector<SpanEvent> steps;  ///< complete events on the "Steps" thread, by start time
 };

@@ -10,7 +10,8 @@ namespace tpusim::trace {
 CollectiveOverrides read_collective_overrides(const nlohmann::json& doc, const std::string& name) {
   JsonField root(doc, name, "");
   if (!doc.is_object())
-    root.fail("is not an object; expected {\"all-reduce.3\": BYTES, ...} mapping op names to sizes");
+    root.fail(
+        "is not an object; expected {\"all-reduce.3\": BYTES, ...} mapping op names to sizes");
   CollectiveOverrides out;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     if (!it.key().empty() && it.key()[0] == '_') continue;
@@ -21,7 +22,8 @@ CollectiveOverrides read_collective_overrides(const nlohmann::json& doc, const s
       out[it.key()] = o;
       continue;
     }
-    if (!f.is_object()) f.fail(brief(f.json()) + " is neither a size in bytes nor an object with \"bytes\"");
+    if (!f.is_object())
+      f.fail(brief(f.json()) + " is neither a size in bytes nor an object with \"bytes\"");
     f.only_keys({"bytes", "dtype", "axes", "replica_groups", "shift", "wrap"});
     if (auto b = f.optional("bytes")) o.bytes = b->non_negative();
     if (auto d = f.optional("dtype")) {
@@ -43,7 +45,8 @@ CollectiveOverrides read_collective_overrides(const nlohmann::json& doc, const s
       }
     }
     if (o.axes && o.replica_groups) f.fail("has both 'axes' and 'replica_groups'; give one");
-    if (auto s = f.optional("shift")) o.shift = static_cast<int>(s->integer(-kMaxMeshDevices, kMaxMeshDevices));
+    if (auto s = f.optional("shift"))
+      o.shift = static_cast<int>(s->integer(-kMaxMeshDevices, kMaxMeshDevices));
     if (auto w = f.optional("wrap")) o.wrap = w->boolean();
     out[it.key()] = o;
   }

@@ -17,7 +17,8 @@ bool is_gzip(const std::string& bytes) {
 std::string gunzip(const std::string& bytes, const std::string& name) {
   z_stream zs{};
   // 16 + MAX_WBITS: expect a gzip header and trailer (zlib manual, inflateInit2).
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error("zlib: inflateInit2 failed");
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+    throw std::runtime_error("zlib: inflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
   zs.avail_in = static_cast<uInt>(bytes.size());
   std::string out;
@@ -51,8 +52,8 @@ std::string gunzip(const std::string& bytes, const std::string& name) {
 
 std::string gzip(const std::string& bytes) {
   z_stream zs{};
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
-                   Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK)
     throw std::runtime_error("zlib: deflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
   zs.avail_in = static_cast<uInt>(bytes.size());

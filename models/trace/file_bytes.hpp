@@ -1,9 +1,8 @@
 #pragma once
 // Reading and writing whole files, gzip-compressed or not, and parsing JSON text with errors that
 // name the file, line and column. Used by the trace reader/writer and the profile importer.
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace tpusim::trace {
 

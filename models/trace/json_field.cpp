@@ -55,12 +55,14 @@ void JsonField::only_keys(std::initializer_list<const char*> allowed) const {
       ok = ok || k == a;
       list += (list.empty() ? "" : ", ") + std::string(a);
     }
-    if (!ok) fail("unknown field '" + k + "'; allowed: " + list + " (and comments starting with '_')");
+    if (!ok)
+      fail("unknown field '" + k + "'; allowed: " + list + " (and comments starting with '_')");
   }
 }
 
 std::string JsonField::string_or_empty() const {
-  if (!value_->is_string()) fail(brief(*value_) + " is " + type_name(*value_) + "; expected a string");
+  if (!value_->is_string())
+    fail(brief(*value_) + " is " + type_name(*value_) + "; expected a string");
   return value_->get<std::string>();
 }
 
@@ -71,12 +73,14 @@ std::string JsonField::string() const {
 }
 
 bool JsonField::boolean() const {
-  if (!value_->is_boolean()) fail(brief(*value_) + " is " + type_name(*value_) + "; expected true or false");
+  if (!value_->is_boolean())
+    fail(brief(*value_) + " is " + type_name(*value_) + "; expected true or false");
   return value_->get<bool>();
 }
 
 double JsonField::number() const {
-  if (!value_->is_number()) fail(brief(*value_) + " is " + type_name(*value_) + "; expected a number");
+  if (!value_->is_number())
+    fail(brief(*value_) + " is " + type_name(*value_) + "; expected a number");
   double v = value_->get<double>();
   if (!std::isfinite(v)) fail(brief(*value_) + " is not finite; expected a finite number");
   return v;
@@ -90,7 +94,8 @@ double JsonField::non_negative(const char* what_kind) const {
 
 std::int64_t JsonField::integer(std::int64_t lo, std::int64_t hi) const {
   const auto& v = *value_;
-  const std::string range = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  const std::string range =
+      "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (v.is_number_integer()) {
     // Unsigned values beyond int64 and signed values outside the range are both rejected.
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
@@ -101,8 +106,8 @@ std::int64_t JsonField::integer(std::int64_t lo, std::int64_t hi) const {
   }
   if (v.is_number_float()) {
     double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18 && d >= static_cast<double>(lo) &&
-        d <= static_cast<double>(hi))
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18 &&
+        d >= static_cast<double>(lo) && d <= static_cast<double>(hi))
       return static_cast<std::int64_t>(d);
     fail(brief(v) + " is not " + range);
   }

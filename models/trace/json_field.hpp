@@ -4,10 +4,9 @@
 // expected a size >= 0".
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace tpusim::trace {
 
@@ -38,10 +37,10 @@ class JsonField {
   /// Errors if this object has a key outside `allowed` (keys starting with '_' are comments).
   void only_keys(std::initializer_list<const char*> allowed) const;
 
-  std::string string() const;            ///< a non-empty string
-  std::string string_or_empty() const;   ///< any string
+  std::string string() const;           ///< a non-empty string
+  std::string string_or_empty() const;  ///< any string
   bool boolean() const;
-  double number() const;                 ///< a finite number
+  double number() const;                                        ///< a finite number
   double non_negative(const char* what_kind = "a size") const;  ///< finite, >= 0
   /// An integer in [lo, hi].
   std::int64_t integer(std::int64_t lo, std::int64_t hi) const;

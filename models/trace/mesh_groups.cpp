@@ -12,7 +12,8 @@ std::vector<std::vector<int>> mesh_axis_groups(const std::vector<MeshAxis>& mesh
                                                const std::vector<std::string>& axes) {
   const std::size_t n_axes = mesh.size();
   std::vector<long long> stride(n_axes, 1);
-  for (int i = static_cast<int>(n_axes) - 2; i >= 0; --i) stride[i] = stride[i + 1] * mesh[i + 1].size;
+  for (int i = static_cast<int>(n_axes) - 2; i >= 0; --i)
+    stride[i] = stride[i + 1] * mesh[i + 1].size;
   long long devices = 1;
   for (const auto& a : mesh) devices *= a.size;
   std::vector<bool> in_group(n_axes, axes.empty());  // no axes: one group of every device
@@ -86,7 +87,8 @@ std::vector<MeshAxis> parse_mesh_axes(const std::string& text, const std::string
     a.size = static_cast<int>(v);
     devices *= v;
     if (devices > kMaxMeshDevices)
-      throw ConfigError(where, "the mesh has more than " + std::to_string(kMaxMeshDevices) + " devices");
+      throw ConfigError(where,
+                        "the mesh has more than " + std::to_string(kMaxMeshDevices) + " devices");
     axes.push_back(a);
     start = end + 1;
   }

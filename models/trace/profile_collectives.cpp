@@ -12,7 +12,8 @@ namespace {
 // The result shape: the -done event's (it is the collective's result); else the synchronous op's
 // or -start's. A -start of all-gather or collective-permute returns a tuple (operand, result, ...):
 // its element 1 is the result.
-std::optional<std::vector<ArrayShape>> result_shape(const CollectiveEvents& ev, const std::string& file) {
+std::optional<std::vector<ArrayShape>> result_shape(const CollectiveEvents& ev,
+                                                    const std::string& file) {
   if (ev.done)
     if (auto s = event_result_shape(file, *ev.done)) return s;
   auto s = event_result_shape(file, *ev.first);
@@ -30,21 +31,23 @@ std::string problem_groups(const std::vector<std::vector<int>>& groups, long lon
   }
   std::sort(all.begin(), all.end());
   if (!all.empty() && all.back() >= devices)
-    return "they name device " + std::to_string(all.back()) + " but the mesh has " + std::to_string(devices);
+    return "they name device " + std::to_string(all.back()) + " but the mesh has " +
+           std::to_string(devices);
   if (std::adjacent_find(all.begin(), all.end()) != all.end()) return "a device is in two groups";
   if (static_cast<long long>(all.size()) != devices)
-    return "they cover " + std::to_string(all.size()) + " of the mesh's " + std::to_string(devices) + " devices";
+    return "they cover " + std::to_string(all.size()) + " of the mesh's " +
+           std::to_string(devices) + " devices";
   return "";
 }
 
 // Sets c.axes or c.replica_groups from explicit groups: axes if they follow the mesh.
-void set_groups(CollectiveSpec& c, const std::vector<std::vector<int>>& groups, const std::string& where,
-                const CollectiveContext& ctx) {
+void set_groups(CollectiveSpec& c, const std::vector<std::vector<int>>& groups,
+                const std::string& where, const CollectiveContext& ctx) {
   if (groups.empty()) return;  // XLA: no groups listed means every device
   const std::string problem = problem_groups(groups, ctx.devices);
   if (!problem.empty())
-    throw ConfigError(where, "replica groups do not fit the mesh (" + describe_mesh(ctx.mesh) + "): " + problem +
-                                 "; give the job's mesh with --mesh");
+    throw ConfigError(where, "replica groups do not fit the mesh (" + describe_mesh(ctx.mesh) +
+                                 "): " + problem + "; give the job's mesh with --mesh");
   const bool ordered = c.kind == CollectiveKind::CollectivePermute;
   if (auto axes = axes_matching_groups(ctx.mesh, groups, ordered))
     c.axes = *axes;
@@ -54,7 +57,8 @@ void set_groups(CollectiveSpec& c, const std::vector<std::vector<int>>& groups, 
 
 // A collective-permute's source_target_pairs as a uniform shift along some mesh axes: every pair
 // moves `shift` places within its group, open (wrap=false) or as a ring (wrap=true).
-bool permute_from_pairs(CollectiveSpec& c, const std::vector<std::vector<int>>& pairs, const CollectiveContext& ctx) {
+bool permute_from_pairs(CollectiveSpec& c, const std::vector<std::vector<int>>& pairs,
+                        const CollectiveContext& ctx) {
   for (const auto& p : pairs)
     if (p.size() != 2 || p[0] >= ctx.devices || p[1] >= ctx.devices) return false;
   if (pairs.empty()) return false;
@@ -116,8 +120,10 @@ CollectiveSpec resolve_collective(const CollectiveEvents& ev, CollectiveContext&
   bool group_known = false;
   if (o && o->axes) {
     for (const auto& a : *o->axes)
-      if (std::none_of(ctx.mesh.begin(), ctx.mesh.end(), [&](const MeshAxis& m) { return m.name == a; }))
-        throw ConfigError("--sizes " + name + ".axes", "'" + a + "' is not an axis of the mesh (" + describe_mesh(ctx.mesh) + ")");
+      if (std::none_of(ctx.mesh.begin(), ctx.mesh.end(),
+                       [&](const MeshAxis& m) { return m.name == a; }))
+        throw ConfigError("--sizes " + name + ".axes", "'" + a + "' is not an axis of the mesh (" +
+                                                           describe_mesh(ctx.mesh) + ")");
     c.axes = *o->axes;
     group_known = true;
   } else if (o && o->replica_groups) {
@@ -143,10 +149,13 @@ CollectiveSpec resolve_collective(const CollectiveEvents& ev, CollectiveContext&
       auto text = event_hlo_attribute(ctx.file, *ev.first, "source_target_pairs");
       auto pairs = text ? parse_int_groups(*text) : std::nullopt;
       if (!text || !pairs || !permute_from_pairs(c, *pairs, ctx))
-        throw ConfigError(where, std::string(text ? "its source_target_pairs are not a uniform shift along mesh axes"
-                                                  : "no source_target_pairs in its args or long_name") +
-                                     "; give {\"bytes\": ..., \"axes\": [...], \"shift\": N, \"wrap\": true|false} "
-                                     "for '" + name + "' in --sizes");
+        throw ConfigError(
+            where,
+            std::string(text ? "its source_target_pairs are not a uniform shift along mesh axes"
+                             : "no source_target_pairs in its args or long_name") +
+                "; give {\"bytes\": ..., \"axes\": [...], \"shift\": N, \"wrap\": true|false} "
+                "for '" +
+                name + "' in --sizes");
       group_known = true;
     }
   }
@@ -173,8 +182,11 @@ CollectiveSpec resolve_collective(const CollectiveEvents& ev, CollectiveContext&
     bytes = total;
   }
   if (!bytes)
-    throw ConfigError(where, "no size: its args have none of bytes, shape, shape_with_layout or a long_name "
-                             "with a result shape; give it in --sizes as {\"" + name + "\": BYTES}");
+    throw ConfigError(
+        where,
+        "no size: its args have none of bytes, shape, shape_with_layout or a long_name "
+        "with a result shape; give it in --sizes as {\"" +
+            name + "\": BYTES}");
   c.bytes = *bytes;
 
   std::optional<DType> dtype = o ? o->dtype : std::nullopt;

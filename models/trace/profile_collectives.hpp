@@ -13,8 +13,9 @@ namespace tpusim::trace {
 
 struct CollectiveEvents {
   CollectiveKind kind = CollectiveKind::AllReduce;
-  const SpanEvent* first = nullptr;  ///< the synchronous op or the -start event (its name names the op)
-  const SpanEvent* done = nullptr;   ///< the -done event, if any
+  const SpanEvent* first =
+      nullptr;  ///< the synchronous op or the -start event (its name names the op)
+  const SpanEvent* done = nullptr;  ///< the -done event, if any
 };
 
 /// State shared by every collective of one import.

@@ -13,7 +13,8 @@ std::string event_where(const std::string& file, const SpanEvent& e, const std::
   return arg_key.empty() ? w + " (" + e.name + ")" : w + ".args." + arg_key;
 }
 
-std::optional<double> arg_non_negative(const std::string& file, const SpanEvent& e, const char* key) {
+std::optional<double> arg_non_negative(const std::string& file, const SpanEvent& e,
+                                       const char* key) {
   if (!e.args) return std::nullopt;
   auto it = e.args->find(key);
   if (it == e.args->end()) return std::nullopt;
@@ -27,23 +28,30 @@ std::optional<double> arg_non_negative(const std::string& file, const SpanEvent&
     if (s.empty() || *end != '\0')
       throw ConfigError(event_where(file, e, key), brief(*it) + " is not a number");
   } else {
-    throw ConfigError(event_where(file, e, key), brief(*it) + " is " + it->type_name() + "; expected a number");
+    throw ConfigError(event_where(file, e, key),
+                      brief(*it) + " is " + it->type_name() + "; expected a number");
   }
-  if (!std::isfinite(v)) throw ConfigError(event_where(file, e, key), brief(*it) + " is not finite");
-  if (v < 0) throw ConfigError(event_where(file, e, key), brief(*it) + " is negative; expected a value >= 0");
+  if (!std::isfinite(v))
+    throw ConfigError(event_where(file, e, key), brief(*it) + " is not finite");
+  if (v < 0)
+    throw ConfigError(event_where(file, e, key),
+                      brief(*it) + " is negative; expected a value >= 0");
   return v;
 }
 
-std::optional<std::string> arg_string(const std::string& file, const SpanEvent& e, const char* key) {
+std::optional<std::string> arg_string(const std::string& file, const SpanEvent& e,
+                                      const char* key) {
   if (!e.args) return std::nullopt;
   auto it = e.args->find(key);
   if (it == e.args->end()) return std::nullopt;
   if (!it->is_string())
-    throw ConfigError(event_where(file, e, key), brief(*it) + " is " + it->type_name() + "; expected a string");
+    throw ConfigError(event_where(file, e, key),
+                      brief(*it) + " is " + it->type_name() + "; expected a string");
   return it->get<std::string>();
 }
 
-std::optional<std::vector<ArrayShape>> event_result_shape(const std::string& file, const SpanEvent& e) {
+std::optional<std::vector<ArrayShape>> event_result_shape(const std::string& file,
+                                                          const SpanEvent& e) {
   for (const char* key : {"shape", "shape_with_layout"})
     if (auto s = arg_string(file, e, key)) return parse_hlo_shapes(*s);
   if (auto long_name = arg_string(file, e, "long_name")) {

@@ -17,13 +17,15 @@ namespace tpusim::trace {
 namespace {
 
 // The events of one device that make up the Program: every op, or those starting inside step k.
-std::vector<const SpanEvent*> select_events(const DeviceTrack& t, int step, const std::string& file) {
+std::vector<const SpanEvent*> select_events(const DeviceTrack& t, int step,
+                                            const std::string& file) {
   std::vector<const SpanEvent*> out;
   double begin = -1e300, end = 1e300;
   if (step >= 0) {
     if (static_cast<std::size_t>(step) >= t.steps.size())
-      throw ConfigError("--step", std::to_string(step) + " is not a step of " + t.process_name + " in " + file +
-                                      ", which has " + std::to_string(t.steps.size()) + " on its \"Steps\" thread");
+      throw ConfigError("--step", std::to_string(step) + " is not a step of " + t.process_name +
+                                      " in " + file + ", which has " +
+                                      std::to_string(t.steps.size()) + " on its \"Steps\" thread");
     begin = t.steps[step].ts_us;
     end = begin + t.steps[step].dur_us;
   }
@@ -72,8 +74,6 @@ void build_ops(const std::vector<const SpanEvent*>& events, CollectiveContext& c
   int last = -1;
   std::vector<int> finished;
   std::vector<std::deque<Pending>> pending(5);  // by CollectiveKind
-  std::vector<CollectiveEvents> collective_events(0);
-  std::vector<int> collective_ops;
   auto finish = [&](int op_index, const SpanEvent* start, const SpanEvent* done) {
     CollectiveEvents ev{p.ops[op_index].collective.kind, start, done};
     p.ops[op_index].collective = resolve_collective(ev, ctx);
@@ -90,8 +90,9 @@ void build_ops(const std::vector<const SpanEvent*>& events, CollectiveContext& c
         return !long_name.empty() && long_name.find("%" + q.start->name + ")") != std::string::npos;
       });
       if (match == queue.end())
-        match = std::find_if(queue.begin(), queue.end(),
-                             [&](const Pending& q) { return parse_xla_op_name(q.start->name).suffix == xn.suffix; });
+        match = std::find_if(queue.begin(), queue.end(), [&](const Pending& q) {
+          return parse_xla_op_name(q.start->name).suffix == xn.suffix;
+        });
       if (match == queue.end()) match = queue.begin();
       if (match == queue.end()) {
         warnings.push_back(event_where(ctx.file, *e) + ": a -done without an open -start; ignored");
@@ -127,7 +128,8 @@ void build_ops(const std::vector<const SpanEvent*>& events, CollectiveContext& c
   }
   for (auto& queue : pending)
     for (const auto& q : queue) {
-      warnings.push_back(event_where(ctx.file, *q.start) + ": no matching -done in the selected events; "
+      warnings.push_back(event_where(ctx.file, *q.start) +
+                         ": no matching -done in the selected events; "
                          "treated as finishing with the step");
       finish(q.op_index, q.start, nullptr);
     }
@@ -135,8 +137,8 @@ void build_ops(const std::vector<const SpanEvent*>& events, CollectiveContext& c
 
 // How many devices run the representative's op sequence; a warning per device that does not.
 std::size_t check_devices(const std::vector<DeviceTrack>& tracks, const DeviceTrack& rep,
-                          const std::vector<const SpanEvent*>& rep_events, int step, const std::string& file,
-                          std::vector<std::string>& warnings) {
+                          const std::vector<const SpanEvent*>& rep_events, int step,
+                          const std::string& file, std::vector<std::string>& warnings) {
   std::size_t same = 0;
   for (const auto& t : tracks) {
     if (&t == &rep) {
@@ -144,12 +146,14 @@ std::size_t check_devices(const std::vector<DeviceTrack>& tracks, const DeviceTr
       continue;
     }
     if (step >= 0 && static_cast<std::size_t>(step) >= t.steps.size()) {
-      warnings.push_back(t.process_name + " has no step " + std::to_string(step) + "; not compared");
+      warnings.push_back(t.process_name + " has no step " + std::to_string(step) +
+                         "; not compared");
       continue;
     }
     const auto events = select_events(t, step, file);
     std::size_t i = 0;
-    while (i < events.size() && i < rep_events.size() && events[i]->name == rep_events[i]->name) ++i;
+    while (i < events.size() && i < rep_events.size() && events[i]->name == rep_events[i]->name)
+      ++i;
     if (i == events.size() && i == rep_events.size()) {
       ++same;
       continue;
@@ -158,19 +162,22 @@ std::size_t check_devices(const std::vector<DeviceTrack>& tracks, const DeviceTr
       return i < v.size() ? "'" + v[i]->name + "'" : std::string("the end");
     };
     warnings.push_back(t.process_name + " runs a different op sequence than " + rep.process_name +
-                       " (first difference at op " + std::to_string(i) + ": " + at(events) + " vs " +
-                       at(rep_events) + "); the Program follows " + rep.process_name);
+                       " (first difference at op " + std::to_string(i) + ": " + at(events) +
+                       " vs " + at(rep_events) + "); the Program follows " + rep.process_name);
   }
   return same;
 }
 
 }  // namespace
 
-ImportResult import_profile(const nlohmann::json& doc, const std::string& name, const ImportOptions& options) {
+ImportResult import_profile(const nlohmann::json& doc, const std::string& name,
+                            const ImportOptions& options) {
   const auto tracks = read_device_tracks(doc, name, options.ops_thread);
   if (tracks.empty())
-    throw ConfigError(name, "no TPU device in the profile: expected \"process_name\" metadata events naming "
-                            "processes \"/device:TPU:N\"");
+    throw ConfigError(
+        name,
+        "no TPU device in the profile: expected \"process_name\" metadata events naming "
+        "processes \"/device:TPU:N\"");
   const DeviceTrack* rep = nullptr;
   for (const auto& t : tracks) {
     if (options.device >= 0 ? t.tpu_id == options.device : !t.ops.empty()) {
@@ -181,7 +188,8 @@ ImportResult import_profile(const nlohmann::json& doc, const std::string& name, 
   if (!rep && options.device >= 0)
     throw ConfigError("--device", "TPU " + std::to_string(options.device) + " is not in " + name);
   if (!rep || rep->ops.empty())
-    throw ConfigError(name, "no complete (\"ph\": \"X\") events on a TPU thread named \"" + options.ops_thread + "\"");
+    throw ConfigError(name, "no complete (\"ph\": \"X\") events on a TPU thread named \"" +
+                                options.ops_thread + "\"");
 
   ImportResult out;
   out.representative_tpu = rep->tpu_id;
@@ -189,14 +197,17 @@ ImportResult import_profile(const nlohmann::json& doc, const std::string& name, 
   Program& p = out.program;
   p.model = options.model;
   p.examples_per_step = options.examples_per_step;
-  p.mesh = options.mesh.empty() ? std::vector<MeshAxis>{{"data", static_cast<int>(tracks.size())}} : options.mesh;
+  p.mesh = options.mesh.empty() ? std::vector<MeshAxis>{{"data", static_cast<int>(tracks.size())}}
+                                : options.mesh;
 
   const auto events = select_events(*rep, options.step, name);
   if (events.empty())
-    throw ConfigError(name, "step " + std::to_string(options.step) + " of " + rep->process_name + " holds no ops");
+    throw ConfigError(name, "step " + std::to_string(options.step) + " of " + rep->process_name +
+                                " holds no ops");
   if (options.step < 0 && rep->steps.size() > 1)
-    out.warnings.push_back("the profile holds " + std::to_string(rep->steps.size()) +
-                           " steps and all their ops were imported as one Program; pick one with --step K");
+    out.warnings.push_back(
+        "the profile holds " + std::to_string(rep->steps.size()) +
+        " steps and all their ops were imported as one Program; pick one with --step K");
 
   CollectiveContext ctx;
   ctx.file = name;
@@ -207,19 +218,23 @@ ImportResult import_profile(const nlohmann::json& doc, const std::string& name, 
   out.matching_devices = check_devices(tracks, *rep, events, options.step, name, out.warnings);
 
   if (ctx.assumed_all_devices > 0)
-    out.warnings.push_back(std::to_string(ctx.assumed_all_devices) +
-                           " collectives carry no replica_groups; taken as spanning every device of the mesh");
+    out.warnings.push_back(
+        std::to_string(ctx.assumed_all_devices) +
+        " collectives carry no replica_groups; taken as spanning every device of the mesh");
   if (ctx.assumed_dtype > 0)
-    out.warnings.push_back(std::to_string(ctx.assumed_dtype) +
-                           " collectives have no element type in the profile or --sizes; taken as bf16");
+    out.warnings.push_back(
+        std::to_string(ctx.assumed_dtype) +
+        " collectives have no element type in the profile or --sizes; taken as bf16");
   for (const auto& [key, unused] : options.overrides)
     if (!ctx.used_overrides.count(key))
-      out.warnings.push_back("--sizes entry '" + key + "' names no collective among the imported ops");
+      out.warnings.push_back("--sizes entry '" + key +
+                             "' names no collective among the imported ops");
   p.validate();
   return out;
 }
 
-ImportResult import_profile_bytes(const std::string& bytes, const std::string& name, const ImportOptions& options) {
+ImportResult import_profile_bytes(const std::string& bytes, const std::string& name,
+                                  const ImportOptions& options) {
   const std::string text = is_gzip(bytes) ? gunzip(bytes, name) : bytes;
   return import_profile(parse_json_text(text, name), name, options);
 }

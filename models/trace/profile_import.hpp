@@ -2,11 +2,10 @@
 // Importing a TPU profile (Chrome trace event file from the TensorFlow or JAX profiler) as an
 // SPMD Program. docs/traces.md lists every field read.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "models/program.hpp"
 
@@ -48,7 +47,8 @@ struct ImportResult {
 };
 
 /// Imports a parsed profile; errors name `name` and the event ("traceEvents[12].dur").
-ImportResult import_profile(const nlohmann::json& doc, const std::string& name, const ImportOptions& options);
+ImportResult import_profile(const nlohmann::json& doc, const std::string& name,
+                            const ImportOptions& options);
 /// Same from bytes (gzip detected by magic bytes); the fuzz target's entry point.
 ImportResult import_profile_bytes(const std::string& bytes, const std::string& name,
                                   const ImportOptions& options);

@@ -1,8 +1,8 @@
 #include "models/trace/rescale.hpp"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "core/errors.hpp"
 #include "models/trace/mesh_groups.hpp"
@@ -26,9 +26,10 @@ std::string groups_text(const std::vector<std::vector<int>>& groups) {
 std::int64_t rescaled_examples(const Program& p, int old_data, int new_data) {
   if (old_data == new_data || p.examples_per_step == 0) return p.examples_per_step;
   if (p.examples_per_step % old_data != 0)
-    throw ConfigError("examples_per_step", std::to_string(p.examples_per_step) +
-                                               " examples do not divide over the recorded data axis (" +
-                                               std::to_string(old_data) + "), so the per-replica batch is unknown");
+    throw ConfigError("examples_per_step",
+                      std::to_string(p.examples_per_step) +
+                          " examples do not divide over the recorded data axis (" +
+                          std::to_string(old_data) + "), so the per-replica batch is unknown");
   return p.examples_per_step / old_data * new_data;
 }
 
@@ -43,7 +44,8 @@ Program rescale(const Program& program, const std::vector<MeshAxis>& new_sizes) 
     auto it = std::find_if(out.mesh.begin(), out.mesh.end(),
                            [&](const MeshAxis& a) { return a.name == want.name; });
     if (it == out.mesh.end())
-      throw ConfigError("--mesh " + want.name, "the trace's mesh (" + trace::describe_mesh(program.mesh) +
+      throw ConfigError("--mesh " + want.name, "the trace's mesh (" +
+                                                   trace::describe_mesh(program.mesh) +
                                                    ") has no axis '" + want.name + "'");
     if (want.size < 1) throw ConfigError("--mesh " + want.name, "axis size must be at least 1");
     if (want.name == "data") {
@@ -55,8 +57,9 @@ Program rescale(const Program& program, const std::vector<MeshAxis>& new_sizes) 
   }
   for (const auto& a : out.mesh) devices *= a.size;
   if (devices > trace::kMaxMeshDevices)
-    throw ConfigError("--mesh", "the rescaled mesh (" + trace::describe_mesh(out.mesh) + ") has more than " +
-                                    std::to_string(trace::kMaxMeshDevices) + " devices");
+    throw ConfigError("--mesh", "the rescaled mesh (" + trace::describe_mesh(out.mesh) +
+                                    ") has more than " + std::to_string(trace::kMaxMeshDevices) +
+                                    " devices");
   if (changed.empty()) return out;
   out.examples_per_step = rescaled_examples(program, old_data, new_data);
 
@@ -69,11 +72,12 @@ Program rescale(const Program& program, const std::vector<MeshAxis>& new_sizes) 
       const bool ordered = c.kind == CollectiveKind::CollectivePermute;
       auto axes = trace::axes_matching_groups(program.mesh, c.replica_groups, ordered);
       if (!axes)
-        throw ConfigError("ops[" + std::to_string(i) + "] (" + op.name + ")",
-                          "its explicit replica groups " + groups_text(c.replica_groups) +
-                              " do not follow any mesh axes of " + trace::describe_mesh(program.mesh) +
-                              ", so they cannot be re-derived for " + trace::describe_mesh(out.mesh) +
-                              "; replay it on the recorded mesh or record the collective over mesh axes");
+        throw ConfigError(
+            "ops[" + std::to_string(i) + "] (" + op.name + ")",
+            "its explicit replica groups " + groups_text(c.replica_groups) +
+                " do not follow any mesh axes of " + trace::describe_mesh(program.mesh) +
+                ", so they cannot be re-derived for " + trace::describe_mesh(out.mesh) +
+                "; replay it on the recorded mesh or record the collective over mesh axes");
       c.axes = *axes;
       c.replica_groups.clear();
     }
@@ -87,9 +91,10 @@ Program rescale(const Program& program, const std::vector<MeshAxis>& new_sizes) 
     return !o.is_collective && o.phase == Phase::Optimizer;
   });
   if (sharded_update && has_optimizer)
-    spdlog::warn("rescale: the trace shards the weight update over a rescaled axis; its optimizer "
-                 "ops keep their recorded per-core cost (a shard of the recorded size), which "
-                 "overstates them when the group grows and understates them when it shrinks");
+    spdlog::warn(
+        "rescale: the trace shards the weight update over a rescaled axis; its optimizer "
+        "ops keep their recorded per-core cost (a shard of the recorded size), which "
+        "overstates them when the group grows and understates them when it shrinks");
   return out;
 }
 

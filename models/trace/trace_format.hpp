@@ -1,9 +1,8 @@
 #pragma once
 // The tpusim trace format: a recorded SPMD Program as versioned JSON, optionally gzip-compressed.
 // traces/FORMAT.md describes every field. Plain C++ (no SystemC).
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "models/program.hpp"
 

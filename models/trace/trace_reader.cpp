@@ -23,7 +23,8 @@ DType read_dtype(const JsonField& f) {
 std::vector<MeshAxis> read_mesh(const JsonField& f) {
   std::vector<MeshAxis> mesh;
   const std::size_t n = f.array_size();
-  if (n == 0) f.fail("is empty; expected at least one axis such as {\"name\": \"data\", \"size\": 8}");
+  if (n == 0)
+    f.fail("is empty; expected at least one axis such as {\"name\": \"data\", \"size\": 8}");
   long long devices = 1;
   for (std::size_t i = 0; i < n; ++i) {
     JsonField a = f.at(i);
@@ -55,7 +56,8 @@ ComputeCost read_compute(const JsonField& f) {
   c.bytes_read = f["bytes_read"].non_negative();
   c.bytes_written = f["bytes_written"].non_negative();
   if (auto v = f.optional("vpu_elements")) c.vpu_elements = v->non_negative("an element count");
-  if (auto v = f.optional("vpu_ops_per_element")) c.vpu_ops_per_element = v->non_negative("a count");
+  if (auto v = f.optional("vpu_ops_per_element"))
+    c.vpu_ops_per_element = v->non_negative("a count");
   if (auto m = f.optional("matmul")) {
     m->only_keys({"batch", "m", "k", "n"});
     MatmulShape s;
@@ -73,7 +75,8 @@ std::vector<std::vector<int>> read_replica_groups(const JsonField& f, long long 
   std::vector<std::vector<int>> groups;
   std::vector<int> all;
   const std::size_t n = f.array_size();
-  if (n == 0) f.fail("is empty; give mesh \"axes\" instead (an empty list of axes means all devices)");
+  if (n == 0)
+    f.fail("is empty; give mesh \"axes\" instead (an empty list of axes means all devices)");
   for (std::size_t g = 0; g < n; ++g) {
     JsonField group = f.at(g);
     const std::size_t m = group.array_size();
@@ -87,7 +90,8 @@ std::vector<std::vector<int>> read_replica_groups(const JsonField& f, long long 
   std::sort(all.begin(), all.end());
   auto dup = std::adjacent_find(all.begin(), all.end());
   if (dup != all.end())
-    f.fail("device " + std::to_string(*dup) + " is in more than one place; every device must be in exactly one group");
+    f.fail("device " + std::to_string(*dup) +
+           " is in more than one place; every device must be in exactly one group");
   if (static_cast<long long>(all.size()) != devices)
     f.fail("cover " + std::to_string(all.size()) + " devices but the mesh has " +
            std::to_string(devices) + "; every device must be in exactly one group");
@@ -100,7 +104,8 @@ CollectiveSpec read_collective(const JsonField& f, const std::vector<MeshAxis>& 
   JsonField kind = f["kind"];
   auto k = parse_collective_kind(kind.string());
   if (!k)
-    kind.fail("'" + kind.string() + "' is not a collective kind; expected one of all-reduce, "
+    kind.fail("'" + kind.string() +
+              "' is not a collective kind; expected one of all-reduce, "
               "reduce-scatter, all-gather, all-to-all, collective-permute");
   c.kind = *k;
   c.bytes = f["bytes"].non_negative();
@@ -109,8 +114,9 @@ CollectiveSpec read_collective(const JsonField& f, const std::vector<MeshAxis>& 
   auto groups = f.optional("replica_groups");
   if (axes && groups) f.fail("has both 'axes' and 'replica_groups'; give one");
   if (!axes && !groups)
-    f.fail("missing required field 'axes' (mesh axes the group varies along; [] for all devices) "
-           "or 'replica_groups'");
+    f.fail(
+        "missing required field 'axes' (mesh axes the group varies along; [] for all devices) "
+        "or 'replica_groups'");
   if (axes) {
     for (std::size_t i = 0; i < axes->array_size(); ++i) {
       JsonField a = axes->at(i);
@@ -144,14 +150,17 @@ Op read_op(const JsonField& f, std::size_t index, const std::vector<MeshAxis>& m
   op.kind = f["kind"].string();
   JsonField phase = f["phase"];
   auto p = parse_phase(phase.string());
-  if (!p) phase.fail("'" + phase.string() + "' is not a phase; expected one of forward, backward, optimizer, other");
+  if (!p)
+    phase.fail("'" + phase.string() +
+               "' is not a phase; expected one of forward, backward, optimizer, other");
   op.phase = *p;
   op.dtype = read_dtype(f["dtype"]);
   if (auto shapes = f.optional("shapes")) {
     for (std::size_t s = 0; s < shapes->array_size(); ++s) {
       JsonField shape = shapes->at(s);
       std::vector<std::int64_t> dims;
-      for (std::size_t d = 0; d < shape.array_size(); ++d) dims.push_back(shape.at(d).integer(0, kMaxDim));
+      for (std::size_t d = 0; d < shape.array_size(); ++d)
+        dims.push_back(shape.at(d).integer(0, kMaxDim));
       op.shapes.push_back(std::move(dims));
     }
   }
@@ -161,20 +170,25 @@ Op read_op(const JsonField& f, std::size_t index, const std::vector<MeshAxis>& m
       if (!dep.json().is_number_integer()) dep.integer(0, 0);  // reports the type
       const long long v = dep.json().get<long long>();
       if (v < 0 || static_cast<std::size_t>(v) >= index)
-        dep.fail(std::to_string(v) + " is not an earlier op; dependencies must point to ops before "
-                 "this one (index 0.." + std::to_string(static_cast<long long>(index) - 1) +
+        dep.fail(std::to_string(v) +
+                 " is not an earlier op; dependencies must point to ops before "
+                 "this one (index 0.." +
+                 std::to_string(static_cast<long long>(index) - 1) +
                  "), which also rules out cycles");
       op.deps.push_back(static_cast<int>(v));
     }
   }
   auto compute = f.optional("compute");
   auto collective = f.optional("collective");
-  if (compute && collective) f.fail("has both 'compute' and 'collective'; an op is one or the other");
+  if (compute && collective)
+    f.fail("has both 'compute' and 'collective'; an op is one or the other");
   if (!compute && !collective)
     f.fail("missing required field 'compute' (a compute op) or 'collective' (a collective op)");
   if (compute) {
     if (parse_collective_kind(op.kind))
-      f["kind"].fail("'" + op.kind + "' is a collective kind but the op has 'compute'; give it a 'collective' object");
+      f["kind"].fail(
+          "'" + op.kind +
+          "' is a collective kind but the op has 'compute'; give it a 'collective' object");
     op.compute = read_compute(*compute);
   } else {
     op.is_collective = true;
@@ -187,12 +201,17 @@ Op read_op(const JsonField& f, std::size_t index, const std::vector<MeshAxis>& m
 
 TraceFile trace_from_json(const nlohmann::json& doc, const std::string& name) {
   JsonField root(doc, name, "");
-  if (!doc.is_object()) root.fail("is not a tpusim trace (expected a JSON object with \"format\": \"" +
-                                  std::string(kFormatName) + "\")");
+  if (!doc.is_object())
+    root.fail("is not a tpusim trace (expected a JSON object with \"format\": \"" +
+              std::string(kFormatName) + "\")");
+  if (doc.contains("traceEvents"))
+    root.fail("is a Chrome trace event file (a profile), not a tpusim trace; convert it with "
+              "tpusim trace import");
   root.only_keys({"format", "version", "model", "examples_per_step", "mesh", "recorded_on", "ops"});
   JsonField format = root["format"];
   if (format.string_or_empty() != kFormatName)
-    format.fail("'" + format.string_or_empty() + "' is not this format; expected \"" + kFormatName + "\"");
+    format.fail("'" + format.string_or_empty() + "' is not this format; expected \"" + kFormatName +
+                "\"");
   JsonField version = root["version"];
   const auto v = version.integer(0, 1 << 30);
   if (v != kFormatVersion)
@@ -204,7 +223,8 @@ TraceFile trace_from_json(const nlohmann::json& doc, const std::string& name) {
   p.examples_per_step = root["examples_per_step"].integer(0, kMaxDim);
   p.mesh = read_mesh(root["mesh"]);
   if (auto rec = root.optional("recorded_on")) {
-    if (!rec->is_object()) rec->fail("is not an object; expected {\"topology\": ..., \"hardware\": ...}");
+    if (!rec->is_object())
+      rec->fail("is not an object; expected {\"topology\": ..., \"hardware\": ...}");
     if (auto topo = rec->optional("topology")) {
       // topology_from_json expects a string name; check it here so a wrong type is a ConfigError.
       if (auto tname = topo->optional("name")) tname->string();

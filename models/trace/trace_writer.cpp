@@ -19,8 +19,8 @@ ojson compute_to_json(const ComputeCost& c) {
   j["vpu_elements"] = c.vpu_elements;
   j["vpu_ops_per_element"] = c.vpu_ops_per_element;
   if (c.matmul)
-    j["matmul"] = ojson{{"batch", c.matmul->batch}, {"m", c.matmul->m}, {"k", c.matmul->k},
-                        {"n", c.matmul->n}};
+    j["matmul"] = ojson{
+        {"batch", c.matmul->batch}, {"m", c.matmul->m}, {"k", c.matmul->k}, {"n", c.matmul->n}};
   if (c.measured_ns) j["measured_ns"] = *c.measured_ns;
   return j;
 }
@@ -53,7 +53,8 @@ nlohmann::ordered_json program_to_json(const Program& program, const nlohmann::j
   doc["model"] = program.model;
   doc["examples_per_step"] = program.examples_per_step;
   doc["mesh"] = ojson::array();
-  for (const auto& a : program.mesh) doc["mesh"].push_back(ojson{{"name", a.name}, {"size", a.size}});
+  for (const auto& a : program.mesh)
+    doc["mesh"].push_back(ojson{{"name", a.name}, {"size", a.size}});
   if (!recorded_on.is_null()) doc["recorded_on"] = ojson::parse(recorded_on.dump());
   ojson ops = ojson::array();
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
@@ -86,7 +87,8 @@ TraceFile parse_trace(const std::string& bytes, const std::string& name) {
 
 }  // namespace trace
 
-void write_trace(const Program& program, const std::string& path, const nlohmann::json& recorded_on) {
+void write_trace(const Program& program, const std::string& path,
+                 const nlohmann::json& recorded_on) {
   // One line per top-level field and per op: readable, small, and diffs show changed ops.
   const auto doc = trace::program_to_json(program, recorded_on);
   std::string text = "{";

@@ -14,7 +14,8 @@ XlaOpName parse_xla_op_name(const std::string& name) {
     std::size_t dot = s.rfind('.', cut == 0 ? 0 : cut - 1);
     if (dot == std::string::npos || dot + 1 >= cut) break;
     bool digits = true;
-    for (std::size_t i = dot + 1; i < cut; ++i) digits = digits && std::isdigit(static_cast<unsigned char>(s[i]));
+    for (std::size_t i = dot + 1; i < cut; ++i)
+      digits = digits && std::isdigit(static_cast<unsigned char>(s[i]));
     if (!digits) break;
     cut = dot;
   }
@@ -42,7 +43,8 @@ XlaOpName parse_xla_op_name(const std::string& name) {
 }
 
 std::optional<int> xla_element_bytes(const std::string& t) {
-  if (t == "pred" || t == "s8" || t == "u8" || t.rfind("f8", 0) == 0 || t == "s4" || t == "u4") return 1;
+  if (t == "pred" || t == "s8" || t == "u8" || t.rfind("f8", 0) == 0 || t == "s4" || t == "u4")
+    return 1;
   if (t == "bf16" || t == "f16" || t == "s16" || t == "u16") return 2;
   if (t == "f32" || t == "s32" || t == "u32") return 4;
   if (t == "f64" || t == "s64" || t == "u64" || t == "c64") return 8;
@@ -92,7 +94,8 @@ bool parse_shape_into(Cursor& c, std::vector<ArrayShape>& out, int depth) {
   }
   c.skip_space();
   ArrayShape a;
-  while (c.i < c.s.size() && std::isalnum(static_cast<unsigned char>(c.s[c.i]))) a.element_type += c.s[c.i++];
+  while (c.i < c.s.size() && std::isalnum(static_cast<unsigned char>(c.s[c.i])))
+    a.element_type += c.s[c.i++];
   if (!xla_element_bytes(a.element_type)) return false;
   if (a.element_type != "token") {
     if (!c.eat('[')) return false;

@@ -3,9 +3,8 @@
 // results.csv and point files back.
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/cli/run_tpusim.hpp"
 #include "tools/sweep/csv_table.hpp"
@@ -31,7 +30,9 @@ struct SweepScratch {
 /// A small study that simulates in well under a second: BERT-Large on a 2x2 slice (8 cores); the
 /// batch of 16 also divides over the 16 cores of a 4x2 slice.
 inline nlohmann::json small_bert_study() {
-  return {{"preset", "tpu_v3"}, {"topology", "2x2"}, {"workload", {{"model", "bert_large"}, {"global_batch", 16}}}};
+  return {{"preset", "tpu_v3"},
+          {"topology", "2x2"},
+          {"workload", {{"model", "bert_large"}, {"global_batch", 16}}}};
 }
 
 inline nlohmann::json point_report(const std::string& out_dir, const std::string& id) {

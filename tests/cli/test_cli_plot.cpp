@@ -1,9 +1,8 @@
 // tpusim plot draws real sweep results: files of the right formats, one colour per series.
-#include <catch2/catch.hpp>
-
 #include <cairo.h>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -44,9 +43,12 @@ std::set<std::size_t> colours_in(const std::string& png) {
 
 TEST_CASE("plot writes SVG and PNG scaling curves with one line per series") {
   SweepScratch s;
-  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "topology"}, {"values", {"2x2", "4x2"}}},
-                                                  {{"name", "ici"}, {"path", "hardware.ici.bandwidth_GBps"}, {"values", {50, 100}}}}}});
+  const auto sweep = s.write(
+      "s.json",
+      {{"base", small_bert_study()},
+       {"axes",
+        {{{"path", "topology"}, {"values", {"2x2", "4x2"}}},
+         {{"name", "ici"}, {"path", "hardware.ici.bandwidth_GBps"}, {"values", {50, 100}}}}}});
   auto r = run_tpusim({"sweep", sweep, "-j", "2", "--out", s.path("out")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -62,7 +64,8 @@ TEST_CASE("plot writes SVG and PNG scaling curves with one line per series") {
     REQUIRE(png.size() > 8);
     CHECK(png.substr(1, 3) == "PNG");
     // Two series: the first two palette colours are drawn, the third is not.
-    CHECK(colours_in(s.path(std::string("plots/") + chart + ".png")) == std::set<std::size_t>{0, 1});
+    CHECK(colours_in(s.path(std::string("plots/") + chart + ".png")) ==
+          std::set<std::size_t>{0, 1});
   }
 }
 

@@ -1,6 +1,5 @@
 // tpusim sweep end to end: the real binary runs real points (small slices, well under a second).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <set>
 
@@ -11,9 +10,11 @@ namespace fs = std::filesystem;
 
 TEST_CASE("a sweep runs the product of its axes and each CSV row repeats its point's report") {
   SweepScratch s;
-  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "topology"}, {"values", {"2x2", "4x2"}}},
-                                                  {{"path", "hardware.ici.bandwidth_GBps"}, {"values", {50, 100}}}}}});
+  const auto sweep =
+      s.write("s.json", {{"base", small_bert_study()},
+                         {"axes",
+                          {{{"path", "topology"}, {"values", {"2x2", "4x2"}}},
+                           {{"path", "hardware.ici.bandwidth_GBps"}, {"values", {50, 100}}}}}});
   auto r = run_tpusim({"sweep", sweep, "-j", "2", "--out", s.path("out")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -34,7 +35,8 @@ TEST_CASE("a sweep runs the product of its axes and each CSV row repeats its poi
   // Series: one per bandwidth; efficiency is per-chip throughput relative to the 4-chip point.
   CHECK(t.cell(0, "series") == "bert_large hardware.ici.bandwidth_GBps=50");
   for (std::size_t i = 2; i < 4; ++i) {
-    const double per_chip = *t.number(i, "examples_per_s") / 8, ref = *t.number(i - 2, "examples_per_s") / 4;
+    const double per_chip = *t.number(i, "examples_per_s") / 8,
+                 ref = *t.number(i - 2, "examples_per_s") / 4;
     CHECK(*t.number(i, "scaling_efficiency") == Approx(per_chip / ref).epsilon(1e-6));
   }
   // Without a terminal: one plain line per finished point.
@@ -43,10 +45,12 @@ TEST_CASE("a sweep runs the product of its axes and each CSV row repeats its poi
 
 TEST_CASE("zipped and derived values reach each point's study") {
   SweepScratch s;
-  const auto sweep = s.write(
-      "s.json", {{"base", small_bert_study()},
-                 {"axes", {{{"zip", {{{"path", "topology"}, {"values", {"2x2", "4x2"}}},
-                                     {{"name", "per_chip"}, {"values", {2, 4}}}}}},
+  const auto sweep =
+      s.write("s.json", {{"base", small_bert_study()},
+                         {"axes",
+                          {{{"zip",
+                             {{{"path", "topology"}, {"values", {"2x2", "4x2"}}},
+                              {{"name", "per_chip"}, {"values", {2, 4}}}}}},
                            {{"path", "workload.global_batch"}, {"expr", "per_chip * chips"}}}}});
   auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
   INFO(r.err);
@@ -62,8 +66,10 @@ TEST_CASE("a failing point is recorded with its error and the other points finis
   SweepScratch s;
   // The onchip algorithm passes every up-front check, but the simulation refuses it for the
   // data-parallel gradient all-reduce, whose groups span chips: that point's run fails.
-  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "collectives.algorithm"}, {"values", {"auto", "onchip", "ring"}}}}}});
+  const auto sweep = s.write(
+      "s.json",
+      {{"base", small_bert_study()},
+       {"axes", {{{"path", "collectives.algorithm"}, {"values", {"auto", "onchip", "ring"}}}}}});
   auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
   INFO(r.err);
   CHECK(r.exit_code == 1);
@@ -71,7 +77,8 @@ TEST_CASE("a failing point is recorded with its error and the other points finis
   REQUIRE(t.rows.size() == 3);
   CHECK(t.cell(0, "status") == "ok");
   CHECK(t.cell(1, "status") == "failed");
-  CHECK_THAT(t.cell(1, "error"), Catch::Contains("collectives.algorithm") && Catch::Contains("spans chips"));
+  CHECK_THAT(t.cell(1, "error"),
+             Catch::Contains("collectives.algorithm") && Catch::Contains("spans chips"));
   CHECK(t.cell(2, "status") == "ok");
   const json err = json::parse(slurp(s.path("out/points/" + t.cell(1, "id") + ".error.json")));
   CHECK(err["sweep_point"]["values"]["collectives.algorithm"] == "onchip");
@@ -80,8 +87,10 @@ TEST_CASE("a failing point is recorded with its error and the other points finis
 
 TEST_CASE("shards cover every point exactly once and merge joins them") {
   SweepScratch s;
-  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "hardware.ici.bandwidth_GBps"}, {"values", {25, 50, 100, 200, 400}}}}}});
+  const auto sweep = s.write(
+      "s.json",
+      {{"base", small_bert_study()},
+       {"axes", {{{"path", "hardware.ici.bandwidth_GBps"}, {"values", {25, 50, 100, 200, 400}}}}}});
   std::multiset<std::string> ids;
   for (int i = 1; i <= 3; ++i) {
     const std::string out = s.path("shard" + std::to_string(i));
@@ -97,7 +106,8 @@ TEST_CASE("shards cover every point exactly once and merge joins them") {
   }
   CHECK(ids.size() == 5);
   CHECK(std::set<std::string>(ids.begin(), ids.end()).size() == 5);
-  auto m = run_tpusim({"merge", s.path("shard1"), s.path("shard2"), s.path("shard3"), "--out", s.path("all")});
+  auto m = run_tpusim(
+      {"merge", s.path("shard1"), s.path("shard2"), s.path("shard3"), "--out", s.path("all")});
   INFO(m.err);
   REQUIRE(m.exit_code == 0);
   const auto all = results_of(s.path("all"));
@@ -107,17 +117,20 @@ TEST_CASE("shards cover every point exactly once and merge joins them") {
     CHECK(all.cell(row, "status") == "ok");
   }
   // Two shards only: the merge says what is missing and fails.
-  auto partial = run_tpusim({"merge", s.path("shard1"), s.path("shard2"), "--out", s.path("partial")});
+  auto partial =
+      run_tpusim({"merge", s.path("shard1"), s.path("shard2"), "--out", s.path("partial")});
   CHECK(partial.exit_code == 1);
   CHECK_THAT(partial.err, Catch::Contains("1 not run"));
 }
 
 TEST_CASE("sweep --check passes on its own golden and fails on a perturbed or incomplete one") {
   SweepScratch s;
-  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "topology"}, {"values", {"2x2", "4x2"}}}}}});
+  const auto sweep =
+      s.write("s.json", {{"base", small_bert_study()},
+                         {"axes", {{{"path", "topology"}, {"values", {"2x2", "4x2"}}}}}});
   const std::string golden = s.path("golden.csv");
-  auto up = run_tpusim({"sweep", sweep, "--out", s.path("out"), "--check", golden, "--update-golden"});
+  auto up =
+      run_tpusim({"sweep", sweep, "--out", s.path("out"), "--check", golden, "--update-golden"});
   INFO(up.err);
   REQUIRE(up.exit_code == 0);
   auto g = tpusim::sweep::read_csv(golden);
@@ -136,8 +149,10 @@ TEST_CASE("sweep --check passes on its own golden and fails on a perturbed or in
   tpusim::sweep::write_csv(s.path("moved.csv"), moved);
   auto drift = run_tpusim({"sweep", sweep, "--out", s.path("out"), "--check", s.path("moved.csv")});
   CHECK(drift.exit_code == 1);
-  CHECK_THAT(drift.out, Catch::Contains("topology=4x2") && Catch::Contains("step_time_ms") && Catch::Contains("-4.76%"));
-  auto loose = run_tpusim({"sweep", sweep, "--out", s.path("out"), "--check", s.path("moved.csv"), "--tolerance", "10%"});
+  CHECK_THAT(drift.out, Catch::Contains("topology=4x2") && Catch::Contains("step_time_ms") &&
+                            Catch::Contains("-4.76%"));
+  auto loose = run_tpusim({"sweep", sweep, "--out", s.path("out"), "--check", s.path("moved.csv"),
+                           "--tolerance", "10%"});
   CHECK(loose.exit_code == 0);
 
   // A golden without the first point: the sweep has an extra point.
@@ -153,7 +168,8 @@ TEST_CASE("sweep --check passes on its own golden and fails on a perturbed or in
   more.rows.push_back(g.rows[0]);
   more.rows.back()[more.column("topology")] = "8x8";
   tpusim::sweep::write_csv(s.path("more.csv"), more);
-  auto missing = run_tpusim({"sweep", sweep, "--out", s.path("out"), "--check", s.path("more.csv")});
+  auto missing =
+      run_tpusim({"sweep", sweep, "--out", s.path("out"), "--check", s.path("more.csv")});
   CHECK(missing.exit_code == 1);
   CHECK_THAT(missing.out, Catch::Contains("missing point"));
 }
@@ -164,12 +180,16 @@ TEST_CASE("on a terminal the sweep draws one progress bar line") {
     return;
   }
   SweepScratch s;
-  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "hardware.ici.bandwidth_GBps"}, {"values", {50, 100, 200}}}}}});
+  const auto sweep =
+      s.write("s.json",
+              {{"base", small_bert_study()},
+               {"axes", {{{"path", "hardware.ici.bandwidth_GBps"}, {"values", {50, 100, 200}}}}}});
   // `script` gives the sweep a pseudo-terminal as stderr and copies what it draws to stdout.
-  const std::string cmd = std::string(TPUSIM_BIN) + " sweep " + sweep + " -j 2 --out " + s.path("out");
+  const std::string cmd =
+      std::string(TPUSIM_BIN) + " sweep " + sweep + " -j 2 --out " + s.path("out");
   const std::string typescript = s.path("typescript");
-  int status = std::system(("script -qec " + shell_quote(cmd) + " /dev/null > " + typescript + " 2>&1").c_str());
+  int status = std::system(
+      ("script -qec " + shell_quote(cmd) + " /dev/null > " + typescript + " 2>&1").c_str());
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   const std::string seen = slurp(typescript);

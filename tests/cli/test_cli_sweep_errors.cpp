@@ -1,6 +1,5 @@
 // Bad sweep input: every problem at once, JSON paths, exit code 2, nothing run.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "tests/cli/sweep_fixture.hpp"
@@ -25,21 +24,27 @@ TEST_CASE("a bad sweep file reports all its problems at once and runs nothing") 
 
 TEST_CASE("an invalid point stops the sweep before any point runs") {
   SweepScratch s;
-  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "hardware.ici.bandwidth_GBps"}, {"values", {100, -3}}},
-                                                  {{"path", "workload.model"}, {"values", {"bert_large", "gpt9"}}}}}});
+  const auto sweep =
+      s.write("s.json", {{"base", small_bert_study()},
+                         {"axes",
+                          {{{"path", "hardware.ici.bandwidth_GBps"}, {"values", {100, -3}}},
+                           {{"path", "workload.model"}, {"values", {"bert_large", "gpt9"}}}}}});
   auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("point 2 [hardware.ici.bandwidth_GBps=-3 workload.model=bert_large]"));
-  CHECK_THAT(r.err, Catch::Contains("point 1 [hardware.ici.bandwidth_GBps=100 workload.model=gpt9]: workload.model"));
+  CHECK_THAT(r.err,
+             Catch::Contains("point 2 [hardware.ici.bandwidth_GBps=-3 workload.model=bert_large]"));
+  CHECK_THAT(r.err,
+             Catch::Contains(
+                 "point 1 [hardware.ici.bandwidth_GBps=100 workload.model=gpt9]: workload.model"));
   CHECK(!std::filesystem::exists(s.path("out")));
 }
 
 TEST_CASE("layout problems of a point are found before any point runs") {
   SweepScratch s;
   // 16 sequences divide over the 16 cores of 4x2 but not over the 32 of 4x4.
-  const auto sweep = s.write("s.json", {{"base", small_bert_study()},
-                                        {"axes", {{{"path", "topology"}, {"values", {"4x2", "4x4"}}}}}});
+  const auto sweep =
+      s.write("s.json", {{"base", small_bert_study()},
+                         {"axes", {{{"path", "topology"}, {"values", {"4x2", "4x4"}}}}}});
   auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
   CHECK(r.exit_code == 2);
   CHECK(r.err_lines() == 1);

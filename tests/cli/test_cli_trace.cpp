@@ -1,24 +1,27 @@
 // tpusim trace import / info / rescale and replay, run as a user would.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-
-#include <unistd.h>
 
 #include "tests/cli/run_tpusim.hpp"
 
 namespace {
-std::string tmp(const std::string& name) { return "/tmp/tpusim_cli_trace_" + std::to_string(::getpid()) + "_" + name; }
+std::string tmp(const std::string& name) {
+  return "/tmp/tpusim_cli_trace_" + std::to_string(::getpid()) + "_" + name;
+}
 const std::string kProfile = "traces/examples/profile_tpu_v3_8.json";
 const std::string kExample = "traces/examples/small_data_model.trace.json";
 }  // namespace
 
 TEST_CASE("trace import writes a trace that trace info summarises") {
   const std::string out = tmp("import.json.gz");
-  auto r = run_tpusim({"trace", "import", kProfile, "--out", out, "--step", "0", "--mesh", "data=2,model=4"});
+  auto r = run_tpusim(
+      {"trace", "import", kProfile, "--out", out, "--step", "0", "--mesh", "data=2,model=4"});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("imported 12 ops (6 collectives) from /device:TPU:0; 8 of 8 TPU devices"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        "imported 12 ops (6 collectives) from /device:TPU:0; 8 of 8 TPU devices"));
   auto info = run_tpusim({"trace", "info", out, "--json"});
   REQUIRE(info.exit_code == 0);
   const auto s = nlohmann::json::parse(info.out);
@@ -27,7 +30,8 @@ TEST_CASE("trace import writes a trace that trace info summarises") {
   CHECK(s["devices"] == 8);
   CHECK(s["collectives_by_kind"]["all-reduce"]["count"] == 2);
   // f32[1024,256] + bf16[2048,1024], per core.
-  CHECK(s["collectives_by_kind"]["all-reduce"]["bytes"].get<double>() == 1024.0 * 256 * 4 + 2048.0 * 1024 * 2);
+  CHECK(s["collectives_by_kind"]["all-reduce"]["bytes"].get<double>() ==
+        1024.0 * 256 * 4 + 2048.0 * 1024 * 2);
   CHECK(s["collectives_by_group"]["model"]["count"] == 1);
   CHECK(s["recorded_on"]["source"] == "tpusim trace import");
   auto text = run_tpusim({"trace", "info", out});
@@ -36,12 +40,15 @@ TEST_CASE("trace import writes a trace that trace info summarises") {
 }
 
 TEST_CASE("trace import warns on stderr and without --sizes names the op that needs a size") {
-  auto r = run_tpusim({"trace", "import", "traces/examples/profile_needs_sizes.json", "--out", tmp("x.json")});
+  auto r = run_tpusim(
+      {"trace", "import", "traces/examples/profile_needs_sizes.json", "--out", tmp("x.json")});
   CHECK(r.exit_code == 2);
   CHECK(r.err_lines() == 1);
-  CHECK_THAT(r.err, Catch::StartsWith("tpusim: error: traces/examples/profile_needs_sizes.json: traceEvents[3] (all-reduce.2): no size"));
-  auto ok = run_tpusim({"trace", "import", "traces/examples/profile_needs_sizes.json", "--out", tmp("x.json"),
-                        "--sizes", "traces/examples/profile_needs_sizes.sizes.json"});
+  CHECK_THAT(r.err, Catch::StartsWith("tpusim: error: traces/examples/profile_needs_sizes.json: "
+                                      "traceEvents[3] (all-reduce.2): no size"));
+  auto ok =
+      run_tpusim({"trace", "import", "traces/examples/profile_needs_sizes.json", "--out",
+                  tmp("x.json"), "--sizes", "traces/examples/profile_needs_sizes.sizes.json"});
   CHECK(ok.exit_code == 0);
   CHECK_THAT(ok.err, Catch::Contains("/device:TPU:1 runs a different op sequence"));
   std::remove(tmp("x.json").c_str());
@@ -51,10 +58,12 @@ TEST_CASE("trace rescale grows the data axis and refuses groups that follow no a
   auto bad = run_tpusim({"trace", "rescale", kExample, "--mesh", "data=8", "--out", tmp("r.json")});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err_lines() == 1);
-  CHECK_THAT(bad.err, Catch::StartsWith("tpusim: error: " + kExample + ": ops[8] (bn.stats): its explicit replica groups"));
+  CHECK_THAT(bad.err, Catch::StartsWith("tpusim: error: " + kExample +
+                                        ": ops[8] (bn.stats): its explicit replica groups"));
   const std::string imported = tmp("imp.json");
-  REQUIRE(run_tpusim({"trace", "import", kProfile, "--out", imported, "--step", "0", "--mesh", "data=2,model=4",
-                      "--examples-per-step", "16"}).exit_code == 0);
+  REQUIRE(run_tpusim({"trace", "import", kProfile, "--out", imported, "--step", "0", "--mesh",
+                      "data=2,model=4", "--examples-per-step", "16"})
+              .exit_code == 0);
   auto ok = run_tpusim({"trace", "rescale", imported, "--mesh", "data=64", "--out", tmp("r.json")});
   REQUIRE(ok.exit_code == 0);
   const auto s = nlohmann::json::parse(run_tpusim({"trace", "info", tmp("r.json"), "--json"}).out);
@@ -69,16 +78,20 @@ TEST_CASE("trace rescale grows the data axis and refuses groups that follow no a
 TEST_CASE("bad trace input is one error line naming the file and place with exit code 2") {
   const std::string path = tmp("bad.json");
   std::FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs(R"({"format": "tpusim-trace", "version": 7, "model": "m", "examples_per_step": 0, "mesh": [], "ops": []})", f);
+  std::fputs(
+      R"({"format": "tpusim-trace", "version": 7, "model": "m", "examples_per_step": 0, "mesh": [], "ops": []})",
+      f);
   std::fclose(f);
   auto r = run_tpusim({"trace", "info", path});
   CHECK(r.exit_code == 2);
   CHECK(r.err_lines() == 1);
-  CHECK(r.err == "tpusim: error: " + path + ": version: 7 is not a version this tpusim reads; expected 1\n");
+  CHECK(r.err ==
+        "tpusim: error: " + path + ": version: 7 is not a version this tpusim reads; expected 1\n");
   auto missing = run_tpusim({"trace", "info", tmp("does-not-exist.json")});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains("cannot open file"));
-  auto mesh = run_tpusim({"trace", "import", kProfile, "--out", tmp("m.json"), "--mesh", "data=three"});
+  auto mesh =
+      run_tpusim({"trace", "import", kProfile, "--out", tmp("m.json"), "--mesh", "data=three"});
   CHECK(mesh.exit_code == 2);
   CHECK_THAT(mesh.err, Catch::StartsWith("tpusim: error: --mesh: 'data=three': size must be"));
   std::remove(path.c_str());
@@ -126,11 +139,42 @@ TEST_CASE("replay with --mesh rescales and needs a topology that fits the new me
   auto no_fit = run_tpusim({"replay", t, "--topology", "4x4"});
   CHECK(no_fit.exit_code == 2);
   CHECK(no_fit.err_lines() == 1);
-  CHECK_THAT(no_fit.err, Catch::Contains("the trace's mesh (data 2 x model 4 = 8 cores) does not fit"));
+  CHECK_THAT(no_fit.err,
+             Catch::Contains("the trace's mesh (data 2 x model 4 = 8 cores) does not fit"));
   auto no_topology = run_tpusim({"replay", t});
   CHECK(no_topology.exit_code == 2);
   CHECK_THAT(no_topology.err, Catch::Contains("--topology: the trace records no topology"));
   auto not_rescalable = run_tpusim({"replay", kExample, "--topology", "4x2", "--mesh", "data=8"});
   CHECK(not_rescalable.exit_code == 2);
   CHECK_THAT(not_rescalable.err, Catch::Contains(kExample + ": ops[8] (bn.stats)"));
+}
+
+TEST_CASE("replaying a recorded run on the same machine reproduces its step time exactly") {
+  const std::string trace = tmp("bert16.json.gz");
+  auto run = run_tpusim({"run", "configs/studies/bert_large_16.json", "--record-trace", trace, "--json"});
+  REQUIRE(run.exit_code == 0);
+  auto replay = run_tpusim({"replay", trace, "--json"});
+  REQUIRE(replay.exit_code == 0);
+  const auto a = nlohmann::json::parse(run.out);
+  const auto b = nlohmann::json::parse(replay.out);
+  CHECK(b["step_time_ms"].get<double>() == a["step_time_ms"].get<double>());
+  CHECK(b["communication_ms"].get<double>() == a["communication_ms"].get<double>());
+  CHECK(b["ops"] == a["ops"]);
+  CHECK(b["chips"] == a["chips"]);
+  CHECK(b["layout"] == a["layout"]);
+  // Rescaled to twice the replicas on twice the chips, the per-core compute stays.
+  auto bigger = run_tpusim({"replay", trace, "--topology", "tpu_v3_8x8", "--mesh", "data=128", "--json"});
+  REQUIRE(bigger.exit_code == 0);
+  const auto c = nlohmann::json::parse(bigger.out);
+  CHECK(c["chips"] == 64);
+  CHECK(c["global_batch"] == a["global_batch"].get<int>() * 4);
+  CHECK(c["compute_ms"].get<double>() == Approx(a["compute_ms"].get<double>()));
+  std::remove(trace.c_str());
+}
+
+TEST_CASE("a profile given where a trace is expected says to import it") {
+  auto r = run_tpusim({"trace", "info", kProfile});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "tpusim: error: " + kProfile +
+                     ": is a Chrome trace event file (a profile), not a tpusim trace; convert it with tpusim trace import\n");
 }

@@ -1,8 +1,7 @@
 // Convolutions on the MXU model: small channel counts waste the array. Utilisation = useful
-// FLOPs / (MXU time x peak), derived from the im2col lowering (docs/cnn.md): a 3x3 conv of
-// 64 -> 64 channels has K = 576, five 128-row tiles (4.5 used), and fills half of the 128
-// columns, so at most 9*64*64 / (5*128*128) = 0.45 of the array; a 3x3 conv of 512 -> 512
-// fills it.
+// FLOPs / (MXU time x peak), derived from the lowering (docs/cnn.md): a 3x3 conv of 64 -> 64
+// channels packs 2 taps per 128-row pass (5 tiles for 9 taps) and fills half the 128 columns,
+// so at most 9*64*64 / (5*128*128) = 0.45 of the array; a 3x3 conv of 512 -> 512 fills it.
 #include <catch2/catch.hpp>
 
 #include "models/workload.hpp"

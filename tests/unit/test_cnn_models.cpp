@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "model_study.hpp"
 #include "models/builders/ssd_layout.hpp"
+#include "models/conv_ops.hpp"
 
 using namespace tpusim;
 using tpusim::test::graph_of;
@@ -78,28 +79,33 @@ TEST_CASE(
   CHECK(stem->conv->in_channels == 12);
   CHECK(stem->conv->kernel_h == 4);
   CHECK(stem->conv->out_height == 112);
-  // Lowered as im2col: one [112*112, 4*4*12] x [4*4*12, 64] product.
-  CHECK(stem->matmul->batch == 1);
+  // 16 taps of 12 channels: 128 / 12 = 10 taps share one pass of the array's rows, so two
+  // [112*112, 120] x [120, 64] products (the second holds 6 taps; FLOPs count only real taps).
+  CHECK(stem->matmul->batch == 2);
   CHECK(stem->matmul->m == 112 * 112);
-  CHECK(stem->matmul->k == 4 * 4 * 12);
+  CHECK(stem->matmul->k == 120);
   CHECK(stem->matmul->n == 64);
   CHECK(stem->flops == 2.0 * 112 * 112 * 16 * 12 * 64);
 }
 
-TEST_CASE("conv lowering: im2col with K = Kh x Kw x Cin and the forward's FLOPs on each gradient") {
+TEST_CASE("conv lowering: one tap per pass from 128 channels up, packed taps below") {
+  CHECK(taps_per_pass(512, 9, 128) == 1);
+  CHECK(taps_per_pass(128, 9, 128) == 1);
+  CHECK(taps_per_pass(64, 9, 128) == 2);
+  CHECK(taps_per_pass(3, 49, 128) == 42);
+  CHECK(taps_per_pass(1, 9, 128) == 9);  // never more taps than the kernel has
   auto cfg = model_study("resnet50", "2x2", 8);
   const OpGraph g = graph_of(cfg, 1);
+  const OpNode* wide = find(g, "stage4.1.conv2");  // 3x3, 512 -> 512 on 7x7
+  CHECK(wide->matmul->batch == 9);
+  CHECK(wide->matmul->k == 512);
   const OpNode* narrow = find(g, "stage1.1.conv2");  // 3x3, 64 -> 64 on 56x56
-  CHECK(narrow->matmul->batch == 1);
-  CHECK(narrow->matmul->m == 56 * 56);
-  CHECK(narrow->matmul->k == 9 * 64);
-  CHECK(narrow->matmul->n == 64);
+  CHECK(narrow->matmul->batch == 5);
+  CHECK(narrow->matmul->k == 128);
   CHECK(narrow->flops == 2.0 * 56 * 56 * 9 * 64 * 64);
+  // Gradients: input gradient and weight gradient each have the forward's FLOPs.
   CHECK(find(g, "stage1.1.conv2.bwd_input")->flops == narrow->flops);
   CHECK(find(g, "stage1.1.conv2.bwd_weight")->flops == narrow->flops);
-  // HBM traffic of a fused conv, not of the im2col matrix: X and W read, Y written.
-  CHECK(narrow->bytes_read == (56.0 * 56 * 64 + 9 * 64 * 64) * 2);
-  CHECK(narrow->bytes_written == 56.0 * 56 * 64 * 2);
 }
 
 TEST_CASE("SSD backbone FLOPs per image equal its ResNet-34 layer list up to conv4 (stride 1)") {

@@ -28,7 +28,9 @@ bool has_warning(const ImportResult& r, const std::string& text) {
     if (w.find(text) != std::string::npos) return true;
   return false;
 }
-ImportResult import_v3_8(ImportOptions o = {}) { return import_profile_file(example_trace_dir() + "profile_tpu_v3_8.json", o); }
+ImportResult import_v3_8(ImportOptions o = {}) {
+  return import_profile_file(example_trace_dir() + "profile_tpu_v3_8.json", o);
+}
 }  // namespace
 
 TEST_CASE("one step of the v3-8 profile gives its device ops in order with measured durations") {
@@ -45,9 +47,12 @@ TEST_CASE("one step of the v3-8 profile gives its device ops in order with measu
   CHECK(p.mesh.size() == 1);
   CHECK(p.mesh[0].name == "data");
   CHECK(p.mesh[0].size == 8);
-  const std::vector<std::string> order{"fusion.1", "dot.2", "all-reduce.3", "all-reduce-start.1", "fusion.5",
-                                       "reduce-scatter.6", "fusion.7", "all-gather-start.2", "copy.8",
-                                       "collective-permute.9", "all-to-all.10", "fusion.11"};
+  const std::vector<std::string> order{"fusion.1",      "dot.2",
+                                       "all-reduce.3",  "all-reduce-start.1",
+                                       "fusion.5",      "reduce-scatter.6",
+                                       "fusion.7",      "all-gather-start.2",
+                                       "copy.8",        "collective-permute.9",
+                                       "all-to-all.10", "fusion.11"};
   for (std::size_t i = 0; i < order.size(); ++i) CHECK(p.ops[i].name == order[i]);
 
   const Op& f1 = op_named(p, "fusion.1");
@@ -67,7 +72,8 @@ TEST_CASE("one step of the v3-8 profile gives its device ops in order with measu
   CHECK(ar.axes.empty());  // replica_groups = every device
   const auto& ars = op_named(p, "all-reduce-start.1").collective;
   CHECK(ars.bytes == 2048.0 * 1024 * 2);
-  CHECK(ars.replica_groups == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});  // no axis of data 8
+  CHECK(ars.replica_groups ==
+        std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});  // no axis of data 8
   // reduce-scatter: the result bf16[128,1024] is one core's shard of 8; tpusim's size is the input.
   CHECK(op_named(p, "reduce-scatter.6").collective.bytes == 128.0 * 1024 * 2 * 8);
   // all-gather: the -done's result, not the -start's (operand, result) tuple.
@@ -82,14 +88,15 @@ TEST_CASE("one step of the v3-8 profile gives its device ops in order with measu
   CHECK(has_warning(r, "1 collectives carry no replica_groups"));
 }
 
-TEST_CASE("ops between an async -start and -done overlap it; the op after -done waits for it") {
+TEST_CASE("ops between an async -start and -done overlap it and the op after -done waits for it") {
   ImportOptions o;
   o.step = 0;
   const Program p = import_v3_8(o).program;
   const int start = index_of(p, "all-reduce-start.1");
   CHECK(p.ops[start].deps == std::vector<int>{index_of(p, "all-reduce.3")});
   CHECK(p.ops[index_of(p, "fusion.5")].deps == std::vector<int>{index_of(p, "all-reduce.3")});
-  CHECK(p.ops[index_of(p, "reduce-scatter.6")].deps == std::vector<int>{start, index_of(p, "fusion.5")});
+  CHECK(p.ops[index_of(p, "reduce-scatter.6")].deps ==
+        std::vector<int>{start, index_of(p, "fusion.5")});
   CHECK(p.ops[index_of(p, "collective-permute.9")].deps ==
         std::vector<int>{index_of(p, "all-gather-start.2"), index_of(p, "copy.8")});
 }
@@ -104,7 +111,7 @@ TEST_CASE("with the job's mesh the profile's replica groups become mesh axes") {
   CHECK(op_named(p, "reduce-scatter.6").collective.bytes == 128.0 * 1024 * 2 * 8);
 }
 
-TEST_CASE("without --step every step is imported, with a warning") {
+TEST_CASE("without --step every step is imported with a warning") {
   const auto r = import_v3_8();
   CHECK(r.program.ops.size() == 24);
   CHECK(has_warning(r, "holds 2 steps"));
@@ -126,18 +133,21 @@ TEST_CASE("the gzip profile imports the same Program as the plain one") {
   ImportOptions o;
   o.step = 0;
   const Program a = import_v3_8(o).program;
-  const Program b = import_profile_file(example_trace_dir() + "profile_tpu_v3_8.json.gz", o).program;
+  const Program b =
+      import_profile_file(example_trace_dir() + "profile_tpu_v3_8.json.gz", o).program;
   tpusim::testing::check_same_program(a, b);
 }
 
 TEST_CASE("collectives the profile does not size need --sizes and then take its values") {
   const std::string profile = example_trace_dir() + "profile_needs_sizes.json";
-  CHECK_THROWS_WITH(import_profile_file(profile, {}),
-                    Catch::Contains("profile_needs_sizes.json: traceEvents[3] (all-reduce.2): no size") &&
-                        Catch::Contains("--sizes"));
+  CHECK_THROWS_WITH(
+      import_profile_file(profile, {}),
+      Catch::Contains("profile_needs_sizes.json: traceEvents[3] (all-reduce.2): no size") &&
+          Catch::Contains("--sizes"));
   const std::string sizes_path = example_trace_dir() + "profile_needs_sizes.sizes.json";
   ImportOptions o;
-  o.overrides = read_collective_overrides(parse_json_text(read_file_maybe_gzip(sizes_path), sizes_path), sizes_path);
+  o.overrides = read_collective_overrides(
+      parse_json_text(read_file_maybe_gzip(sizes_path), sizes_path), sizes_path);
   const auto r = import_profile_file(profile, o);
   const Program& p = r.program;
   REQUIRE(p.ops.size() == 4);
@@ -149,7 +159,9 @@ TEST_CASE("collectives the profile does not size need --sizes and then take its 
   CHECK(perm.shift == 1);
   CHECK_FALSE(perm.wrap);
   CHECK(r.matching_devices == 1);
-  CHECK(has_warning(r, "/device:TPU:1 runs a different op sequence than /device:TPU:0 (first difference at op 4: 'copy.5' vs the end)"));
+  CHECK(has_warning(r,
+                    "/device:TPU:1 runs a different op sequence than /device:TPU:0 (first "
+                    "difference at op 4: 'copy.5' vs the end)"));
   CHECK(has_warning(r, "no element type"));
 }
 
@@ -176,7 +188,8 @@ TEST_CASE("bad profiles are ConfigErrors naming the event") {
   CHECK(import_error(tiny_profile()) == "(no error)");
   auto doc = tiny_profile();
   doc["traceEvents"][2]["dur"] = -3;
-  CHECK(import_error(doc) == "profile.json: traceEvents[2].dur: -3 is negative; expected a duration >= 0");
+  CHECK(import_error(doc) ==
+        "profile.json: traceEvents[2].dur: -3 is negative; expected a duration >= 0");
   doc = tiny_profile();
   doc["traceEvents"][2].erase("ts");
   CHECK(import_error(doc) == "profile.json: traceEvents[2]: missing required field 'ts'");
@@ -185,20 +198,29 @@ TEST_CASE("bad profiles are ConfigErrors naming the event") {
   CHECK(import_error(doc) == "profile.json: traceEvents[2].args.flops: \"many\" is not a number");
   doc = tiny_profile();
   doc["traceEvents"][2]["args"]["bytes_accessed"] = -1;
-  CHECK_THAT(import_error(doc), Catch::StartsWith("profile.json: traceEvents[2].args.bytes_accessed: -1 is negative"));
+  CHECK_THAT(import_error(doc),
+             Catch::StartsWith("profile.json: traceEvents[2].args.bytes_accessed: -1 is negative"));
   doc = tiny_profile();
-  doc["traceEvents"][3]["args"]["long_name"] = "%all-reduce.2 = f32[16]{0} all-reduce(f32[16]{0} %f), replica_groups={{0,5}}";
-  CHECK_THAT(import_error(doc), Catch::StartsWith("profile.json: traceEvents[3] (all-reduce.2): replica groups do not fit the mesh"));
+  doc["traceEvents"][3]["args"]["long_name"] =
+      "%all-reduce.2 = f32[16]{0} all-reduce(f32[16]{0} %f), replica_groups={{0,5}}";
+  CHECK_THAT(
+      import_error(doc),
+      Catch::StartsWith(
+          "profile.json: traceEvents[3] (all-reduce.2): replica groups do not fit the mesh"));
   doc = tiny_profile();
   doc["traceEvents"][0]["args"]["name"] = "/host:CPU";
   CHECK_THAT(import_error(doc), Catch::StartsWith("profile.json: no TPU device in the profile"));
-  CHECK_THAT(import_error(nlohmann::json{{"events", 1}}), Catch::StartsWith("profile.json: is not a Chrome trace event file"));
+  CHECK_THAT(import_error(nlohmann::json{{"events", 1}}),
+             Catch::StartsWith("profile.json: is not a Chrome trace event file"));
   doc = tiny_profile();
   doc["traceEvents"][1]["args"]["name"] = "Steps";
-  CHECK_THAT(import_error(doc), Catch::Contains("no complete (\"ph\": \"X\") events on a TPU thread named \"XLA Ops\""));
+  CHECK_THAT(
+      import_error(doc),
+      Catch::Contains("no complete (\"ph\": \"X\") events on a TPU thread named \"XLA Ops\""));
   doc = tiny_profile();
   doc["traceEvents"][4] = 7;
-  CHECK(import_error(doc) == "profile.json: traceEvents[4]: 7 is not an object; expected a trace event");
+  CHECK(import_error(doc) ==
+        "profile.json: traceEvents[4]: 7 is not an object; expected a trace event");
 }
 
 TEST_CASE("a bad --sizes document names the entry") {
@@ -210,8 +232,11 @@ TEST_CASE("a bad --sizes document names the entry") {
     }
     return std::string("(no error)");
   };
-  CHECK(bad({{"all-reduce.2", -8}}) == "sizes.json: all-reduce.2: -8 is negative; expected a size >= 0");
-  CHECK_THAT(bad({{"all-reduce.2", {{"bytes", 8}, {"size", 1}}}}), Catch::StartsWith("sizes.json: all-reduce.2: unknown field 'size'"));
-  CHECK_THAT(bad({{"all-reduce.2", "8MiB"}}), Catch::StartsWith("sizes.json: all-reduce.2: \"8MiB\" is neither a size"));
+  CHECK(bad({{"all-reduce.2", -8}}) ==
+        "sizes.json: all-reduce.2: -8 is negative; expected a size >= 0");
+  CHECK_THAT(bad({{"all-reduce.2", {{"bytes", 8}, {"size", 1}}}}),
+             Catch::StartsWith("sizes.json: all-reduce.2: unknown field 'size'"));
+  CHECK_THAT(bad({{"all-reduce.2", "8MiB"}}),
+             Catch::StartsWith("sizes.json: all-reduce.2: \"8MiB\" is neither a size"));
   CHECK(bad({{"all-reduce.2", 8}, {"_comment", "x"}}) == "(no error)");
 }

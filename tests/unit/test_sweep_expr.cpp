@@ -21,7 +21,8 @@ TEST_CASE("sweep expressions follow arithmetic precedence") {
 
 TEST_CASE("sweep expressions read variables including dotted axis names") {
   CHECK(eval("8 * cores", {{"cores", 32}}) == 256);
-  CHECK(eval("workload.global_batch / chips", {{"workload.global_batch", 512}, {"chips", 16}}) == 32);
+  CHECK(eval("workload.global_batch / chips", {{"workload.global_batch", 512}, {"chips", 16}}) ==
+        32);
   auto e = Expr::parse("base * scale + chips", "x");
   CHECK(e.variables() == std::set<std::string>{"base", "scale", "chips"});
 }
@@ -35,7 +36,8 @@ TEST_CASE("sweep expressions offer min max floor and ceil") {
 
 TEST_CASE("sweep expressions reject anything but arithmetic") {
   CHECK_THROWS_AS(Expr::parse("system(1)", "axes[0].expr"), ConfigError);
-  CHECK_THROWS_WITH(Expr::parse("2 +", "axes[0].expr"), Catch::Contains("axes[0].expr") && Catch::Contains("column 4"));
+  CHECK_THROWS_WITH(Expr::parse("2 +", "axes[0].expr"),
+                    Catch::Contains("axes[0].expr") && Catch::Contains("column 4"));
   CHECK_THROWS_WITH(Expr::parse("2 ; 3", "e"), Catch::Contains("unexpected ';'"));
   CHECK_THROWS_WITH(Expr::parse("min(1)", "e"), Catch::Contains("min takes 2"));
   CHECK_THROWS_WITH(Expr::parse("(1 + 2", "e"), Catch::Contains("expected ')'"));

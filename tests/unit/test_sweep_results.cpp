@@ -1,7 +1,7 @@
-#include <catch2/catch.hpp>
-
-#include <cstdio>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
 
 #include "core/errors.hpp"
 #include "tools/sweep/csv_table.hpp"
@@ -14,10 +14,18 @@ using namespace tpusim::sweep;
 namespace {
 
 json report(double chips, double step_ms, double examples_per_s, double comm_share) {
-  return {{"step_time_ms", step_ms}, {"compute_ms", step_ms * (1 - comm_share)},
-          {"communication_ms", step_ms * comm_share}, {"exposed_communication_ms", step_ms * comm_share},
-          {"comm_share", comm_share}, {"mxu_utilization", 0.5}, {"examples_per_s", examples_per_s},
-          {"chips", chips}, {"cores", 2 * chips}, {"model", "m"}, {"layout", "data"}, {"wall_s", 0.1}};
+  return {{"step_time_ms", step_ms},
+          {"compute_ms", step_ms * (1 - comm_share)},
+          {"communication_ms", step_ms * comm_share},
+          {"exposed_communication_ms", step_ms * comm_share},
+          {"comm_share", comm_share},
+          {"mxu_utilization", 0.5},
+          {"examples_per_s", examples_per_s},
+          {"chips", chips},
+          {"cores", 2 * chips},
+          {"model", "m"},
+          {"layout", "data"},
+          {"wall_s", 0.1}};
 }
 
 /// Two series (wus=false/true) over 16, 64 and 256 chips.
@@ -53,7 +61,9 @@ CsvTable table_of(const Plan& plan, const std::vector<json>& reports) {
 TEST_CASE("scaling efficiency is per-chip throughput relative to the fewest chips in the series") {
   const double chips[] = {16, 16, 64, 64, 256, 256};
   std::vector<json> reports;
-  for (int i = 0; i < 6; ++i) reports.push_back(report(chips[i], 10, 100 * chips[i] * (i % 2 ? 1.0 : 0.9 - 0.1 * (i / 2)), 0.1));
+  for (int i = 0; i < 6; ++i)
+    reports.push_back(
+        report(chips[i], 10, 100 * chips[i] * (i % 2 ? 1.0 : 0.9 - 0.1 * (i / 2)), 0.1));
   const CsvTable t = table_of(plan_of_six(), reports);
   REQUIRE(t.rows.size() == 6);
   CHECK(t.cell(0, "series") == "m wus=false");
@@ -67,8 +77,9 @@ TEST_CASE("scaling efficiency is per-chip throughput relative to the fewest chip
 }
 
 TEST_CASE("a failed point is a row with its error and no metrics") {
-  std::vector<json> reports{report(16, 10, 1000, 0.1), nullptr, report(64, 10, 4000, 0.2),
-                            report(64, 10, 4000, 0.2), report(256, 10, 16000, 0.3), report(256, 10, 16000, 0.3)};
+  std::vector<json> reports{report(16, 10, 1000, 0.1),   nullptr,
+                            report(64, 10, 4000, 0.2),   report(64, 10, 4000, 0.2),
+                            report(256, 10, 16000, 0.3), report(256, 10, 16000, 0.3)};
   const CsvTable t = table_of(plan_of_six(), reports);
   CHECK(t.cell(1, "status") == "failed");
   CHECK(t.cell(1, "error") == "boom");
@@ -95,15 +106,16 @@ TEST_CASE("CSV tables round-trip quotes and commas and comments") {
 
 TEST_CASE("golden comparison passes on itself and names every drift") {
   std::vector<json> reports;
-  for (double chips : {16.0, 16.0, 64.0, 64.0, 256.0, 256.0}) reports.push_back(report(chips, 10, 100 * chips, 0.2));
+  for (double chips : {16.0, 16.0, 64.0, 64.0, 256.0, 256.0})
+    reports.push_back(report(chips, 10, 100 * chips, 0.2));
   const Plan plan = plan_of_six();
   const CsvTable golden = golden_from_results(table_of(plan, reports), "s.json", "test");
   CHECK(compare_to_golden(golden, table_of(plan, reports), 0.02).empty());
 
   auto moved = reports;
-  moved[2]["step_time_ms"] = 10 * 1.03;   // 3 % slower: beyond 2 %
-  moved[3]["step_time_ms"] = 10 * 1.01;   // 1 %: within
-  moved[4]["comm_share"] = 0.2 + 0.025;   // 2.5 points of the step: beyond
+  moved[2]["step_time_ms"] = 10 * 1.03;  // 3 % slower: beyond 2 %
+  moved[3]["step_time_ms"] = 10 * 1.01;  // 1 %: within
+  moved[4]["comm_share"] = 0.2 + 0.025;  // 2.5 points of the step: beyond
   auto drifts = compare_to_golden(golden, table_of(plan, moved), 0.02);
   REQUIRE(drifts.size() == 2);
   CHECK(drifts[0].point == "topology=8x8 wus=false");
@@ -116,7 +128,8 @@ TEST_CASE("golden comparison passes on itself and names every drift") {
 
 TEST_CASE("golden comparison counts missing and extra and failed points as drifts") {
   std::vector<json> reports;
-  for (double chips : {16.0, 16.0, 64.0, 64.0, 256.0, 256.0}) reports.push_back(report(chips, 10, 100 * chips, 0.2));
+  for (double chips : {16.0, 16.0, 64.0, 64.0, 256.0, 256.0})
+    reports.push_back(report(chips, 10, 100 * chips, 0.2));
   Plan plan = plan_of_six();
   const CsvTable golden = golden_from_results(table_of(plan, reports), "s.json", "test");
 
@@ -144,7 +157,8 @@ TEST_CASE("golden comparison counts missing and extra and failed points as drift
 
 TEST_CASE("a golden says it is a regression golden and drops run-to-run columns") {
   std::vector<json> reports;
-  for (double chips : {16.0, 16.0, 64.0, 64.0, 256.0, 256.0}) reports.push_back(report(chips, 10, 100 * chips, 0.2));
+  for (double chips : {16.0, 16.0, 64.0, 64.0, 256.0, 256.0})
+    reports.push_back(report(chips, 10, 100 * chips, 0.2));
   const CsvTable g = golden_from_results(table_of(plan_of_six(), reports), "s.json", "test");
   REQUIRE(!g.comments.empty());
   CHECK_THAT(g.comments[0], Catch::Contains("REGRESSION GOLDEN"));

@@ -59,17 +59,23 @@ TEST_CASE("derived values are computed per point from chips and cores and other 
       {"path": "hardware.onchip.latency_ns", "expr": "twice + chips"}]})"));
   auto points = expand(spec, {});
   REQUIRE(points.size() == 2);
-  const double ici_default = tpusim::ParamRegistry::instance().find("hardware.ici.bandwidth_GBps")[0]->default_value.get<double>();
-  const int per_chip = tpusim::ParamRegistry::instance().find("hardware.cores_per_chip")[0]->default_value.get<int>();
+  const double ici_default = tpusim::ParamRegistry::instance()
+                                 .find("hardware.ici.bandwidth_GBps")[0]
+                                 ->default_value.get<double>();
+  const int per_chip = tpusim::ParamRegistry::instance()
+                           .find("hardware.cores_per_chip")[0]
+                           ->default_value.get<int>();
   const int chips[] = {4, 16};
   const double scale[] = {0.5, 2};
   for (int i = 0; i < 2; ++i) {
     const auto& r = points[i].resolved;
     CHECK(r["hardware"]["hbm"]["latency_ns"].get<double>() == 8.0 * chips[i] * per_chip);
     CHECK(r["hardware"]["ici"]["bandwidth_GBps"].get<double>() == Approx(ici_default * scale[i]));
-    CHECK(r["hardware"]["onchip"]["latency_ns"].get<double>() == 2 * 8.0 * chips[i] * per_chip + chips[i]);
+    CHECK(r["hardware"]["onchip"]["latency_ns"].get<double>() ==
+          2 * 8.0 * chips[i] * per_chip + chips[i]);
   }
-  CHECK(spec.column_names() == std::vector<std::string>{"topology", "scale", "hardware.hbm.latency_ns",
+  CHECK(spec.column_names() == std::vector<std::string>{"topology", "scale",
+                                                        "hardware.hbm.latency_ns",
                                                         "hardware.ici.bandwidth_GBps", "twice",
                                                         "hardware.onchip.latency_ns"});
 }
@@ -103,7 +109,8 @@ TEST_CASE("a sweep file rejects missing parts and duplicate axes and unknown var
   REQUIRE(var.size() == 1);
   CHECK(var[0].where == "axes[1].expr");
   CHECK_THAT(var[0].what, Catch::Contains("per_core") && Catch::Contains("chips"));
-  auto col = problems_of(json::parse(R"({"base": {}, "axes": [{"name": "chips", "values": [1]}]})"));
+  auto col =
+      problems_of(json::parse(R"({"base": {}, "axes": [{"name": "chips", "values": [1]}]})"));
   REQUIRE(col.size() >= 1);
   CHECK_THAT(col[0].what, Catch::Contains("chips"));
 }
@@ -127,7 +134,8 @@ TEST_CASE("every point is validated before anything runs and problems name the p
 TEST_CASE("two points with the same study are an error and ids differ otherwise") {
   auto spec = parse(json::parse(R"({"base": {}, "axes": [{"name": "unused", "values": [1, 2]}]})"));
   CHECK_THROWS_WITH(expand(spec, {}), Catch::Contains("same study as point 0"));
-  auto ok = parse(json::parse(R"({"base": {}, "axes": [{"path": "topology", "values": ["2x2", "4x4", "8x8"]}]})"));
+  auto ok = parse(json::parse(
+      R"({"base": {}, "axes": [{"path": "topology", "values": ["2x2", "4x4", "8x8"]}]})"));
   auto points = expand(ok, {});
   CHECK(points[0].id != points[1].id);
   CHECK(points[1].id != points[2].id);
@@ -135,7 +143,8 @@ TEST_CASE("two points with the same study are an error and ids differ otherwise"
 }
 
 TEST_CASE("overrides given with --set apply to the base and axis values win over them") {
-  auto spec = parse(json::parse(R"({"base": {}, "axes": [{"path": "hardware.ici.bandwidth_GBps", "values": [50]}]})"));
+  auto spec = parse(json::parse(
+      R"({"base": {}, "axes": [{"path": "hardware.ici.bandwidth_GBps", "values": [50]}]})"));
   auto points = expand(spec, {"hardware.hbm.latency_ns=123", "hardware.ici.bandwidth_GBps=7"});
   CHECK(points[0].resolved["hardware"]["hbm"]["latency_ns"] == 123);
   CHECK(points[0].resolved["hardware"]["ici"]["bandwidth_GBps"] == 50);

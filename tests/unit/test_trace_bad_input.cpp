@@ -10,7 +10,8 @@ using namespace tpusim;
 
 namespace {
 nlohmann::json valid_doc() {
-  return nlohmann::json::parse(trace::program_to_json(tpusim::testing::every_field_program(), nullptr).dump());
+  return nlohmann::json::parse(
+      trace::program_to_json(tpusim::testing::every_field_program(), nullptr).dump());
 }
 std::string error_of(const nlohmann::json& doc) {
   try {
@@ -37,13 +38,15 @@ TEST_CASE("the valid document reads: the bad-input cases below differ from it in
 TEST_CASE("a negative collective size names the op and field") {
   auto doc = valid_doc();
   doc["ops"][3]["collective"]["bytes"] = -4;
-  CHECK(error_of(doc) == "trace.json: ops[3].collective.bytes: -4 is negative; expected a size >= 0");
+  CHECK(error_of(doc) ==
+        "trace.json: ops[3].collective.bytes: -4 is negative; expected a size >= 0");
 }
 
 TEST_CASE("a negative measured duration names the op and field") {
   auto doc = valid_doc();
   doc["ops"][1]["compute"]["measured_ns"] = -5.5;
-  CHECK(error_of(doc) == "trace.json: ops[1].compute.measured_ns: -5.5 is negative; expected a duration >= 0");
+  CHECK(error_of(doc) ==
+        "trace.json: ops[1].compute.measured_ns: -5.5 is negative; expected a duration >= 0");
 }
 
 TEST_CASE("truncated JSON is reported with line and column") {
@@ -54,7 +57,8 @@ TEST_CASE("truncated JSON is reported with line and column") {
 
 TEST_CASE("truncated and corrupt gzip data are reported") {
   const std::string gz = trace::gzip(valid_doc().dump());
-  CHECK_THAT(error_of_bytes(gz.substr(0, gz.size() / 2)), Catch::Contains("trace.json: truncated gzip data"));
+  CHECK_THAT(error_of_bytes(gz.substr(0, gz.size() / 2)),
+             Catch::Contains("trace.json: truncated gzip data"));
   std::string corrupt = gz;
   corrupt[12] = static_cast<char>(corrupt[12] ^ 0x55);
   corrupt[13] = static_cast<char>(corrupt[13] ^ 0x55);
@@ -67,35 +71,44 @@ TEST_CASE("an unknown format version is refused naming the version field") {
   CHECK(error_of(doc) == "trace.json: version: 2 is not a version this tpusim reads; expected 1");
   doc["version"] = 1;
   doc["format"] = "chrome-trace";
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: format: 'chrome-trace' is not this format"));
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: format: 'chrome-trace' is not this format"));
 }
 
-TEST_CASE("forward dependencies, self dependencies and cycles are refused at the dependency") {
+TEST_CASE("forward dependencies and self dependencies and cycles are refused at the dependency") {
   auto doc = valid_doc();
   doc["ops"][1]["deps"] = {3};
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[1].deps[0]: 3 is not an earlier op"));
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: ops[1].deps[0]: 3 is not an earlier op"));
   doc = valid_doc();
   doc["ops"][2]["deps"] = {2};
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[2].deps[0]: 2 is not an earlier op"));
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: ops[2].deps[0]: 2 is not an earlier op"));
   doc = valid_doc();  // a cycle 0 -> 1 -> 0 always contains a forward edge, found at ops[0]
   doc["ops"][0]["deps"] = {1};
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0].deps[0]: 1 is not an earlier op") &&
-                                Catch::Contains("cycles"));
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: ops[0].deps[0]: 1 is not an earlier op") &&
+                 Catch::Contains("cycles"));
   doc = valid_doc();
   doc["ops"][2]["deps"] = {-1};
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[2].deps[0]: -1 is not an earlier op"));
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: ops[2].deps[0]: -1 is not an earlier op"));
 }
 
 TEST_CASE("unknown op and collective kinds are refused naming the kind") {
   auto doc = valid_doc();
   doc["ops"][2]["collective"]["kind"] = "all-sum";
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[2].collective.kind: 'all-sum' is not a collective kind"));
+  CHECK_THAT(
+      error_of(doc),
+      Catch::StartsWith("trace.json: ops[2].collective.kind: 'all-sum' is not a collective kind"));
   doc = valid_doc();
   doc["ops"][0]["kind"] = "all-reduce";  // a compute op claiming a collective kind
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0].kind: 'all-reduce' is a collective kind"));
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: ops[0].kind: 'all-reduce' is a collective kind"));
   doc = valid_doc();
   doc["ops"][0].erase("compute");
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0]: missing required field 'compute'"));
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: ops[0]: missing required field 'compute'"));
   doc = valid_doc();
   doc["ops"][0]["phase"] = "warmup";
   CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0].phase: 'warmup' is not a phase"));
@@ -104,7 +117,7 @@ TEST_CASE("unknown op and collective kinds are refused naming the kind") {
   CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0].dtype: 'fp8' is not a dtype"));
 }
 
-TEST_CASE("missing fields, wrong types and unknown fields name the place") {
+TEST_CASE("missing fields and wrong types and unknown fields name the place") {
   auto doc = valid_doc();
   doc["ops"][0].erase("name");
   CHECK(error_of(doc) == "trace.json: ops[0]: missing required field 'name'");
@@ -113,35 +126,48 @@ TEST_CASE("missing fields, wrong types and unknown fields name the place") {
   CHECK(error_of(doc) == "trace.json: missing required field 'mesh'");
   doc = valid_doc();
   doc["ops"][2]["collective"]["bytes"] = "4MiB";
-  CHECK(error_of(doc) == "trace.json: ops[2].collective.bytes: \"4MiB\" is string; expected a number");
+  CHECK(error_of(doc) ==
+        "trace.json: ops[2].collective.bytes: \"4MiB\" is string; expected a number");
   doc = valid_doc();
   doc["ops"][0]["compute"]["flop"] = 1;
   CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0].compute: unknown field 'flop'"));
   doc = valid_doc();
   doc["ops"][0]["compute"]["_note"] = "comments are allowed";
   CHECK(error_of(doc) == "(no error)");
-  CHECK_THAT(error_of(nlohmann::json::array()), Catch::StartsWith("trace.json: is not a tpusim trace"));
+  CHECK_THAT(error_of(nlohmann::json::array()),
+             Catch::StartsWith("trace.json: is not a tpusim trace"));
 }
 
 TEST_CASE("collectives must name mesh axes that exist and groups that partition the mesh") {
   auto doc = valid_doc();
   doc["ops"][2]["collective"]["axes"] = {"pipeline"};
-  CHECK(error_of(doc) == "trace.json: ops[2].collective.axes[0]: 'pipeline' is not an axis of the trace's mesh");
+  CHECK(error_of(doc) ==
+        "trace.json: ops[2].collective.axes[0]: 'pipeline' is not an axis of the trace's mesh");
   doc = valid_doc();
   doc["ops"][5]["collective"]["replica_groups"] = {{0, 1}, {1, 2}, {3, 4}, {5, 6}};
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[5].collective.replica_groups: device 1 is in more than one place"));
+  CHECK_THAT(
+      error_of(doc),
+      Catch::StartsWith(
+          "trace.json: ops[5].collective.replica_groups: device 1 is in more than one place"));
   doc = valid_doc();
   doc["ops"][5]["collective"]["replica_groups"] = {{0, 1}, {2, 3}};
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[5].collective.replica_groups: cover 4 devices but the mesh has 8"));
+  CHECK_THAT(
+      error_of(doc),
+      Catch::StartsWith(
+          "trace.json: ops[5].collective.replica_groups: cover 4 devices but the mesh has 8"));
   doc = valid_doc();
   doc["ops"][5]["collective"]["replica_groups"] = {{0, 1}, {2, 3}, {4, 5}, {6, 8}};
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[5].collective.replica_groups[3][1]: 8 is out of range"));
+  CHECK_THAT(
+      error_of(doc),
+      Catch::StartsWith("trace.json: ops[5].collective.replica_groups[3][1]: 8 is out of range"));
   doc = valid_doc();
   doc["ops"][6]["collective"].erase("shift");
-  CHECK(error_of(doc) == "trace.json: ops[6].collective: missing required field 'shift' (collective-permute)");
+  CHECK(error_of(doc) ==
+        "trace.json: ops[6].collective: missing required field 'shift' (collective-permute)");
   doc = valid_doc();
   doc["ops"][2]["collective"]["shift"] = 1;
-  CHECK(error_of(doc) == "trace.json: ops[2].collective: 'shift' and 'wrap' apply only to collective-permute");
+  CHECK(error_of(doc) ==
+        "trace.json: ops[2].collective: 'shift' and 'wrap' apply only to collective-permute");
 }
 
 TEST_CASE("a bad mesh is refused naming the axis") {
@@ -153,10 +179,12 @@ TEST_CASE("a bad mesh is refused naming the axis") {
   CHECK(error_of(doc) == "trace.json: mesh[1].name: axis 'data' appears twice");
   doc = valid_doc();
   doc["mesh"][0]["size"] = 0;
-  CHECK(error_of(doc) == "trace.json: mesh[0].size: 0 is out of range; expected an integer in [1, 16777216]");
+  CHECK(error_of(doc) ==
+        "trace.json: mesh[0].size: 0 is out of range; expected an integer in [1, 16777216]");
   doc = valid_doc();
   doc["mesh"][0]["size"] = 1 << 24;
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: mesh[1].size: makes the mesh larger than"));
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: mesh[1].size: makes the mesh larger than"));
 }
 
 TEST_CASE("a recorded topology must be a valid topology object") {
@@ -174,6 +202,6 @@ TEST_CASE("deeply nested JSON is refused instead of exhausting the stack") {
 
 TEST_CASE("a number too large for a double is malformed JSON and not a crash") {
   // Found by fuzz_trace_reader: nlohmann::json throws out_of_range (not parse_error) for it.
-  CHECK_THAT(error_of_bytes("{\"format\": 32e768}"), Catch::StartsWith("trace.json: malformed JSON") &&
-                                                         Catch::Contains("number overflow"));
+  CHECK_THAT(error_of_bytes("{\"format\": 32e768}"),
+             Catch::StartsWith("trace.json: malformed JSON") && Catch::Contains("number overflow"));
 }

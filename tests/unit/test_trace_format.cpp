@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
-
-#include <unistd.h>
 
 #include "core/errors.hpp"
 #include "models/trace/file_bytes.hpp"
@@ -37,9 +36,10 @@ TEST_CASE("a written trace reads back as the identical Program with every field"
 TEST_CASE("a .gz trace is gzip-compressed and reads back identically with its metadata") {
   const Program p = every_field_program();
   const std::string path = temp_path(".json.gz");
-  const nlohmann::json recorded_on = {{"topology", {{"name", "tpu_v3_2x2"}, {"dims", {2, 2}}, {"wrap", {false, false}}}},
-                                      {"hardware", {{"preset", "tpu_v3"}}},
-                                      {"source", "unit test"}};
+  const nlohmann::json recorded_on = {
+      {"topology", {{"name", "tpu_v3_2x2"}, {"dims", {2, 2}}, {"wrap", {false, false}}}},
+      {"hardware", {{"preset", "tpu_v3"}}},
+      {"source", "unit test"}};
   write_trace(p, path, recorded_on);
   const std::string bytes = file_bytes(path);
   REQUIRE(trace::is_gzip(bytes));
@@ -62,7 +62,8 @@ TEST_CASE("the reader detects gzip by its magic bytes whatever the file is calle
 }
 
 TEST_CASE("the hand-written example trace reads and names its format and version") {
-  const auto t = trace::read_trace_file(tpusim::testing::example_trace_dir() + "small_data_model.trace.json");
+  const auto t =
+      trace::read_trace_file(tpusim::testing::example_trace_dir() + "small_data_model.trace.json");
   const Program& p = t.program;
   CHECK(p.model == "example_mlp");
   REQUIRE(p.mesh.size() == 2);
@@ -80,5 +81,6 @@ TEST_CASE("the hand-written example trace reads and names its format and version
 TEST_CASE("a Program with both axes and replica groups on a collective is refused by the writer") {
   Program p = every_field_program();
   p.ops[2].collective.replica_groups = {{0, 1, 2, 3, 4, 5, 6, 7}};
-  CHECK_THROWS_WITH(trace::program_to_json(p, nullptr), Catch::Contains("ops[2]") && Catch::Contains("both"));
+  CHECK_THROWS_WITH(trace::program_to_json(p, nullptr),
+                    Catch::Contains("ops[2]") && Catch::Contains("both"));
 }

@@ -29,7 +29,8 @@ TEST_CASE("mesh_axis_groups numbers devices as DeviceMesh does") {
   Topology topo(TopologySpec{"t", {4, 4}, {true, true}});
   const std::vector<MeshAxis> mesh{{"data", 8}, {"model", 4}};
   DeviceMesh dm(topo, 2, mesh);
-  for (const auto& axes : std::vector<std::vector<std::string>>{{"data"}, {"model"}, {"data", "model"}, {}})
+  for (const auto& axes :
+       std::vector<std::vector<std::string>>{{"data"}, {"model"}, {"data", "model"}, {}})
     CHECK(trace::mesh_axis_groups(mesh, axes) == dm.groups(axes));
 }
 
@@ -63,7 +64,8 @@ TEST_CASE("rescaling the data axis keeps per-core compute and buffers and grows 
   CHECK(groups.size() == 2);
   CHECK(groups[0].size() == 16);
   // The all-gather over all devices now spans 32.
-  CHECK(trace::mesh_axis_groups(q.mesh, op_named(q, "weights.all_gather").collective.axes)[0].size() == 32);
+  CHECK(trace::mesh_axis_groups(q.mesh, op_named(q, "weights.all_gather").collective.axes)[0]
+            .size() == 32);
 }
 
 TEST_CASE("explicit replica groups that follow an axis become that axis and rescale with it") {
@@ -77,12 +79,15 @@ TEST_CASE("explicit replica groups that follow an axis become that axis and resc
   CHECK(q.examples_per_step == p.examples_per_step);  // the model axis does not change the batch
 }
 
-TEST_CASE("explicit replica groups that follow no axis cannot be rescaled and the error says which op") {
+TEST_CASE(
+    "explicit replica groups that follow no axis cannot be rescaled and the error says which op") {
   const Program p = every_field_program();
-  CHECK_THROWS_WITH(rescale(p, {{"data", 8}}),
-                    Catch::StartsWith("ops[7] (bn.stats): its explicit replica groups {{0,2},{1,3},{4,6},{5,7}}") &&
-                        Catch::Contains("do not follow any mesh axes of data 4 x model 2") &&
-                        Catch::Contains("data 8 x model 2"));
+  CHECK_THROWS_WITH(
+      rescale(p, {{"data", 8}}),
+      Catch::StartsWith(
+          "ops[7] (bn.stats): its explicit replica groups {{0,2},{1,3},{4,6},{5,7}}") &&
+          Catch::Contains("do not follow any mesh axes of data 4 x model 2") &&
+          Catch::Contains("data 8 x model 2"));
   // On the recorded mesh nothing needs re-deriving: the groups stay.
   const Program same = rescale(p, {{"data", 4}});
   CHECK(same.ops[7].collective.replica_groups == p.ops[7].collective.replica_groups);
@@ -93,7 +98,8 @@ TEST_CASE("rescale refuses unknown axes and batches that do not divide over the 
   CHECK_THROWS_WITH(rescale(p, {{"pipeline", 2}}), Catch::Contains("has no axis 'pipeline'"));
   Program odd = p;
   odd.examples_per_step = 30;  // not a multiple of data = 4
-  CHECK_THROWS_WITH(rescale(odd, {{"data", 8}}), Catch::StartsWith("examples_per_step: 30 examples do not divide"));
+  CHECK_THROWS_WITH(rescale(odd, {{"data", 8}}),
+                    Catch::StartsWith("examples_per_step: 30 examples do not divide"));
 }
 
 TEST_CASE("parse_mesh_axes reads name=size lists and names what is wrong") {
@@ -101,8 +107,12 @@ TEST_CASE("parse_mesh_axes reads name=size lists and names what is wrong") {
   REQUIRE(axes.size() == 2);
   CHECK(axes[0].name == "data");
   CHECK(axes[1].size == 4);
-  CHECK_THROWS_WITH(trace::parse_mesh_axes("data=0", "--mesh"), Catch::StartsWith("--mesh: 'data=0': size must be"));
-  CHECK_THROWS_WITH(trace::parse_mesh_axes("data", "--mesh"), Catch::StartsWith("--mesh: 'data' is not name=size"));
-  CHECK_THROWS_WITH(trace::parse_mesh_axes("data=2,data=4", "--mesh"), Catch::Contains("given twice"));
-  CHECK_THROWS_WITH(trace::parse_mesh_axes("data=4096,model=8192", "--mesh"), Catch::Contains("more than"));
+  CHECK_THROWS_WITH(trace::parse_mesh_axes("data=0", "--mesh"),
+                    Catch::StartsWith("--mesh: 'data=0': size must be"));
+  CHECK_THROWS_WITH(trace::parse_mesh_axes("data", "--mesh"),
+                    Catch::StartsWith("--mesh: 'data' is not name=size"));
+  CHECK_THROWS_WITH(trace::parse_mesh_axes("data=2,data=4", "--mesh"),
+                    Catch::Contains("given twice"));
+  CHECK_THROWS_WITH(trace::parse_mesh_axes("data=4096,model=8192", "--mesh"),
+                    Catch::Contains("more than"));
 }

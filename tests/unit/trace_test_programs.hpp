@@ -1,14 +1,15 @@
 #pragma once
 // Programs and helpers shared by the trace tests.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "models/program.hpp"
 
 namespace tpusim::testing {
 
-inline std::string example_trace_dir() { return std::string(TPUSIM_CONFIG_DIR) + "/../traces/examples/"; }
+inline std::string example_trace_dir() {
+  return std::string(TPUSIM_CONFIG_DIR) + "/../traces/examples/";
+}
 
 /// A Program that sets every field the trace format stores, with values that differ from the
 /// defaults: mesh data 4 x model 2, compute ops with and without matmul and measured duration,

@@ -1,8 +1,7 @@
 // tpusim merge: joins the output directories of sweep shards into one directory and results.csv.
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "core/errors.hpp"
 #include "tools/lib/commands.hpp"
@@ -33,8 +32,9 @@ void run_merge(const std::vector<std::string>& dirs, const std::string& out) {
   const sweep::Plan& first = plans.front();
   for (std::size_t i = 1; i < plans.size(); ++i)
     if (plans[i].points_digest() != first.points_digest() || plans[i].columns != first.columns)
-      problems.add(dirs[i], "holds a different sweep than " + dirs[0] + " (" + plans[i].sweep_file + " vs " +
-                                first.sweep_file + ", or other points); merge only shards of one sweep");
+      problems.add(dirs[i], "holds a different sweep than " + dirs[0] + " (" + plans[i].sweep_file +
+                                " vs " + first.sweep_file +
+                                ", or other points); merge only shards of one sweep");
   problems.throw_if_any();
 
   make_sweep_dir(out);
@@ -60,14 +60,15 @@ void run_merge(const std::vector<std::string>& dirs, const std::string& out) {
   }
   write_plan(out, merged);
   write_results(out, merged);
-  std::cerr << "tpusim merge: " << merged.points.size() << " points from " << dirs.size() << " director"
-            << (dirs.size() == 1 ? "y" : "ies") << ": " << ok << " ok, " << failed << " failed, " << missing
-            << " not run; results in " << out << "/results.csv\n";
+  std::cerr << "tpusim merge: " << merged.points.size() << " points from " << dirs.size()
+            << " director" << (dirs.size() == 1 ? "y" : "ies") << ": " << ok << " ok, " << failed
+            << " failed, " << missing << " not run; results in " << out << "/results.csv\n";
   set_exit_code(ok == merged.points.size() ? 0 : 1);
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
-  auto* cmd = app.add_subcommand("merge", "Join the output directories of sweep shards into one results.csv");
+  auto* cmd = app.add_subcommand(
+      "merge", "Join the output directories of sweep shards into one results.csv");
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto out = std::make_shared<std::string>();
   cmd->add_option("dirs", *dirs, "output directories of `tpusim sweep --shard I/N`")->required();

@@ -1,10 +1,9 @@
 // tpusim plot: scaling curves from a sweep's results.csv, as SVG and PNG.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
-
-#include <CLI/CLI.hpp>
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
@@ -28,30 +27,37 @@ struct MetricChart {
 // What each chart shows; the y label carries the unit.
 constexpr MetricChart kCharts[] = {
     {"step_time_ms", "step_time", "Step time", "step time (ms)", false, 20},
-    {"examples_per_s_per_chip", "examples_per_chip", "Throughput per chip", "examples per second per chip", false, 20},
+    {"examples_per_s_per_chip", "examples_per_chip", "Throughput per chip",
+     "examples per second per chip", false, 20},
     {"scaling_efficiency", "scaling_efficiency", "Scaling efficiency",
      "per-chip throughput relative to the smallest point (%)", true, 0},
-    {"comm_share", "comm_share", "Communication share", "communication share of step time (%)", true, 0},
+    {"comm_share", "comm_share", "Communication share", "communication share of step time (%)",
+     true, 0},
 };
 
 void run_plot(const std::string& csv, const std::string& out, std::string title) {
   const sweep::CsvTable t = sweep::read_csv(csv);
   ProblemList problems;
   for (const char* col : {"status", "series", "chips"})
-    if (t.column(col) < 0) problems.add(csv, std::string("no column '") + col + "': not a results.csv of tpusim sweep");
+    if (t.column(col) < 0)
+      problems.add(csv, std::string("no column '") + col + "': not a results.csv of tpusim sweep");
   for (const auto& m : kCharts)
-    if (t.column(m.column) < 0) problems.add(csv, std::string("no column '") + m.column + "': not a results.csv of tpusim sweep");
+    if (t.column(m.column) < 0)
+      problems.add(csv,
+                   std::string("no column '") + m.column + "': not a results.csv of tpusim sweep");
   problems.throw_if_any();
 
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::size_t>> rows_of;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    if (t.cell(r, "status") != "ok" || !t.number(r, "chips") || *t.number(r, "chips") <= 0) continue;
+    if (t.cell(r, "status") != "ok" || !t.number(r, "chips") || *t.number(r, "chips") <= 0)
+      continue;
     const std::string& s = t.cell(r, "series");
     if (!rows_of.count(s)) order.push_back(s);
     rows_of[s].push_back(r);
   }
-  if (order.empty()) throw ConfigError(csv, "no successful points to plot (every row's status is not ok)");
+  if (order.empty())
+    throw ConfigError(csv, "no successful points to plot (every row's status is not ok)");
   // Default title: the sweep file's name, from sweep.json beside the CSV, else the directory's.
   if (title.empty()) {
     const fs::path dir = fs::absolute(csv).parent_path();
@@ -93,17 +99,20 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
     }
     write_chart(c, out + "/" + m.file);
   }
-  std::cerr << "tpusim plot: " << order.size() << " series, 4 charts (SVG and PNG) in " << out << "\n";
+  std::cerr << "tpusim plot: " << order.size() << " series, 4 charts (SVG and PNG) in " << out
+            << "\n";
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
-  auto* cmd = app.add_subcommand("plot", "Draw scaling curves (SVG and PNG) from a sweep's results.csv");
+  auto* cmd =
+      app.add_subcommand("plot", "Draw scaling curves (SVG and PNG) from a sweep's results.csv");
   auto csv = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto title = std::make_shared<std::string>();
   cmd->add_option("results", *csv, "results.csv written by tpusim sweep or merge")->required();
   cmd->add_option("--out", *out, "directory for the charts")->required();
-  cmd->add_option("--title", *title, "names the study in chart titles (default: the CSV's directory name)");
+  cmd->add_option("--title", *title,
+                  "names the study in chart titles (default: the CSV's directory name)");
   cmd->callback([=] { run_plot(*csv, *out, *title); });
 }};
 

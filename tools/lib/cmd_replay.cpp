@@ -1,8 +1,7 @@
 // tpusim replay TRACE: plays a recorded or imported trace on a topology and hardware and prints
 // the same report as `tpusim run`. By default the trace's recorded topology and hardware.
-#include <iostream>
-
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
@@ -26,20 +25,28 @@ struct ReplayArgs {
   bool json = false;
 };
 
-// The study a trace replays in: the tpu_v3 preset, the trace's recorded hardware and topology
-// over it (if recorded and not replaced), then --topology and --set.
+// The study a trace replays in: the recorded study ("config", written by run --record-trace) if
+// present, else the tpu_v3 preset with the recorded hardware laid over it; the recorded topology
+// unless --topology replaces it or --mesh rescaled the trace; then --set.
 Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled) {
-  nlohmann::json doc = {{"preset", "tpu_v3"}};
   const nlohmann::json& rec = t.recorded_on;
-  if (rec.is_object() && rec.contains("hardware") && rec["hardware"].is_object()) doc["hardware"] = rec["hardware"];
+  auto recorded = [&](const char* key) {
+    return rec.is_object() && rec.contains(key) && rec[key].is_object();
+  };
+  nlohmann::json doc = {{"preset", "tpu_v3"}};
+  if (recorded("config"))
+    doc = rec["config"];
+  else if (recorded("hardware"))
+    doc["hardware"] = rec["hardware"];
   if (!a.topology.empty())
     doc["topology"] = a.topology;
-  else if (rec.is_object() && rec.contains("topology") && !rescaled)
+  else if (recorded("topology") && !rescaled)
     doc["topology"] = rec["topology"];
   else
-    throw ConfigError("--topology", std::string(rescaled ? "the trace was rescaled, so its recorded topology no longer fits"
-                                                         : "the trace records no topology") +
-                                        "; give one, e.g. --topology tpu_v3_pod or --topology 4x4");
+    throw ConfigError("--topology",
+                      std::string(rescaled ? "the trace was rescaled, so its recorded topology no longer fits"
+                                           : "the trace records no topology") +
+                          "; give one, e.g. --topology tpu_v3_pod or --topology 4x4");
   return load_study(doc, a.sets, a.trace);
 }
 
@@ -52,7 +59,8 @@ void run_replay(const ReplayArgs& a) {
     } catch (const ConfigError& e) {  // name the file in front of "ops[8] (...)"
       std::vector<Problem> problems = e.problems();
       for (auto& p : problems)
-        if (p.where.rfind("ops[", 0) == 0 || p.where == "examples_per_step") p.where = a.trace + ": " + p.where;
+        if (p.where.rfind("ops[", 0) == 0 || p.where == "examples_per_step")
+          p.where = a.trace + ": " + p.where;
       throw ConfigError(problems);
     }
   }
@@ -60,12 +68,14 @@ void run_replay(const ReplayArgs& a) {
   const Topology topology(study.topology);
   long long devices = 1;
   for (const auto& axis : program.mesh) devices *= axis.size;
-  const long long cores = static_cast<long long>(topology.num_chips()) * study.hardware.cores_per_chip;
+  const long long cores =
+      static_cast<long long>(topology.num_chips()) * study.hardware.cores_per_chip;
   if (devices != cores)
     throw ConfigError(a.topology.empty() ? "topology" : "--topology",
-                      "the trace's mesh (" + trace::describe_mesh(program.mesh) + " = " + std::to_string(devices) +
-                          " cores) does not fit " + topology.describe() + " with " +
-                          std::to_string(study.hardware.cores_per_chip) + " cores per chip (" + std::to_string(cores) +
+                      "the trace's mesh (" + trace::describe_mesh(program.mesh) + " = " +
+                          std::to_string(devices) + " cores) does not fit " + topology.describe() +
+                          " with " + std::to_string(study.hardware.cores_per_chip) +
+                          " cores per chip (" + std::to_string(cores) +
                           " cores); pick a topology with that many cores or rescale with --mesh");
   SimOptions options = SimOptions::from_config(study.config);
   options.use_measured_durations = a.durations == "measured";
@@ -82,14 +92,19 @@ void run_replay(const ReplayArgs& a) {
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
-  auto* cmd = app.add_subcommand("replay", "Replay a trace (recorded or imported) on a topology and hardware");
+  auto* cmd = app.add_subcommand(
+      "replay", "Replay a trace (recorded or imported) on a topology and hardware");
   auto a = std::make_shared<ReplayArgs>();
   cmd->add_option("TRACE", a->trace, "trace file (.json or .json.gz)")->required();
-  cmd->add_option("--topology", a->topology, "topology preset, shape (e.g. 4x4) or file; default: the recorded one");
-  cmd->add_option("--mesh", a->mesh, "rescale first: new mesh axis sizes, e.g. data=64 (axes not named keep theirs)");
-  cmd->add_option("--set", a->sets, "override a study parameter, e.g. hardware.ici.bandwidth_GBps=82");
+  cmd->add_option("--topology", a->topology,
+                  "topology preset, shape (e.g. 4x4) or file; default: the recorded one");
+  cmd->add_option("--mesh", a->mesh,
+                  "rescale first: new mesh axis sizes, e.g. data=64 (axes not named keep theirs)");
+  cmd->add_option("--set", a->sets,
+                  "override a study parameter, e.g. hardware.ici.bandwidth_GBps=82");
   cmd->add_option("--durations", a->durations,
-                  "for compute ops with a measured duration: use it (measured) or the hardware model (model)")
+                  "for compute ops with a measured duration: use it (measured) or the hardware "
+                  "model (model)")
       ->check(CLI::IsMember({"measured", "model"}))
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "print the report as JSON");

@@ -10,6 +10,7 @@
 #include "tools/lib/commands.hpp"
 #include "tools/lib/report.hpp"
 #include "tools/lib/study.hpp"
+#include "tools/lib/trace_recording.hpp"
 
 namespace tpusim::cli {
 namespace {
@@ -19,6 +20,7 @@ struct RunArgs {
   std::vector<std::string> sets;
   bool json = false;
   std::string timeline;
+  std::string record_trace;
   int timeline_all_up_to = 64;
   int top = 10;
 };
@@ -29,6 +31,7 @@ void run_study(const RunArgs& a) {
   Program program = build_program(study.config, topology, study.hardware);
   spdlog::info("{}: {} ops ({} collectives) on {}", a.study, program.ops.size(), program.num_collectives(),
                topology.describe());
+  if (!a.record_trace.empty()) record_trace(study, program, a.record_trace);
   SimOptions options = SimOptions::from_config(study.config);
   std::unique_ptr<ChromeTrace> trace;
   if (!a.timeline.empty()) {
@@ -54,6 +57,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--set", a->sets, "override a parameter: path.to.key=value (value as JSON, else a string)");
   cmd->add_flag("--json", a->json, "print the report as one JSON object");
   cmd->add_option("--timeline", a->timeline, "write a Chrome trace event file (Perfetto, chrome://tracing)");
+  cmd->add_option("--record-trace", a->record_trace,
+                  "write the step's SPMD Program as a trace (.json or .json.gz) for tpusim replay");
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,
                   "trace every core when there are at most this many, else a sample of 3 chips")
       ->check(CLI::Range(1, 1 << 20));

@@ -2,10 +2,9 @@
 // shardable, with optional regression check against a golden CSV.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "core/errors.hpp"
 #include "models/workload.hpp"
@@ -35,7 +34,8 @@ struct SweepArgs {
 std::pair<int, int> parse_shard(const std::string& text) {
   int i = 0, n = 0;
   char slash = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%d%c%d%c", &i, &slash, &n, &extra) != 3 || slash != '/' || n < 1 || i < 1 || i > n)
+  if (std::sscanf(text.c_str(), "%d%c%d%c", &i, &slash, &n, &extra) != 3 || slash != '/' || n < 1 ||
+      i < 1 || i > n)
     throw ConfigError("--shard " + text, "expected I/N with 1 <= I <= N, e.g. --shard 2/4");
   return {i, n};
 }
@@ -49,17 +49,19 @@ bool check_golden(const SweepArgs& a, const sweep::CsvTable& table, bool all_ok)
       return false;
     }
     sweep::write_csv(a.golden, sweep::golden_from_results(table, a.sweep_file, TPUSIM_VERSION));
-    std::cerr << "tpusim sweep: golden " << a.golden << " rewritten (" << table.rows.size() << " points)\n";
+    std::cerr << "tpusim sweep: golden " << a.golden << " rewritten (" << table.rows.size()
+              << " points)\n";
     return true;
   }
   auto drifts = sweep::compare_to_golden(sweep::read_csv(a.golden), table, tolerance);
   if (drifts.empty()) {
-    std::cerr << "tpusim sweep: all " << table.rows.size() << " points match " << a.golden << " within "
-              << a.tolerance << "\n";
+    std::cerr << "tpusim sweep: all " << table.rows.size() << " points match " << a.golden
+              << " within " << a.tolerance << "\n";
     return true;
   }
   std::cout << sweep::drift_table(drifts);
-  std::cerr << "tpusim sweep: " << drifts.size() << " drift(s) from " << a.golden << " beyond " << a.tolerance << "\n";
+  std::cerr << "tpusim sweep: " << drifts.size() << " drift(s) from " << a.golden << " beyond "
+            << a.tolerance << "\n";
   return false;
 }
 
@@ -68,9 +70,12 @@ void run_sweep(SweepArgs a) {
     throw ConfigError("--update-golden", "needs --check GOLDEN.csv (the file to rewrite)");
   const auto [shard, shard_count] = parse_shard(a.shard);
   if (!a.golden.empty() && shard_count > 1)
-    throw ConfigError("--check", "compares a whole sweep; run the shards, `tpusim merge` them, then check unsharded");
+    throw ConfigError(
+        "--check",
+        "compares a whole sweep; run the shards, `tpusim merge` them, then check unsharded");
   if (!a.golden.empty() && !a.update_golden && !fs::exists(a.golden))
-    throw ConfigError("--check " + a.golden, "no such golden file (create it with --update-golden)");
+    throw ConfigError("--check " + a.golden,
+                      "no such golden file (create it with --update-golden)");
   sweep::parse_tolerance(a.tolerance);  // bad input fails before anything runs
 
   const sweep::SweepSpec spec = sweep::load_sweep_file(a.sweep_file);
@@ -107,7 +112,8 @@ void run_sweep(SweepArgs a) {
 
   const std::size_t own = done + todo.size();
   SweepProgress progress(own, done, ::isatty(STDERR_FILENO) == 1);
-  RunnerSummary summary = run_points(plan, todo, {a.out_dir, a.jobs}, progress, [&] { write_results(a.out_dir, plan); });
+  RunnerSummary summary = run_points(plan, todo, {a.out_dir, a.jobs}, progress,
+                                     [&] { write_results(a.out_dir, plan); });
   progress.close();
   const sweep::CsvTable table = write_results(a.out_dir, plan);
 
@@ -115,10 +121,12 @@ void run_sweep(SweepArgs a) {
   for (std::size_t r = 0; r < table.rows.size(); ++r) ok += table.cell(r, "status") == "ok";
   const bool all_ok = ok == table.rows.size();
   std::cerr << "tpusim sweep: " << ok << " of " << table.rows.size() << " points ok";
-  if (shard_count > 1) std::cerr << " (shard " << shard << "/" << shard_count << " of " << plan.points.size() << ")";
+  if (shard_count > 1)
+    std::cerr << " (shard " << shard << "/" << shard_count << " of " << plan.points.size() << ")";
   std::cerr << "; results in " << a.out_dir << "/results.csv\n";
   if (summary.interrupted) {
-    std::cerr << "tpusim sweep: interrupted; finished points are kept, rerun the same command to run the rest\n";
+    std::cerr << "tpusim sweep: interrupted; finished points are kept, rerun the same command to "
+                 "run the rest\n";
     set_exit_code(1);
     return;
   }
@@ -128,7 +136,8 @@ void run_sweep(SweepArgs a) {
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
-  auto* cmd = app.add_subcommand("sweep", "Run every point of a sweep file, each in its own process (see docs/studies.md)");
+  auto* cmd = app.add_subcommand(
+      "sweep", "Run every point of a sweep file, each in its own process (see docs/studies.md)");
   auto a = std::make_shared<SweepArgs>();
   cmd->add_option("sweep", a->sweep_file, "sweep file (JSON): base study and axes")->required();
   cmd->add_option("-j,--jobs", a->jobs, "points run at the same time")->check(CLI::Range(1, 1024));

@@ -1,7 +1,6 @@
 // tpusim trace rescale TRACE --mesh data=N --out TRACE2: the trace on another mesh.
-#include <iostream>
-
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "core/errors.hpp"
 #include "models/trace/mesh_groups.hpp"
@@ -20,7 +19,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   auto out = std::make_shared<std::string>();
   auto mesh = std::make_shared<std::string>();
   cmd->add_option("TRACE", *in, "trace file")->required();
-  cmd->add_option("--mesh", *mesh, "new axis sizes, e.g. data=64 (axes not named keep their size)")->required();
+  cmd->add_option("--mesh", *mesh, "new axis sizes, e.g. data=64 (axes not named keep their size)")
+      ->required();
   cmd->add_option("--out", *out, "trace to write")->required();
   cmd->callback([=] {
     trace::TraceFile t = trace::read_trace_file(*in);
@@ -33,7 +33,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
       for (auto& p : problems) p.where = *in + ": " + p.where;
       throw ConfigError(problems);
     }
-    nlohmann::json recorded_on = t.recorded_on.is_object() ? t.recorded_on : nlohmann::json::object();
+    nlohmann::json recorded_on =
+        t.recorded_on.is_object() ? t.recorded_on : nlohmann::json::object();
     // The recorded topology no longer fits the rescaled mesh; keep where it came from instead.
     recorded_on.erase("topology");
     recorded_on["rescaled_from"] = trace::describe_mesh(t.program.mesh);

@@ -16,7 +16,7 @@ constexpr double kPalette[][3] = {{0.00, 0.45, 0.70}, {0.90, 0.62, 0.00}, {0.00,
                                   {0.80, 0.40, 0.00}, {0.34, 0.71, 0.91}, {0.80, 0.47, 0.65},
                                   {0.94, 0.89, 0.26}, {0.00, 0.00, 0.00}};
 constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
-// Shapes tell series apart when colours repeat (more than 8 series) or print in grey.
+// Shapes differ from one series to the next as well, for grey print and neighbouring hues.
 enum Marker { Circle, Square, Triangle, Diamond };
 
 constexpr double kWidth = 900, kHeight = 540;
@@ -24,9 +24,12 @@ constexpr double kLeft = 90, kRight = 30, kTop = 60, kBottom = 70;
 
 std::string tick_text(double v, bool percent) {
   char buf[32];
-  if (percent) std::snprintf(buf, sizeof buf, "%g%%", std::round(v * 1000) / 10);
-  else if (std::fabs(v) >= 1e5 || (v != 0 && std::fabs(v) < 1e-3)) std::snprintf(buf, sizeof buf, "%.3g", v);
-  else std::snprintf(buf, sizeof buf, "%g", v);
+  if (percent)
+    std::snprintf(buf, sizeof buf, "%g%%", std::round(v * 1000) / 10);
+  else if (std::fabs(v) >= 1e5 || (v != 0 && std::fabs(v) < 1e-3))
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 
@@ -44,8 +47,12 @@ void text_at(cairo_t* cr, const std::string& s, double x, double y, double align
 void marker(cairo_t* cr, Marker m, double x, double y) {
   const double r = 4.5;
   switch (m) {
-    case Circle: cairo_arc(cr, x, y, r, 0, 2 * M_PI); break;
-    case Square: cairo_rectangle(cr, x - r, y - r, 2 * r, 2 * r); break;
+    case Circle:
+      cairo_arc(cr, x, y, r, 0, 2 * M_PI);
+      break;
+    case Square:
+      cairo_rectangle(cr, x - r, y - r, 2 * r, 2 * r);
+      break;
     case Triangle:
       cairo_move_to(cr, x, y - r - 1);
       cairo_line_to(cr, x + r + 1, y + r);
@@ -66,7 +73,8 @@ void marker(cairo_t* cr, Marker m, double x, double y) {
 /// 1, 2, 5 x 10^k from the last at or below `lo` to the first at or above `hi` (log axes).
 std::vector<double> log_ticks(double lo, double hi) {
   std::vector<double> all;
-  for (int k = static_cast<int>(std::floor(std::log10(lo))) - 1; k <= static_cast<int>(std::ceil(std::log10(hi))) + 1; ++k)
+  for (int k = static_cast<int>(std::floor(std::log10(lo))) - 1;
+       k <= static_cast<int>(std::ceil(std::log10(hi))) + 1; ++k)
     for (double m : {1.0, 2.0, 5.0}) all.push_back(m * std::pow(10.0, k));
   std::vector<double> ticks;
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -92,7 +100,10 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
     }
   // x: whole powers of two around the data; y: nice ticks around the data (from 0 if asked).
   double lx0 = std::floor(std::log2(xmin)), lx1 = std::ceil(std::log2(xmax));
-  if (lx1 - lx0 < 1) { lx0 -= 1; lx1 += 1; }
+  if (lx1 - lx0 < 1) {
+    lx0 -= 1;
+    lx1 += 1;
+  }
   const bool log_y = c.y_log_above_ratio > 0 && ymin > 0 && ymax / ymin > c.y_log_above_ratio;
   std::vector<double> yt;
   double y0, y1;
@@ -113,7 +124,9 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
 
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   auto px = [&](double x) { return kLeft + (std::log2(x) - lx0) / (lx1 - lx0) * plot_w; };
-  auto py = [&](double y) { return kTop + plot_h - ((log_y ? std::log10(y) : y) - y0) / (y1 - y0) * plot_h; };
+  auto py = [&](double y) {
+    return kTop + plot_h - ((log_y ? std::log10(y) : y) - y0) / (y1 - y0) * plot_h;
+  };
   const std::string y_label = log_y ? c.y_label + ", log scale" : c.y_label;
 
   // Title.
@@ -162,11 +175,14 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
     cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
     cairo_set_line_width(cr, 2.2);
     for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (i == 0) cairo_move_to(cr, px(s.x[i]), py(s.y[i]));
-      else cairo_line_to(cr, px(s.x[i]), py(s.y[i]));
+      if (i == 0)
+        cairo_move_to(cr, px(s.x[i]), py(s.y[i]));
+      else
+        cairo_line_to(cr, px(s.x[i]), py(s.y[i]));
     }
     cairo_stroke(cr);
-    for (std::size_t i = 0; i < s.x.size(); ++i) marker(cr, static_cast<Marker>(k / kPaletteSize % 4), px(s.x[i]), py(s.y[i]));
+    for (std::size_t i = 0; i < s.x.size(); ++i)
+      marker(cr, static_cast<Marker>(k % 4), px(s.x[i]), py(s.y[i]));
   }
 
   // Legend to the right of the plot.
@@ -180,7 +196,7 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
     cairo_move_to(cr, lx, ly);
     cairo_line_to(cr, lx + 28, ly);
     cairo_stroke(cr);
-    marker(cr, static_cast<Marker>(k / kPaletteSize % 4), lx + 14, ly);
+    marker(cr, static_cast<Marker>(k % 4), lx + 14, ly);
     cairo_set_source_rgb(cr, 0, 0, 0);
     text_at(cr, c.series[k].label, lx + 36, ly + 4, 0);
   }
@@ -188,7 +204,8 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
 
 void check(cairo_surface_t* s, const std::string& path) {
   if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS)
-    throw std::runtime_error("cannot write " + path + ": " + cairo_status_to_string(cairo_surface_status(s)));
+    throw std::runtime_error("cannot write " + path + ": " +
+                             cairo_status_to_string(cairo_surface_status(s)));
 }
 
 }  // namespace
@@ -220,7 +237,8 @@ void write_chart(const Chart& chart, const std::string& path_stem) {
   cairo_surface_destroy(probe);
   const double legend_width = legend + 36 + 30;
   const double width = kWidth + legend_width;
-  const double height = std::max(kHeight, kTop + 30 + 22 * static_cast<double>(chart.series.size()));
+  const double height =
+      std::max(kHeight, kTop + 30 + 22 * static_cast<double>(chart.series.size()));
 
   const std::string svg = path_stem + ".svg", png = path_stem + ".png";
   cairo_surface_t* s = cairo_svg_surface_create(svg.c_str(), width, height);
@@ -232,13 +250,15 @@ void write_chart(const Chart& chart, const std::string& path_stem) {
   check(s, svg);
   cairo_surface_destroy(s);
 
-  s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(width), static_cast<int>(height));
+  s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(width),
+                                 static_cast<int>(height));
   cr = cairo_create(s);
   draw(cr, chart, legend_width);
   cairo_destroy(cr);
   cairo_status_t st = cairo_surface_write_to_png(s, png.c_str());
   cairo_surface_destroy(s);
-  if (st != CAIRO_STATUS_SUCCESS) throw std::runtime_error("cannot write " + png + ": " + cairo_status_to_string(st));
+  if (st != CAIRO_STATUS_SUCCESS)
+    throw std::runtime_error("cannot write " + png + ": " + cairo_status_to_string(st));
 }
 
 }  // namespace tpusim::cli

@@ -13,8 +13,8 @@ struct ChartSeries {
 
 struct Chart {
   std::string title;
-  std::string x_label;  ///< e.g. "chips (log2 scale)"
-  std::string y_label;  ///< with unit, e.g. "step time (ms)"
+  std::string x_label;      ///< e.g. "chips (log2 scale)"
+  std::string y_label;      ///< with unit, e.g. "step time (ms)"
   bool y_from_zero = true;  ///< start the y axis at 0 (shares, efficiencies, rates)
   bool y_percent = false;   ///< values are fractions shown as percent
   /// Switch to a log10 y axis when the values span more than this factor (0: never), e.g. step

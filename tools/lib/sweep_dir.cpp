@@ -12,6 +12,10 @@ void make_sweep_dir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "points", ec);
   if (ec) throw ConfigError("--out " + dir, "cannot create the directory: " + ec.message());
+  // Temporary files of a run that was killed outright (its children's output, half-written
+  // results): never results, so they go. One sweep at a time may use a directory.
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "points", ec))
+    if (e.path().filename().string().find(".tmp") != std::string::npos) fs::remove(e.path(), ec);
 }
 
 void write_plan(const std::string& dir, const sweep::Plan& plan) {
@@ -20,13 +24,16 @@ void write_plan(const std::string& dir, const sweep::Plan& plan) {
 
 sweep::Plan read_plan(const std::string& dir) {
   const std::string path = dir + "/sweep.json";
-  if (!fs::exists(path)) throw ConfigError(dir, "not a sweep directory (no sweep.json): give the --out of a tpusim sweep run");
+  if (!fs::exists(path))
+    throw ConfigError(
+        dir, "not a sweep directory (no sweep.json): give the --out of a tpusim sweep run");
   return sweep::Plan::from_json(read_json_file(path), path);
 }
 
 sweep::CsvTable write_results(const std::string& dir, const sweep::Plan& plan) {
-  auto table = sweep::results_table(plan, plan.own_indices(),
-                                    [&](const sweep::PlanPoint& p) { return sweep::read_outcome(dir, p.id); });
+  auto table = sweep::results_table(plan, plan.own_indices(), [&](const sweep::PlanPoint& p) {
+    return sweep::read_outcome(dir, p.id);
+  });
   sweep::write_csv(dir + "/results.csv", table);
   return table;
 }

@@ -6,7 +6,8 @@
 
 namespace tpusim::cli {
 
-/// Creates DIR and DIR/points. Throws ConfigError naming --out if it cannot.
+/// Creates DIR and DIR/points and removes temporary files a killed run left there. Throws
+/// ConfigError naming --out if it cannot.
 void make_sweep_dir(const std::string& dir);
 /// DIR/sweep.json (atomic).
 void write_plan(const std::string& dir, const sweep::Plan& plan);

@@ -11,11 +11,13 @@ namespace tpusim::cli {
 class SweepProgress {
  public:
   /// `total`: points of this run (shard); `already_done`: finished in an earlier run (skipped).
-  SweepProgress(std::size_t total, std::size_t already_done, bool terminal, std::FILE* out = stderr);
+  SweepProgress(std::size_t total, std::size_t already_done, bool terminal,
+                std::FILE* out = stderr);
 
   /// A point finished: `label` names it, `summary` gives the result or the error.
   /// `running`: points still running after this one.
-  void finished(const std::string& label, bool ok, const std::string& summary, double seconds, std::size_t running);
+  void finished(const std::string& label, bool ok, const std::string& summary, double seconds,
+                std::size_t running);
   /// Redraws the bar (terminal only; at most a few times a second).
   void tick(std::size_t running);
   /// Ends the bar line.

@@ -93,8 +93,9 @@ pid_t spawn(const std::string& study, const std::string& out_path, const std::st
 
 }  // namespace
 
-RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo, const RunnerOptions& options,
-                         SweepProgress& progress, const std::function<void()>& on_finish) {
+RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo,
+                         const RunnerOptions& options, SweepProgress& progress,
+                         const std::function<void()>& on_finish) {
   StopSignals signals;
   RunnerSummary summary;
   std::deque<std::size_t> queue(todo.begin(), todo.end());
@@ -107,7 +108,8 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
     Running r = running.at(pid);
     running.erase(pid);
     const sweep::PlanPoint& p = plan.points[r.index];
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
     const std::string out = read_text(tmp_out(p.id)), err = read_text(tmp_err(p.id));
     std::remove(tmp_out(p.id).c_str());
     std::remove(tmp_err(p.id).c_str());
@@ -115,7 +117,8 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
     std::string problem;
     nlohmann::json report;
     if (WIFSIGNALED(status)) {
-      problem = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+      problem = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+                strsignal(WTERMSIG(status)) + ")";
     } else if (WEXITSTATUS(status) != 0) {
       problem = "exit code " + std::to_string(WEXITSTATUS(status));
     } else {
@@ -130,20 +133,26 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
     }() + "]";
     const nlohmann::json where = sweep::sweep_point_json(plan, p);
     if (problem.empty()) {
-      sweep::write_file_atomic(sweep::point_file(dir, p.id), nlohmann::json{{"sweep_point", where}, {"report", report}}.dump(1) + "\n");
+      sweep::write_file_atomic(
+          sweep::point_file(dir, p.id),
+          nlohmann::json{{"sweep_point", where}, {"report", report}}.dump(1) + "\n");
       std::remove(sweep::error_file(dir, p.id).c_str());
       ++summary.ok;
       char buf[160];
-      std::snprintf(buf, sizeof buf, "step %.4g ms, comm share %.1f%%", report["step_time_ms"].get<double>(),
-                    100 * report["comm_share"].get<double>());
+      std::snprintf(buf, sizeof buf, "step %.4g ms, comm share %.1f%%",
+                    report["step_time_ms"].get<double>(), 100 * report["comm_share"].get<double>());
       progress.finished(label, true, buf, seconds, running.size());
     } else {
       const std::string tail = error_tail(err);
       const std::string message = problem + (tail.empty() ? "" : ": " + tail);
-      sweep::write_file_atomic(sweep::error_file(dir, p.id),
-                               nlohmann::json{{"sweep_point", where}, {"error", message}, {"stderr", err},
-                                              {"exit_code", WIFEXITED(status) ? WEXITSTATUS(status) : -1}}
-                                       .dump(1) + "\n");
+      sweep::write_file_atomic(
+          sweep::error_file(dir, p.id),
+          nlohmann::json{{"sweep_point", where},
+                         {"error", message},
+                         {"stderr", err},
+                         {"exit_code", WIFEXITED(status) ? WEXITSTATUS(status) : -1}}
+                  .dump(1) +
+              "\n");
       ++summary.failed;
       progress.finished(label, false, message, seconds, running.size());
     }

@@ -26,7 +26,8 @@ struct RunnerSummary {
 
 /// Runs the points `todo` (indices into plan.points); calls `on_finish` after each point's file
 /// is written (the caller rebuilds results.csv there).
-RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo, const RunnerOptions& options,
-                         SweepProgress& progress, const std::function<void()>& on_finish);
+RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo,
+                         const RunnerOptions& options, SweepProgress& progress,
+                         const std::function<void()>& on_finish);
 
 }  // namespace tpusim::cli

@@ -9,7 +9,8 @@
 namespace tpusim::cli {
 
 /// Writes `program` to `path` (gzip if it ends in .gz) with recorded_on = {"source": "tpusim run",
-/// "study": study.source, "topology": the study's topology, "hardware": its resolved hardware}.
+/// "study": study.source, "topology": the study's topology, "hardware": its resolved hardware,
+/// "config": the whole resolved study}.
 void record_trace(const Study& study, const Program& program, const std::string& path);
 
 }  // namespace tpusim::cli

@@ -1,6 +1,6 @@
 #pragma once
 // The columns of results.csv. The swept values (one column per axis, named by the axis) sit
-// between kLeadColumns and kTrailColumns.
+// between lead_columns() and trail_columns().
 #include <string>
 #include <vector>
 
@@ -13,18 +13,29 @@ inline const std::vector<std::string>& lead_columns() {
 
 /// Metrics copied from each point's report (`tpusim run --json`), in this order.
 inline const std::vector<std::string>& report_metric_columns() {
-  static const std::vector<std::string> c{"step_time_ms",      "compute_ms",     "communication_ms",
-                                          "exposed_communication_ms", "comm_share", "mxu_utilization",
-                                          "examples_per_s"};
+  static const std::vector<std::string> c{
+      "step_time_ms", "compute_ms",      "communication_ms", "exposed_communication_ms",
+      "comm_share",   "mxu_utilization", "examples_per_s"};
   return c;
 }
 
 inline const std::vector<std::string>& trail_columns() {
-  static const std::vector<std::string> c{
-      "series",       "model",      "layout",           "chips",
-      "cores",        "step_time_ms", "compute_ms",     "communication_ms",
-      "exposed_communication_ms", "comm_share",  "mxu_utilization", "examples_per_s",
-      "examples_per_s_per_chip",  "scaling_efficiency", "wall_s", "error"};
+  static const std::vector<std::string> c{"series",
+                                          "model",
+                                          "layout",
+                                          "chips",
+                                          "cores",
+                                          "step_time_ms",
+                                          "compute_ms",
+                                          "communication_ms",
+                                          "exposed_communication_ms",
+                                          "comm_share",
+                                          "mxu_utilization",
+                                          "examples_per_s",
+                                          "examples_per_s_per_chip",
+                                          "scaling_efficiency",
+                                          "wall_s",
+                                          "error"};
   return c;
 }
 

@@ -86,7 +86,8 @@ CsvTable read_csv(const std::string& path) {
     ++line;
     if (t.header.empty() && text[pos] == '#') {
       std::size_t end = text.find('\n', pos);
-      std::string c = text.substr(pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
+      std::string c =
+          text.substr(pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
       if (!c.empty() && c[0] == ' ') c.erase(0, 1);
       t.comments.push_back(c);
       pos = end == std::string::npos ? text.size() : end + 1;
@@ -99,9 +100,9 @@ CsvTable read_csv(const std::string& path) {
       continue;
     }
     if (cells.size() != t.header.size())
-      throw ConfigError(path + ":" + std::to_string(line), "row has " + std::to_string(cells.size()) +
-                                                               " cells, the header " +
-                                                               std::to_string(t.header.size()));
+      throw ConfigError(path + ":" + std::to_string(line),
+                        "row has " + std::to_string(cells.size()) + " cells, the header " +
+                            std::to_string(t.header.size()));
     t.rows.push_back(std::move(cells));
   }
   if (t.header.empty()) throw ConfigError(path, "no header line: not a results CSV");
@@ -120,7 +121,9 @@ std::string to_csv_text(const CsvTable& table) {
   return out;
 }
 
-void write_csv(const std::string& path, const CsvTable& table) { write_file_atomic(path, to_csv_text(table)); }
+void write_csv(const std::string& path, const CsvTable& table) {
+  write_file_atomic(path, to_csv_text(table));
+}
 
 void write_file_atomic(const std::string& path, const std::string& text) {
   // fsync before rename: after a crash or power loss the file is either the old or the new one.

@@ -14,14 +14,16 @@ namespace {
 
 /// A value given in the study or, failing that, the declared default that applies (a parameter
 /// may be declared several times with different `when` conditions, e.g. a batch per model).
-const nlohmann::json* value_or_default(const nlohmann::json& doc, const std::string& path, int depth = 0) {
+const nlohmann::json* value_or_default(const nlohmann::json& doc, const std::string& path,
+                                       int depth = 0) {
   if (const auto* v = json_at(doc, path)) return v;
   if (depth > 4) return nullptr;
   for (const auto* s : ParamRegistry::instance().find(path)) {
     if (s->default_value.is_null()) continue;
     if (s->when_path.empty()) return &s->default_value;
     const auto* cond = value_or_default(doc, s->when_path, depth + 1);
-    if (cond && cond->is_string() && cond->get<std::string>() == s->when_value) return &s->default_value;
+    if (cond && cond->is_string() && cond->get<std::string>() == s->when_value)
+      return &s->default_value;
   }
   return nullptr;
 }
@@ -57,7 +59,8 @@ ChipCount count_chips(const nlohmann::json& study) {
   c.chips = 1;
   for (const auto& d : *dims) {
     if (!d.is_number_integer() || d.get<std::int64_t>() < 1)
-      throw ConfigError("topology.dims", "cannot count chips: " + d.dump() + " is not a positive integer");
+      throw ConfigError("topology.dims",
+                        "cannot count chips: " + d.dump() + " is not a positive integer");
     c.chips *= d.get<std::int64_t>();
   }
   if (!per_chip || !per_chip->is_number_integer() || per_chip->get<std::int64_t>() < 1)
@@ -67,7 +70,9 @@ ChipCount count_chips(const nlohmann::json& study) {
   return c;
 }
 
-std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string value_text(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 std::string point_label(const SweepSpec& spec, const SweepPoint& point) {
   std::string out;
@@ -90,12 +95,15 @@ std::string fnv1a_hex(const std::string& text) {
 
 std::vector<std::size_t> shard_indices(std::size_t n, int shard, int count) {
   std::vector<std::size_t> out;
-  for (std::size_t i = static_cast<std::size_t>(shard - 1); i < n; i += static_cast<std::size_t>(count))
+  for (std::size_t i = static_cast<std::size_t>(shard - 1); i < n;
+       i += static_cast<std::size_t>(count))
     out.push_back(i);
   return out;
 }
 
-nlohmann::json validate_with_core_loader(const nlohmann::json& study) { return load_config(study).json(); }
+nlohmann::json validate_with_core_loader(const nlohmann::json& study) {
+  return load_config(study).json();
+}
 
 std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::string>& sets,
                                const StudyValidator& validate) {
@@ -154,7 +162,8 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
         p.values.push_back(v);
         set_value(p.study, d.path, v);
       } catch (const ConfigError& e) {
-        for (const auto& pr : e.problems()) problems.add(label + " [" + point_label(spec, p) + "]: " + pr.where, pr.what);
+        for (const auto& pr : e.problems())
+          problems.add(label + " [" + point_label(spec, p) + "]: " + pr.where, pr.what);
         derived_ok = false;
         break;
       }
@@ -181,8 +190,10 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
         auto g = std::find_if(grouped.begin(), grouped.end(), [&](const auto& x) {
           return x.first.where == pr.where && x.first.what == pr.what;
         });
-        if (g == grouped.end()) grouped.push_back({pr, {&p}});
-        else g->second.push_back(&p);
+        if (g == grouped.end())
+          grouped.push_back({pr, {&p}});
+        else
+          g->second.push_back(&p);
       }
     }
   }
@@ -192,7 +203,9 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
       continue;
     }
     for (const auto* p : pts)
-      problems.add("point " + std::to_string(p->index) + " [" + point_label(spec, *p) + "]: " + pr.where, pr.what);
+      problems.add(
+          "point " + std::to_string(p->index) + " [" + point_label(spec, *p) + "]: " + pr.where,
+          pr.what);
   }
   problems.throw_if_any();
   return points;

@@ -4,21 +4,20 @@
 // hash of its resolved config (the key that resume and file names use).
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tools/sweep/sweep_spec.hpp"
 
 namespace tpusim::sweep {
 
 struct SweepPoint {
-  std::size_t index = 0;                 ///< position in expansion order, from 0
-  std::vector<nlohmann::json> values;    ///< aligned with SweepSpec::column_names()
-  nlohmann::json study;                  ///< base + --set + axis values, as written
-  nlohmann::json resolved;               ///< after load_config: presets, defaults, validated
-  std::string id;                        ///< 16 hex digits: FNV-1a 64 of resolved.dump()
+  std::size_t index = 0;               ///< position in expansion order, from 0
+  std::vector<nlohmann::json> values;  ///< aligned with SweepSpec::column_names()
+  nlohmann::json study;                ///< base + --set + axis values, as written
+  nlohmann::json resolved;             ///< after load_config: presets, defaults, validated
+  std::string id;                      ///< 16 hex digits: FNV-1a 64 of resolved.dump()
 };
 
 /// Chips and TensorCores of a study (presets and shorthands resolved, declared defaults used

@@ -39,8 +39,8 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(where_, "in expression \"" + text_ + "\" at column " + std::to_string(pos_ + 1) +
-                                  ": " + what +
+    throw ConfigError(where_, "in expression \"" + text_ + "\" at column " +
+                                  std::to_string(pos_ + 1) + ": " + what +
                                   " (allowed: numbers, variables, + - * /, parentheses, min, max, "
                                   "floor, ceil)");
   }
@@ -65,17 +65,23 @@ class Parser {
   NodePtr sum() {
     NodePtr left = product();
     for (;;) {
-      if (take('+')) left = make(Expr::Node::Add, {left, product()});
-      else if (take('-')) left = make(Expr::Node::Sub, {left, product()});
-      else return left;
+      if (take('+'))
+        left = make(Expr::Node::Add, {left, product()});
+      else if (take('-'))
+        left = make(Expr::Node::Sub, {left, product()});
+      else
+        return left;
     }
   }
   NodePtr product() {
     NodePtr left = unary();
     for (;;) {
-      if (take('*')) left = make(Expr::Node::Mul, {left, unary()});
-      else if (take('/')) left = make(Expr::Node::Div, {left, unary()});
-      else return left;
+      if (take('*'))
+        left = make(Expr::Node::Mul, {left, unary()});
+      else if (take('/'))
+        left = make(Expr::Node::Div, {left, unary()});
+      else
+        return left;
     }
   }
   NodePtr unary() {
@@ -108,8 +114,8 @@ class Parser {
   }
   NodePtr name() {
     std::size_t start = pos_;
-    while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' || text_[pos_] == '.'))
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
+                                   text_[pos_] == '_' || text_[pos_] == '.'))
       ++pos_;
     std::string id = text_.substr(start, pos_ - start);
     if (!take('(')) {
@@ -130,7 +136,8 @@ class Parser {
     while (take(',')) args.push_back(sum());
     if (!take(')')) fail("expected ')' after the arguments of " + id);
     if (args.size() != fn->arity)
-      fail(id + " takes " + std::to_string(fn->arity) + " argument(s), got " + std::to_string(args.size()));
+      fail(id + " takes " + std::to_string(fn->arity) + " argument(s), got " +
+           std::to_string(args.size()));
     auto n = make(Expr::Node::Call, std::move(args));
     std::const_pointer_cast<Expr::Node>(n)->name = id;
     return n;
@@ -142,21 +149,27 @@ class Parser {
   std::size_t pos_ = 0;
 };
 
-double eval_node(const Expr::Node& n, const std::map<std::string, double>& vars, const std::string& where,
-                 const std::string& text) {
+double eval_node(const Expr::Node& n, const std::map<std::string, double>& vars,
+                 const std::string& where, const std::string& text) {
   auto arg = [&](std::size_t i) { return eval_node(*n.args[i], vars, where, text); };
   switch (n.kind) {
-    case Expr::Node::Number: return n.number;
+    case Expr::Node::Number:
+      return n.number;
     case Expr::Node::Variable: {
       auto it = vars.find(n.name);
       if (it == vars.end())
-        throw ConfigError(where, "expression \"" + text + "\" reads '" + n.name + "', which has no numeric value here");
+        throw ConfigError(where, "expression \"" + text + "\" reads '" + n.name +
+                                     "', which has no numeric value here");
       return it->second;
     }
-    case Expr::Node::Neg: return -arg(0);
-    case Expr::Node::Add: return arg(0) + arg(1);
-    case Expr::Node::Sub: return arg(0) - arg(1);
-    case Expr::Node::Mul: return arg(0) * arg(1);
+    case Expr::Node::Neg:
+      return -arg(0);
+    case Expr::Node::Add:
+      return arg(0) + arg(1);
+    case Expr::Node::Sub:
+      return arg(0) - arg(1);
+    case Expr::Node::Mul:
+      return arg(0) * arg(1);
     case Expr::Node::Div: {
       double d = arg(1);
       if (d == 0) throw ConfigError(where, "expression \"" + text + "\" divides by zero");
@@ -182,7 +195,8 @@ Expr Expr::parse(const std::string& text, const std::string& where) {
 
 double Expr::eval(const std::map<std::string, double>& vars, const std::string& where) const {
   double v = eval_node(*root_, vars, where, text_);
-  if (!std::isfinite(v)) throw ConfigError(where, "expression \"" + text_ + "\" gives a non-finite value");
+  if (!std::isfinite(v))
+    throw ConfigError(where, "expression \"" + text_ + "\" gives a non-finite value");
   return v;
 }
 

@@ -29,7 +29,8 @@ std::string percent(double fraction) {
 std::vector<std::string> swept_columns(const CsvTable& t) {
   std::vector<std::string> out;
   int from = t.column("status"), to = t.column("series");
-  for (int i = from + 1; from >= 0 && i < to; ++i) out.push_back(t.header[static_cast<std::size_t>(i)]);
+  for (int i = from + 1; from >= 0 && i < to; ++i)
+    out.push_back(t.header[static_cast<std::size_t>(i)]);
   return out;
 }
 
@@ -40,11 +41,13 @@ double parse_tolerance(const std::string& text) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0 || (!pct && v >= 1))
-    throw ConfigError("--tolerance " + text, "expected a percentage such as 2% or a fraction below 1 such as 0.02");
+    throw ConfigError("--tolerance " + text,
+                      "expected a percentage such as 2% or a fraction below 1 such as 0.02");
   return pct ? v / 100 : v;
 }
 
-std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& current, double tolerance) {
+std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& current,
+                                     double tolerance) {
   std::vector<Drift> drifts;
   const auto cols = swept_columns(current);
   const auto golden_cols = swept_columns(golden);
@@ -71,28 +74,33 @@ std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& cur
     }
     if (status != "ok" || golden.cell(g->second, "status") != "ok") {
       if (status != golden.cell(g->second, "status") || status != "ok")
-        drifts.push_back({key, "status", golden.cell(g->second, "status"), status,
-                          current.cell(r, "error").empty() ? "point did not run" : current.cell(r, "error")});
+        drifts.push_back(
+            {key, "status", golden.cell(g->second, "status"), status,
+             current.cell(r, "error").empty() ? "point did not run" : current.cell(r, "error")});
       continue;
     }
     for (const char* metric : {"step_time_ms", "comm_share"}) {
       auto want = golden.number(g->second, metric);
       auto got = current.number(r, metric);
       if (!want || !got) {
-        drifts.push_back({key, metric, golden.cell(g->second, metric), current.cell(r, metric), "not a number"});
+        drifts.push_back(
+            {key, metric, golden.cell(g->second, metric), current.cell(r, metric), "not a number"});
         continue;
       }
       // step time: relative; comm_share is already a fraction, so compare it absolutely.
       const bool relative = std::string(metric) == "step_time_ms";
-      double diff = relative ? (*want != 0 ? (*got - *want) / std::fabs(*want) : (*got == 0 ? 0 : INFINITY))
-                             : *got - *want;
+      double diff =
+          relative ? (*want != 0 ? (*got - *want) / std::fabs(*want) : (*got == 0 ? 0 : INFINITY))
+                   : *got - *want;
       if (std::fabs(diff) > tolerance)
         drifts.push_back({key, metric, number_text(*want), number_text(*got),
                           relative ? percent(diff) : percent(diff) + " of step"});
     }
   }
   for (const auto& [key, row] : golden_rows)
-    if (!seen.count(key)) drifts.push_back({key, "point", golden.cell(row, "status"), "(absent)", "missing point: in the golden, not in this sweep"});
+    if (!seen.count(key))
+      drifts.push_back({key, "point", golden.cell(row, "status"), "(absent)",
+                        "missing point: in the golden, not in this sweep"});
   return drifts;
 }
 
@@ -113,18 +121,20 @@ std::string drift_table(const std::vector<Drift>& drifts) {
   return out;
 }
 
-CsvTable golden_from_results(const CsvTable& results, const std::string& sweep_file, const std::string& version) {
+CsvTable golden_from_results(const CsvTable& results, const std::string& sweep_file,
+                             const std::string& version) {
   CsvTable g = results;
   // wall_s changes with every run and machine; a golden keeps only what it guards and the keys.
   if (int c = g.column("wall_s"); c >= 0) {
     g.header.erase(g.header.begin() + c);
     for (auto& r : g.rows) r.erase(r.begin() + c);
   }
-  g.comments = {
-      "REGRESSION GOLDEN, not a measurement: tpusim " + version + "'s own results for " + sweep_file + ".",
-      "It guards the scaling curve against unintended change; `tpusim sweep " + sweep_file +
-          " --check THIS --update-golden` rewrites it on purpose.",
-      "Checked: step_time_ms (relative) and comm_share (absolute), points matched by their swept values."};
+  g.comments = {"REGRESSION GOLDEN, not a measurement: tpusim " + version + "'s own results for " +
+                    sweep_file + ".",
+                "It guards the scaling curve against unintended change; `tpusim sweep " +
+                    sweep_file + " --check THIS --update-golden` rewrites it on purpose.",
+                "Checked: step_time_ms (relative) and comm_share (absolute), points matched by "
+                "their swept values."};
   return g;
 }
 

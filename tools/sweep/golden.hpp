@@ -20,13 +20,15 @@ double parse_tolerance(const std::string& text);
 
 /// Compares step_time_ms relatively (|got - expected| / expected) and comm_share absolutely
 /// (a fraction: 2% tolerance means 0.02 of the step). Missing, extra and failed points drift.
-std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& current, double tolerance);
+std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& current,
+                                     double tolerance);
 
 /// A fixed-width table of drifts, one per line, with a header.
 std::string drift_table(const std::vector<Drift>& drifts);
 
 /// The golden form of a results table: the same CSV with comment lines saying what it is.
-CsvTable golden_from_results(const CsvTable& results, const std::string& sweep_file, const std::string& version);
+CsvTable golden_from_results(const CsvTable& results, const std::string& sweep_file,
+                             const std::string& version);
 
 /// The swept columns of a results table (between "status" and "series").
 std::vector<std::string> swept_columns(const CsvTable& t);

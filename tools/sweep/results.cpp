@@ -14,9 +14,12 @@ namespace fs = std::filesystem;
 
 nlohmann::json Plan::to_json() const {
   nlohmann::json pts = nlohmann::json::array();
-  for (const auto& p : points) pts.push_back({{"index", p.index}, {"id", p.id}, {"values", p.values}});
-  return {{"schema_version", 1}, {"sweep_file", sweep_file}, {"columns", columns},
-          {"series_axes", series_axes}, {"shard", shard}, {"shard_count", shard_count}, {"points", pts}};
+  for (const auto& p : points)
+    pts.push_back({{"index", p.index}, {"id", p.id}, {"values", p.values}});
+  return {{"schema_version", 1}, {"sweep_file", sweep_file},
+          {"columns", columns},  {"series_axes", series_axes},
+          {"shard", shard},      {"shard_count", shard_count},
+          {"points", pts}};
 }
 
 Plan Plan::from_json(const nlohmann::json& j, const std::string& where) {
@@ -30,16 +33,20 @@ Plan Plan::from_json(const nlohmann::json& j, const std::string& where) {
     for (const auto& q : j.at("points")) {
       PlanPoint pp{q.at("index").get<std::size_t>(), q.at("id").get<std::string>(),
                    q.at("values").get<std::vector<nlohmann::json>>()};
-      if (pp.values.size() != p.columns.size()) throw std::runtime_error("values and columns differ in length");
+      if (pp.values.size() != p.columns.size())
+        throw std::runtime_error("values and columns differ in length");
       p.points.push_back(std::move(pp));
     }
     return p;
   } catch (const std::exception& e) {
-    throw ConfigError(where, std::string("not a sweep plan written by tpusim sweep (") + e.what() + ")");
+    throw ConfigError(where,
+                      std::string("not a sweep plan written by tpusim sweep (") + e.what() + ")");
   }
 }
 
-std::vector<std::size_t> Plan::own_indices() const { return shard_indices(points.size(), shard, shard_count); }
+std::vector<std::size_t> Plan::own_indices() const {
+  return shard_indices(points.size(), shard, shard_count);
+}
 
 std::string Plan::points_digest() const {
   std::string all;
@@ -47,7 +54,9 @@ std::string Plan::points_digest() const {
   return fnv1a_hex(all);
 }
 
-std::string point_file(const std::string& dir, const std::string& id) { return dir + "/points/" + id + ".json"; }
+std::string point_file(const std::string& dir, const std::string& id) {
+  return dir + "/points/" + id + ".json";
+}
 std::string error_file(const std::string& dir, const std::string& id) {
   return dir + "/points/" + id + ".error.json";
 }
@@ -115,10 +124,14 @@ CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices
     std::map<std::string, std::string> cell;
     cell["point"] = std::to_string(p.index);
     cell["id"] = p.id;
-    cell["status"] = o.state == PointState::Ok ? "ok" : o.state == PointState::Failed ? "failed" : "pending";
-    for (std::size_t i = 0; i < plan.columns.size(); ++i) cell[plan.columns[i]] = value_text(p.values[i]);
+    cell["status"] = o.state == PointState::Ok       ? "ok"
+                     : o.state == PointState::Failed ? "failed"
+                                                     : "pending";
+    for (std::size_t i = 0; i < plan.columns.size(); ++i)
+      cell[plan.columns[i]] = value_text(p.values[i]);
     std::string series = o.state == PointState::Ok ? o.report["model"].get<std::string>() : "";
-    for (const auto& s : plan.series_axes) series += (series.empty() ? "" : " ") + s + "=" + cell[s];
+    for (const auto& s : plan.series_axes)
+      series += (series.empty() ? "" : " ") + s + "=" + cell[s];
     cell["series"] = series;
     std::optional<Throughput> tp;
     if (o.state == PointState::Ok) {

@@ -7,10 +7,9 @@
 //   DIR/points/<id>.error.json   {"sweep_point": {...}, "error": "...", "exit_code": N}
 //   DIR/results.csv              rebuilt from the point files whenever a point finishes
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tools/sweep/csv_table.hpp"
 

@@ -32,14 +32,15 @@ bool valid_path(const std::string& s) {
 }
 
 /// Reports keys of `obj` outside `allowed` (comments excepted).
-void check_keys(const nlohmann::json& obj, const std::string& where, const std::vector<std::string>& allowed,
-                ProblemList& problems) {
+void check_keys(const nlohmann::json& obj, const std::string& where,
+                const std::vector<std::string>& allowed, ProblemList& problems) {
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     if (is_comment(it.key())) continue;
     if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end())
-      problems.add(where.empty() ? it.key() : where + "." + it.key(), "unknown key; allowed here: " + list);
+      problems.add(where.empty() ? it.key() : where + "." + it.key(),
+                   "unknown key; allowed here: " + list);
   }
 }
 
@@ -49,7 +50,9 @@ bool read_path_and_name(const nlohmann::json& obj, const std::string& where, std
   bool ok = true;
   if (auto p = obj.find("path"); p != obj.end()) {
     if (!p->is_string() || !valid_path(p->get<std::string>())) {
-      problems.add(where + ".path", show(*p) + " is not a config path; expected dotted keys such as \"hardware.ici.bandwidth_GBps\"");
+      problems.add(where + ".path", show(*p) +
+                                        " is not a config path; expected dotted keys such as "
+                                        "\"hardware.ici.bandwidth_GBps\"");
       ok = false;
     } else {
       path = p->get<std::string>();
@@ -57,21 +60,27 @@ bool read_path_and_name(const nlohmann::json& obj, const std::string& where, std
   }
   if (auto n = obj.find("name"); n != obj.end()) {
     if (!n->is_string() || !valid_name(n->get<std::string>())) {
-      problems.add(where + ".name", show(*n) + " is not a name; expected letters, digits, '_' or '.', not starting with a digit");
+      problems.add(
+          where + ".name",
+          show(*n) +
+              " is not a name; expected letters, digits, '_' or '.', not starting with a digit");
       ok = false;
     } else {
       name = n->get<std::string>();
     }
   }
   if (ok && path.empty() && name.empty()) {
-    problems.add(where, "an axis needs a \"path\" (the config value it sets) or a \"name\" (a variable for expressions), or both");
+    problems.add(where,
+                 "an axis needs a \"path\" (the config value it sets) or a \"name\" (a variable "
+                 "for expressions), or both");
     ok = false;
   }
   if (name.empty()) name = path;
   return ok;
 }
 
-bool parse_value_axis(const nlohmann::json& obj, const std::string& where, ValueAxis& axis, ProblemList& problems) {
+bool parse_value_axis(const nlohmann::json& obj, const std::string& where, ValueAxis& axis,
+                      ProblemList& problems) {
   check_keys(obj, where, {"path", "name", "values"}, problems);
   axis.where = where;
   bool ok = read_path_and_name(obj, where, axis.path, axis.name, problems);
@@ -81,7 +90,8 @@ bool parse_value_axis(const nlohmann::json& obj, const std::string& where, Value
     return false;
   }
   if (!v->is_array() || v->empty()) {
-    problems.add(where + ".values", show(*v) + " is not allowed; expected a non-empty list of values");
+    problems.add(where + ".values",
+                 show(*v) + " is not allowed; expected a non-empty list of values");
     return false;
   }
   axis.values.assign(v->begin(), v->end());
@@ -98,14 +108,17 @@ void parse_axes(const nlohmann::json& axes, SweepSpec& spec, ProblemList& proble
     const std::string where = "axes[" + std::to_string(i) + "]";
     const auto& a = axes[i];
     if (!a.is_object()) {
-      problems.add(where, show(a) + " is not an axis; expected an object with \"path\"/\"name\" and \"values\" or \"expr\", or {\"zip\": [axes]}");
+      problems.add(where, show(a) +
+                              " is not an axis; expected an object with \"path\"/\"name\" and "
+                              "\"values\" or \"expr\", or {\"zip\": [axes]}");
       continue;
     }
     if (a.contains("zip")) {
       check_keys(a, where, {"zip"}, problems);
       const auto& z = a["zip"];
       if (!z.is_array() || z.size() < 2) {
-        problems.add(where + ".zip", "expected a list of at least two axes with values, got " + show(z));
+        problems.add(where + ".zip",
+                     "expected a list of at least two axes with values, got " + show(z));
         continue;
       }
       AxisGroup group;
@@ -113,20 +126,24 @@ void parse_axes(const nlohmann::json& axes, SweepSpec& spec, ProblemList& proble
       for (std::size_t k = 0; k < z.size(); ++k) {
         const std::string w = where + ".zip[" + std::to_string(k) + "]";
         if (!z[k].is_object() || z[k].contains("zip") || z[k].contains("expr")) {
-          problems.add(w, "a zipped axis must be an object with \"path\"/\"name\" and \"values\" (no nested zip, no expr)");
+          problems.add(w,
+                       "a zipped axis must be an object with \"path\"/\"name\" and \"values\" (no "
+                       "nested zip, no expr)");
           ok = false;
           continue;
         }
         ValueAxis axis;
-        if (parse_value_axis(z[k], w, axis, problems)) group.axes.push_back(std::move(axis));
-        else ok = false;
+        if (parse_value_axis(z[k], w, axis, problems))
+          group.axes.push_back(std::move(axis));
+        else
+          ok = false;
       }
       if (!ok) continue;
       for (std::size_t k = 1; k < group.axes.size(); ++k)
         if (group.axes[k].values.size() != group.axes[0].values.size())
           problems.add(where + ".zip", "zipped axes must have equal lengths: zip[0] has " +
-                                           std::to_string(group.axes[0].values.size()) + " values, zip[" +
-                                           std::to_string(k) + "] has " +
+                                           std::to_string(group.axes[0].values.size()) +
+                                           " values, zip[" + std::to_string(k) + "] has " +
                                            std::to_string(group.axes[k].values.size()));
       spec.groups.push_back(std::move(group));
       continue;
@@ -137,7 +154,9 @@ void parse_axes(const nlohmann::json& axes, SweepSpec& spec, ProblemList& proble
       d.where = where;
       if (!read_path_and_name(a, where, d.path, d.name, problems)) continue;
       if (!a["expr"].is_string()) {
-        problems.add(where + ".expr", show(a["expr"]) + " is not an expression; expected a string such as \"8 * cores\"");
+        problems.add(
+            where + ".expr",
+            show(a["expr"]) + " is not an expression; expected a string such as \"8 * cores\"");
         continue;
       }
       try {
@@ -149,7 +168,8 @@ void parse_axes(const nlohmann::json& axes, SweepSpec& spec, ProblemList& proble
       continue;
     }
     ValueAxis axis;
-    if (parse_value_axis(a, where, axis, problems)) spec.groups.push_back(AxisGroup{{std::move(axis)}});
+    if (parse_value_axis(a, where, axis, problems))
+      spec.groups.push_back(AxisGroup{{std::move(axis)}});
   }
 }
 
@@ -158,13 +178,18 @@ void check_names(const SweepSpec& spec, ProblemList& problems) {
   std::set<std::string> names, paths;
   auto claim = [&](const std::string& name, const std::string& path, const std::string& where) {
     if (is_fixed_column(name))
-      problems.add(where, "the name '" + name + "' is a results.csv column; give the axis another \"name\"");
-    if (std::find(builtin_variables().begin(), builtin_variables().end(), name) != builtin_variables().end())
-      problems.add(where, "the name '" + name + "' is a built-in expression variable; give the axis another \"name\"");
+      problems.add(
+          where, "the name '" + name + "' is a results.csv column; give the axis another \"name\"");
+    if (std::find(builtin_variables().begin(), builtin_variables().end(), name) !=
+        builtin_variables().end())
+      problems.add(where,
+                   "the name '" + name +
+                       "' is a built-in expression variable; give the axis another \"name\"");
     if (!names.insert(name).second)
       problems.add(where, "another axis is already named '" + name + "'; names must be unique");
     if (!path.empty() && !paths.insert(path).second)
-      problems.add(where, "another axis already sets " + path + "; each path may be swept by one axis");
+      problems.add(where,
+                   "another axis already sets " + path + "; each path may be swept by one axis");
   };
   for (const auto& g : spec.groups)
     for (const auto& a : g.axes) claim(a.name, a.path, a.where);
@@ -178,9 +203,8 @@ void check_names(const SweepSpec& spec, ProblemList& problems) {
       std::string list;
       for (const auto& k : known)
         if (!(k == "base" && d.path.empty())) list += (list.empty() ? "" : ", ") + k;
-      problems.add(d.where + ".expr",
-                   "unknown variable '" + v + "'; known here: " + list +
-                       (v == "base" ? " ('base' needs a path)" : ""));
+      problems.add(d.where + ".expr", "unknown variable '" + v + "'; known here: " + list +
+                                          (v == "base" ? " ('base' needs a path)" : ""));
     }
     known.insert(d.name);
   }
@@ -223,11 +247,14 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
   ProblemList problems;
   SweepSpec spec;
   spec.file = file;
-  if (!doc.is_object()) throw ConfigError("(document)", "a sweep must be a JSON object with \"base\" and \"axes\"");
+  if (!doc.is_object())
+    throw ConfigError("(document)", "a sweep must be a JSON object with \"base\" and \"axes\"");
   check_keys(doc, "", {"base", "axes", "series"}, problems);
 
   if (auto b = doc.find("base"); b == doc.end()) {
-    problems.add("base", "missing: the study every point starts from (a file path or an inline study object)");
+    problems.add(
+        "base",
+        "missing: the study every point starts from (a file path or an inline study object)");
   } else if (b->is_string()) {
     fs::path p = b->get<std::string>();
     if (p.is_relative()) p = fs::path(dir) / p;
@@ -239,7 +266,9 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
   } else if (b->is_object()) {
     spec.base = *b;
   } else {
-    problems.add("base", show(*b) + " is not allowed; expected a study file path (relative to the sweep file) or an inline study object");
+    problems.add("base", show(*b) +
+                             " is not allowed; expected a study file path (relative to the sweep "
+                             "file) or an inline study object");
   }
 
   if (auto a = doc.find("axes"); a == doc.end()) {
@@ -254,7 +283,8 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
 
   if (auto s = doc.find("series"); s != doc.end()) {
     if (!s->is_array()) {
-      problems.add("series", show(*s) + " is not allowed; expected a list of axis names ([]: by model only)");
+      problems.add("series",
+                   show(*s) + " is not allowed; expected a list of axis names ([]: by model only)");
     } else {
       spec.series_given = true;
       for (std::size_t i = 0; i < s->size(); ++i) {

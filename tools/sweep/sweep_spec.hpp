@@ -7,10 +7,9 @@
 //    "axes": [{"zip": [{"path": "topology", "values": ["4x4", "8x8"]},
 //                      {"name": "per_core", "values": [8, 16]}]},
 //             {"path": "workload.global_batch", "expr": "per_core * cores"}]}
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tools/sweep/expr.hpp"
 
@@ -39,8 +38,8 @@ struct DerivedAxis {
 };
 
 struct SweepSpec {
-  std::string file;       ///< the sweep file, for messages ("" for inline documents)
-  nlohmann::json base;    ///< the base study as written (presets unresolved)
+  std::string file;     ///< the sweep file, for messages ("" for inline documents)
+  nlohmann::json base;  ///< the base study as written (presets unresolved)
   std::vector<AxisGroup> groups;
   std::vector<DerivedAxis> derived;
   std::vector<std::string> series;  ///< axis names that split curves (see series_axes())

@@ -1,0 +1,84 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <set>
+
+#include "tests/cli/run_tpusim.hpp"
+
+namespace {
+const char* kStudy = "configs/studies/bert_large_16.json";
+
+void check_bad_run(const std::vector<std::string>& sets, const std::string& named) {
+  std::vector<std::string> args{"run", kStudy};
+  for (const auto& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  auto r = run_tpusim(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::Contains(named));
+}
+}  // namespace
+
+TEST_CASE("tpusim run --json reports a step whose parts add up") {
+  auto r = run_tpusim({"run", kStudy, "--json"});
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"schema_version", "tpusim_version", "step_time_ms", "compute_ms", "communication_ms",
+                          "exposed_communication_ms", "comm_share", "mxu_utilization", "examples_per_s", "config"})
+    CHECK(j.contains(key));
+  const double step = j["step_time_ms"].get<double>();
+  CHECK(j["comm_share"].get<double>() == Approx(j["communication_ms"].get<double>() / step));
+  CHECK(j["examples_per_s"].get<double>() == Approx(32 / (step * 1e-3)));
+  // Cores wait for their collectives (tpu_v3 default): compute and communication fill the step.
+  CHECK(j["compute_ms"].get<double>() + j["exposed_communication_ms"].get<double>() == Approx(step).epsilon(1e-6));
+  CHECK(j["mxu_utilization"].get<double>() > 0);
+  CHECK(j["mxu_utilization"].get<double>() < 1);
+  CHECK(j["config"]["topology"]["dims"] == nlohmann::json::array({4, 4}));
+  CHECK(j["chips"] == 16);
+}
+
+TEST_CASE("tpusim validate checks a study without simulating it") {
+  auto r = run_tpusim({"validate", kStudy});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("ok: "));
+}
+
+TEST_CASE("run with a timeline writes a Chrome trace with a track per core and link counters") {
+  const std::string path = "/tmp/tpusim_timeline_test.json";
+  std::remove(path.c_str());
+  auto r = run_tpusim({"run", kStudy, "--timeline", path});
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(slurp(path));
+  std::set<int> tids;
+  bool compute = false, collective = false, counter = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      tids.insert(e["tid"].get<int>());
+      compute |= e["cat"] == "matmul";
+      collective |= e["cat"].get<std::string>().rfind("collective:", 0) == 0;
+      CHECK(e["dur"].get<double>() >= 0);
+    }
+    counter |= e["ph"] == "C";
+  }
+  CHECK(tids.size() == 32);  // 16 chips x 2 cores: all cores of a small slice
+  CHECK(compute);
+  CHECK(collective);
+  CHECK(counter);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("bad studies are one error line naming the JSON path with exit code 2") {
+  check_bad_run({"workload.global_batch=33"}, "workload.global_batch");
+  check_bad_run({"parallelism.model=3"}, "parallelism.model");
+  check_bad_run({"workload.model=gpt3"}, "workload.model");
+  check_bad_run({"topology=0x4"}, "topology");
+  check_bad_run({"topology=64x64"}, "workload.global_batch");  // 32 sequences over 8192 cores
+  check_bad_run({"parallelism.model=32", "workload.vocab=30528"}, "parallelism.model");  // 16 heads
+  auto missing = run_tpusim({"run", "no/such/study.json"});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("no/such/study.json"));
+}
