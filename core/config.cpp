@@ -36,6 +36,8 @@ nlohmann::json read_json_file(const std::string& path) {
     if (pos != std::string::npos) msg = msg.substr(pos);
     throw ConfigError(path + ":" + std::to_string(line) + ":" + std::to_string(col),
                       "malformed JSON (" + msg + ")");
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number out of range: 1e999
+    throw ConfigError(path, std::string("unreadable JSON (") + e.what() + ")");
   }
 }
 

@@ -78,6 +78,10 @@ TEST_CASE("bad studies are one error line naming the JSON path with exit code 2"
   check_bad_run({"topology=0x4"}, "topology");
   check_bad_run({"topology=64x64"}, "workload.global_batch");  // 32 sequences over 8192 cores
   check_bad_run({"parallelism.model=32", "workload.vocab=30528"}, "parallelism.model");  // 16 heads
+  auto huge = run_tpusim({"run", "tests/data/huge_number.json"});
+  CHECK(huge.exit_code == 2);
+  CHECK(huge.err_lines() == 1);
+  CHECK_THAT(huge.err, Catch::Contains("huge_number.json"));
   auto missing = run_tpusim({"run", "no/such/study.json"});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains("no/such/study.json"));
