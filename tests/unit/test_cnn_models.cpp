@@ -153,6 +153,12 @@ TEST_CASE("Mask R-CNN: FPN levels, shared RPN weights, fixed ROI counts") {
   CHECK(find(g, "rpn.p3.conv")->params == 0);
   CHECK(find(g, "box_head.fc1")->matmul->m == 2 * 512);
   CHECK(find(g, "mask_head.conv0")->matmul->m == 2 * 128 * 14 * 14);
+  // Head FLOPs from their layer shapes (2 images): 512 ROIs through FC 7*7*256 -> 1024, and 128
+  // ROIs through a 3x3 conv 256 -> 256 on 14x14 and the 2x2 deconvolution to 28x28.
+  CHECK(find(g, "box_head.fc1")->flops == 2.0 * 2 * 512 * 7 * 7 * 256 * 1024);
+  CHECK(find(g, "mask_head.conv0")->flops == 2.0 * 2 * 128 * 14 * 14 * 9 * 256 * 256);
+  CHECK(find(g, "mask_head.deconv")->flops == 2.0 * 2 * 128 * 14 * 14 * 4 * 256 * 256);
+  CHECK(find(g, "mask_head.mask_logits")->flops == 2.0 * 2 * 128 * 28 * 28 * 256 * 81);
   // Proposals are stop-gradient: no backward op of theirs exists.
   CHECK(find(g, "proposals.nms.bwd") == nullptr);
   CHECK(find(g, "box_head.roi_align.bwd") != nullptr);
