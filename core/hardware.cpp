@@ -27,6 +27,8 @@ const ParamRegistrar kParams{{
     {"hardware.ici.bandwidth_GBps", T::Number, "GB/s", 100.0, "one direction of one ICI link", 0.001, 1e6},
     {"hardware.ici.latency_ns", T::Number, "ns", 200.0, "ICI latency per hop", 0, 1e9},
     {"hardware.async_collectives", T::Boolean, "", false, "a TensorCore keeps computing while its collectives are in flight (false: it drives each collective itself and waits for it, as XLA ran them on TPU v3)"},
+    {"hardware.slow_chips", T::IntegerList, "chip ids", nlohmann::json::array(), "chips whose compute ops take slow_chip_factor times longer (a per-chip difference applied at execution time)", 0, 1e6},
+    {"hardware.slow_chip_factor", T::Number, "", 1.0, "compute time multiplier of the slow chips", 1, 1000},
     {"hardware.calibration.op_overhead_ns", T::Number, "ns", 1000.0, "fixed cost of launching one compute op", 0, 1e9},
     {"hardware.calibration.mxu_efficiency", T::Number, "", 0.75, "achieved fraction of the MXU cycle formula's throughput (stalls between tiles, result handling the formula leaves out)", 0.01, 1},
     {"hardware.calibration.hbm_efficiency", T::Number, "", 0.85, "achievable fraction of peak HBM bandwidth", 0.01, 1},
@@ -56,6 +58,8 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.ici_bandwidth = c.GBps("hardware.ici.bandwidth_GBps");
   h.ici_latency = c.ns("hardware.ici.latency_ns");
   h.async_collectives = c.boolean("hardware.async_collectives");
+  for (auto chip : c.integers("hardware.slow_chips")) h.slow_chips.push_back(static_cast<int>(chip));
+  h.slow_chip_factor = c.number("hardware.slow_chip_factor");
   h.op_overhead = c.ns("hardware.calibration.op_overhead_ns");
   h.hbm_efficiency = c.number("hardware.calibration.hbm_efficiency");
   h.mxu_efficiency = c.number("hardware.calibration.mxu_efficiency");

@@ -1,6 +1,7 @@
 #pragma once
 // The chip, core and link parameters of a study, converted once into typed values.
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/units.hpp"
@@ -31,7 +32,9 @@ struct HardwareSpec {
   Duration onchip_latency;
   Bandwidth ici_bandwidth;     ///< one direction of one ICI link
   Duration ici_latency;        ///< per hop
-  bool async_collectives = false;  ///< a core computes while its collectives are in flight
+  bool async_collectives = false;
+  std::vector<int> slow_chips;   ///< chips whose compute is slower (a what-if of a bad chip)
+  double slow_chip_factor = 1;   ///< their compute time multiplier  ///< a core computes while its collectives are in flight
   // Calibration: few, physical, shared by every model (see configs/tpu_v3.json for sources).
   Duration op_overhead;        ///< fixed cost of launching one compute op
   double hbm_efficiency = 1;   ///< achievable fraction of peak HBM bandwidth

@@ -146,7 +146,7 @@ bool value_ok(const ParamSpec& s, const nlohmann::json& v) {
     case ParamType::IntegerList:
     case ParamType::NumberList:
     case ParamType::BooleanList: {
-      if (!v.is_array() || v.empty()) return false;
+      if (!v.is_array()) return false;
       for (const auto& e : v) {
         if (s.type == ParamType::BooleanList ? !e.is_boolean()
                                              : !number_ok(s, e, s.type == ParamType::IntegerList))

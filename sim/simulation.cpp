@@ -111,8 +111,16 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
     if (c >= 0 && c < machine.num_cores()) traced[c] = true;
   auto& cores = g_design->cores;
   cores.reserve(machine.num_cores());
+  std::vector<double> scale(machine.num_cores(), 1.0);
+  for (int chip : hw.slow_chips) {
+    if (chip >= topology.num_chips())
+      throw ConfigError("hardware.slow_chips", std::to_string(chip) + " is not a chip of the topology (0 to " +
+                                                   std::to_string(topology.num_chips() - 1) + ")");
+    for (int k = 0; k < hw.cores_per_chip; ++k) scale[chip * hw.cores_per_chip + k] = hw.slow_chip_factor;
+  }
   for (int c = 0; c < machine.num_cores(); ++c)
-    cores.push_back(std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx, traced[c]));
+    cores.push_back(
+        std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx, traced[c], scale[c]));
   dispatch.cores = &cores;
   // Links of traced chips log their busy intervals for the timeline's utilisation counters.
   std::map<LinkModule*, std::vector<std::pair<Duration, Duration>>> link_logs;

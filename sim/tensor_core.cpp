@@ -9,8 +9,9 @@
 
 namespace tpusim {
 
-TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx, bool traced)
-    : sc_core::sc_module(name), id_(id), ctx_(ctx), traced_(traced) {
+TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx, bool traced,
+                       double compute_scale)
+    : sc_core::sc_module(name), id_(id), ctx_(ctx), traced_(traced), compute_scale_(compute_scale) {
   SC_METHOD(guarded_step);
   sensitive << wake_;
 }
@@ -78,7 +79,7 @@ void TensorCore::step() {
             std::find(outstanding_.begin(), outstanding_.end(), d) != outstanding_.end())
           ok = false;
       if (!ok) break;
-      total += ctx_.op_time[pc_];
+      total += compute_scale_ == 1.0 ? ctx_.op_time[pc_] : ctx_.op_time[pc_] * compute_scale_;
       ++pc_;
     }
     if (pc_ == run_start_pc_) {
@@ -117,8 +118,9 @@ void TensorCore::trace_run(Duration start, int from, int to) const {
   Duration t = start;
   for (int i = from; i < to; ++i) {
     const Op& op = ctx_.program->ops[i];
-    ctx_.timeline->span(id_, op.name, op.kind, t, t + ctx_.op_time[i]);
-    t += ctx_.op_time[i];
+    const Duration d = compute_scale_ == 1.0 ? ctx_.op_time[i] : ctx_.op_time[i] * compute_scale_;
+    ctx_.timeline->span(id_, op.name, op.kind, t, t + d);
+    t += d;
   }
 }
 

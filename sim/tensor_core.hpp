@@ -31,7 +31,9 @@ struct ExecutionContext {
 class TensorCore : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(TensorCore);
-  TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx, bool traced);
+  /// `compute_scale` multiplies every compute op's time on this core (1 for a healthy core).
+  TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx, bool traced,
+             double compute_scale = 1.0);
 
   /// The collective `op_index` is over for this core.
   void collective_done(int op_index);
@@ -55,6 +57,7 @@ class TensorCore : public sc_core::sc_module {
   const int id_;
   const ExecutionContext& ctx_;
   const bool traced_;
+  const double compute_scale_;
   sc_core::sc_event wake_;
   int pc_ = 0;
   bool running_ = false;

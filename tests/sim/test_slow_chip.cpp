@@ -1,0 +1,42 @@
+// Per-chip differences are applied at execution time: one slow chip holds up every collective
+// it takes part in, so a data-parallel step grows by the slow chip's extra compute.
+#include <catch2/catch.hpp>
+
+#include "sim/tensor_core_cost.hpp"
+#include "tests/sim/sim_fixture.hpp"
+
+using namespace tpusim;
+using namespace tpusim::test;
+
+namespace {
+Program compute_then_allreduce() {
+  Program p;
+  p.mesh = {{"data", 32}};  // 16 chips x 2 cores
+  Op mm;
+  mm.name = "matmul";
+  mm.kind = "matmul";
+  mm.compute.matmul = MatmulShape{1, 4096, 1024, 1024};
+  mm.compute.flops = mm.compute.matmul->flops();
+  p.ops.push_back(mm);
+  Op ar = collective_op(CollectiveKind::AllReduce, 1 << 20, {"data"});
+  ar.deps = {0};
+  p.ops.push_back(ar);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("a slow chip delays a data-parallel step by its extra compute") {
+  const double factor = 3;
+  auto base = config_with({{"topology", "4x4"}});
+  auto slow = config_with({{"topology", "4x4"}, {"hardware", {{"slow_chips", {5}}, {"slow_chip_factor", factor}}}});
+  const Program p = compute_then_allreduce();
+  const double op_s = compute_op_time(HardwareSpec::from_config(base), p.ops[0].compute).total.seconds();
+  Run healthy = simulate_child(p, base);
+  Run degraded = simulate_child(p, slow);
+  CHECK(degraded.step_s - healthy.step_s == Approx((factor - 1) * op_s).epsilon(1e-3));
+}
+
+TEST_CASE("a slow chip outside the topology is a config error") {
+  auto cfg = config_with({{"topology", "4x4"}, {"hardware", {{"slow_chips", {16}}}}});
+  CHECK_THROWS_WITH(simulate_child(compute_then_allreduce(), cfg), Catch::Contains("hardware.slow_chips"));
+}
