@@ -29,7 +29,12 @@ nlohmann::json read_json_file(const std::string& path) {
     // Turn the byte offset into line:column.
     std::size_t line = 1, col = 1;
     for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
     }
     std::string msg = e.what();
     auto pos = msg.find("error while parsing");
@@ -64,19 +69,20 @@ std::string find_preset(const std::string& name, const std::string& where) {
   }
   std::error_code ec;
   for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".json" &&
-        entry.path().parent_path().filename() != "studies")
+    if (entry.path().extension() == ".json" && entry.path().parent_path().filename() != "studies")
       known.push_back(entry.path().stem().string());
   }
   std::sort(known.begin(), known.end());
   std::string list;
   for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-  throw ConfigError(where, "unknown preset '" + name + "'; presets in " + dir.string() + ": " + list);
+  throw ConfigError(where,
+                    "unknown preset '" + name + "'; presets in " + dir.string() + ": " + list);
 }
 
 void resolve(nlohmann::json& doc, const std::string& where, int depth) {
   if (!doc.is_object()) return;
-  if (depth > 16) throw ConfigError(where, "presets nest more than 16 deep (a preset includes itself?)");
+  if (depth > 16)
+    throw ConfigError(where, "presets nest more than 16 deep (a preset includes itself?)");
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     if (it.key() == "preset") continue;
     resolve(it.value(), where.empty() ? it.key() : where + "." + it.key(), depth);

@@ -2,10 +2,9 @@
 // A study document: loaded from JSON, presets resolved, overrides applied, validated against the
 // declared parameters, defaults filled. Components read typed values from it by path.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/units.hpp"
 

@@ -29,7 +29,9 @@ class ConfigError : public std::runtime_error {
 /// Collects problems while validating, then throws them together.
 class ProblemList {
  public:
-  void add(std::string where, std::string what) { items_.push_back({std::move(where), std::move(what)}); }
+  void add(std::string where, std::string what) {
+    items_.push_back({std::move(where), std::move(what)});
+  }
   bool empty() const { return items_.empty(); }
   const std::vector<Problem>& items() const { return items_; }
   /// Throws ConfigError with everything collected, if anything was.

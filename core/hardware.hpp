@@ -9,10 +9,10 @@
 namespace tpusim {
 
 struct MxuSpec {
-  int count = 2;               ///< MXUs per TensorCore
-  int dim = 128;               ///< systolic array is dim x dim
-  int rows_per_pass = 8;       ///< LHS rows streamed per pass
-  int pass_cycles = 8;         ///< cycles per pass
+  int count = 2;                 ///< MXUs per TensorCore
+  int dim = 128;                 ///< systolic array is dim x dim
+  int rows_per_pass = 8;         ///< LHS rows streamed per pass
+  int pass_cycles = 8;           ///< cycles per pass
   int weight_load_cycles = 128;  ///< cycles to load one weight tile (overlaps the previous tile)
   int fill_drain_cycles = 256;   ///< pipeline fill plus drain, once per matmul
 };
@@ -30,21 +30,20 @@ struct HardwareSpec {
   Duration hbm_latency;
   Bandwidth onchip_bandwidth;  ///< between the two cores of a chip, one direction
   Duration onchip_latency;
-  Bandwidth ici_bandwidth;     ///< one direction of one ICI link
-  Duration ici_latency;        ///< per hop
+  Bandwidth ici_bandwidth;  ///< one direction of one ICI link
+  Duration ici_latency;     ///< per hop
   bool async_collectives = false;
-  std::vector<int> slow_chips;   ///< chips whose compute is slower (a what-if of a bad chip)
-  double slow_chip_factor = 1;   ///< their compute time multiplier  ///< a core computes while its collectives are in flight
+  std::vector<int> slow_chips;  ///< chips whose compute is slower (a what-if of a bad chip)
+  double slow_chip_factor = 1;  ///< their compute time multiplier  ///< a core computes while its
+                                ///< collectives are in flight
   // Calibration: few, physical, shared by every model (see configs/tpu_v3.json for sources).
-  Duration op_overhead;        ///< fixed cost of launching one compute op
-  double hbm_efficiency = 1;   ///< achievable fraction of peak HBM bandwidth
-  double mxu_efficiency = 1;   ///< achieved fraction of the MXU cycle formula's throughput
+  Duration op_overhead;               ///< fixed cost of launching one compute op
+  double hbm_efficiency = 1;          ///< achievable fraction of peak HBM bandwidth
+  double mxu_efficiency = 1;          ///< achieved fraction of the MXU cycle formula's throughput
   Duration collective_step_overhead;  ///< synchronisation cost of one collective step
 
   static HardwareSpec from_config(const Config& cfg);
-  double peak_flops_per_core() const {
-    return 2.0 * mxu.dim * mxu.dim * mxu.count * clock_hz;
-  }
+  double peak_flops_per_core() const { return 2.0 * mxu.dim * mxu.dim * mxu.count * clock_hz; }
   Duration cycles(double n) const { return Duration::cycles(n, clock_hz); }
 };
 

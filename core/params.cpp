@@ -10,13 +10,20 @@ namespace tpusim {
 
 const char* to_string(ParamType t) {
   switch (t) {
-    case ParamType::Integer: return "integer";
-    case ParamType::Number: return "number";
-    case ParamType::Boolean: return "boolean";
-    case ParamType::String: return "string";
-    case ParamType::IntegerList: return "list of integers";
-    case ParamType::BooleanList: return "list of booleans";
-    case ParamType::NumberList: return "list of numbers";
+    case ParamType::Integer:
+      return "integer";
+    case ParamType::Number:
+      return "number";
+    case ParamType::Boolean:
+      return "boolean";
+    case ParamType::String:
+      return "string";
+    case ParamType::IntegerList:
+      return "list of integers";
+    case ParamType::BooleanList:
+      return "list of booleans";
+    case ParamType::NumberList:
+      return "list of numbers";
   }
   return "?";
 }
@@ -41,8 +48,9 @@ std::vector<const ParamSpec*> ParamRegistry::find(const std::string& path) const
 
 bool ParamRegistry::is_section(const std::string& path) const {
   const std::string prefix = path + ".";
-  return std::any_of(specs_.begin(), specs_.end(),
-                     [&](const ParamSpec& s) { return s.path.compare(0, prefix.size(), prefix) == 0; });
+  return std::any_of(specs_.begin(), specs_.end(), [&](const ParamSpec& s) {
+    return s.path.compare(0, prefix.size(), prefix) == 0;
+  });
 }
 
 namespace {
@@ -68,7 +76,8 @@ const nlohmann::json* json_at(const nlohmann::json& doc, const std::string& path
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!cur->is_object()) return nullptr;
     auto it = cur->find(key);
     if (it == cur->end()) return nullptr;
@@ -84,7 +93,8 @@ void json_set(nlohmann::json& doc, const std::string& path, nlohmann::json value
   std::size_t start = 0;
   for (;;) {
     std::size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (key.empty()) throw ConfigError(path, "empty key in path");
     if (cur->is_null()) *cur = nlohmann::json::object();
     if (!cur->is_object())
@@ -109,9 +119,12 @@ std::string show(const nlohmann::json& v) {
 std::string range_text(const ParamSpec& s) {
   std::ostringstream os;
   bool lo = std::isfinite(s.min), hi = std::isfinite(s.max);
-  if (lo && hi) os << " from " << s.min << " to " << s.max;
-  else if (lo) os << " >= " << s.min;
-  else if (hi) os << " <= " << s.max;
+  if (lo && hi)
+    os << " from " << s.min << " to " << s.max;
+  else if (lo)
+    os << " >= " << s.min;
+  else if (hi)
+    os << " <= " << s.max;
   return os.str();
 }
 
@@ -136,13 +149,16 @@ bool number_ok(const ParamSpec& s, const nlohmann::json& v, bool integer) {
 
 bool value_ok(const ParamSpec& s, const nlohmann::json& v) {
   switch (s.type) {
-    case ParamType::Integer: return number_ok(s, v, true);
-    case ParamType::Number: return number_ok(s, v, false);
-    case ParamType::Boolean: return v.is_boolean();
+    case ParamType::Integer:
+      return number_ok(s, v, true);
+    case ParamType::Number:
+      return number_ok(s, v, false);
+    case ParamType::Boolean:
+      return v.is_boolean();
     case ParamType::String:
-      return v.is_string() && (s.choices.empty() ||
-                               std::find(s.choices.begin(), s.choices.end(), v.get<std::string>()) !=
-                                   s.choices.end());
+      return v.is_string() &&
+             (s.choices.empty() || std::find(s.choices.begin(), s.choices.end(),
+                                             v.get<std::string>()) != s.choices.end());
     case ParamType::IntegerList:
     case ParamType::NumberList:
     case ParamType::BooleanList: {
@@ -162,7 +178,8 @@ bool value_ok(const ParamSpec& s, const nlohmann::json& v) {
 
 void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems) const {
   if (!doc.is_object()) {
-    problems.add("(document)", "a study must be a JSON object, got " + std::string(doc.type_name()));
+    problems.add("(document)",
+                 "a study must be a JSON object, got " + std::string(doc.type_name()));
     return;
   }
   // Which declarations apply: those without a condition, and those whose condition parameter
@@ -186,7 +203,7 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
 
   // Walk what is given.
   std::function<void(nlohmann::json&, const std::string&)> walk = [&](nlohmann::json& obj,
-                                                                       const std::string& prefix) {
+                                                                      const std::string& prefix) {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       // Keys that begin with '_' are comments (documented in the README), e.g. "_why".
       if (!it.key().empty() && it.key()[0] == '_') continue;
@@ -203,7 +220,8 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
       }
       if (is_section(path)) {
         if (!it.value().is_object()) {
-          problems.add(path, "expected an object (a section of parameters), got " + show(it.value()));
+          problems.add(path,
+                       "expected an object (a section of parameters), got " + show(it.value()));
           continue;
         }
         walk(it.value(), path);
@@ -225,8 +243,7 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
         if (!condition_valid(specs[0]->when_path)) continue;
         problems.add(path, "is not a parameter here (it applies only when " + specs[0]->when_path +
                                " is " + specs[0]->when_value + ")");
-      }
-      else
+      } else
         problems.add(path, "unknown key; allowed here: " + (list.empty() ? "(none)" : list));
     }
   };

@@ -6,10 +6,9 @@
 //     {"hardware.clock_MHz", ParamType::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},
 //   }};
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
 
@@ -22,14 +21,14 @@ const char* to_string(ParamType t);
 struct ParamSpec {
   std::string path;  ///< dotted JSON path, e.g. "hardware.ici.bandwidth_GBps"
   ParamType type = ParamType::Number;
-  std::string unit;                ///< "GB/s", "ns", "bytes", "" for counts and names
-  nlohmann::json default_value;    ///< null: the parameter must be given
-  std::string meaning;             ///< one line
+  std::string unit;              ///< "GB/s", "ns", "bytes", "" for counts and names
+  nlohmann::json default_value;  ///< null: the parameter must be given
+  std::string meaning;           ///< one line
   double min = -std::numeric_limits<double>::infinity();  ///< for numbers and list elements
   double max = std::numeric_limits<double>::infinity();
   std::vector<std::string> choices;  ///< for strings: the allowed values (empty: any)
-  std::string when_path;   ///< applies only when this parameter...
-  std::string when_value;  ///< ...has this value (e.g. workload.model = bert_large)
+  std::string when_path;             ///< applies only when this parameter...
+  std::string when_value;            ///< ...has this value (e.g. workload.model = bert_large)
 };
 
 /// Every declared parameter. Filled by ParamRegistrar objects during static initialisation and

@@ -16,9 +16,10 @@ ByteCount parse_bytes(const std::string& text, const std::string& where) {
   const char* begin = text.c_str();
   char* end = nullptr;
   double value = std::strtod(begin, &end);
-  const std::string allowed = "a positive size such as 4096, 64KiB, 64MiB, 1GB (KB/MB/GB are 10^3/10^6/10^9, KiB/MiB/GiB are 2^10/2^20/2^30)";
-  if (end == begin)
-    throw ConfigError(where, "'" + text + "' is not a size; expected " + allowed);
+  const std::string allowed =
+      "a positive size such as 4096, 64KiB, 64MiB, 1GB (KB/MB/GB are 10^3/10^6/10^9, KiB/MiB/GiB "
+      "are 2^10/2^20/2^30)";
+  if (end == begin) throw ConfigError(where, "'" + text + "' is not a size; expected " + allowed);
   std::string suffix(end);
   while (!suffix.empty() && suffix.front() == ' ') suffix.erase(suffix.begin());
   for (const auto& [name, scale] : kSuffixes) {
@@ -29,7 +30,8 @@ ByteCount parse_bytes(const std::string& text, const std::string& where) {
       return static_cast<ByteCount>(std::llround(bytes));
     }
   }
-  throw ConfigError(where, "'" + text + "' has an unknown unit '" + suffix + "'; expected " + allowed);
+  throw ConfigError(where,
+                    "'" + text + "' has an unknown unit '" + suffix + "'; expected " + allowed);
 }
 
 std::string format_bytes(double bytes) {

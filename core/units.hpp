@@ -27,8 +27,14 @@ class Duration {
 
   constexpr Duration operator+(Duration o) const { return Duration(ps_ + o.ps_); }
   constexpr Duration operator-(Duration o) const { return Duration(ps_ - o.ps_); }
-  Duration& operator+=(Duration o) { ps_ += o.ps_; return *this; }
-  Duration& operator-=(Duration o) { ps_ -= o.ps_; return *this; }
+  Duration& operator+=(Duration o) {
+    ps_ += o.ps_;
+    return *this;
+  }
+  Duration& operator-=(Duration o) {
+    ps_ -= o.ps_;
+    return *this;
+  }
   Duration operator*(double f) const { return Duration(round_ps(static_cast<double>(ps_) * f)); }
   constexpr bool operator<(Duration o) const { return ps_ < o.ps_; }
   constexpr bool operator>(Duration o) const { return ps_ > o.ps_; }

@@ -7,27 +7,42 @@ namespace tpusim {
 
 const char* to_string(OpKind k) {
   switch (k) {
-    case OpKind::Matmul: return "matmul";
-    case OpKind::Conv: return "conv";
-    case OpKind::Elementwise: return "elementwise";
-    case OpKind::Softmax: return "softmax";
-    case OpKind::LayerNorm: return "layer_norm";
-    case OpKind::BatchNorm: return "batch_norm";
-    case OpKind::Pool: return "pool";
-    case OpKind::Embedding: return "embedding";
-    case OpKind::Loss: return "loss";
-    case OpKind::Optimizer: return "optimizer";
+    case OpKind::Matmul:
+      return "matmul";
+    case OpKind::Conv:
+      return "conv";
+    case OpKind::Elementwise:
+      return "elementwise";
+    case OpKind::Softmax:
+      return "softmax";
+    case OpKind::LayerNorm:
+      return "layer_norm";
+    case OpKind::BatchNorm:
+      return "batch_norm";
+    case OpKind::Pool:
+      return "pool";
+    case OpKind::Embedding:
+      return "embedding";
+    case OpKind::Loss:
+      return "loss";
+    case OpKind::Optimizer:
+      return "optimizer";
   }
   return "?";
 }
 
 const char* to_string(SplitDim d) {
   switch (d) {
-    case SplitDim::None: return "none";
-    case SplitDim::Batch: return "batch";
-    case SplitDim::M: return "m";
-    case SplitDim::K: return "k";
-    case SplitDim::N: return "n";
+    case SplitDim::None:
+      return "none";
+    case SplitDim::Batch:
+      return "batch";
+    case SplitDim::M:
+      return "m";
+    case SplitDim::K:
+      return "k";
+    case SplitDim::N:
+      return "n";
   }
   return "?";
 }

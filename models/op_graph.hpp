@@ -7,12 +7,11 @@
 // Costs in an OpNode are for ONE model replica processing its share of the global batch (the
 // replica batch), before any model or spatial split. Mixed precision as on TPU: matmul inputs
 // bf16, f32 accumulation, f32 master weights and optimizer state, bf16 activations.
+#include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/graph/adjacency_list.hpp>
 
 #include "models/program.hpp"
 
@@ -26,9 +25,9 @@ enum class OpKind {
   LayerNorm,
   BatchNorm,
   Pool,
-  Embedding,    ///< table lookup (gather)
+  Embedding,  ///< table lookup (gather)
   Loss,
-  Optimizer,    ///< optimizer update of one parameter group
+  Optimizer,  ///< optimizer update of one parameter group
 };
 const char* to_string(OpKind k);  ///< "matmul", "elementwise", ...
 
@@ -67,11 +66,11 @@ struct OpNode {
   // Cost per replica, before splitting.
   std::optional<MatmulShape> matmul;  ///< MXU work; HBM bytes are derived from it when split
   std::optional<ConvShape> conv;
-  double flops = 0;                   ///< MXU FLOPs (multiply-add = 2)
-  double vpu_elements = 0;            ///< elements the vector unit touches
-  double vpu_ops_per_element = 0;     ///< vector ops per element
-  double bytes_read = 0;              ///< HBM bytes read
-  double bytes_written = 0;           ///< HBM bytes written
+  double flops = 0;                ///< MXU FLOPs (multiply-add = 2)
+  double vpu_elements = 0;         ///< elements the vector unit touches
+  double vpu_ops_per_element = 0;  ///< vector ops per element
+  double bytes_read = 0;           ///< HBM bytes read
+  double bytes_written = 0;        ///< HBM bytes written
 
   // Splitting.
   OpSplit split;
@@ -80,8 +79,8 @@ struct OpNode {
   double partial_bytes = 0;
 
   // Parameters (forward ops that own weights).
-  std::int64_t params = 0;     ///< parameters this op owns (weights and biases)
-  int tied_to = -1;            ///< uses the weights owned by this forward op (tied embeddings)
+  std::int64_t params = 0;  ///< parameters this op owns (weights and biases)
+  int tied_to = -1;         ///< uses the weights owned by this forward op (tied embeddings)
   bool params_split_by_model = false;  ///< the op's weights are divided over the model axis
 
   // Backward derivation (forward ops).
@@ -91,10 +90,10 @@ struct OpNode {
   bool stop_gradient = false;
 
   // Links set by derive_training_graph.
-  int forward_of = -1;        ///< backward/optimizer op: the forward op it belongs to
-  bool weight_grad = false;   ///< computes (a contribution to) the gradient of forward_of's weights
-                              ///< (or of tied_to's weights)
-  int param_owner = -1;       ///< optimizer op: the forward op whose parameters it updates
+  int forward_of = -1;       ///< backward/optimizer op: the forward op it belongs to
+  bool weight_grad = false;  ///< computes (a contribution to) the gradient of forward_of's weights
+                             ///< (or of tied_to's weights)
+  int param_owner = -1;      ///< optimizer op: the forward op whose parameters it updates
 };
 
 struct OpEdge {
@@ -133,8 +132,8 @@ class OpGraph {
   void require_divisible(SplitConstraint c) { constraints_.push_back(std::move(c)); }
   const std::vector<SplitConstraint>& constraints() const { return constraints_; }
 
-  std::string model;                   ///< builder name
-  std::int64_t replica_batch = 0;      ///< examples one replica processes per step
+  std::string model;               ///< builder name
+  std::int64_t replica_batch = 0;  ///< examples one replica processes per step
 
   // Totals over ops (per replica).
   double total_flops() const;

@@ -75,7 +75,8 @@ OpNode embedding_lookup(std::string name, std::int64_t rows, std::int64_t table_
   op.vpu_ops_per_element = vpu_ops::kGather;
   op.bwd_vpu_ops_per_element = vpu_ops::kGather;  // scatter-add: one add per element
   // Token ids (i32) and the gathered bf16 rows in; the rows out.
-  op.bytes_read = static_cast<double>(rows) * (dtype_bytes(DType::I32) + width * dtype_bytes(DType::BF16));
+  op.bytes_read =
+      static_cast<double>(rows) * (dtype_bytes(DType::I32) + width * dtype_bytes(DType::BF16));
   op.bytes_written = static_cast<double>(rows) * width * dtype_bytes(DType::BF16);
   op.params = table_rows * width;
   op.shapes = {{rows}, {table_rows, width}, {rows, width}};

@@ -13,14 +13,14 @@
 namespace tpusim {
 
 namespace vpu_ops {
-constexpr double kBiasAdd = 1;          ///< matmul epilogue
-constexpr double kGelu = 10;            ///< tanh form: x^3, 4 mul/add, tanh, 2 mul/add
-constexpr double kGeluGrad = 14;        ///< recomputes tanh, its derivative, chain rule
+constexpr double kBiasAdd = 1;    ///< matmul epilogue
+constexpr double kGelu = 10;      ///< tanh form: x^3, 4 mul/add, tanh, 2 mul/add
+constexpr double kGeluGrad = 14;  ///< recomputes tanh, its derivative, chain rule
 constexpr double kRelu = 1;
-constexpr double kReluGrad = 2;         ///< compare + select
+constexpr double kReluGrad = 2;  ///< compare + select
 constexpr double kTanh = 4;
-constexpr double kTanhGrad = 3;         ///< 1 - y^2, times dy
-constexpr double kDropout = 3;          ///< random bits, compare, select-and-scale
+constexpr double kTanhGrad = 3;  ///< 1 - y^2, times dy
+constexpr double kDropout = 3;   ///< random bits, compare, select-and-scale
 /// Residual add + dropout + layer norm as one fusion: add, dropout (3), mean and variance
 /// (2 sums, 1 square), subtract, rsqrt-multiply, gamma, beta.
 constexpr double kAddDropoutLayerNorm = 12;
@@ -29,7 +29,7 @@ constexpr double kLayerNorm = 8;
 constexpr double kLayerNormGrad = 14;
 /// Attention softmax with scale, mask add, max, subtract, exp, sum, divide, dropout.
 constexpr double kSoftmax = 11;
-constexpr double kSoftmaxGrad = 6;      ///< dropout mask, y * (dy - sum(dy * y))
+constexpr double kSoftmaxGrad = 6;  ///< dropout mask, y * (dy - sum(dy * y))
 /// Softmax cross-entropy over the classes: max, subtract, exp, sum, log, pick the label
 /// (label smoothing adds a mean over classes: 1 more).
 constexpr double kCrossEntropy = 6;

@@ -8,9 +8,12 @@ namespace tpusim {
 
 const char* to_string(DType d) {
   switch (d) {
-    case DType::BF16: return "bf16";
-    case DType::F32: return "f32";
-    case DType::I32: return "i32";
+    case DType::BF16:
+      return "bf16";
+    case DType::F32:
+      return "f32";
+    case DType::I32:
+      return "i32";
   }
   return "?";
 }
@@ -24,10 +27,14 @@ std::optional<DType> parse_dtype(const std::string& s) {
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::Forward: return "forward";
-    case Phase::Backward: return "backward";
-    case Phase::Optimizer: return "optimizer";
-    case Phase::Other: return "other";
+    case Phase::Forward:
+      return "forward";
+    case Phase::Backward:
+      return "backward";
+    case Phase::Optimizer:
+      return "optimizer";
+    case Phase::Other:
+      return "other";
   }
   return "?";
 }
@@ -39,17 +46,23 @@ std::optional<Phase> parse_phase(const std::string& s) {
 
 const char* to_string(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::AllReduce: return "all-reduce";
-    case CollectiveKind::ReduceScatter: return "reduce-scatter";
-    case CollectiveKind::AllGather: return "all-gather";
-    case CollectiveKind::AllToAll: return "all-to-all";
-    case CollectiveKind::CollectivePermute: return "collective-permute";
+    case CollectiveKind::AllReduce:
+      return "all-reduce";
+    case CollectiveKind::ReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::AllGather:
+      return "all-gather";
+    case CollectiveKind::AllToAll:
+      return "all-to-all";
+    case CollectiveKind::CollectivePermute:
+      return "collective-permute";
   }
   return "?";
 }
 std::optional<CollectiveKind> parse_collective_kind(const std::string& s) {
-  for (auto k : {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter, CollectiveKind::AllGather,
-                 CollectiveKind::AllToAll, CollectiveKind::CollectivePermute})
+  for (auto k :
+       {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter, CollectiveKind::AllGather,
+        CollectiveKind::AllToAll, CollectiveKind::CollectivePermute})
     if (s == to_string(k)) return k;
   return std::nullopt;
 }
@@ -60,8 +73,9 @@ void Program::validate() const {
     const std::string where = "ops[" + std::to_string(i) + "] (" + op.name + ")";
     for (int d : op.deps)
       if (d < 0 || static_cast<std::size_t>(d) >= i)
-        throw ConfigError(where, "depends on op " + std::to_string(d) +
-                                     ", which is not an earlier op (dependencies must point backwards)");
+        throw ConfigError(where,
+                          "depends on op " + std::to_string(d) +
+                              ", which is not an earlier op (dependencies must point backwards)");
     if (!op.is_collective) continue;
     for (const auto& a : op.collective.axes)
       if (std::none_of(mesh.begin(), mesh.end(), [&](const MeshAxis& m) { return m.name == a; }))

@@ -64,20 +64,20 @@ struct CollectiveSpec {
 };
 
 struct Op {
-  std::string name;      ///< e.g. "encoder.3.mlp.in.bwd_weight"
-  std::string kind;      ///< "matmul", "layer_norm", "softmax", "all-reduce", ...
+  std::string name;  ///< e.g. "encoder.3.mlp.in.bwd_weight"
+  std::string kind;  ///< "matmul", "layer_norm", "softmax", "all-reduce", ...
   Phase phase = Phase::Other;
   bool is_collective = false;
   ComputeCost compute;        ///< if !is_collective
   CollectiveSpec collective;  ///< if is_collective
   DType dtype = DType::BF16;
   std::vector<std::vector<std::int64_t>> shapes;  ///< tensor shapes, for reports and traces
-  std::vector<int> deps;  ///< indices of earlier ops this one waits for
+  std::vector<int> deps;                          ///< indices of earlier ops this one waits for
 };
 
 struct Program {
-  std::string model;                ///< e.g. "bert_large"
-  std::vector<MeshAxis> mesh;       ///< the mesh the Program was partitioned for
+  std::string model;                   ///< e.g. "bert_large"
+  std::vector<MeshAxis> mesh;          ///< the mesh the Program was partitioned for
   std::int64_t examples_per_step = 0;  ///< global batch
   std::vector<Op> ops;
 

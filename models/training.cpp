@@ -9,10 +9,14 @@ namespace tpusim {
 
 const char* to_string(OptimizerKind k) {
   switch (k) {
-    case OptimizerKind::Adam: return "adam";
-    case OptimizerKind::Lamb: return "lamb";
-    case OptimizerKind::Lars: return "lars";
-    case OptimizerKind::Sgd: return "sgd";
+    case OptimizerKind::Adam:
+      return "adam";
+    case OptimizerKind::Lamb:
+      return "lamb";
+    case OptimizerKind::Lars:
+      return "lars";
+    case OptimizerKind::Sgd:
+      return "sgd";
   }
   return "?";
 }
@@ -25,24 +29,33 @@ namespace {
 //   dW = X^T x dY:  {1, K, batch*M, N}    (shared weights: the batch folds into the contraction)
 SplitDim map_split_input_a(SplitDim d) {
   switch (d) {
-    case SplitDim::K: return SplitDim::N;
-    case SplitDim::N: return SplitDim::K;
-    default: return d;
+    case SplitDim::K:
+      return SplitDim::N;
+    case SplitDim::N:
+      return SplitDim::K;
+    default:
+      return d;
   }
 }
 SplitDim map_split_input_b(SplitDim d) {
   switch (d) {
-    case SplitDim::K: return SplitDim::M;
-    case SplitDim::M: return SplitDim::K;
-    default: return d;
+    case SplitDim::K:
+      return SplitDim::M;
+    case SplitDim::M:
+      return SplitDim::K;
+    default:
+      return d;
   }
 }
 SplitDim map_split_weight(SplitDim d) {
   switch (d) {
     case SplitDim::Batch:
-    case SplitDim::M: return SplitDim::K;
-    case SplitDim::K: return SplitDim::M;
-    default: return d;
+    case SplitDim::M:
+      return SplitDim::K;
+    case SplitDim::K:
+      return SplitDim::M;
+    default:
+      return d;
   }
 }
 OpSplit map_split(const OpSplit& s, SplitDim (*f)(SplitDim)) { return {f(s.model), f(s.spatial)}; }
@@ -70,7 +83,11 @@ OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s
 class Deriver {
  public:
   Deriver(OpGraph& g, OptimizerKind opt)
-      : g_(g), opt_(opt), forward_ops_(g.size()), dy_sources_(forward_ops_), weight_grads_(forward_ops_) {}
+      : g_(g),
+        opt_(opt),
+        forward_ops_(g.size()),
+        dy_sources_(forward_ops_),
+        weight_grads_(forward_ops_) {}
 
   void run() {
     mark_requires_grad();
@@ -119,11 +136,10 @@ class Deriver {
       for (std::size_t slot = 0; slot < ins.size() && slot < 2; ++slot) {
         if (!requires_grad_[ins[slot]]) continue;
         const int other = ins.size() > 1 ? ins[1 - slot] : ins[slot];
-        OpNode op = slot == 0
-                        ? gradient_matmul(f, ".bwd_input", {s.batch, s.m, s.n, s.k}, DType::BF16,
-                                          map_split(f.split, map_split_input_a))
-                        : gradient_matmul(f, ".bwd_input_b", {s.batch, s.k, s.m, s.n}, DType::BF16,
-                                          map_split(f.split, map_split_input_b));
+        OpNode op = slot == 0 ? gradient_matmul(f, ".bwd_input", {s.batch, s.m, s.n, s.k},
+                                                DType::BF16, map_split(f.split, map_split_input_a))
+                              : gradient_matmul(f, ".bwd_input_b", {s.batch, s.k, s.m, s.n},
+                                                DType::BF16, map_split(f.split, map_split_input_b));
         op.conv = f.conv;
         dy_sources_[ins[slot]].push_back(add_backward(std::move(op), v, {other}, false));
       }
@@ -154,7 +170,8 @@ class Deriver {
       op.bytes_read = f.bytes_written;
       op.bytes_written = static_cast<double>(f.params) * dtype_bytes(DType::F32);
     } else {
-      // Reads the saved inputs and dY (or the saved output, same size); writes a gradient per input.
+      // Reads the saved inputs and dY (or the saved output, same size); writes a gradient per
+      // input.
       op.bytes_read = f.bytes_read + f.bytes_written;
       op.bytes_written = f.bytes_read;
     }
@@ -169,8 +186,10 @@ class Deriver {
     // Per weight: f32 master weight, f32 gradient and f32 moments; every update also writes the
     // bf16 copy the next forward pass reads.
     switch (opt_) {
-      case OptimizerKind::Adam: return {14, 16, 14};
-      case OptimizerKind::Sgd: return {4, 12, 10};
+      case OptimizerKind::Adam:
+        return {14, 16, 14};
+      case OptimizerKind::Sgd:
+        return {4, 12, 10};
       case OptimizerKind::Lamb:  // moments + update + norm partial sums | ratio, step, convert
         return apply_phase ? OptimizerOpCost{4, 8, 6} : OptimizerOpCost{16, 16, 12};
       case OptimizerKind::Lars:  // norms of w and g | momentum step with the trust ratio

@@ -16,7 +16,9 @@ std::map<std::string, AlgorithmFactory>& registry() {
 }
 }  // namespace
 
-AlgorithmRegistrar::AlgorithmRegistrar(const char* name, AlgorithmFactory make) { registry()[name] = make; }
+AlgorithmRegistrar::AlgorithmRegistrar(const char* name, AlgorithmFactory make) {
+  registry()[name] = make;
+}
 
 std::vector<std::string> algorithm_names() {
   std::vector<std::string> out;
@@ -24,7 +26,8 @@ std::vector<std::string> algorithm_names() {
   return out;
 }
 
-std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name, const std::string& where) {
+std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name,
+                                                    const std::string& where) {
   auto it = registry().find(name);
   if (it == registry().end()) {
     std::string names = "auto";
@@ -50,11 +53,13 @@ GroupShape analyse_group(const Machine& m, const std::vector<int>& group) {
   std::size_t product = 1;
   for (const auto& v : s.values) product *= v.size();
   // A sub-grid: as many members as coordinate combinations, and no member twice.
-  s.is_grid = product == group.size() && std::set<int>(group.begin(), group.end()).size() == group.size();
+  s.is_grid =
+      product == group.size() && std::set<int>(group.begin(), group.end()).size() == group.size();
   return s;
 }
 
-std::string pick_algorithm(const std::string& configured, const Machine& m, const std::vector<int>& group) {
+std::string pick_algorithm(const std::string& configured, const Machine& m,
+                           const std::vector<int>& group) {
   if (configured != "auto") return configured;
   return analyse_group(m, group).is_grid ? "per_dimension" : "bidirectional_ring";
 }

@@ -27,7 +27,8 @@ class CollectiveAlgorithm {
   virtual std::string describe() const = 0;
   /// The plan of a reduce-scatter, all-gather or all-reduce over `group` (in mesh order).
   /// Throws ConfigError if this algorithm cannot serve the group.
-  virtual GroupPlan plan(const Machine& m, CollectiveKind kind, const std::vector<int>& group) const = 0;
+  virtual GroupPlan plan(const Machine& m, CollectiveKind kind,
+                         const std::vector<int>& group) const = 0;
 };
 
 using AlgorithmFactory = std::unique_ptr<CollectiveAlgorithm> (*)();
@@ -35,12 +36,14 @@ struct AlgorithmRegistrar {
   AlgorithmRegistrar(const char* name, AlgorithmFactory make);
 };
 /// The named algorithm; throws ConfigError listing the names if unknown.
-std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name, const std::string& where);
+std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name,
+                                                    const std::string& where);
 std::vector<std::string> algorithm_names();
 
 /// "auto": per_dimension, which covers a group inside one chip (the on-chip step alone), a
 /// sub-grid (rings per dimension), and falls back to a bidirectional ring otherwise.
-std::string pick_algorithm(const std::string& configured, const Machine& m, const std::vector<int>& group);
+std::string pick_algorithm(const std::string& configured, const Machine& m,
+                           const std::vector<int>& group);
 
 /// Plans that are not rings over the group: a collective-permute by `shift` and an all-to-all.
 GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shift, bool wrap);

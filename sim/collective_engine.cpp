@@ -11,12 +11,23 @@ namespace tpusim {
 namespace {
 using T = ParamType;
 const ParamRegistrar kParams{{
-    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per_dimension on sub-grids, else bidirectional_ring), ring, bidirectional_ring, per_dimension, onchip", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip"}},
-    {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
+    {"collectives.algorithm",
+     T::String,
+     "",
+     "auto",
+     "all-reduce / reduce-scatter / all-gather algorithm: auto (per_dimension on sub-grids, else "
+     "bidirectional_ring), ring, bidirectional_ring, per_dimension, onchip",
+     -1e300,
+     1e300,
+     {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip"}},
+    {"collectives.reduction_compute", T::Boolean, "", true,
+     "summing received data costs vector-unit and HBM time (false: free, to compare with tools "
+     "that ignore it)"},
 }};
 
 std::string axes_key(const CollectiveSpec& s) {
-  if (!s.replica_groups.empty()) return "groups@" + std::to_string(reinterpret_cast<std::uintptr_t>(&s));
+  if (!s.replica_groups.empty())
+    return "groups@" + std::to_string(reinterpret_cast<std::uintptr_t>(&s));
   std::string k;
   for (const auto& a : s.axes) k += a + ",";
   return k;
@@ -54,10 +65,16 @@ struct CollectiveEngine::Running {
 };
 
 CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
-                                   Network& network, EventQueue& queue, const CollectiveOptions& options,
-                                   CollectiveListener& listener)
-    : program_(program), mesh_(mesh), machine_(machine), network_(network), queue_(queue),
-      options_(options), listener_(listener), hw_(machine.hardware()) {
+                                   Network& network, EventQueue& queue,
+                                   const CollectiveOptions& options, CollectiveListener& listener)
+    : program_(program),
+      mesh_(mesh),
+      machine_(machine),
+      network_(network),
+      queue_(queue),
+      options_(options),
+      listener_(listener),
+      hw_(machine.hardware()) {
   if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
 }
 
@@ -139,7 +156,8 @@ void CollectiveEngine::arrive(int op_index, int core) {
     listener_.collective_done(core, op_index);
     return;
   }
-  if (++state->arrived[g] == static_cast<int>(state->set->groups[g].size())) start_group(op_index, g, *state->set);
+  if (++state->arrived[g] == static_cast<int>(state->set->groups[g].size()))
+    start_group(op_index, g, *state->set);
 }
 
 void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) {
@@ -170,7 +188,8 @@ void CollectiveEngine::run_phase(const std::shared_ptr<Running>& run) {
   for (std::size_t r = 0; r < phase.rings.size(); ++r) run_step(run, r, 0);
 }
 
-void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t ring_index, int step) {
+void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t ring_index,
+                                int step) {
   const PlanPhase& phase = run->plan->phases[run->phase];
   if (step == phase.steps) {
     if (--run->rings_left == 0) {
@@ -191,14 +210,18 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
     for (const auto& r : *routes)
       if (!r.empty()) batch_.push_back({&r, each_way * steps});
   const Duration start = sim_now();
-  const Duration reduce = phase.kind == StepKind::ReduceScatter ? reduction_time(per_member, run->dtype) : Duration{};
-  network_.send_batch(batch_, [this, run, ring_index, step, steps, start, reduce, path_latency](Duration arrival) {
-    // Received data is summed as it streams in: a step ends when both the transfer and the
-    // reduction are through, plus the fixed synchronisation cost of a step.
-    const Duration transfers = arrival + path_latency * (steps - 1);
-    const Duration end = max(transfers, start + reduce * steps) + hw_.collective_step_overhead * steps;
-    queue_.at(end, [this, run, ring_index, step, steps] { run_step(run, ring_index, step + steps); });
-  });
+  const Duration reduce =
+      phase.kind == StepKind::ReduceScatter ? reduction_time(per_member, run->dtype) : Duration{};
+  network_.send_batch(
+      batch_, [this, run, ring_index, step, steps, start, reduce, path_latency](Duration arrival) {
+        // Received data is summed as it streams in: a step ends when both the transfer and the
+        // reduction are through, plus the fixed synchronisation cost of a step.
+        const Duration transfers = arrival + path_latency * (steps - 1);
+        const Duration end =
+            max(transfers, start + reduce * steps) + hw_.collective_step_overhead * steps;
+        queue_.at(
+            end, [this, run, ring_index, step, steps] { run_step(run, ring_index, step + steps); });
+      });
 }
 
 void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
@@ -208,7 +231,8 @@ void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
   st.longest = max(st.longest, now - run->started);
   auto it = pending_.find(run->op_index);
   for (int core : *run->members) listener_.collective_done(core, run->op_index);
-  if (it != pending_.end() && ++it->second->groups_done == static_cast<int>(it->second->set->groups.size()))
+  if (it != pending_.end() &&
+      ++it->second->groups_done == static_cast<int>(it->second->set->groups.size()))
     pending_.erase(it);
 }
 
@@ -228,8 +252,9 @@ std::vector<std::string> CollectiveEngine::waiting() const {
       const int n = static_cast<int>(state->set->groups[g].size());
       if (state->arrived[g] > 0 && state->arrived[g] < n) {
         out.push_back("op " + std::to_string(op) + " (" + program_.ops[op].name + ", " +
-                      to_string(program_.ops[op].collective.kind) + ") group " + std::to_string(g) + ": " +
-                      std::to_string(state->arrived[g]) + " of " + std::to_string(n) + " cores arrived");
+                      to_string(program_.ops[op].collective.kind) + ") group " + std::to_string(g) +
+                      ": " + std::to_string(state->arrived[g]) + " of " + std::to_string(n) +
+                      " cores arrived");
         if (out.size() > 5) return out;
       }
     }

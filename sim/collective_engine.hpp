@@ -22,7 +22,8 @@ class Machine;
 
 struct CollectiveOptions {
   std::string algorithm = "auto";
-  bool reduction_compute = true;  ///< false: summing received data is free (as in tools that ignore it)
+  bool reduction_compute =
+      true;  ///< false: summing received data is free (as in tools that ignore it)
   static CollectiveOptions from_config(const Config& cfg);
 };
 
@@ -39,13 +40,14 @@ struct CollectiveOpStats {
   Duration last_end;     ///< latest group end
   Duration longest;      ///< longest single group
   int groups = 0;
-  int steps = 0;         ///< steps of one group's plan
+  int steps = 0;  ///< steps of one group's plan
 };
 
 class CollectiveEngine {
  public:
-  CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine, Network& network,
-                   EventQueue& queue, const CollectiveOptions& options, CollectiveListener& listener);
+  CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
+                   Network& network, EventQueue& queue, const CollectiveOptions& options,
+                   CollectiveListener& listener);
   ~CollectiveEngine();
 
   /// Plans every collective of the program for every group before the simulation starts, so a
@@ -60,9 +62,9 @@ class CollectiveEngine {
   std::vector<std::string> waiting() const;
 
  private:
-  struct GroupSet;       // the groups of one axes set, with each core's group index
-  struct Running;        // one group playing its plan
-  struct OpState;        // arrivals per group of one collective op
+  struct GroupSet;  // the groups of one axes set, with each core's group index
+  struct Running;   // one group playing its plan
+  struct OpState;   // arrivals per group of one collective op
 
   const GroupSet& groups_for(const CollectiveSpec& spec);
   const GroupPlan& plan_for(int op_index, const GroupSet& gs, int group);
@@ -82,7 +84,8 @@ class CollectiveEngine {
   const HardwareSpec& hw_;
   std::map<std::string, std::unique_ptr<GroupSet>> group_sets_;
   std::map<std::string, std::unique_ptr<CollectiveAlgorithm>> algorithms_;
-  std::map<std::string, std::vector<std::unique_ptr<GroupPlan>>> plans_;  ///< by plan key, per group
+  std::map<std::string, std::vector<std::unique_ptr<GroupPlan>>>
+      plans_;  ///< by plan key, per group
   std::map<int, std::unique_ptr<OpState>> pending_;
   /// Per op (prepared once): its group set and each group's plan.
   std::vector<const GroupSet*> op_groups_;

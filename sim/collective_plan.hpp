@@ -40,7 +40,8 @@ struct GroupPlan {
 class Machine;
 
 /// Builds a ring over `order` (cores); `closed` joins the last member to the first.
-Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional, bool closed = true);
+Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional,
+               bool closed = true);
 
 /// Reduce-scatter and all-gather phases over rings, by kind:
 /// all-reduce = RS phases in order then AG phases in reverse; reduce-scatter = RS phases;

@@ -4,9 +4,8 @@
 // is bookkeeping at known future times rather than processes that wait.
 #include <functional>
 #include <queue>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "core/units.hpp"
 
@@ -15,7 +14,9 @@ namespace tpusim {
 inline sc_core::sc_time to_sc(Duration d) {
   return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(d.ps()));
 }
-inline Duration from_sc(const sc_core::sc_time& t) { return Duration::ps(static_cast<std::int64_t>(t.value())); }
+inline Duration from_sc(const sc_core::sc_time& t) {
+  return Duration::ps(static_cast<std::int64_t>(t.value()));
+}
 /// The current simulated time as a Duration.
 inline Duration sim_now() { return from_sc(sc_core::sc_time_stamp()); }
 

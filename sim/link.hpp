@@ -1,10 +1,9 @@
 #pragma once
 // One direction of one physical ICI link, or of the on-chip path between two cores. A link is a
 // resource: a transfer holds it for bytes / bandwidth, FIFO; it arrives one latency later.
+#include <systemc>
 #include <utility>
 #include <vector>
-
-#include <systemc>
 
 #include "core/units.hpp"
 
@@ -21,8 +20,8 @@ class LinkModule : public sc_core::sc_module {
   Duration busy_until;
 
   // Stats (plain members, incremented in the hot path; reported by the simulation).
-  double bytes = 0;        ///< bytes carried
-  Duration busy_time;      ///< time spent serialising bytes
+  double bytes = 0;    ///< bytes carried
+  Duration busy_time;  ///< time spent serialising bytes
   std::uint64_t transfers = 0;
   /// When set (timeline of this link wanted), every busy interval is recorded.
   std::vector<std::pair<Duration, Duration>>* busy_log = nullptr;

@@ -19,7 +19,8 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
         const int slot = topology.link_slot(c, d, dir);
         if (!topology.link_exists(slot)) continue;
         std::string lname = "chip" + std::to_string(c) + "_ici_" + kDim[d] + (dir > 0 ? "p" : "m");
-        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()), hw.ici_bandwidth, hw.ici_latency);
+        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()),
+                                                 hw.ici_bandwidth, hw.ici_latency);
         ici_[slot] = link.get();
         all_links_.push_back(link.get());
         chip->ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
@@ -29,8 +30,10 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
     for (int a = 0; a < cpc; ++a) {
       for (int b = 0; b < cpc; ++b) {
         if (a == b) continue;
-        std::string lname = "chip" + std::to_string(c) + "_onchip_" + std::to_string(a) + "to" + std::to_string(b);
-        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()), hw.onchip_bandwidth, hw.onchip_latency);
+        std::string lname =
+            "chip" + std::to_string(c) + "_onchip_" + std::to_string(a) + "to" + std::to_string(b);
+        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()),
+                                                 hw.onchip_bandwidth, hw.onchip_latency);
         all_links_.push_back(link.get());
         chip->onchip[a * cpc + b] = std::move(link);
       }

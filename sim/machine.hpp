@@ -1,11 +1,10 @@
 #pragma once
 // The elaborated machine: one Chip module per chip, each with its TensorCores, its outgoing ICI
-// links (one LinkModule module per direction of each physical link) and the on-chip paths between its
-// cores. Knows routes between cores; knows nothing of programs.
+// links (one LinkModule module per direction of each physical link) and the on-chip paths between
+// its cores. Knows routes between cores; knows nothing of programs.
 #include <memory>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "core/hardware.hpp"
 #include "sim/link.hpp"
@@ -18,8 +17,10 @@ class Chip : public sc_core::sc_module {
  public:
   Chip(sc_core::sc_module_name name, int id) : sc_core::sc_module(name), id(id) {}
   const int id;
-  std::vector<std::unique_ptr<LinkModule>> ici;     ///< outgoing ICI links, by direction slot (null if absent)
-  std::vector<std::unique_ptr<LinkModule>> onchip;  ///< [a * cores + b]: core a to core b (null on the diagonal)
+  std::vector<std::unique_ptr<LinkModule>>
+      ici;  ///< outgoing ICI links, by direction slot (null if absent)
+  std::vector<std::unique_ptr<LinkModule>>
+      onchip;  ///< [a * cores + b]: core a to core b (null on the diagonal)
 };
 
 class Machine : public sc_core::sc_module {

@@ -22,9 +22,9 @@ struct Transfer {
 
 struct NetworkOptions {
   std::string fidelity = "message";
-  double chunk_bytes = 65536;   ///< message level: pipelining unit over multi-hop routes
-  double packet_bytes = 4096;   ///< packet level: packet size
-  bool contention = true;       ///< false: links never queue (for what-if comparisons)
+  double chunk_bytes = 65536;       ///< message level: pipelining unit over multi-hop routes
+  double packet_bytes = 4096;       ///< packet level: packet size
+  bool contention = true;           ///< false: links never queue (for what-if comparisons)
   bool coalesce_ring_steps = true;  ///< message level: a ring phase is one message per pair
   static NetworkOptions from_config(const Config& cfg);
 };

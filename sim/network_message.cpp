@@ -38,7 +38,8 @@ class MessageNetwork : public Network {
       }
       const Duration serialise = cached_serialise_;
       const Duration chunk = cached_chunk_;
-      const Duration start = opts_.contention ? max(link.busy_until, first_chunk_at) : first_chunk_at;
+      const Duration start =
+          opts_.contention ? max(link.busy_until, first_chunk_at) : first_chunk_at;
       Duration finish = start + serialise;
       // The last chunk cannot leave before it has arrived from upstream.
       if (i > 0) finish = max(finish, prev_finish + prev_latency + chunk);
@@ -62,9 +63,10 @@ class MessageNetwork : public Network {
   Duration cached_serialise_, cached_chunk_;
 };
 
-const NetworkRegistrar kRegister{"message", [](EventQueue& q, const NetworkOptions& o) -> std::unique_ptr<Network> {
-  return std::make_unique<MessageNetwork>(q, o);
-}};
+const NetworkRegistrar kRegister{
+    "message", [](EventQueue& q, const NetworkOptions& o) -> std::unique_ptr<Network> {
+      return std::make_unique<MessageNetwork>(q, o);
+    }};
 
 }  // namespace
 }  // namespace tpusim

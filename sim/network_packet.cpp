@@ -24,10 +24,12 @@ class PacketNetwork : public Network {
       const auto packets = static_cast<std::int64_t>(std::ceil(t.bytes / opts_.packet_bytes));
       const LinkModule& first = *t.route->front();
       for (std::int64_t p = 0; p < packets; ++p) {
-        const double size = std::min(opts_.packet_bytes, t.bytes - static_cast<double>(p) * opts_.packet_bytes);
+        const double size =
+            std::min(opts_.packet_bytes, t.bytes - static_cast<double>(p) * opts_.packet_bytes);
         ++batch->pending;
         // Injected at the pace of the first link.
-        const Duration inject = now + first.bandwidth.time_for(static_cast<double>(p) * opts_.packet_bytes);
+        const Duration inject =
+            now + first.bandwidth.time_for(static_cast<double>(p) * opts_.packet_bytes);
         queue_.at(inject, [this, batch, route = t.route, size] { hop(batch, route, 0, size); });
       }
     }
@@ -59,8 +61,7 @@ class PacketNetwork : public Network {
       queue_.at(arrive, [this, batch, route, i, size] { hop(batch, route, i + 1, size); });
     } else {
       batch->latest = max(batch->latest, arrive);
-      if (--batch->pending == 0)
-        queue_.at(batch->latest, [batch] { batch->done(batch->latest); });
+      if (--batch->pending == 0) queue_.at(batch->latest, [batch] { batch->done(batch->latest); });
     }
   }
 
@@ -69,9 +70,10 @@ class PacketNetwork : public Network {
   std::uint64_t packet_hops_ = 0;
 };
 
-const NetworkRegistrar kRegister{"packet", [](EventQueue& q, const NetworkOptions& o) -> std::unique_ptr<Network> {
-  return std::make_unique<PacketNetwork>(q, o);
-}};
+const NetworkRegistrar kRegister{
+    "packet", [](EventQueue& q, const NetworkOptions& o) -> std::unique_ptr<Network> {
+      return std::make_unique<PacketNetwork>(q, o);
+    }};
 
 }  // namespace
 }  // namespace tpusim

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
-
 #include <systemc>
 
 #include "core/errors.hpp"
@@ -15,7 +15,6 @@
 #include "sim/tensor_core.hpp"
 #include "sim/tensor_core_cost.hpp"
 #include "sim/timeline.hpp"
-#include <map>
 
 namespace tpusim {
 namespace {
@@ -35,13 +34,15 @@ Design* g_design = nullptr;
 class CoreDispatch : public CollectiveListener {
  public:
   std::vector<std::unique_ptr<TensorCore>>* cores = nullptr;
-  void collective_done(int core, int op_index) override { (*cores)[core]->collective_done(op_index); }
+  void collective_done(int core, int op_index) override {
+    (*cores)[core]->collective_done(op_index);
+  }
 };
 
 /// Utilisation of each logged link in fixed time bins, as timeline counters (0..1).
-void emit_link_counters(TimelineSink& sink,
-                        const std::map<LinkModule*, std::vector<std::pair<Duration, Duration>>>& logs,
-                        Duration step) {
+void emit_link_counters(
+    TimelineSink& sink,
+    const std::map<LinkModule*, std::vector<std::pair<Duration, Duration>>>& logs, Duration step) {
   const int bins = 200;
   if (step <= Duration{}) return;
   const double bin_ps = static_cast<double>(step.ps()) / bins;
@@ -69,20 +70,24 @@ SimOptions SimOptions::from_config(const Config& cfg) {
   return o;
 }
 
-std::vector<Duration> compute_times(const Program& program, const HardwareSpec& hw, bool use_measured) {
+std::vector<Duration> compute_times(const Program& program, const HardwareSpec& hw,
+                                    bool use_measured) {
   std::vector<Duration> t(program.ops.size());
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
     if (op.is_collective) continue;
-    if (use_measured && op.compute.measured_ns) t[i] = Duration::ns(*op.compute.measured_ns);
-    else t[i] = compute_op_time(hw, op.compute).total;
+    if (use_measured && op.compute.measured_ns)
+      t[i] = Duration::ns(*op.compute.measured_ns);
+    else
+      t[i] = compute_op_time(hw, op.compute).total;
   }
   return t;
 }
 
 SimReport simulate(const Program& program, const Topology& topology, const HardwareSpec& hw,
                    const SimOptions& options) {
-  if (g_simulated) throw std::logic_error("tpusim: one simulation per process (SystemC elaborates once)");
+  if (g_simulated)
+    throw std::logic_error("tpusim: one simulation per process (SystemC elaborates once)");
   g_simulated = true;
   setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
   const auto wall0 = std::chrono::steady_clock::now();
@@ -114,13 +119,15 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   std::vector<double> scale(machine.num_cores(), 1.0);
   for (int chip : hw.slow_chips) {
     if (chip >= topology.num_chips())
-      throw ConfigError("hardware.slow_chips", std::to_string(chip) + " is not a chip of the topology (0 to " +
+      throw ConfigError("hardware.slow_chips", std::to_string(chip) +
+                                                   " is not a chip of the topology (0 to " +
                                                    std::to_string(topology.num_chips() - 1) + ")");
-    for (int k = 0; k < hw.cores_per_chip; ++k) scale[chip * hw.cores_per_chip + k] = hw.slow_chip_factor;
+    for (int k = 0; k < hw.cores_per_chip; ++k)
+      scale[chip * hw.cores_per_chip + k] = hw.slow_chip_factor;
   }
   for (int c = 0; c < machine.num_cores(); ++c)
-    cores.push_back(
-        std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx, traced[c], scale[c]));
+    cores.push_back(std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx,
+                                                 traced[c], scale[c]));
   dispatch.cores = &cores;
   // Links of traced chips log their busy intervals for the timeline's utilisation counters.
   std::map<LinkModule*, std::vector<std::pair<Duration, Duration>>> link_logs;
@@ -166,7 +173,8 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   for (const auto& op : program.ops)
     if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;
   if (r.step_time > Duration{})
-    r.mxu_utilization = r.useful_flops_per_core / (hw.peak_flops_per_core() * r.step_time.seconds());
+    r.mxu_utilization =
+        r.useful_flops_per_core / (hw.peak_flops_per_core() * r.step_time.seconds());
 
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
@@ -177,7 +185,8 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
     }
     r.top_ops.push_back(std::move(t));
   }
-  std::sort(r.top_ops.begin(), r.top_ops.end(), [](const OpTime& a, const OpTime& b) { return a.time_ms > b.time_ms; });
+  std::sort(r.top_ops.begin(), r.top_ops.end(),
+            [](const OpTime& a, const OpTime& b) { return a.time_ms > b.time_ms; });
   r.collectives = engine.stats();
 
   double busiest = 0, sum = 0;

@@ -1,10 +1,9 @@
 #pragma once
 // One simulation: elaborate the machine and one TensorCore per core, play the Program, report.
 // SystemC elaborates one design per process, so call simulate() once per process.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
 #include "core/hardware.hpp"
@@ -43,17 +42,17 @@ struct LinkUsage {
 struct SimReport {
   int chips = 0;
   int cores = 0;
-  Duration step_time;       ///< until the last core finished
-  Duration compute;         ///< computing, on the core that finished last
-  Duration communication;   ///< at least one collective in flight, same core
+  Duration step_time;              ///< until the last core finished
+  Duration compute;                ///< computing, on the core that finished last
+  Duration communication;          ///< at least one collective in flight, same core
   Duration exposed_communication;  ///< waiting on collectives and not computing, same core
   double useful_flops_per_core = 0;
   double mxu_utilization = 0;
-  std::vector<OpTime> top_ops;            ///< compute ops and collectives, longest first
+  std::vector<OpTime> top_ops;  ///< compute ops and collectives, longest first
   std::map<int, CollectiveOpStats> collectives;
   LinkUsage links;
-  std::uint64_t kernel_events = 0;        ///< SC_METHOD activations (cores and event queue)
-  std::uint64_t network_work = 0;         ///< link reservations or packet-hops
+  std::uint64_t kernel_events = 0;  ///< SC_METHOD activations (cores and event queue)
+  std::uint64_t network_work = 0;   ///< link reservations or packet-hops
   double wall_s = 0;
   double elaboration_s = 0;
 };
@@ -64,6 +63,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
                    const SimOptions& options);
 
 /// Per-op compute times of a program on `hw` (measured durations if chosen and present).
-std::vector<Duration> compute_times(const Program& program, const HardwareSpec& hw, bool use_measured);
+std::vector<Duration> compute_times(const Program& program, const HardwareSpec& hw,
+                                    bool use_measured);
 
 }  // namespace tpusim

@@ -9,8 +9,8 @@
 
 namespace tpusim {
 
-TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx, bool traced,
-                       double compute_scale)
+TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx,
+                       bool traced, double compute_scale)
     : sc_core::sc_module(name), id_(id), ctx_(ctx), traced_(traced), compute_scale_(compute_scale) {
   SC_METHOD(guarded_step);
   sensitive << wake_;
@@ -30,7 +30,8 @@ bool TensorCore::ready(const Op& op) const {
   for (int d : op.deps) {
     if (d >= pc_) return false;
     if (ctx_.program->ops[d].is_collective) {
-      if (std::find(outstanding_.begin(), outstanding_.end(), d) != outstanding_.end()) return false;
+      if (std::find(outstanding_.begin(), outstanding_.end(), d) != outstanding_.end())
+        return false;
     } else if (running_ && d >= run_start_pc_) {
       return false;
     }
@@ -106,7 +107,8 @@ void TensorCore::collective_done(int op_index) {
   const auto i = it - outstanding_.begin();
   if (traced_ && ctx_.timeline) {
     const Op& op = ctx_.program->ops[op_index];
-    ctx_.timeline->span(id_, op.name, std::string("collective:") + to_string(op.collective.kind), issued_at_[i], now);
+    ctx_.timeline->span(id_, op.name, std::string("collective:") + to_string(op.collective.kind),
+                        issued_at_[i], now);
   }
   outstanding_.erase(it);
   issued_at_.erase(issued_at_.begin() + i);

@@ -5,9 +5,8 @@
 // grow with communication points, not with ops or cycles. Collectives are issued as soon as
 // their inputs exist and proceed while the core computes; an op that needs a collective's
 // result waits for it.
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "core/units.hpp"
 #include "models/program.hpp"
@@ -41,9 +40,9 @@ class TensorCore : public sc_core::sc_module {
   bool finished() const { return finished_; }
   int pc() const { return pc_; }
   Duration finish_time() const { return finish_time_; }
-  Duration busy() const { return busy_; }             ///< computing
-  Duration communicating() const { return comm_; }    ///< at least one collective in flight
-  Duration exposed() const { return exposed_; }       ///< waiting on collectives, not computing
+  Duration busy() const { return busy_; }           ///< computing
+  Duration communicating() const { return comm_; }  ///< at least one collective in flight
+  Duration exposed() const { return exposed_; }     ///< waiting on collectives, not computing
   std::uint64_t activations() const { return activations_; }
   const std::vector<int>& outstanding() const { return outstanding_; }
 
@@ -63,8 +62,8 @@ class TensorCore : public sc_core::sc_module {
   bool running_ = false;
   int run_start_pc_ = 0;
   Duration run_end_;
-  std::vector<int> outstanding_;       ///< issued collectives not yet done (few)
-  std::vector<Duration> issued_at_;    ///< parallel to outstanding_, for the timeline
+  std::vector<int> outstanding_;     ///< issued collectives not yet done (few)
+  std::vector<Duration> issued_at_;  ///< parallel to outstanding_, for the timeline
   bool finished_ = false;
   Duration finish_time_;
   Duration last_account_;

@@ -10,7 +10,8 @@ double ceil_div(double a, double b) { return std::ceil(a / b); }
 
 double mxu_cycles(const MxuSpec& mxu, const MatmulShape& s) {
   if (s.batch <= 0 || s.m <= 0 || s.k <= 0 || s.n <= 0) return 0;
-  const double tiles = static_cast<double>(s.batch) * ceil_div(s.k, mxu.dim) * ceil_div(s.n, mxu.dim);
+  const double tiles =
+      static_cast<double>(s.batch) * ceil_div(s.k, mxu.dim) * ceil_div(s.n, mxu.dim);
   const double pass_cycles = ceil_div(s.m, mxu.rows_per_pass) * mxu.pass_cycles;
   const double per_tile = std::max(pass_cycles, static_cast<double>(mxu.weight_load_cycles));
   return ceil_div(tiles, mxu.count) * per_tile + mxu.fill_drain_cycles;

@@ -26,8 +26,9 @@ struct OpTiming {
 };
 
 /// Time of a compute op on one core. MXU time is the cycle formula over the calibrated MXU
-/// efficiency; HBM time uses the calibrated HBM efficiency. MXU and vector unit work in parallel (VLIW bundles) and
-/// overlap with HBM traffic, so the op takes the largest of the three plus the launch overhead.
+/// efficiency; HBM time uses the calibrated HBM efficiency. MXU and vector unit work in parallel
+/// (VLIW bundles) and overlap with HBM traffic, so the op takes the largest of the three plus the
+/// launch overhead.
 OpTiming compute_op_time(const HardwareSpec& hw, const ComputeCost& cost);
 
 }  // namespace tpusim

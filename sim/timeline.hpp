@@ -9,8 +9,10 @@ namespace tpusim {
 class TimelineSink {
  public:
   virtual ~TimelineSink() = default;
-  virtual void span(int core, const std::string& name, const std::string& category, Duration start, Duration end) = 0;
-  virtual void counter(const std::string& track, const std::string& name, Duration at, double value) = 0;
+  virtual void span(int core, const std::string& name, const std::string& category, Duration start,
+                    Duration end) = 0;
+  virtual void counter(const std::string& track, const std::string& name, Duration at,
+                       double value) = 0;
 };
 
 }  // namespace tpusim

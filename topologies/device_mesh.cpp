@@ -17,15 +17,18 @@ DeviceMesh::DeviceMesh(const Topology& topology, int cores_per_chip, std::vector
   const long long cores = static_cast<long long>(topology.num_chips()) * cores_per_chip;
   if (n != cores) {
     std::string shape;
-    for (const auto& a : axes_) shape += (shape.empty() ? "" : " x ") + a.name + " " + std::to_string(a.size);
+    for (const auto& a : axes_)
+      shape += (shape.empty() ? "" : " x ") + a.name + " " + std::to_string(a.size);
     throw ConfigError("parallelism", "the device mesh (" + shape + " = " + std::to_string(n) +
-                                         " cores) must cover the topology's " + std::to_string(cores) +
-                                         " cores (" + topology.describe() + ", " +
-                                         std::to_string(cores_per_chip) + " cores per chip)");
+                                         " cores) must cover the topology's " +
+                                         std::to_string(cores) + " cores (" + topology.describe() +
+                                         ", " + std::to_string(cores_per_chip) +
+                                         " cores per chip)");
   }
   num_devices_ = static_cast<int>(n);
   stride_.assign(axes_.size(), 1);
-  for (int i = static_cast<int>(axes_.size()) - 2; i >= 0; --i) stride_[i] = stride_[i + 1] * axes_[i + 1].size;
+  for (int i = static_cast<int>(axes_.size()) - 2; i >= 0; --i)
+    stride_[i] = stride_[i + 1] * axes_[i + 1].size;
 }
 
 int DeviceMesh::axis_index(const std::string& name) const {

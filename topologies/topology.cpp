@@ -1,12 +1,11 @@
 #include "topologies/topology.hpp"
 
 #include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/connected_components.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
-
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/connected_components.hpp>
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
@@ -17,8 +16,10 @@ namespace {
 using T = ParamType;
 const ParamRegistrar kParams{{
     {"topology.name", T::String, "", "tpu_v3_multipod", "name of the topology, for reports"},
-    {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}), "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
-    {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}), "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},
+    {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}),
+     "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
+    {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}),
+     "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},
 }};
 
 nlohmann::json expand_topology(const std::string& text, const std::string& where) {
@@ -78,17 +79,21 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
     problems.add(where + ".wrap", "expected a list of booleans, one per dimension");
   } else {
     for (const auto& w : *wrap) {
-      if (!w.is_boolean()) problems.add(where + ".wrap", w.dump() + " is not a boolean");
-      else spec.wrap.push_back(w.get<bool>());
+      if (!w.is_boolean())
+        problems.add(where + ".wrap", w.dump() + " is not a boolean");
+      else
+        spec.wrap.push_back(w.get<bool>());
     }
     if (problems.empty() && spec.wrap.size() != spec.dims.size())
       problems.add(where + ".wrap", "has " + std::to_string(spec.wrap.size()) +
-                                        " entries but dims has " + std::to_string(spec.dims.size()));
+                                        " entries but dims has " +
+                                        std::to_string(spec.dims.size()));
   }
   problems.throw_if_any();
   long long chips = 1;
   for (int d : spec.dims) chips *= d;
-  if (chips > 65536) throw ConfigError(where + ".dims", "more than 65536 chips (" + std::to_string(chips) + ")");
+  if (chips > 65536)
+    throw ConfigError(where + ".dims", "more than 65536 chips (" + std::to_string(chips) + ")");
   return spec;
 }
 
@@ -113,7 +118,8 @@ TopologySpec parse_topology(const std::string& text, const std::string& where) {
       spec.wrap.assign(spec.dims.size(), true);
     } else {
       if (wrap_part.rfind("wrap=", 0) != 0)
-        throw ConfigError(where, "'" + text + "': after ':' expected wrap=FLAGS, e.g. 128x32:wrap=0,1");
+        throw ConfigError(where,
+                          "'" + text + "': after ':' expected wrap=FLAGS, e.g. 128x32:wrap=0,1");
       for (const auto& f : split(wrap_part.substr(5), ',')) {
         if (f != "0" && f != "1")
           throw ConfigError(where, "'" + text + "': wrap flags are 0 or 1, one per dimension");
@@ -191,8 +197,8 @@ int Topology::offset(int a, int b, int d) const {
   const int n = spec_.dims[d];
   int off = b - a;
   if (wraps(d)) {
-    off = ((off % n) + n) % n;       // 0..n-1 going +
-    if (off > n / 2) off -= n;       // shorter going -
+    off = ((off % n) + n) % n;  // 0..n-1 going +
+    if (off > n / 2) off -= n;  // shorter going -
   }
   return off;
 }
@@ -218,7 +224,8 @@ int Topology::hops(int src, int dst) const {
 }
 
 int Topology::bisection_links() const {
-  int d = static_cast<int>(std::max_element(spec_.dims.begin(), spec_.dims.end()) - spec_.dims.begin());
+  int d =
+      static_cast<int>(std::max_element(spec_.dims.begin(), spec_.dims.end()) - spec_.dims.begin());
   if (spec_.dims[d] < 2) return 0;
   const int cross_section = num_chips_ / spec_.dims[d];
   return cross_section * (wraps(d) ? 2 : 1);

@@ -1,10 +1,9 @@
 #pragma once
 // An N-dimensional grid of chips with a wrap flag per dimension (torus, mesh or mixed), its
 // directed ICI links, dimension-order routing and structural counts. Plain C++ and Boost.Graph.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tpusim {
 
@@ -50,7 +49,9 @@ class Topology {
   /// The chip one step along `dim` in direction `dir` (+1/-1), or -1 at an open edge.
   int neighbor(int chip, int dim, int dir) const;
   /// Directed link ids are dense in [0, num_link_slots()); a slot exists if neighbor() >= 0.
-  int link_slot(int chip, int dim, int dir) const { return (chip * num_dims() + dim) * 2 + (dir > 0 ? 0 : 1); }
+  int link_slot(int chip, int dim, int dir) const {
+    return (chip * num_dims() + dim) * 2 + (dir > 0 ? 0 : 1);
+  }
   int num_link_slots() const { return num_chips_ * num_dims() * 2; }
   bool link_exists(int slot) const;
   Link link(int slot) const;

@@ -17,15 +17,97 @@ const char* kModel = "bert_large";
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const ParamRegistrar kParams{{
-    {"workload.layers", T::Integer, "", 24, "encoder layers", 1, 1000, {}, "workload.model", kModel},
-    {"workload.hidden", T::Integer, "", 1024, "hidden width (d_model)", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kModel},
-    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (GELU)", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.seq_len", T::Integer, "tokens", 512, "tokens per sequence", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.vocab", T::Integer, "", 30522, "word-piece vocabulary (word embedding rows, MLM classes)", 2, 1e8, {}, "workload.model", kModel},
-    {"workload.type_vocab", T::Integer, "", 2, "token-type (segment) embedding rows", 1, 1e3, {}, "workload.model", kModel},
-    {"workload.one_hot_embeddings", T::Boolean, "", false, "look up word embeddings as a one-hot matmul [tokens, vocab] x [vocab, hidden] on the MXU (BERT's TPU code option use_one_hot_embeddings) instead of a gather", -kInf, kInf, {}, "workload.model", kModel},
-    {"workload.masked_positions", T::Integer, "tokens", 76, "masked-LM predictions per sequence (the MLM head runs on these only)", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.layers",
+     T::Integer,
+     "",
+     24,
+     "encoder layers",
+     1,
+     1000,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.hidden",
+     T::Integer,
+     "",
+     1024,
+     "hidden width (d_model)",
+     1,
+     1e6,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.heads",
+     T::Integer,
+     "",
+     16,
+     "attention heads (hidden / heads = head width)",
+     1,
+     1e4,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.ffn",
+     T::Integer,
+     "",
+     4096,
+     "feed-forward inner width (GELU)",
+     1,
+     1e6,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.seq_len",
+     T::Integer,
+     "tokens",
+     512,
+     "tokens per sequence",
+     1,
+     1e6,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.vocab",
+     T::Integer,
+     "",
+     30522,
+     "word-piece vocabulary (word embedding rows, MLM classes)",
+     2,
+     1e8,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.type_vocab",
+     T::Integer,
+     "",
+     2,
+     "token-type (segment) embedding rows",
+     1,
+     1e3,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.one_hot_embeddings",
+     T::Boolean,
+     "",
+     false,
+     "look up word embeddings as a one-hot matmul [tokens, vocab] x [vocab, hidden] on the MXU "
+     "(BERT's TPU code option use_one_hot_embeddings) instead of a gather",
+     -kInf,
+     kInf,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.masked_positions",
+     T::Integer,
+     "tokens",
+     76,
+     "masked-LM predictions per sequence (the MLM head runs on these only)",
+     1,
+     1e6,
+     {},
+     "workload.model",
+     kModel},
 }};
 
 // The one-hot form: an MXU matmul whose one-hot operand is generated inside the fusion (iota ==
@@ -54,14 +136,16 @@ class BertLarge final : public ModelBuilder {
       throw ConfigError("workload.heads", std::to_string(d.heads) + " heads do not divide hidden " +
                                               std::to_string(d.hidden) + "; use a divisor of it");
     if (masked > seq)
-      throw ConfigError("workload.masked_positions",
-                        std::to_string(masked) + " exceeds workload.seq_len " + std::to_string(seq));
+      throw ConfigError(
+          "workload.masked_positions",
+          std::to_string(masked) + " exceeds workload.seq_len " + std::to_string(seq));
 
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
     require_transformer_splits(g, d);
-    g.require_divisible({"model", "workload.vocab", vocab, "vocabulary (embedding and MLM softmax)"});
+    g.require_divisible(
+        {"model", "workload.vocab", vocab, "vocabulary (embedding and MLM softmax)"});
     const std::int64_t tokens = batch * seq;
     const std::int64_t h = d.hidden;
 
@@ -73,14 +157,14 @@ class BertLarge final : public ModelBuilder {
     word.split.model = SplitDim::K;
     word.params_split_by_model = true;
     const int word_v = g.add(std::move(word));
-    OpNode pos = vector_op(OpKind::Elementwise, "embeddings.position_type", static_cast<double>(tokens) * h,
-                           1, 2 * vpu_ops::kGather, 1);
+    OpNode pos = vector_op(OpKind::Elementwise, "embeddings.position_type",
+                           static_cast<double>(tokens) * h, 1, 2 * vpu_ops::kGather, 1);
     pos.params = (seq + cfg.integer("workload.type_vocab")) * h;
     const int pos_v = g.add(std::move(pos), {word_v});
-    int x = g.add(layer_norm("embeddings.layer_norm", tokens, h, 1,
-                             vpu_ops::kLayerNorm + vpu_ops::kDropout,
-                             vpu_ops::kLayerNormGrad + vpu_ops::kDropout),
-                  {pos_v});
+    int x = g.add(
+        layer_norm("embeddings.layer_norm", tokens, h, 1, vpu_ops::kLayerNorm + vpu_ops::kDropout,
+                   vpu_ops::kLayerNormGrad + vpu_ops::kDropout),
+        {pos_v});
 
     for (std::int64_t l = 0; l < layers; ++l) {
       const std::string p = "encoder." + std::to_string(l) + ".";
@@ -92,17 +176,17 @@ class BertLarge final : public ModelBuilder {
     // the model axis), decoder tied to the word embeddings with its own bias, split on the
     // vocabulary like the embedding, softmax cross-entropy over the (split) vocabulary.
     const std::int64_t rows = batch * masked;
-    const int gathered = g.add(vector_op(OpKind::Elementwise, "mlm.gather_masked",
-                                         static_cast<double>(rows) * h, 1, vpu_ops::kGather,
-                                         vpu_ops::kGather),
-                               {x});
+    const int gathered =
+        g.add(vector_op(OpKind::Elementwise, "mlm.gather_masked", static_cast<double>(rows) * h, 1,
+                        vpu_ops::kGather, vpu_ops::kGather),
+              {x});
     const int dense = g.add(weight_matmul("mlm.transform", rows, h, h, true), {gathered});
-    const int act = g.add(vector_op(OpKind::Elementwise, "mlm.gelu", static_cast<double>(rows) * h, 1,
-                                    vpu_ops::kGelu, vpu_ops::kGeluGrad),
+    const int act = g.add(vector_op(OpKind::Elementwise, "mlm.gelu", static_cast<double>(rows) * h,
+                                    1, vpu_ops::kGelu, vpu_ops::kGeluGrad),
                           {dense});
-    const int mlm_ln = g.add(layer_norm("mlm.layer_norm", rows, h, 1, vpu_ops::kLayerNorm,
-                                        vpu_ops::kLayerNormGrad),
-                             {act});
+    const int mlm_ln = g.add(
+        layer_norm("mlm.layer_norm", rows, h, 1, vpu_ops::kLayerNorm, vpu_ops::kLayerNormGrad),
+        {act});
     OpNode decoder = weight_matmul("mlm.decoder", rows, h, vocab, true);
     decoder.params = vocab;  // the output bias; the weights are the word embeddings
     decoder.tied_to = word_v;
@@ -114,9 +198,10 @@ class BertLarge final : public ModelBuilder {
 
     // Next-sentence head on the first token: pooler dense + tanh, 2-way classifier.
     const int pooled = g.add(weight_matmul("nsp.pooler", batch, h, h, true), {x});
-    const int tanh = g.add(vector_op(OpKind::Elementwise, "nsp.tanh", static_cast<double>(batch) * h, 1,
-                                     vpu_ops::kTanh, vpu_ops::kTanhGrad),
-                           {pooled});
+    const int tanh =
+        g.add(vector_op(OpKind::Elementwise, "nsp.tanh", static_cast<double>(batch) * h, 1,
+                        vpu_ops::kTanh, vpu_ops::kTanhGrad),
+              {pooled});
     const int cls = g.add(weight_matmul("nsp.classifier", batch, h, 2, true), {tanh});
     g.add(cross_entropy_loss("nsp.loss", batch, 2), {cls});
 

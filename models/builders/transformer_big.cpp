@@ -15,13 +15,76 @@ using T = ParamType;
 const char* kModel = "transformer_big";
 
 const ParamRegistrar kParams{{
-    {"workload.encoder_layers", T::Integer, "", 6, "encoder layers", 1, 1000, {}, "workload.model", kModel},
-    {"workload.decoder_layers", T::Integer, "", 6, "decoder layers", 1, 1000, {}, "workload.model", kModel},
-    {"workload.hidden", T::Integer, "", 1024, "model width (d_model)", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kModel},
-    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (ReLU)", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.vocab", T::Integer, "", 33708, "shared source/target sub-word vocabulary", 2, 1e8, {}, "workload.model", kModel},
-    {"workload.seq_len", T::Integer, "tokens", 256, "tokens per packed source and per packed target sequence", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.encoder_layers",
+     T::Integer,
+     "",
+     6,
+     "encoder layers",
+     1,
+     1000,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.decoder_layers",
+     T::Integer,
+     "",
+     6,
+     "decoder layers",
+     1,
+     1000,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.hidden",
+     T::Integer,
+     "",
+     1024,
+     "model width (d_model)",
+     1,
+     1e6,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.heads",
+     T::Integer,
+     "",
+     16,
+     "attention heads (hidden / heads = head width)",
+     1,
+     1e4,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.ffn",
+     T::Integer,
+     "",
+     4096,
+     "feed-forward inner width (ReLU)",
+     1,
+     1e6,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.vocab",
+     T::Integer,
+     "",
+     33708,
+     "shared source/target sub-word vocabulary",
+     2,
+     1e8,
+     {},
+     "workload.model",
+     kModel},
+    {"workload.seq_len",
+     T::Integer,
+     "tokens",
+     256,
+     "tokens per packed source and per packed target sequence",
+     1,
+     1e6,
+     {},
+     "workload.model",
+     kModel},
 }};
 
 class TransformerBig final : public ModelBuilder {
@@ -43,7 +106,8 @@ class TransformerBig final : public ModelBuilder {
     g.model = kModel;
     g.replica_batch = batch;
     require_transformer_splits(g, d);
-    g.require_divisible({"model", "workload.vocab", vocab, "shared vocabulary (embedding and softmax)"});
+    g.require_divisible(
+        {"model", "workload.vocab", vocab, "shared vocabulary (embedding and softmax)"});
     const std::int64_t tokens = batch * seq;
     const std::int64_t h = d.hidden;
 
@@ -58,10 +122,10 @@ class TransformerBig final : public ModelBuilder {
         e.tied_to = tied_to;
       }
       const int ev = g.add(std::move(e));
-      const int sv = g.add(vector_op(OpKind::Elementwise, p + "scale_position",
-                                     static_cast<double>(tokens) * h, 1, 2 + vpu_ops::kDropout,
-                                     1 + vpu_ops::kDropout),
-                           {ev});
+      const int sv = g.add(
+          vector_op(OpKind::Elementwise, p + "scale_position", static_cast<double>(tokens) * h, 1,
+                    2 + vpu_ops::kDropout, 1 + vpu_ops::kDropout),
+          {ev});
       return std::pair<int, int>{ev, sv};
     };
     auto [table, x] = embed("encoder.", -1);

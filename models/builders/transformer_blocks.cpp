@@ -30,9 +30,9 @@ int add_attention_core(OpGraph& g, const std::string& p, int residual, int q_src
   scores.split.model = SplitDim::Batch;
   const int s = g.add(std::move(scores), {q_src, kv_src});
 
-  OpNode softmax = vector_op(OpKind::Softmax, p + "softmax",
-                             static_cast<double>(products) * q_len * kv_len, 1, vpu_ops::kSoftmax,
-                             vpu_ops::kSoftmaxGrad);
+  OpNode softmax =
+      vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(products) * q_len * kv_len, 1,
+                vpu_ops::kSoftmax, vpu_ops::kSoftmaxGrad);
   softmax.split.model = SplitDim::Batch;
   const int probs = g.add(std::move(softmax), {s});
 
@@ -81,10 +81,9 @@ int add_feed_forward(OpGraph& g, const std::string& prefix, int x, std::int64_t 
   const int i = g.add(std::move(in), {x});
 
   const bool gelu = act == Activation::Gelu;
-  OpNode a = vector_op(OpKind::Elementwise, p + (gelu ? "gelu" : "relu"),
-                       static_cast<double>(tokens) * d.ffn, 1,
-                       gelu ? vpu_ops::kGelu : vpu_ops::kRelu,
-                       gelu ? vpu_ops::kGeluGrad : vpu_ops::kReluGrad);
+  OpNode a = vector_op(
+      OpKind::Elementwise, p + (gelu ? "gelu" : "relu"), static_cast<double>(tokens) * d.ffn, 1,
+      gelu ? vpu_ops::kGelu : vpu_ops::kRelu, gelu ? vpu_ops::kGeluGrad : vpu_ops::kReluGrad);
   a.split.model = SplitDim::N;
   const int av = g.add(std::move(a), {i});
 

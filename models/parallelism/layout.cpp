@@ -27,8 +27,14 @@ const ParamRegistrar kParams{{
      "as soon as the backward op completing it has run",
      1.0 / 1024, 1 << 20},
     // bf16: the MLPerf v0.7 TF BERT run's use_bfloat16_all_reduce.
-    {"parallelism.grad_dtype", T::String, "", "bf16", "dtype of the gradient collectives", -kInf,
-     kInf, {"bf16", "f32"}},
+    {"parallelism.grad_dtype",
+     T::String,
+     "",
+     "bf16",
+     "dtype of the gradient collectives",
+     -kInf,
+     kInf,
+     {"bf16", "f32"}},
 }};
 
 }  // namespace
@@ -72,20 +78,19 @@ Layout read_layout(const Config& cfg, int cores) {
 
   const long long replica_cores = static_cast<long long>(l.model) * l.spatial;
   if (replica_cores > cores)
-    throw ConfigError("parallelism", "one replica needs model " + std::to_string(l.model) +
-                                         " x spatial " + std::to_string(l.spatial) + " = " +
-                                         std::to_string(replica_cores) +
-                                         " cores, more than the topology's " +
-                                         std::to_string(cores) + " cores");
+    throw ConfigError("parallelism",
+                      "one replica needs model " + std::to_string(l.model) + " x spatial " +
+                          std::to_string(l.spatial) + " = " + std::to_string(replica_cores) +
+                          " cores, more than the topology's " + std::to_string(cores) + " cores");
   if (cores % l.model != 0)
-    throw ConfigError("parallelism.model", std::to_string(l.model) + " does not divide the " +
-                                               std::to_string(cores) +
-                                               " cores; allowed: a divisor of " +
-                                               std::to_string(cores));
+    throw ConfigError("parallelism.model",
+                      std::to_string(l.model) + " does not divide the " + std::to_string(cores) +
+                          " cores; allowed: a divisor of " + std::to_string(cores));
   if (cores % replica_cores != 0)
     throw ConfigError("parallelism.spatial",
-                      "model " + std::to_string(l.model) + " x spatial " + std::to_string(l.spatial) +
-                          " does not divide the " + std::to_string(cores) +
+                      "model " + std::to_string(l.model) + " x spatial " +
+                          std::to_string(l.spatial) + " does not divide the " +
+                          std::to_string(cores) +
                           " cores; allowed: spatial such that model x spatial divides them");
   l.data = static_cast<int>(cores / replica_cores);
   l.bn_group = read_bn_group(cfg, l);

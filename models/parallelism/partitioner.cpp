@@ -10,17 +10,16 @@ namespace tpusim {
 namespace {
 
 struct Bucket {
-  std::vector<int> owners;     ///< forward ops whose parameters the bucket holds
-  std::vector<int> done_ops;   ///< program ops that completed those gradients
-  double grad_bytes = 0;       ///< per core, in the gradient dtype
-  int collective = -1;         ///< program op of the gradient collective (-1: none needed)
+  std::vector<int> owners;    ///< forward ops whose parameters the bucket holds
+  std::vector<int> done_ops;  ///< program ops that completed those gradients
+  double grad_bytes = 0;      ///< per core, in the gradient dtype
+  int collective = -1;        ///< program op of the gradient collective (-1: none needed)
 };
 
 class Partitioner {
  public:
   Partitioner(const OpGraph& g, const Layout& l)
-      : g_(g), l_(l), result_(g.size(), -1), pending_(g.size(), 0),
-        optimizer_ops_(g.size()) {}
+      : g_(g), l_(l), result_(g.size(), -1), pending_(g.size(), 0), optimizer_ops_(g.size()) {}
 
   Program run() {
     p_.model = g_.model;
@@ -28,8 +27,10 @@ class Partitioner {
     p_.examples_per_step = g_.replica_batch * l_.data;
     count_contributors();
     for (int v = 0; v < g_.size(); ++v) {
-      if (g_.node(v).phase == Phase::Optimizer) optimizer_ops_[g_.node(v).param_owner].push_back(v);
-      else emit_step_op(v);
+      if (g_.node(v).phase == Phase::Optimizer)
+        optimizer_ops_[g_.node(v).param_owner].push_back(v);
+      else
+        emit_step_op(v);
     }
     close_bucket();
     emit_optimizer();
@@ -115,9 +116,9 @@ class Partitioner {
                  axes.end());
     }
     if (!axes.empty())
-      result_[v] = emit_collective(n.name + ".all-reduce", CollectiveKind::AllReduce, n.phase,
-                                   partial_result_bytes(n, l_, p_.ops[op].compute), n.out_dtype,
-                                   axes, {op});
+      result_[v] =
+          emit_collective(n.name + ".all-reduce", CollectiveKind::AllReduce, n.phase,
+                          partial_result_bytes(n, l_, p_.ops[op].compute), n.out_dtype, axes, {op});
     if (!n.weight_grad) return;
     for (int o : owners_of(n))
       if (--pending_[o] == 0) complete_gradient(o, result_[v]);
@@ -161,12 +162,11 @@ class Partitioner {
     bucket_open_ = false;
     Bucket& b = buckets_.back();
     if (l_.replicas() <= 1) return;  // nothing to sum: optimizer waits for the gradients
-    const auto kind = l_.weight_update_sharding ? CollectiveKind::ReduceScatter
-                                                : CollectiveKind::AllReduce;
-    b.collective = emit_collective("grad.bucket." + std::to_string(buckets_.size() - 1) + "." +
-                                       to_string(kind),
-                                   kind, Phase::Backward, b.grad_bytes, l_.grad_dtype,
-                                   l_.replica_axes(), b.done_ops);
+    const auto kind =
+        l_.weight_update_sharding ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+    b.collective = emit_collective(
+        "grad.bucket." + std::to_string(buckets_.size() - 1) + "." + to_string(kind), kind,
+        Phase::Backward, b.grad_bytes, l_.grad_dtype, l_.replica_axes(), b.done_ops);
   }
 
   // Axes over which an optimizer op's weights are sharded (its norms are partial over them).
@@ -235,15 +235,16 @@ class Partitioner {
       deps.push_back(result_[optimizer_ops_[o].back()]);
     }
     const auto index = static_cast<std::size_t>(&b - buckets_.data());
-    emit_collective("opt.bucket." + std::to_string(index) + ".all-gather", CollectiveKind::AllGather,
-                    Phase::Optimizer, weight_bytes, DType::BF16, l_.replica_axes(), deps);
+    emit_collective("opt.bucket." + std::to_string(index) + ".all-gather",
+                    CollectiveKind::AllGather, Phase::Optimizer, weight_bytes, DType::BF16,
+                    l_.replica_axes(), deps);
   }
 
   const OpGraph& g_;
   const Layout& l_;
   Program p_;
-  std::vector<int> result_;    ///< program op holding each graph op's finished output
-  std::vector<int> pending_;   ///< per owner: gradient contributions not yet emitted
+  std::vector<int> result_;   ///< program op holding each graph op's finished output
+  std::vector<int> pending_;  ///< per owner: gradient contributions not yet emitted
   std::vector<std::vector<int>> optimizer_ops_;  ///< per owner, in graph order
   std::vector<Bucket> buckets_;
   bool bucket_open_ = false;

@@ -16,11 +16,20 @@ void divide(MatmulShape& s, SplitDim d, int degree, const OpNode* map = nullptr,
     return map ? spatial_shard(*map, x, degree, degree_w) : ceil_div(x, degree);
   };
   switch (d) {
-    case SplitDim::None: return;
-    case SplitDim::Batch: s.batch = part(s.batch); return;
-    case SplitDim::M: s.m = part(s.m); return;
-    case SplitDim::K: s.k = part(s.k); return;
-    case SplitDim::N: s.n = part(s.n); return;
+    case SplitDim::None:
+      return;
+    case SplitDim::Batch:
+      s.batch = part(s.batch);
+      return;
+    case SplitDim::M:
+      s.m = part(s.m);
+      return;
+    case SplitDim::K:
+      s.k = part(s.k);
+      return;
+    case SplitDim::N:
+      s.n = part(s.n);
+      return;
   }
 }
 
@@ -39,15 +48,17 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
     c.matmul = s;
     c.flops = n.flops * ratio(s.flops(), whole.flops()) / shard;
     const double read = ratio(matmul_bytes_read(s, n.dtype), matmul_bytes_read(whole, n.dtype));
-    const double out = ratio(matmul_bytes_written(s, n.out_dtype), matmul_bytes_written(whole, n.out_dtype));
+    const double out =
+        ratio(matmul_bytes_written(s, n.out_dtype), matmul_bytes_written(whole, n.out_dtype));
     c.bytes_read = n.bytes_read * read / shard;
     c.bytes_written = n.bytes_written * out / shard;
     c.vpu_elements = n.vpu_elements * out / shard;
     return c;
   }
   const double model = n.split.model == SplitDim::None ? 1 : layout.model;
-  const double spatial =
-      n.split.spatial == SplitDim::None ? 1 : 1 / spatial_fraction(n, layout.spatial, layout.spatial_w);
+  const double spatial = n.split.spatial == SplitDim::None
+                             ? 1
+                             : 1 / spatial_fraction(n, layout.spatial, layout.spatial_w);
   const double div = model * spatial * shard;
   c.flops = n.flops / div;
   c.bytes_read = n.bytes_read / div;

@@ -205,8 +205,9 @@ TraceFile trace_from_json(const nlohmann::json& doc, const std::string& name) {
     root.fail("is not a tpusim trace (expected a JSON object with \"format\": \"" +
               std::string(kFormatName) + "\")");
   if (doc.contains("traceEvents"))
-    root.fail("is a Chrome trace event file (a profile), not a tpusim trace; convert it with "
-              "tpusim trace import");
+    root.fail(
+        "is a Chrome trace event file (a profile), not a tpusim trace; convert it with "
+        "tpusim trace import");
   root.only_keys({"format", "version", "model", "examples_per_step", "mesh", "recorded_on", "ops"});
   JsonField format = root["format"];
   if (format.string_or_empty() != kFormatName)

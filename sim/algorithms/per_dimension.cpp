@@ -26,12 +26,15 @@ class PerDimension : public CollectiveAlgorithm {
                         : "per dimension: on-chip step, then rings along each grid dimension";
   }
 
-  GroupPlan plan(const Machine& m, CollectiveKind kind, const std::vector<int>& group) const override {
+  GroupPlan plan(const Machine& m, CollectiveKind kind,
+                 const std::vector<int>& group) const override {
     const GroupShape shape = analyse_group(m, group);
     const char* who = onchip_only_ ? "onchip" : "per_dimension";
     if (!shape.is_grid)
-      throw ConfigError("collectives.algorithm", std::string(who) +
-                                                     " needs a group that is a sub-grid of the machine; use ring or bidirectional_ring");
+      throw ConfigError(
+          "collectives.algorithm",
+          std::string(who) +
+              " needs a group that is a sub-grid of the machine; use ring or bidirectional_ring");
     struct DimInfo {
       int dim;
       bool torus;
@@ -42,7 +45,8 @@ class PerDimension : public CollectiveAlgorithm {
       const int extent = static_cast<int>(shape.values[d].size());
       if (extent < 2) continue;
       if (onchip_only_ && d > 0)
-        throw ConfigError("collectives.algorithm", "onchip serves only groups inside one chip; this group spans chips");
+        throw ConfigError("collectives.algorithm",
+                          "onchip serves only groups inside one chip; this group spans chips");
       const bool torus = d > 0 && m.topology().wraps(d - 1) && extent == m.topology().dim(d - 1);
       dims.push_back({d, torus, extent});
     }
@@ -51,14 +55,15 @@ class PerDimension : public CollectiveAlgorithm {
                        return a.torus != b.torus ? a.torus : a.extent > b.extent;
                      });
     std::vector<DimRings> rings;
-    for (const auto& info : dims) rings.push_back(rings_along(m, shape, group, info.dim, info.torus));
+    for (const auto& info : dims)
+      rings.push_back(rings_along(m, shape, group, info.dim, info.torus));
     if (rings.empty()) return GroupPlan{};
     return ring_phases(m, kind, rings);
   }
 
  private:
-  static DimRings rings_along(const Machine& m, const GroupShape& shape, const std::vector<int>& group,
-                              int dim, bool torus) {
+  static DimRings rings_along(const Machine& m, const GroupShape& shape,
+                              const std::vector<int>& group, int dim, bool torus) {
     std::map<std::vector<int>, std::vector<std::pair<int, int>>> by_rest;
     const int dims = static_cast<int>(shape.values.size());
     for (int core : group) {
@@ -90,11 +95,11 @@ class PerDimension : public CollectiveAlgorithm {
 };
 
 const AlgorithmRegistrar kPerDim{"per_dimension", []() -> std::unique_ptr<CollectiveAlgorithm> {
-  return std::make_unique<PerDimension>(false);
-}};
+                                   return std::make_unique<PerDimension>(false);
+                                 }};
 const AlgorithmRegistrar kOnChip{"onchip", []() -> std::unique_ptr<CollectiveAlgorithm> {
-  return std::make_unique<PerDimension>(true);
-}};
+                                   return std::make_unique<PerDimension>(true);
+                                 }};
 
 }  // namespace
 }  // namespace tpusim

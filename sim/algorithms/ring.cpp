@@ -21,7 +21,8 @@ std::vector<int> snake_order(const Machine& m, const std::vector<int>& group) {
     std::vector<int> digit(dims);
     for (int d = 0; d < dims; ++d) {
       const auto& v = shape.values[d];
-      digit[d] = static_cast<int>(std::lower_bound(v.begin(), v.end(), shape.coord(m, core, d)) - v.begin());
+      digit[d] = static_cast<int>(std::lower_bound(v.begin(), v.end(), shape.coord(m, core, d)) -
+                                  v.begin());
     }
     long long key = 0;
     int parity = 0;
@@ -46,7 +47,8 @@ class RingAlgorithm : public CollectiveAlgorithm {
     return both_ways_ ? "ring both ways: half the data each way round one ring over the group"
                       : "ring one way: one unidirectional ring over the group";
   }
-  GroupPlan plan(const Machine& m, CollectiveKind kind, const std::vector<int>& group) const override {
+  GroupPlan plan(const Machine& m, CollectiveKind kind,
+                 const std::vector<int>& group) const override {
     DimRings d;
     d.rings.push_back(snake_order(m, group));
     d.bidirectional = both_ways_;
@@ -58,11 +60,11 @@ class RingAlgorithm : public CollectiveAlgorithm {
 };
 
 const AlgorithmRegistrar kOneWay{"ring", []() -> std::unique_ptr<CollectiveAlgorithm> {
-  return std::make_unique<RingAlgorithm>(false);
-}};
-const AlgorithmRegistrar kBothWays{"bidirectional_ring", []() -> std::unique_ptr<CollectiveAlgorithm> {
-  return std::make_unique<RingAlgorithm>(true);
-}};
+                                   return std::make_unique<RingAlgorithm>(false);
+                                 }};
+const AlgorithmRegistrar kBothWays{
+    "bidirectional_ring",
+    []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<RingAlgorithm>(true); }};
 
 }  // namespace
 }  // namespace tpusim

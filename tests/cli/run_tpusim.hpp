@@ -35,7 +35,8 @@ inline std::string slurp(const std::string& path) {
 }
 
 /// Runs tpusim with `args` in the source tree (so relative config paths work).
-inline TpusimResult run_tpusim(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+inline TpusimResult run_tpusim(const std::vector<std::string>& args,
+                               const std::string& stdin_text = "") {
   char tmpl[] = "/tmp/tpusim_cli_XXXXXX";
   std::string dir = mkdtemp(tmpl);
   std::string cmd = "cd " + shell_quote(TPUSIM_SOURCE_DIR) + " && " + shell_quote(TPUSIM_BIN);

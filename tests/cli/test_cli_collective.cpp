@@ -15,7 +15,8 @@ void check_bad(const std::vector<std::string>& args, const std::string& named) {
 }  // namespace
 
 TEST_CASE("tpusim collective --json reports time and bandwidths that agree with each other") {
-  auto r = run_tpusim({"collective", "--op", "all-reduce", "--bytes", "8MiB", "--topology", "4x4", "--json"});
+  auto r = run_tpusim(
+      {"collective", "--op", "all-reduce", "--bytes", "8MiB", "--topology", "4x4", "--json"});
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
   const double bytes = 8.0 * 1024 * 1024;
@@ -30,8 +31,8 @@ TEST_CASE("tpusim collective --json reports time and bandwidths that agree with 
 }
 
 TEST_CASE("the text report names the algorithm and the topology") {
-  auto r = run_tpusim({"collective", "--op", "reduce-scatter", "--bytes", "1MiB", "--topology", "8x8:wrap=0,1",
-                       "--algorithm", "bidirectional_ring"});
+  auto r = run_tpusim({"collective", "--op", "reduce-scatter", "--bytes", "1MiB", "--topology",
+                       "8x8:wrap=0,1", "--algorithm", "bidirectional_ring"});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("bidirectional_ring"));
   CHECK_THAT(r.out, Catch::Contains("8x8 (X open Y wraps)"));
@@ -40,19 +41,25 @@ TEST_CASE("the text report names the algorithm and the topology") {
 TEST_CASE("bad collective input is one error line naming the value with exit code 2") {
   check_bad({"collective", "--op", "all-sum", "--bytes", "1MiB"}, "all-sum");
   check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--algorithm", "tree"}, "tree");
-  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology", "tpu_v9_pod"}, "tpu_v9_pod");
+  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology", "tpu_v9_pod"},
+            "tpu_v9_pod");
   check_bad({"collective", "--op", "all-reduce", "--bytes", "lots"}, "lots");
   check_bad({"collective", "--op", "all-reduce", "--bytes", "0"}, "--bytes");
   check_bad({"collective", "--op", "all-reduce", "--bytes", "-5MiB"}, "-5MiB");
   check_bad({"collective", "--op", "all-reduce", "--bytes", "5XB"}, "XB");
-  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology", "4x4", "--mesh", "data=64"},
+  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology", "4x4", "--mesh",
+             "data=64"},
             "parallelism");
-  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology", "tests/data/malformed_topology.json"},
+  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology",
+             "tests/data/malformed_topology.json"},
             "malformed_topology.json:1:");
-  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--set", "hardware.ici.speed=3"},
-            "hardware.ici.speed");
-  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--set", "hardware.ici.bandwidth_GBps=-3"},
+  check_bad(
+      {"collective", "--op", "all-reduce", "--bytes", "1MiB", "--set", "hardware.ici.speed=3"},
+      "hardware.ici.speed");
+  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--set",
+             "hardware.ici.bandwidth_GBps=-3"},
             "hardware.ici.bandwidth_GBps");
-  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology", "4x4", "--algorithm", "onchip"},
+  check_bad({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology", "4x4",
+             "--algorithm", "onchip"},
             "onchip");
 }

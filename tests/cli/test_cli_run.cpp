@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "tests/cli/run_tpusim.hpp"
@@ -27,14 +26,16 @@ TEST_CASE("tpusim run --json reports a step whose parts add up") {
   auto r = run_tpusim({"run", kStudy, "--json"});
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"schema_version", "tpusim_version", "step_time_ms", "compute_ms", "communication_ms",
-                          "exposed_communication_ms", "comm_share", "mxu_utilization", "examples_per_s", "config"})
+  for (const char* key :
+       {"schema_version", "tpusim_version", "step_time_ms", "compute_ms", "communication_ms",
+        "exposed_communication_ms", "comm_share", "mxu_utilization", "examples_per_s", "config"})
     CHECK(j.contains(key));
   const double step = j["step_time_ms"].get<double>();
   CHECK(j["comm_share"].get<double>() == Approx(j["communication_ms"].get<double>() / step));
   CHECK(j["examples_per_s"].get<double>() == Approx(32 / (step * 1e-3)));
   // Cores wait for their collectives (tpu_v3 default): compute and communication fill the step.
-  CHECK(j["compute_ms"].get<double>() + j["exposed_communication_ms"].get<double>() == Approx(step).epsilon(1e-6));
+  CHECK(j["compute_ms"].get<double>() + j["exposed_communication_ms"].get<double>() ==
+        Approx(step).epsilon(1e-6));
   CHECK(j["mxu_utilization"].get<double>() > 0);
   CHECK(j["mxu_utilization"].get<double>() < 1);
   CHECK(j["config"]["topology"]["dims"] == nlohmann::json::array({4, 4}));

@@ -151,7 +151,8 @@ TEST_CASE("replay with --mesh rescales and needs a topology that fits the new me
 
 TEST_CASE("replaying a recorded run on the same machine reproduces its step time exactly") {
   const std::string trace = tmp("bert16.json.gz");
-  auto run = run_tpusim({"run", "configs/studies/bert_large_16.json", "--record-trace", trace, "--json"});
+  auto run =
+      run_tpusim({"run", "configs/studies/bert_large_16.json", "--record-trace", trace, "--json"});
   REQUIRE(run.exit_code == 0);
   auto replay = run_tpusim({"replay", trace, "--json"});
   REQUIRE(replay.exit_code == 0);
@@ -163,7 +164,8 @@ TEST_CASE("replaying a recorded run on the same machine reproduces its step time
   CHECK(b["chips"] == a["chips"]);
   CHECK(b["layout"] == a["layout"]);
   // Rescaled to twice the replicas on twice the chips, the per-core compute stays.
-  auto bigger = run_tpusim({"replay", trace, "--topology", "tpu_v3_8x8", "--mesh", "data=128", "--json"});
+  auto bigger =
+      run_tpusim({"replay", trace, "--topology", "tpu_v3_8x8", "--mesh", "data=128", "--json"});
   REQUIRE(bigger.exit_code == 0);
   const auto c = nlohmann::json::parse(bigger.out);
   CHECK(c["chips"] == 64);
@@ -176,5 +178,6 @@ TEST_CASE("a profile given where a trace is expected says to import it") {
   auto r = run_tpusim({"trace", "info", kProfile});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "tpusim: error: " + kProfile +
-                     ": is a Chrome trace event file (a profile), not a tpusim trace; convert it with tpusim trace import\n");
+                     ": is a Chrome trace event file (a profile), not a tpusim trace; convert it "
+                     "with tpusim trace import\n");
 }

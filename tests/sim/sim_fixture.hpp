@@ -4,11 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
 #include "core/hardware.hpp"
@@ -30,7 +29,8 @@ std::vector<double> in_child(F f) {
     try {
       std::vector<double> v = f();
       std::size_t n = v.size();
-      if (write(fd[1], &n, sizeof n) < 0 || write(fd[1], v.data(), n * sizeof(double)) < 0) code = 2;
+      if (write(fd[1], &n, sizeof n) < 0 || write(fd[1], v.data(), n * sizeof(double)) < 0)
+        code = 2;
     } catch (const std::exception& e) {
       std::string msg = e.what();
       std::size_t n = static_cast<std::size_t>(-1);
@@ -74,7 +74,8 @@ std::vector<double> in_child(F f) {
   int status = 0;
   waitpid(pid, &status, 0);
   if (!error.empty()) throw std::runtime_error(error);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("simulation child failed");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("simulation child failed");
   return v;
 }
 

@@ -44,9 +44,10 @@ TEST_CASE("a transfer of S bytes over h hops takes S/B + (h-1) chunk/B + h L") {
 
 TEST_CASE("one-way ring all-reduce on a 1D ring matches 2(n-1)/n S/B + 2(n-1) L") {
   for (int n : {4, 8, 16}) {
-    auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
-                            {"topology", std::to_string(n)},
-                            {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
+    auto cfg =
+        config_with({{"hardware", {{"cores_per_chip", 1}}},
+                     {"topology", std::to_string(n)},
+                     {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
     auto p = params_of(cfg);
     Run r = simulate_child(one_op(n, collective_op(CollectiveKind::AllReduce, S)), cfg);
     const double steps = 2.0 * (n - 1);
@@ -57,9 +58,10 @@ TEST_CASE("one-way ring all-reduce on a 1D ring matches 2(n-1)/n S/B + 2(n-1) L"
 
 TEST_CASE("a ring both ways halves the bandwidth term") {
   const int n = 8;
-  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
-                          {"topology", "8"},
-                          {"collectives", {{"algorithm", "bidirectional_ring"}, {"reduction_compute", false}}}});
+  auto cfg = config_with(
+      {{"hardware", {{"cores_per_chip", 1}}},
+       {"topology", "8"},
+       {"collectives", {{"algorithm", "bidirectional_ring"}, {"reduction_compute", false}}}});
   auto p = params_of(cfg);
   Run r = simulate_child(one_op(n, collective_op(CollectiveKind::AllReduce, S)), cfg);
   const double steps = 2.0 * (n - 1);
@@ -67,14 +69,17 @@ TEST_CASE("a ring both ways halves the bandwidth term") {
 }
 
 TEST_CASE("per-dimension all-reduce on a 2D torus composes the rings on shrinking data") {
-  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
-                          {"topology", "8x4"},
-                          {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
+  auto cfg = config_with(
+      {{"hardware", {{"cores_per_chip", 1}}},
+       {"topology", "8x4"},
+       {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
   auto p = params_of(cfg);
   Run r = simulate_child(one_op(32, collective_op(CollectiveKind::AllReduce, S)), cfg);
   // Both dimensions are torus rings (both ways); X (8) first on S, then Y (4) on S/8; the
   // all-gather mirrors the reduce-scatter.
-  auto ring = [&](double n, double data) { return (n - 1) / n * data / (2 * p.B) + (n - 1) * (p.L + p.O); };
+  auto ring = [&](double n, double data) {
+    return (n - 1) / n * data / (2 * p.B) + (n - 1) * (p.L + p.O);
+  };
   const double expect = 2 * (ring(8, S) + ring(4, S / 8));
   CHECK(r.step_s == Approx(expect).epsilon(0.02));
 }
@@ -99,7 +104,8 @@ TEST_CASE("per-dimension on the Multipod: on-chip step then the Y ring then the 
       // Step by step, a link alternates between the two rings: a step costs the larger of the
       // link time for both rings' data and one ring's own latency path.
       y = 31 * std::max(2 * y_piece / p.B, y_piece / p.B + p.L + p.O);
-      x = 127 * std::max(2 * x_piece / p.B, x_piece / p.B + std::min(x_piece, p.C) / p.B + 2 * p.L + p.O);
+      x = 127 *
+          std::max(2 * x_piece / p.B, x_piece / p.B + std::min(x_piece, p.C) / p.B + 2 * p.L + p.O);
     } else {
       // Coalesced, each ring's phase is one message per pair; the second ring's message queues
       // behind the first, and every step still pays its latency path and synchronisation.
@@ -123,16 +129,18 @@ TEST_CASE("two all-reduces sharing the same links take twice as long as one") {
   Run both = simulate_child(two, cfg);
   CHECK(both.step_s == Approx(2 * one.step_s).epsilon(0.03));
   // Without contention they would overlap completely.
-  auto free_cfg = config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
-                               {"topology", "8"},
-                               {"network", {{"contention", false}}},
-                               {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
+  auto free_cfg =
+      config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
+                   {"topology", "8"},
+                   {"network", {{"contention", false}}},
+                   {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
   Run free = simulate_child(two, free_cfg);
   CHECK(free.step_s == Approx(one.step_s).epsilon(0.01));
 }
 
 TEST_CASE("summing received data costs vector-unit and HBM time") {
-  auto base = nlohmann::json{{"hardware", {{"cores_per_chip", 1}}}, {"topology", "8"},
+  auto base = nlohmann::json{{"hardware", {{"cores_per_chip", 1}}},
+                             {"topology", "8"},
                              {"collectives", {{"algorithm", "ring"}}}};
   auto off = base;
   off["collectives"]["reduction_compute"] = false;
@@ -157,10 +165,11 @@ TEST_CASE("summing received data costs vector-unit and HBM time") {
 
 TEST_CASE("packet level matches message level without contention") {
   auto make = [](const char* fidelity) {
-    return config_with({{"hardware", {{"cores_per_chip", 1}}},
-                        {"topology", "8x8"},
-                        {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}},
-                        {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
+    return config_with(
+        {{"hardware", {{"cores_per_chip", 1}}},
+         {"topology", "8x8"},
+         {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}},
+         {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
   };
   Program ar = one_op(64, collective_op(CollectiveKind::AllReduce, 4.0 * 1024 * 1024));
   Run msg = simulate_child(ar, make("message"));
@@ -168,11 +177,13 @@ TEST_CASE("packet level matches message level without contention") {
   CHECK(pkt.step_s == Approx(msg.step_s).epsilon(0.01));
 }
 
-TEST_CASE("under contention packets interleave so the first flow finishes later than whole messages") {
+TEST_CASE(
+    "under contention packets interleave so the first flow finishes later than whole messages") {
   auto make = [](const char* fidelity) {
-    return config_with({{"hardware", {{"cores_per_chip", 1}}},
-                        {"topology", "4:wrap=0"},
-                        {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}}});
+    return config_with(
+        {{"hardware", {{"cores_per_chip", 1}}},
+         {"topology", "4:wrap=0"},
+         {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}}});
   };
   // Chip 0 sends to chip 2 and chip 1 sends to chip 3 at once: both cross link 1->2.
   Program p;
@@ -187,6 +198,6 @@ TEST_CASE("under contention packets interleave so the first flow finishes later 
   Run pkt = simulate_child(p, make("packet"));
   const double first_msg = std::min(msg.op_end_s[0], msg.op_end_s[1]);
   const double first_pkt = std::min(pkt.op_end_s[0], pkt.op_end_s[1]);
-  CHECK(first_pkt > 1.5 * first_msg);            // message level lets one flow go first
+  CHECK(first_pkt > 1.5 * first_msg);                     // message level lets one flow go first
   CHECK(pkt.step_s == Approx(msg.step_s).epsilon(0.05));  // the link carries the same bytes
 }

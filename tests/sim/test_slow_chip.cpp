@@ -28,9 +28,11 @@ Program compute_then_allreduce() {
 TEST_CASE("a slow chip delays a data-parallel step by its extra compute") {
   const double factor = 3;
   auto base = config_with({{"topology", "4x4"}});
-  auto slow = config_with({{"topology", "4x4"}, {"hardware", {{"slow_chips", {5}}, {"slow_chip_factor", factor}}}});
+  auto slow = config_with(
+      {{"topology", "4x4"}, {"hardware", {{"slow_chips", {5}}, {"slow_chip_factor", factor}}}});
   const Program p = compute_then_allreduce();
-  const double op_s = compute_op_time(HardwareSpec::from_config(base), p.ops[0].compute).total.seconds();
+  const double op_s =
+      compute_op_time(HardwareSpec::from_config(base), p.ops[0].compute).total.seconds();
   Run healthy = simulate_child(p, base);
   Run degraded = simulate_child(p, slow);
   CHECK(degraded.step_s - healthy.step_s == Approx((factor - 1) * op_s).epsilon(1e-3));
@@ -38,5 +40,6 @@ TEST_CASE("a slow chip delays a data-parallel step by its extra compute") {
 
 TEST_CASE("a slow chip outside the topology is a config error") {
   auto cfg = config_with({{"topology", "4x4"}, {"hardware", {{"slow_chips", {16}}}}});
-  CHECK_THROWS_WITH(simulate_child(compute_then_allreduce(), cfg), Catch::Contains("hardware.slow_chips"));
+  CHECK_THROWS_WITH(simulate_child(compute_then_allreduce(), cfg),
+                    Catch::Contains("hardware.slow_chips"));
 }

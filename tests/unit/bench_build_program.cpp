@@ -1,9 +1,8 @@
 // Benchmark, not a test (hidden: run `build/bin/tpusim_unit_tests "[.benchmark]"`): wall time of
 // building the Programs of the largest shipped studies. The brief asks for well under 100 ms.
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <iostream>
-
-#include <catch2/catch.hpp>
 
 #include "model_study.hpp"
 

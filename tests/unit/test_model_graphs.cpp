@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/errors.hpp"
-#include "models/op_graph.hpp"
 #include "model_study.hpp"
+#include "models/op_graph.hpp"
 
 using namespace tpusim;
 using tpusim::test::graph_of;
@@ -16,7 +16,8 @@ constexpr double h = 1024, a = 16, f = 4096, s = 512, V = 30522, P = 76, L = 24;
 
 double bert_params() {
   const double embeddings = V * h + (s + 2) * h + 2 * h;
-  const double layer = (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h;
+  const double layer =
+      (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h;
   const double mlm = (h * h + h) + 2 * h + V;
   const double nsp = (h * h + h) + (2 * h + 2);
   return embeddings + L * layer + mlm + nsp;
@@ -39,7 +40,9 @@ TEST_CASE("BERT-Large owns the parameters of its layers: about 335 M") {
   CHECK(g.total_params() == Approx(335e6).epsilon(0.01));
 }
 
-TEST_CASE("BERT-Large forward FLOPs match the closed form and training is forward plus two backward matmuls") {
+TEST_CASE(
+    "BERT-Large forward FLOPs match the closed form and training is forward plus two backward "
+    "matmuls") {
   for (long long batch : {1LL, 4LL}) {
     auto g = graph_of(model_study("bert_large", "4x4", 32), batch);
     const double fwd = bert_forward_flops_per_sequence() * batch;
@@ -60,7 +63,8 @@ TEST_CASE("backward is derived op by op: a weight matmul gives an input and a we
   for (int v = 0; v < g.size(); ++v) {
     const auto& n = g.node(v);
     if (n.phase == Phase::Forward && n.kind == OpKind::Matmul) ++fwd_matmuls;
-    if (n.phase == Phase::Backward && n.kind == OpKind::Matmul) (n.weight_grad ? weight_grads : input_grads)++;
+    if (n.phase == Phase::Backward && n.kind == OpKind::Matmul)
+      (n.weight_grad ? weight_grads : input_grads)++;
     if (n.phase == Phase::Optimizer) ++optimizer_ops;
   }
   // Per layer 4 weight matmuls (qkv, output, ffn in/out) and 2 two-input attention matmuls;
@@ -70,7 +74,8 @@ TEST_CASE("backward is derived op by op: a weight matmul gives an input and a we
   CHECK(input_grads == 24 * (4 + 2 * 2) + 4);
   // LAMB: an update and an apply op per parameter owner (the tied decoder owns its bias).
   int owners = 0;
-  for (int v = 0; v < g.size(); ++v) owners += g.node(v).phase == Phase::Forward && g.node(v).params > 0;
+  for (int v = 0; v < g.size(); ++v)
+    owners += g.node(v).phase == Phase::Forward && g.node(v).params > 0;
   CHECK(optimizer_ops == 2 * owners);
 
   // The gradient of the qkv weights is [k=h, batch*seq, n=3h] with an f32 result.
@@ -113,7 +118,8 @@ TEST_CASE("Transformer big FLOPs and parameters match the closed forms") {
 }
 
 TEST_CASE("builder dimensions are declared parameters that change the graph") {
-  auto small = graph_of(model_study("bert_large", "4x4", 32, {}, {{"layers", 2}, {"hidden", 256}, {"heads", 4}}), 1);
+  auto small = graph_of(
+      model_study("bert_large", "4x4", 32, {}, {{"layers", 2}, {"hidden", 256}, {"heads", 4}}), 1);
   auto large = graph_of(model_study("bert_large", "4x4", 32), 1);
   CHECK(small.total_params() < large.total_params() / 10);
   CHECK_THROWS_AS(model_study("bert_large", "4x4", 32, {}, {{"decoder_layers", 2}}), ConfigError);
@@ -121,11 +127,15 @@ TEST_CASE("builder dimensions are declared parameters that change the graph") {
                     Catch::Contains("workload.heads"));
 }
 
-TEST_CASE("one-hot word embeddings add a forward matmul and its weight gradient but no input gradient") {
+TEST_CASE(
+    "one-hot word embeddings add a forward matmul and its weight gradient but no input gradient") {
   const double tokens = 2 * 512, V = 30522, H = 1024;
   auto gather = graph_of(model_study("bert_large", "4x4", 32), 2);
-  auto one_hot = graph_of(model_study("bert_large", "4x4", 32, {}, {{"one_hot_embeddings", true}}), 2);
-  CHECK(one_hot.total_flops(Phase::Forward) - gather.total_flops(Phase::Forward) == Approx(2 * tokens * V * H));
-  CHECK(one_hot.total_flops(Phase::Backward) - gather.total_flops(Phase::Backward) == Approx(2 * tokens * V * H));
+  auto one_hot =
+      graph_of(model_study("bert_large", "4x4", 32, {}, {{"one_hot_embeddings", true}}), 2);
+  CHECK(one_hot.total_flops(Phase::Forward) - gather.total_flops(Phase::Forward) ==
+        Approx(2 * tokens * V * H));
+  CHECK(one_hot.total_flops(Phase::Backward) - gather.total_flops(Phase::Backward) ==
+        Approx(2 * tokens * V * H));
   CHECK(one_hot.total_params() == gather.total_params());
 }

@@ -16,7 +16,8 @@ std::vector<const Op*> collectives(const Program& p, CollectiveKind kind, const 
   std::vector<const Op*> out;
   for (const auto& op : p.ops)
     if (op.is_collective && op.collective.kind == kind &&
-        std::find(op.collective.axes.begin(), op.collective.axes.end(), axis) != op.collective.axes.end())
+        std::find(op.collective.axes.begin(), op.collective.axes.end(), axis) !=
+            op.collective.axes.end())
       out.push_back(&op);
   return out;
 }
@@ -53,7 +54,8 @@ TEST_CASE("data parallel: the gradient all-reduces carry the parameter bytes in 
     auto p = program_of(cfg);
     auto grads = collectives(p, CollectiveKind::AllReduce, "data");
     CHECK(total_bytes(grads) == params * bytes);
-    for (const auto* op : grads) CHECK(op->collective.dtype == (bytes == 2 ? DType::BF16 : DType::F32));
+    for (const auto* op : grads)
+      CHECK(op->collective.dtype == (bytes == 2 ? DType::BF16 : DType::F32));
   }
 }
 
@@ -101,10 +103,10 @@ TEST_CASE("2-way model parallel halves the split matmuls and adds the Megatron a
       if (op.name == name) return op.compute.flops;
     return -1.0;
   };
-  for (const char* name : {"encoder.0.attention.qkv", "encoder.0.attention.scores",
-                           "encoder.0.attention.output", "encoder.0.ffn.in", "encoder.0.ffn.out",
-                           "decoder.5.cross_attention.kv", "output.logits",
-                           "encoder.0.ffn.in.bwd_input", "encoder.0.ffn.out.bwd_weight"}) {
+  for (const char* name :
+       {"encoder.0.attention.qkv", "encoder.0.attention.scores", "encoder.0.attention.output",
+        "encoder.0.ffn.in", "encoder.0.ffn.out", "decoder.5.cross_attention.kv", "output.logits",
+        "encoder.0.ffn.in.bwd_input", "encoder.0.ffn.out.bwd_weight"}) {
     INFO(name);
     CHECK(matmul_flops(p2, name) == Approx(matmul_flops(p1, name) / 2));
   }
@@ -121,7 +123,8 @@ TEST_CASE("2-way model parallel halves the split matmuls and adds the Megatron a
   CHECK(collectives(p1, CollectiveKind::AllReduce, "model").empty());
   // The attention output's partial sums: tokens x d_model in bf16.
   for (const auto* op : model_ar)
-    if (op->name == "encoder.0.attention.output.all-reduce") CHECK(op->collective.bytes == 256.0 * 1024 * 2);
+    if (op->name == "encoder.0.attention.output.all-reduce")
+      CHECK(op->collective.bytes == 256.0 * 1024 * 2);
   // Gradient sync of a model-parallel replica: each core reduces its half of the split weights.
   const double params = static_cast<double>(graph_of(mp, 1).total_params());
   const double grad_bytes = total_bytes(collectives(p2, CollectiveKind::AllReduce, "data"));
@@ -129,7 +132,8 @@ TEST_CASE("2-way model parallel halves the split matmuls and adds the Megatron a
   CHECK(grad_bytes > params * 2 / 2);  // layer norms and row-split biases stay whole
 }
 
-TEST_CASE("weight-update sharding: reduce-scatter then optimizer on 1/N of the weights then all-gather") {
+TEST_CASE(
+    "weight-update sharding: reduce-scatter then optimizer on 1/N of the weights then all-gather") {
   auto plain = model_study("bert_large", "4x4", 32);
   auto wus = model_study("bert_large", "4x4", 32, {{"weight_update_sharding", true}});
   auto p1 = program_of(plain);
@@ -157,20 +161,30 @@ TEST_CASE("bad layouts are ConfigErrors that name the JSON path") {
     return std::string("(no error)");
   };
   // 4x4 = 32 cores.
-  CHECK_THAT(message(model_study("bert_large", "4x4", 33)), Catch::StartsWith("workload.global_batch: 33 examples"));
-  CHECK_THAT(message(model_study("bert_large", "4x4", 32, {{"model", 3}})), Catch::StartsWith("parallelism.model: 3 does not divide the 32 cores"));
-  CHECK_THAT(message(model_study("bert_large", "4x4", 1, {{"model", 32}})), Catch::Contains("workload.heads = 16"));
-  CHECK_THAT(message(model_study("bert_large", "4x4", 8, {{"model", 4}})), Catch::Contains("workload.vocab = 30522"));
-  CHECK_THAT(message(model_study("bert_large", "4x4", 32, {{"model", 64}})), Catch::StartsWith("parallelism: one replica needs"));
-  CHECK_THAT(message(model_study("transformer_big", "4x4", 16, {{"spatial", 2}})), Catch::StartsWith("parallelism.spatial: 2: transformer_big has no spatial"));
+  CHECK_THAT(message(model_study("bert_large", "4x4", 33)),
+             Catch::StartsWith("workload.global_batch: 33 examples"));
+  CHECK_THAT(message(model_study("bert_large", "4x4", 32, {{"model", 3}})),
+             Catch::StartsWith("parallelism.model: 3 does not divide the 32 cores"));
+  CHECK_THAT(message(model_study("bert_large", "4x4", 1, {{"model", 32}})),
+             Catch::Contains("workload.heads = 16"));
+  CHECK_THAT(message(model_study("bert_large", "4x4", 8, {{"model", 4}})),
+             Catch::Contains("workload.vocab = 30522"));
+  CHECK_THAT(message(model_study("bert_large", "4x4", 32, {{"model", 64}})),
+             Catch::StartsWith("parallelism: one replica needs"));
+  CHECK_THAT(message(model_study("transformer_big", "4x4", 16, {{"spatial", 2}})),
+             Catch::StartsWith("parallelism.spatial: 2: transformer_big has no spatial"));
   // (resnet50 now has a builder: branch cnn; every declared model has one.)
   CHECK(message(model_study("resnet50", "4x4", 32)) == "(no error)");
-  CHECK_THROWS_WITH(model_study("gpt", "4x4", 32), Catch::Contains("workload.model: \"gpt\" is not allowed; expected one of bert_large"));
-  CHECK_THROWS_WITH(model_study("bert_large", "4x4", 32, {{"grad_dtype", "f16"}}), Catch::StartsWith("parallelism.grad_dtype:"));
+  CHECK_THROWS_WITH(
+      model_study("gpt", "4x4", 32),
+      Catch::Contains("workload.model: \"gpt\" is not allowed; expected one of bert_large"));
+  CHECK_THROWS_WITH(model_study("bert_large", "4x4", 32, {{"grad_dtype", "f16"}}),
+                    Catch::StartsWith("parallelism.grad_dtype:"));
 }
 
 TEST_CASE("the Program stays small: hundreds to a few thousand ops and no per-core copies") {
-  auto p = program_of(model_study("bert_large", "tpu_v3_multipod", 8192, {{"weight_update_sharding", true}}));
+  auto p = program_of(
+      model_study("bert_large", "tpu_v3_multipod", 8192, {{"weight_update_sharding", true}}));
   CHECK(p.mesh[0].size == 8192);
   CHECK(p.ops.size() > 500);
   CHECK(p.ops.size() < 3000);

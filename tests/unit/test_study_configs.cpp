@@ -1,7 +1,6 @@
 // The shipped studies in configs/studies load, validate and partition for their topology.
-#include <filesystem>
-
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "core/config.hpp"
 #include "model_study.hpp"
@@ -28,7 +27,8 @@ TEST_CASE("every shipped study of a registered model builds a Program covering i
       continue;  // a model whose builder lives elsewhere
     const Program p = tpusim::test::program_of(cfg);
     Topology topo(topology_from_json(cfg.json().at("topology")));
-    CHECK(mesh_size(p) == static_cast<long long>(topo.num_chips()) * cfg.integer("hardware.cores_per_chip"));
+    CHECK(mesh_size(p) ==
+          static_cast<long long>(topo.num_chips()) * cfg.integer("hardware.cores_per_chip"));
     CHECK(p.examples_per_step == cfg.integer("workload.global_batch"));
     ++built;
   }
@@ -42,6 +42,7 @@ TEST_CASE("the 4096-chip BERT study runs one sequence per core with sharded weig
   CHECK(p.mesh.front().size == 8192);
   CHECK(p.examples_per_step == 8192);
   int reduce_scatters = 0;
-  for (const auto& op : p.ops) reduce_scatters += op.is_collective && op.collective.kind == CollectiveKind::ReduceScatter;
+  for (const auto& op : p.ops)
+    reduce_scatters += op.is_collective && op.collective.kind == CollectiveKind::ReduceScatter;
   CHECK(reduce_scatters > 0);
 }

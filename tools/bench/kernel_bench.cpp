@@ -5,9 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 namespace {
 std::uint64_t g_activations = 0;
@@ -37,11 +36,13 @@ int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 8192;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 200;
   std::vector<std::unique_ptr<Ticker>> tickers;
-  for (int i = 0; i < n; ++i) tickers.push_back(std::make_unique<Ticker>(("t" + std::to_string(i)).c_str(), rounds));
+  for (int i = 0; i < n; ++i)
+    tickers.push_back(std::make_unique<Ticker>(("t" + std::to_string(i)).c_str(), rounds));
   const auto t0 = std::chrono::steady_clock::now();
   sc_core::sc_start();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"processes\": %d, \"activations\": %llu, \"wall_s\": %.4f, \"activations_per_s\": %.0f}\n", n,
-              static_cast<unsigned long long>(g_activations), s, g_activations / s);
+  std::printf(
+      "{\"processes\": %d, \"activations\": %llu, \"wall_s\": %.4f, \"activations_per_s\": %.0f}\n",
+      n, static_cast<unsigned long long>(g_activations), s, g_activations / s);
   return 0;
 }

@@ -8,23 +8,36 @@
 
 namespace tpusim::cli {
 
-void ChromeTrace::span(int core, const std::string& name, const std::string& category, Duration start,
-                       Duration end) {
-  if (std::find(cores_seen_.begin(), cores_seen_.end(), core) == cores_seen_.end()) cores_seen_.push_back(core);
-  events_.push_back({{"name", name}, {"cat", category}, {"ph", "X"}, {"ts", start.us()},
-                     {"dur", (end - start).us()}, {"pid", core / cores_per_chip_}, {"tid", core}});
+void ChromeTrace::span(int core, const std::string& name, const std::string& category,
+                       Duration start, Duration end) {
+  if (std::find(cores_seen_.begin(), cores_seen_.end(), core) == cores_seen_.end())
+    cores_seen_.push_back(core);
+  events_.push_back({{"name", name},
+                     {"cat", category},
+                     {"ph", "X"},
+                     {"ts", start.us()},
+                     {"dur", (end - start).us()},
+                     {"pid", core / cores_per_chip_},
+                     {"tid", core}});
 }
 
-void ChromeTrace::counter(const std::string& track, const std::string& name, Duration at, double value) {
-  events_.push_back({{"name", track}, {"ph", "C"}, {"ts", at.us()}, {"pid", "links"}, {"args", {{name, value}}}});
+void ChromeTrace::counter(const std::string& track, const std::string& name, Duration at,
+                          double value) {
+  events_.push_back(
+      {{"name", track}, {"ph", "C"}, {"ts", at.us()}, {"pid", "links"}, {"args", {{name, value}}}});
 }
 
 void ChromeTrace::write(const std::string& path) const {
   nlohmann::json events = nlohmann::json::array();
   for (int core : cores_seen_) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", core / cores_per_chip_},
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", core / cores_per_chip_},
                       {"args", {{"name", "chip " + std::to_string(core / cores_per_chip_)}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", core / cores_per_chip_}, {"tid", core},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", core / cores_per_chip_},
+                      {"tid", core},
                       {"args", {{"name", "core " + std::to_string(core)}}}});
   }
   for (const auto& e : events_) events.push_back(e);
@@ -35,7 +48,8 @@ void ChromeTrace::write(const std::string& path) const {
     out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump();
     if (!out) throw ConfigError("--timeline", "error writing '" + path + "'");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw ConfigError("--timeline", "cannot write '" + path + "'");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw ConfigError("--timeline", "cannot write '" + path + "'");
 }
 
 std::vector<int> timeline_cores(int cores, int cores_per_chip, int all_up_to) {

@@ -2,10 +2,9 @@
 // A timeline in Chrome trace event format (opened by Perfetto and chrome://tracing): one process
 // per chip, one thread per traced core, complete events ("X") for compute ops and collectives,
 // counter events ("C") for link utilisation.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/timeline.hpp"
 
@@ -14,8 +13,10 @@ namespace tpusim::cli {
 class ChromeTrace : public TimelineSink {
  public:
   explicit ChromeTrace(int cores_per_chip) : cores_per_chip_(cores_per_chip) {}
-  void span(int core, const std::string& name, const std::string& category, Duration start, Duration end) override;
-  void counter(const std::string& track, const std::string& name, Duration at, double value) override;
+  void span(int core, const std::string& name, const std::string& category, Duration start,
+            Duration end) override;
+  void counter(const std::string& track, const std::string& name, Duration at,
+               double value) override;
   /// Writes the file; throws ConfigError if it cannot be written.
   void write(const std::string& path) const;
   std::size_t events() const { return events_.size(); }

@@ -1,11 +1,11 @@
 #include "tools/lib/cli.hpp"
 
-#include <cstdio>
-#include <iostream>
-
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
 
 #include "core/errors.hpp"
 #include "tools/lib/commands.hpp"

@@ -1,10 +1,10 @@
 // tpusim collective: one collective on a topology, with time, bandwidths and link use.
-#include <iostream>
-#include <sstream>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/errors.hpp"
 #include "sim/collective_algorithm.hpp"
@@ -42,7 +42,8 @@ std::vector<MeshAxis> parse_mesh(const std::string& text, int cores) {
       size = 0;
     }
     if (eq == 0 || size < 1)
-      throw ConfigError("--mesh", "'" + part + "' is not NAME=SIZE; expected e.g. data=4096,model=2");
+      throw ConfigError("--mesh",
+                        "'" + part + "' is not NAME=SIZE; expected e.g. data=4096,model=2");
     axes.push_back({part.substr(0, eq), size});
   }
   return axes;
@@ -50,11 +51,14 @@ std::vector<MeshAxis> parse_mesh(const std::string& text, int cores) {
 
 double bus_factor(CollectiveKind k, double n) {
   switch (k) {
-    case CollectiveKind::AllReduce: return 2 * (n - 1) / n;
+    case CollectiveKind::AllReduce:
+      return 2 * (n - 1) / n;
     case CollectiveKind::ReduceScatter:
     case CollectiveKind::AllGather:
-    case CollectiveKind::AllToAll: return (n - 1) / n;
-    case CollectiveKind::CollectivePermute: return 1;
+    case CollectiveKind::AllToAll:
+      return (n - 1) / n;
+    case CollectiveKind::CollectivePermute:
+      return 1;
   }
   return 1;
 }
@@ -62,8 +66,10 @@ double bus_factor(CollectiveKind k, double n) {
 void run_collective(const CollectiveArgs& a) {
   auto kind = parse_collective_kind(a.op);
   if (!kind)
-    throw ConfigError("--op", "unknown collective '" + a.op +
-                                  "'; allowed: all-reduce, reduce-scatter, all-gather, all-to-all, collective-permute");
+    throw ConfigError(
+        "--op",
+        "unknown collective '" + a.op +
+            "'; allowed: all-reduce, reduce-scatter, all-gather, all-to-all, collective-permute");
   const double bytes = static_cast<double>(parse_bytes(a.bytes, "--bytes"));
   auto dtype = parse_dtype(a.dtype);
   if (!dtype) throw ConfigError("--dtype", "unknown dtype '" + a.dtype + "'; allowed: bf16, f32");
@@ -90,8 +96,10 @@ void run_collective(const CollectiveArgs& a) {
     std::stringstream in(a.axes);
     std::string axis;
     while (std::getline(in, axis, ','))
-      if (mesh.axis_index(axis) < 0) throw ConfigError("--axes", "'" + axis + "' is not an axis of --mesh");
-      else op.collective.axes.push_back(axis);
+      if (mesh.axis_index(axis) < 0)
+        throw ConfigError("--axes", "'" + axis + "' is not an axis of --mesh");
+      else
+        op.collective.axes.push_back(axis);
   }
   program.ops.push_back(op);
   const int group = static_cast<int>(mesh.groups(op.collective.axes).front().size());
@@ -104,41 +112,63 @@ void run_collective(const CollectiveArgs& a) {
   const double busbw = algbw * bus_factor(*kind, group);
 
   if (a.json) {
-    nlohmann::json j = {
-        {"schema_version", 1}, {"tpusim_version", TPUSIM_VERSION}, {"op", a.op}, {"bytes", bytes},
-        {"dtype", a.dtype}, {"collective_time_ns", r.step_time.ns()}, {"algorithm", st.algorithm},
-        {"steps", st.steps}, {"group_size", group}, {"groups", st.groups},
-        {"algbw_GBps", algbw}, {"busbw_GBps", busbw}, {"chips", r.chips}, {"cores", r.cores},
-        {"topology", topology.describe()}, {"busiest_link_utilization", r.links.busiest_utilization},
-        {"busiest_link", r.links.busiest_link}, {"mean_link_utilization", r.links.mean_utilization},
-        {"events", r.kernel_events}, {"network_work_items", r.network_work}, {"wall_s", r.wall_s},
-        {"config", study.config.json()}};
+    nlohmann::json j = {{"schema_version", 1},
+                        {"tpusim_version", TPUSIM_VERSION},
+                        {"op", a.op},
+                        {"bytes", bytes},
+                        {"dtype", a.dtype},
+                        {"collective_time_ns", r.step_time.ns()},
+                        {"algorithm", st.algorithm},
+                        {"steps", st.steps},
+                        {"group_size", group},
+                        {"groups", st.groups},
+                        {"algbw_GBps", algbw},
+                        {"busbw_GBps", busbw},
+                        {"chips", r.chips},
+                        {"cores", r.cores},
+                        {"topology", topology.describe()},
+                        {"busiest_link_utilization", r.links.busiest_utilization},
+                        {"busiest_link", r.links.busiest_link},
+                        {"mean_link_utilization", r.links.mean_utilization},
+                        {"events", r.kernel_events},
+                        {"network_work_items", r.network_work},
+                        {"wall_s", r.wall_s},
+                        {"config", study.config.json()}};
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("{} of {} per core, {} groups of {} cores\n", a.op, format_bytes(bytes), st.groups, group)
+  std::cout << fmt::format("{} of {} per core, {} groups of {} cores\n", a.op, format_bytes(bytes),
+                           st.groups, group)
             << fmt::format("  topology          {} ({} cores)\n", topology.describe(), r.cores)
-            << fmt::format("  algorithm         {} ({} steps, {} network)\n", st.algorithm, st.steps,
-                           options.network.fidelity)
+            << fmt::format("  algorithm         {} ({} steps, {} network)\n", st.algorithm,
+                           st.steps, options.network.fidelity)
             << fmt::format("  time              {:.3f} us\n", r.step_time.us())
             << fmt::format("  algbw / busbw     {:.1f} / {:.1f} GB/s\n", algbw, busbw)
             << fmt::format("  links             busiest {:.1f}% ({}), mean {:.1f}%\n",
-                           100 * r.links.busiest_utilization, r.links.busiest_link, 100 * r.links.mean_utilization)
-            << fmt::format("  kernel events     {} ({} network work items)\n", r.kernel_events, r.network_work)
+                           100 * r.links.busiest_utilization, r.links.busiest_link,
+                           100 * r.links.mean_utilization)
+            << fmt::format("  kernel events     {} ({} network work items)\n", r.kernel_events,
+                           r.network_work)
             << fmt::format("  wall              {:.3f} s\n", r.wall_s);
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
   auto args = std::make_shared<CollectiveArgs>();
   auto* cmd = app.add_subcommand("collective", "Simulate one collective on a topology");
-  cmd->add_option("--op", args->op, "all-reduce, reduce-scatter, all-gather, all-to-all, collective-permute")->required();
+  cmd->add_option("--op", args->op,
+                  "all-reduce, reduce-scatter, all-gather, all-to-all, collective-permute")
+      ->required();
   cmd->add_option("--bytes", args->bytes, "buffer per core, e.g. 64MiB")->required();
-  cmd->add_option("--topology", args->topology, "preset, shape (32x128, 128x32:wrap=0,1) or JSON file");
-  cmd->add_option("--algorithm", args->algorithm, "auto, ring, bidirectional_ring, per_dimension, onchip");
-  cmd->add_option("--mesh", args->mesh, "mesh axes, e.g. data=4096,model=2 (default: one axis over all cores)");
+  cmd->add_option("--topology", args->topology,
+                  "preset, shape (32x128, 128x32:wrap=0,1) or JSON file");
+  cmd->add_option("--algorithm", args->algorithm,
+                  "auto, ring, bidirectional_ring, per_dimension, onchip");
+  cmd->add_option("--mesh", args->mesh,
+                  "mesh axes, e.g. data=4096,model=2 (default: one axis over all cores)");
   cmd->add_option("--axes", args->axes, "the axes the collective spans (default: all)");
   cmd->add_option("--dtype", args->dtype, "bf16 or f32 (reduction cost)");
-  cmd->add_option("--shift", args->shift, "collective-permute: send to the member this many places on");
+  cmd->add_option("--shift", args->shift,
+                  "collective-permute: send to the member this many places on");
   cmd->add_option("--set", args->sets, "override a parameter: path.to.key=value");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] { run_collective(*args); });

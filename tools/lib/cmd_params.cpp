@@ -1,7 +1,6 @@
 // tpusim params: every declared parameter with its unit, default and meaning.
-#include <iostream>
-
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/params.hpp"
@@ -16,14 +15,18 @@ void run_params(bool as_json, const std::string& filter) {
   for (const auto& s : specs) {
     if (!filter.empty() && s.path.find(filter) == std::string::npos) continue;
     if (as_json) {
-      nlohmann::json j{{"path", s.path}, {"type", to_string(s.type)}, {"unit", s.unit},
-                       {"default", s.default_value}, {"meaning", s.meaning}};
+      nlohmann::json j{{"path", s.path},
+                       {"type", to_string(s.type)},
+                       {"unit", s.unit},
+                       {"default", s.default_value},
+                       {"meaning", s.meaning}};
       if (!s.choices.empty()) j["choices"] = s.choices;
       if (!s.when_path.empty()) j["when"] = s.when_path + "=" + s.when_value;
       out.push_back(j);
       continue;
     }
-    std::string when = s.when_path.empty() ? "" : "  [when " + s.when_path + "=" + s.when_value + "]";
+    std::string when =
+        s.when_path.empty() ? "" : "  [when " + s.when_path + "=" + s.when_value + "]";
     std::string choices;
     for (const auto& c : s.choices) choices += (choices.empty() ? " (one of " : ", ") + c;
     if (!choices.empty()) choices += ")";
@@ -35,7 +38,8 @@ void run_params(bool as_json, const std::string& filter) {
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
-  auto* cmd = app.add_subcommand("params", "List every parameter with type, unit, default and meaning");
+  auto* cmd =
+      app.add_subcommand("params", "List every parameter with type, unit, default and meaning");
   auto as_json = std::make_shared<bool>(false);
   auto filter = std::make_shared<std::string>();
   cmd->add_flag("--json", *as_json, "print a JSON array");

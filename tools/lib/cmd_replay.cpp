@@ -43,10 +43,11 @@ Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled
   else if (recorded("topology") && !rescaled)
     doc["topology"] = rec["topology"];
   else
-    throw ConfigError("--topology",
-                      std::string(rescaled ? "the trace was rescaled, so its recorded topology no longer fits"
-                                           : "the trace records no topology") +
-                          "; give one, e.g. --topology tpu_v3_pod or --topology 4x4");
+    throw ConfigError(
+        "--topology",
+        std::string(rescaled ? "the trace was rescaled, so its recorded topology no longer fits"
+                             : "the trace records no topology") +
+            "; give one, e.g. --topology tpu_v3_pod or --topology 4x4");
   return load_study(doc, a.sets, a.trace);
 }
 

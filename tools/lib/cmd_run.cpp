@@ -1,8 +1,8 @@
 // tpusim run STUDY.json: build the model's SPMD Program and play it on the simulated machine.
-#include <iostream>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include <iostream>
 
 #include "models/workload.hpp"
 #include "sim/simulation.hpp"
@@ -29,8 +29,8 @@ void run_study(const RunArgs& a) {
   Study study = load_study_file(a.study, a.sets);
   Topology topology(study.topology);
   Program program = build_program(study.config, topology, study.hardware);
-  spdlog::info("{}: {} ops ({} collectives) on {}", a.study, program.ops.size(), program.num_collectives(),
-               topology.describe());
+  spdlog::info("{}: {} ops ({} collectives) on {}", a.study, program.ops.size(),
+               program.num_collectives(), topology.describe());
   if (!a.record_trace.empty()) record_trace(study, program, a.record_trace);
   SimOptions options = SimOptions::from_config(study.config);
   std::unique_ptr<ChromeTrace> trace;
@@ -44,19 +44,24 @@ void run_study(const RunArgs& a) {
   nlohmann::json report = make_report(study, program, r, a.top);
   if (trace) {
     trace->write(a.timeline);
-    spdlog::info("timeline: {} events for {} cores in {}", trace->events(), options.traced_cores.size(), a.timeline);
+    spdlog::info("timeline: {} events for {} cores in {}", trace->events(),
+                 options.traced_cores.size(), a.timeline);
   }
-  if (a.json) std::cout << report.dump(2) << "\n";
-  else print_report(std::cout, report);
+  if (a.json)
+    std::cout << report.dump(2) << "\n";
+  else
+    print_report(std::cout, report);
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Simulate one training step of a study");
   cmd->add_option("study", a->study, "study JSON file")->required();
-  cmd->add_option("--set", a->sets, "override a parameter: path.to.key=value (value as JSON, else a string)");
+  cmd->add_option("--set", a->sets,
+                  "override a parameter: path.to.key=value (value as JSON, else a string)");
   cmd->add_flag("--json", a->json, "print the report as one JSON object");
-  cmd->add_option("--timeline", a->timeline, "write a Chrome trace event file (Perfetto, chrome://tracing)");
+  cmd->add_option("--timeline", a->timeline,
+                  "write a Chrome trace event file (Perfetto, chrome://tracing)");
   cmd->add_option("--record-trace", a->record_trace,
                   "write the step's SPMD Program as a trace (.json or .json.gz) for tpusim replay");
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,

@@ -25,9 +25,12 @@ void print_text(const std::string& path, const trace::TraceFile& t,
     std::cout << "recorded on:";
     for (const auto& [key, value] : t.recorded_on.items()) {
       std::string shown = value.dump();
-      if (key == "topology" && value.contains("dims")) shown = value["dims"].dump();
-      else if (value.is_object() && value.contains("name")) shown = value["name"].dump();
-      else if (value.is_object()) shown = "{" + std::to_string(value.size()) + " keys}";
+      if (key == "topology" && value.contains("dims"))
+        shown = value["dims"].dump();
+      else if (value.is_object() && value.contains("name"))
+        shown = value["name"].dump();
+      else if (value.is_object())
+        shown = "{" + std::to_string(value.size()) + " keys}";
       std::cout << " " << key << "=" << shown;
     }
     std::cout << "\n";

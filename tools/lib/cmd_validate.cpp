@@ -1,7 +1,6 @@
 // tpusim validate STUDY.json: every check of `run` (config, layout, program), no simulation.
-#include <iostream>
-
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "models/workload.hpp"
 #include "tools/lib/commands.hpp"
@@ -14,16 +13,17 @@ namespace {
 const CommandRegistrar kRegister{[](CLI::App& app) {
   auto study_path = std::make_shared<std::string>();
   auto sets = std::make_shared<std::vector<std::string>>();
-  auto* cmd = app.add_subcommand("validate", "Check a study (config, layout, program) without simulating it");
+  auto* cmd = app.add_subcommand("validate",
+                                 "Check a study (config, layout, program) without simulating it");
   cmd->add_option("study", *study_path, "study JSON file")->required();
   cmd->add_option("--set", *sets, "override a parameter: path.to.key=value");
   cmd->callback([=] {
     Study study = load_study_file(*study_path, *sets);
     Topology topology(study.topology);
     Program program = build_program(study.config, topology, study.hardware);
-    std::cout << "ok: " << *study_path << ": " << program.model << " on " << topology.describe() << ", "
-              << layout_string(program, study.config) << ", " << program.ops.size() << " ops ("
-              << program.num_collectives() << " collectives)\n";
+    std::cout << "ok: " << *study_path << ": " << program.model << " on " << topology.describe()
+              << ", " << layout_string(program, study.config) << ", " << program.ops.size()
+              << " ops (" << program.num_collectives() << " collectives)\n";
   });
 }};
 

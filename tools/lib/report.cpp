@@ -1,9 +1,9 @@
 #include "tools/lib/report.hpp"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <ostream>
-
-#include <fmt/format.h>
 
 #include "core/params.hpp"
 
@@ -11,13 +11,15 @@ namespace tpusim::cli {
 
 std::string layout_string(const Program& program, const Config& cfg) {
   std::string s;
-  for (const auto& a : program.mesh) s += (s.empty() ? "" : " ") + a.name + "=" + std::to_string(a.size);
+  for (const auto& a : program.mesh)
+    s += (s.empty() ? "" : " ") + a.name + "=" + std::to_string(a.size);
   const auto* wus = json_at(cfg.json(), "parallelism.weight_update_sharding");
   if (wus && wus->is_boolean()) s += std::string(" wus=") + (wus->get<bool>() ? "on" : "off");
   return s;
 }
 
-nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r, int top_n) {
+nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
+                           int top_n) {
   const double step_ms = r.step_time.ms();
   const double step_s = r.step_time.seconds();
   nlohmann::json top = nlohmann::json::array();
@@ -36,7 +38,8 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
   }
   nlohmann::json coll = nlohmann::json::object();
   for (const auto& [kind, v] : by_kind)
-    coll[kind] = {{"count", std::get<0>(v)}, {"bytes_per_core", std::get<1>(v)}, {"time_ms", std::get<2>(v)}};
+    coll[kind] = {
+        {"count", std::get<0>(v)}, {"bytes_per_core", std::get<1>(v)}, {"time_ms", std::get<2>(v)}};
   nlohmann::json j = {
       {"schema_version", kReportSchemaVersion},
       {"tpusim_version", TPUSIM_VERSION},
@@ -60,10 +63,11 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"collective_ops", program.num_collectives()},
       {"collectives", coll},
       {"top_ops", top},
-      {"links", {{"busiest_utilization", r.links.busiest_utilization},
-                 {"busiest", r.links.busiest_link},
-                 {"mean_utilization", r.links.mean_utilization},
-                 {"total_bytes", r.links.total_bytes}}},
+      {"links",
+       {{"busiest_utilization", r.links.busiest_utilization},
+        {"busiest", r.links.busiest_link},
+        {"mean_utilization", r.links.mean_utilization},
+        {"total_bytes", r.links.total_bytes}}},
       {"kernel_events", r.kernel_events},
       {"network_work_items", r.network_work},
       {"wall_s", r.wall_s},
@@ -73,31 +77,36 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
 }
 
 void print_report(std::ostream& out, const nlohmann::json& j) {
-  out << fmt::format("{} on {} chips ({} cores), {}, global batch {}\n", j["model"].get<std::string>(),
-                     j["chips"].get<int>(), j["cores"].get<int>(), j["layout"].get<std::string>(),
-                     j["global_batch"].get<std::int64_t>())
+  out << fmt::format("{} on {} chips ({} cores), {}, global batch {}\n",
+                     j["model"].get<std::string>(), j["chips"].get<int>(), j["cores"].get<int>(),
+                     j["layout"].get<std::string>(), j["global_batch"].get<std::int64_t>())
       << fmt::format("  step time               {:10.3f} ms\n", j["step_time_ms"].get<double>())
       << fmt::format("  compute                 {:10.3f} ms\n", j["compute_ms"].get<double>())
-      << fmt::format("  communication           {:10.3f} ms  (share {:.1f}%)\n", j["communication_ms"].get<double>(),
-                     100 * j["comm_share"].get<double>())
+      << fmt::format("  communication           {:10.3f} ms  (share {:.1f}%)\n",
+                     j["communication_ms"].get<double>(), 100 * j["comm_share"].get<double>())
       << fmt::format("  exposed communication   {:10.3f} ms  (share {:.1f}%)\n",
-                     j["exposed_communication_ms"].get<double>(), 100 * j["exposed_comm_share"].get<double>())
-      << fmt::format("  MXU utilization         {:10.1f} %\n", 100 * j["mxu_utilization"].get<double>())
-      << fmt::format("  examples per second     {:10.0f}  ({:.1f} per chip)\n", j["examples_per_s"].get<double>(),
-                     j["examples_per_s_per_chip"].get<double>());
+                     j["exposed_communication_ms"].get<double>(),
+                     100 * j["exposed_comm_share"].get<double>())
+      << fmt::format("  MXU utilization         {:10.1f} %\n",
+                     100 * j["mxu_utilization"].get<double>())
+      << fmt::format("  examples per second     {:10.0f}  ({:.1f} per chip)\n",
+                     j["examples_per_s"].get<double>(), j["examples_per_s_per_chip"].get<double>());
   out << "  collectives:\n";
   for (auto it = j["collectives"].begin(); it != j["collectives"].end(); ++it)
     out << fmt::format("    {:<20} {:4d} ops  {:10.1f} MiB per core  {:10.3f} ms\n", it.key(),
-                       it.value()["count"].get<int>(), it.value()["bytes_per_core"].get<double>() / 1048576.0,
+                       it.value()["count"].get<int>(),
+                       it.value()["bytes_per_core"].get<double>() / 1048576.0,
                        it.value()["time_ms"].get<double>());
   out << "  top ops by time (per core):\n";
   for (const auto& op : j["top_ops"])
-    out << fmt::format("    {:10.3f} ms  {:<18} {}\n", op["time_ms"].get<double>(), op["kind"].get<std::string>(),
-                       op["op"].get<std::string>());
-  out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n", 100 * j["links"]["busiest_utilization"].get<double>(),
-                     j["links"]["busiest"].get<std::string>(), 100 * j["links"]["mean_utilization"].get<double>())
-      << fmt::format("  simulated with {} kernel events in {:.3f} s\n", j["kernel_events"].get<std::uint64_t>(),
-                     j["wall_s"].get<double>());
+    out << fmt::format("    {:10.3f} ms  {:<18} {}\n", op["time_ms"].get<double>(),
+                       op["kind"].get<std::string>(), op["op"].get<std::string>());
+  out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n",
+                     100 * j["links"]["busiest_utilization"].get<double>(),
+                     j["links"]["busiest"].get<std::string>(),
+                     100 * j["links"]["mean_utilization"].get<double>())
+      << fmt::format("  simulated with {} kernel events in {:.3f} s\n",
+                     j["kernel_events"].get<std::uint64_t>(), j["wall_s"].get<double>());
 }
 
 }  // namespace tpusim::cli

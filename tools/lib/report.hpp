@@ -2,9 +2,8 @@
 // The report of one run (or replay): JSON with schema_version and units in every field name,
 // and the same as readable text. Documented in docs/report.md.
 #include <iosfwd>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "models/program.hpp"
 #include "sim/simulation.hpp"
@@ -17,7 +16,8 @@ constexpr int kReportSchemaVersion = 1;
 /// "data=4096 model=2 spatial=1 wus=on": the layout, from the Program's mesh and the study.
 std::string layout_string(const Program& program, const Config& cfg);
 
-nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r, int top_n = 10);
+nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
+                           int top_n = 10);
 void print_report(std::ostream& out, const nlohmann::json& report);
 
 }  // namespace tpusim::cli

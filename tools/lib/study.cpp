@@ -5,7 +5,8 @@
 
 namespace tpusim::cli {
 
-Study load_study(const nlohmann::json& doc, const std::vector<std::string>& sets, const std::string& source) {
+Study load_study(const nlohmann::json& doc, const std::vector<std::string>& sets,
+                 const std::string& source) {
   Study s;
   s.source = source;
   s.config = load_config(doc, sets);

@@ -1,9 +1,8 @@
 #pragma once
 // A study as the commands use it: the validated config plus the typed hardware and topology.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
 #include "core/hardware.hpp"
@@ -20,7 +19,8 @@ struct Study {
 
 /// Resolves presets, applies --set overrides, validates (every problem at once), checks the
 /// topology's consistency. Throws ConfigError.
-Study load_study(const nlohmann::json& doc, const std::vector<std::string>& sets, const std::string& source);
+Study load_study(const nlohmann::json& doc, const std::vector<std::string>& sets,
+                 const std::string& source);
 Study load_study_file(const std::string& path, const std::vector<std::string>& sets);
 
 }  // namespace tpusim::cli
