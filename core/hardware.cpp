@@ -6,57 +6,37 @@ namespace tpusim {
 namespace {
 using T = ParamType;
 // Defaults are TPU v3 (see configs/tpu_v3.json for the source of each number).
+// One parameter per line reads as a table.
+// clang-format off
 const ParamRegistrar kParams{{
     {"hardware.name", T::String, "", "tpu_v3", "name of the chip generation, for reports"},
     {"hardware.cores_per_chip", T::Integer, "", 2, "TensorCores per chip", 1, 8},
-    {"hardware.ici_ports_per_chip", T::Integer, "", 4, "ICI ports per chip (2 per grid dimension)",
-     2, 12},
+    {"hardware.ici_ports_per_chip", T::Integer, "", 4, "ICI ports per chip (2 per grid dimension)", 2, 12},
     {"hardware.clock_MHz", T::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},
     {"hardware.mxu.count", T::Integer, "", 2, "MXUs (systolic arrays) per TensorCore", 1, 64},
     {"hardware.mxu.dim", T::Integer, "", 128, "side of the square systolic array", 8, 1024},
-    {"hardware.mxu.rows_per_pass", T::Integer, "", 8,
-     "LHS rows streamed through the array per pass", 1, 1024},
+    {"hardware.mxu.rows_per_pass", T::Integer, "", 8, "LHS rows streamed through the array per pass", 1, 1024},
     {"hardware.mxu.pass_cycles", T::Integer, "cycles", 8, "cycles per pass", 1, 1024},
-    {"hardware.mxu.weight_load_cycles", T::Integer, "cycles", 128,
-     "cycles to load one weight tile; hidden behind the previous tile's passes when those take "
-     "longer",
-     0, 1e5},
-    {"hardware.mxu.fill_drain_cycles", T::Integer, "cycles", 256,
-     "pipeline fill plus drain, paid once per matmul", 0, 1e6},
+    {"hardware.mxu.weight_load_cycles", T::Integer, "cycles", 128, "cycles to load one weight tile; hidden behind the previous tile's passes when those take longer", 0, 1e5},
+    {"hardware.mxu.fill_drain_cycles", T::Integer, "cycles", 256, "pipeline fill plus drain, paid once per matmul", 0, 1e6},
     {"hardware.vpu.lanes", T::Integer, "", 128, "vector unit lanes", 1, 4096},
-    {"hardware.vpu.sublanes", T::Integer, "", 8,
-     "vector unit sublanes (elements per lane per cycle)", 1, 1024},
-    {"hardware.hbm.GiB_per_core", T::Number, "GiB", 16.0, "HBM capacity per TensorCore", 0.001,
-     1e6},
-    {"hardware.hbm.bandwidth_GBps_per_core", T::Number, "GB/s", 450.0,
-     "peak HBM bandwidth per TensorCore", 0.001, 1e6},
+    {"hardware.vpu.sublanes", T::Integer, "", 8, "vector unit sublanes (elements per lane per cycle)", 1, 1024},
+    {"hardware.hbm.GiB_per_core", T::Number, "GiB", 16.0, "HBM capacity per TensorCore", 0.001, 1e6},
+    {"hardware.hbm.bandwidth_GBps_per_core", T::Number, "GB/s", 450.0, "peak HBM bandwidth per TensorCore", 0.001, 1e6},
     {"hardware.hbm.latency_ns", T::Number, "ns", 500.0, "latency of one HBM transaction", 0, 1e9},
-    {"hardware.onchip.bandwidth_GBps", T::Number, "GB/s", 300.0,
-     "path between the cores of a chip, one direction", 0.001, 1e6},
+    {"hardware.onchip.bandwidth_GBps", T::Number, "GB/s", 300.0, "path between the cores of a chip, one direction", 0.001, 1e6},
     {"hardware.onchip.latency_ns", T::Number, "ns", 200.0, "latency of the on-chip path", 0, 1e9},
-    {"hardware.ici.bandwidth_GBps", T::Number, "GB/s", 100.0, "one direction of one ICI link",
-     0.001, 1e6},
+    {"hardware.ici.bandwidth_GBps", T::Number, "GB/s", 100.0, "one direction of one ICI link", 0.001, 1e6},
     {"hardware.ici.latency_ns", T::Number, "ns", 200.0, "ICI latency per hop", 0, 1e9},
-    {"hardware.async_collectives", T::Boolean, "", false,
-     "a TensorCore keeps computing while its collectives are in flight (false: it drives each "
-     "collective itself and waits for it, as XLA ran them on TPU v3)"},
-    {"hardware.slow_chips", T::IntegerList, "chip ids", nlohmann::json::array(),
-     "chips whose compute ops take slow_chip_factor times longer (a per-chip difference applied at "
-     "execution time)",
-     0, 1e6},
-    {"hardware.slow_chip_factor", T::Number, "", 1.0, "compute time multiplier of the slow chips",
-     1, 1000},
-    {"hardware.calibration.op_overhead_ns", T::Number, "ns", 1000.0,
-     "fixed cost of launching one compute op", 0, 1e9},
-    {"hardware.calibration.mxu_efficiency", T::Number, "", 0.75,
-     "achieved fraction of the MXU cycle formula's throughput (stalls between tiles, result "
-     "handling the formula leaves out)",
-     0.01, 1},
-    {"hardware.calibration.hbm_efficiency", T::Number, "", 0.85,
-     "achievable fraction of peak HBM bandwidth", 0.01, 1},
-    {"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 100.0,
-     "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9},
+    {"hardware.async_collectives", T::Boolean, "", false, "a TensorCore keeps computing while its collectives are in flight (false: it drives each collective itself and waits for it, as XLA ran them on TPU v3)"},
+    {"hardware.slow_chips", T::IntegerList, "chip ids", nlohmann::json::array(), "chips whose compute ops take slow_chip_factor times longer (a per-chip difference applied at execution time)", 0, 1e6},
+    {"hardware.slow_chip_factor", T::Number, "", 1.0, "compute time multiplier of the slow chips", 1, 1000},
+    {"hardware.calibration.op_overhead_ns", T::Number, "ns", 1000.0, "fixed cost of launching one compute op", 0, 1e9},
+    {"hardware.calibration.mxu_efficiency", T::Number, "", 0.75, "achieved fraction of the MXU cycle formula's throughput (stalls between tiles, result handling the formula leaves out)", 0.01, 1},
+    {"hardware.calibration.hbm_efficiency", T::Number, "", 0.85, "achievable fraction of peak HBM bandwidth", 0.01, 1},
+    {"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 100.0, "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9},
 }};
+// clang-format on
 }  // namespace
 
 HardwareSpec HardwareSpec::from_config(const Config& c) {

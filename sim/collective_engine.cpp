@@ -10,20 +10,13 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
+// One parameter per line reads as a table.
+// clang-format off
 const ParamRegistrar kParams{{
-    {"collectives.algorithm",
-     T::String,
-     "",
-     "auto",
-     "all-reduce / reduce-scatter / all-gather algorithm: auto (per_dimension on sub-grids, else "
-     "bidirectional_ring), ring, bidirectional_ring, per_dimension, onchip",
-     -1e300,
-     1e300,
-     {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip"}},
-    {"collectives.reduction_compute", T::Boolean, "", true,
-     "summing received data costs vector-unit and HBM time (false: free, to compare with tools "
-     "that ignore it)"},
+    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per_dimension on sub-grids, else bidirectional_ring), ring, bidirectional_ring, per_dimension, onchip", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip"}},
+    {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
 }};
+// clang-format on
 
 std::string axes_key(const CollectiveSpec& s) {
   if (!s.replica_groups.empty())

@@ -8,26 +8,16 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
+// One parameter per line reads as a table.
+// clang-format off
 const ParamRegistrar kParams{{
-    {"network.fidelity",
-     T::String,
-     "",
-     "message",
-     "network model: message (per-message reservations, any size) or packet (per-packet events, "
-     "small slices)",
-     -1e300,
-     1e300,
-     {"message", "packet"}},
-    {"network.chunk_bytes", T::Integer, "bytes", 65536,
-     "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12},
+    {"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size) or packet (per-packet events, small slices)", -1e300, 1e300, {"message", "packet"}},
+    {"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12},
     {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size", 16, 1e9},
-    {"network.coalesce_ring_steps", T::Boolean, "", true,
-     "message level: the steps of one ring phase travel as one message per neighbour pair (each "
-     "step still pays latency and synchronisation); false sends every step separately (slower, "
-     "finer contention)"},
-    {"network.contention", T::Boolean, "", true,
-     "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"},
+    {"network.coalesce_ring_steps", T::Boolean, "", true, "message level: the steps of one ring phase travel as one message per neighbour pair (each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},
+    {"network.contention", T::Boolean, "", true, "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"},
 }};
+// clang-format on
 
 std::map<std::string, NetworkFactory>& registry() {
   static std::map<std::string, NetworkFactory> r;

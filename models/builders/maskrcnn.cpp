@@ -32,6 +32,8 @@ ParamSpec param(const char* path, ParamType type, const char* unit, double def, 
   return {path, type, unit, def, meaning, min, max, {}, "workload.model", kModel};
 }
 
+// One parameter per line reads as a table.
+// clang-format off
 const ParamRegistrar kParams{{
     // 256: the MLPerf v0.7 512-chip run (reference table).
     param("workload.global_batch", T::Integer, "images", 256,
@@ -52,6 +54,7 @@ const ParamRegistrar kParams{{
     param("workload.max_gt_boxes", T::Integer, "boxes", 100,
           "ground-truth boxes per image (padded)", 1, 1e5),
 }};
+// clang-format on
 
 constexpr std::int64_t kFpn = 256;
 constexpr std::int64_t kAnchors = 3;

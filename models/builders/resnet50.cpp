@@ -19,50 +19,16 @@ using T = ParamType;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const char* kModel = "resnet50";
 
+// One parameter per line reads as a table.
+// clang-format off
 const ParamRegistrar kParams{{
     // 65536: the MLPerf v0.7 4096-chip run (reference table).
-    {"workload.global_batch",
-     T::Integer,
-     "images",
-     65536,
-     "images per training step over all replicas",
-     1,
-     1e9,
-     {},
-     "workload.model",
-     kModel},
-    {"workload.image_size",
-     T::Integer,
-     "pixels",
-     224,
-     "height and width of the input images",
-     32,
-     1e5,
-     {},
-     "workload.model",
-     kModel},
-    {"workload.classes",
-     T::Integer,
-     "",
-     1000,
-     "classifier outputs",
-     2,
-     1e7,
-     {},
-     "workload.model",
-     kModel},
-    {"workload.space_to_depth",
-     T::Boolean,
-     "",
-     true,
-     "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 stem conv instead of 7x7/2, "
-     "as the TPU submissions",
-     -kInf,
-     kInf,
-     {},
-     "workload.model",
-     kModel},
+    {"workload.global_batch", T::Integer, "images", 65536, "images per training step over all replicas", 1, 1e9, {}, "workload.model", kModel},
+    {"workload.image_size", T::Integer, "pixels", 224, "height and width of the input images", 32, 1e5, {}, "workload.model", kModel},
+    {"workload.classes", T::Integer, "", 1000, "classifier outputs", 2, 1e7, {}, "workload.model", kModel},
+    {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 stem conv instead of 7x7/2, as the TPU submissions", -kInf, kInf, {}, "workload.model", kModel},
 }};
+// clang-format on
 
 constexpr std::int64_t kStageBlocks[] = {3, 4, 6, 3};
 constexpr std::int64_t kStageWidths[] = {64, 128, 256, 512};

@@ -24,49 +24,16 @@ using T = ParamType;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const char* kModel = "ssd";
 
+// One parameter per line reads as a table.
+// clang-format off
 const ParamRegistrar kParams{{
     // 4096: the MLPerf v0.7 4096- and 2048-chip runs (reference table).
-    {"workload.global_batch",
-     T::Integer,
-     "images",
-     4096,
-     "images per training step over all replicas",
-     1,
-     1e9,
-     {},
-     "workload.model",
-     kModel},
-    {"workload.image_size",
-     T::Integer,
-     "pixels",
-     300,
-     "height and width of the input images",
-     64,
-     1e5,
-     {},
-     "workload.model",
-     kModel},
-    {"workload.classes",
-     T::Integer,
-     "",
-     81,
-     "object classes including background",
-     2,
-     1e5,
-     {},
-     "workload.model",
-     kModel},
-    {"workload.space_to_depth",
-     T::Boolean,
-     "",
-     true,
-     "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2",
-     -kInf,
-     kInf,
-     {},
-     "workload.model",
-     kModel},
+    {"workload.global_batch", T::Integer, "images", 4096, "images per training step over all replicas", 1, 1e9, {}, "workload.model", kModel},
+    {"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images", 64, 1e5, {}, "workload.model", kModel},
+    {"workload.classes", T::Integer, "", 81, "object classes including background", 2, 1e5, {}, "workload.model", kModel},
+    {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2", -kInf, kInf, {}, "workload.model", kModel},
 }};
+// clang-format on
 
 // Extra blocks after the backbone: 1x1 conv to `mid`, 3x3 conv to `out` (stride 2 'same', or
 // stride 1 'valid' for the last two), each with BN and ReLU.

@@ -10,32 +10,18 @@ namespace {
 using T = ParamType;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// One parameter per line reads as a table.
+// clang-format off
 const ParamRegistrar kParams{{
-    {"parallelism.model", T::Integer, "cores", 1,
-     "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and "
-     "rows, vocabulary); the innermost mesh axis, so the cores of a chip first",
-     1, 1 << 20},
-    {"parallelism.spatial", T::Integer, "cores", 1,
-     "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1,
-     1 << 20},
-    {"parallelism.weight_update_sharding", T::Boolean, "", false,
-     "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, "
-     "update of 1/N of the weights, all-gather of the bf16 weights"},
+    {"parallelism.model", T::Integer, "cores", 1, "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and rows, vocabulary); the innermost mesh axis, so the cores of a chip first", 1, 1 << 20},
+    {"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20},
+    {"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"},
     // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
-    {"parallelism.grad_bucket_MiB", T::Number, "MiB", 32.0,
-     "gradient bytes (per core, in grad_dtype) combined into one collective; a bucket is issued "
-     "as soon as the backward op completing it has run",
-     1.0 / 1024, 1 << 20},
+    {"parallelism.grad_bucket_MiB", T::Number, "MiB", 32.0, "gradient bytes (per core, in grad_dtype) combined into one collective; a bucket is issued as soon as the backward op completing it has run", 1.0 / 1024, 1 << 20},
     // bf16: the MLPerf v0.7 TF BERT run's use_bfloat16_all_reduce.
-    {"parallelism.grad_dtype",
-     T::String,
-     "",
-     "bf16",
-     "dtype of the gradient collectives",
-     -kInf,
-     kInf,
-     {"bf16", "f32"}},
+    {"parallelism.grad_dtype", T::String, "", "bf16", "dtype of the gradient collectives", -kInf, kInf, {"bf16", "f32"}},
 }};
+// clang-format on
 
 }  // namespace
 
