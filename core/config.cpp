@@ -17,14 +17,14 @@ std::string config_dir() {
   return TPUSIM_CONFIG_DIR;
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+nlohmann::json parse_json_text(const std::string& text, const std::string& name, int max_depth) {
+  auto depth_guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > max_depth)
+      throw ConfigError(name, "JSON nested deeper than " + std::to_string(max_depth) + " levels");
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, depth_guard);
   } catch (const nlohmann::json::parse_error& e) {
     // Turn the byte offset into line:column.
     std::size_t line = 1, col = 1;
@@ -39,11 +39,20 @@ nlohmann::json read_json_file(const std::string& path) {
     std::string msg = e.what();
     auto pos = msg.find("error while parsing");
     if (pos != std::string::npos) msg = msg.substr(pos);
-    throw ConfigError(path + ":" + std::to_string(line) + ":" + std::to_string(col),
+    throw ConfigError(name + ":" + std::to_string(line) + ":" + std::to_string(col),
                       "malformed JSON (" + msg + ")");
-  } catch (const nlohmann::json::exception& e) {  // e.g. a number out of range: 1e999
-    throw ConfigError(path, std::string("unreadable JSON (") + e.what() + ")");
+  } catch (const nlohmann::json::exception& e) {
+    // Not a parse_error but still bad input: a number such as 1e999 that overflows a double.
+    throw ConfigError(name, std::string("malformed JSON (") + e.what() + ")");
   }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_json_text(ss.str(), path);
 }
 
 void deep_merge(nlohmann::json& base, const nlohmann::json& over) {

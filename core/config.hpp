@@ -13,6 +13,11 @@ namespace tpusim {
 /// Where preset files live: $TPUSIM_CONFIG_DIR, else the source tree's configs/.
 std::string config_dir();
 
+/// Parses JSON text; errors name `name` (a file), the line and column. Nesting deeper than
+/// `max_depth` is an error too (so hostile input cannot exhaust the stack).
+nlohmann::json parse_json_text(const std::string& text, const std::string& name,
+                               int max_depth = 256);
+
 /// Parses a JSON file. Errors name the file, line and column.
 nlohmann::json read_json_file(const std::string& path);
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/config.hpp"
 #include "core/errors.hpp"
 
 namespace tpusim::trace {
@@ -90,34 +91,7 @@ void write_file_maybe_gzip(const std::string& path, const std::string& bytes) {
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
-  auto depth_guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxJsonDepth)
-      throw ConfigError(name, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                  " levels; not a trace or profile");
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, depth_guard);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string msg = e.what();
-    auto pos = msg.find("error while parsing");
-    if (pos != std::string::npos) msg = msg.substr(pos);
-    throw ConfigError(name + ":" + std::to_string(line) + ":" + std::to_string(col),
-                      "malformed JSON (" + msg + ")");
-  } catch (const nlohmann::json::exception& e) {
-    // Not a parse_error but still bad input: e.g. out_of_range 406, a number such as 1e999 that
-    // overflows a double (found by fuzzing).
-    throw ConfigError(name, std::string("malformed JSON (") + e.what() + ")");
-  }
+  return tpusim::parse_json_text(text, name, kMaxJsonDepth);
 }
 
 }  // namespace tpusim::trace
