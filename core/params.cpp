@@ -129,7 +129,8 @@ std::string range_text(const ParamSpec& s) {
 }
 
 std::string allowed_text(const ParamSpec& s) {
-  std::string t = std::string("a ") + to_string(s.type);
+  const std::string type = to_string(s.type);
+  std::string t = (type[0] == 'i' ? "an " : "a ") + type;
   if (!s.choices.empty()) {
     t = "one of";
     for (std::size_t i = 0; i < s.choices.size(); ++i) t += (i ? ", " : " ") + s.choices[i];

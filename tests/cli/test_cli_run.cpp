@@ -79,6 +79,14 @@ TEST_CASE("bad studies are one error line naming the JSON path with exit code 2"
   check_bad_run({"topology=0x4"}, "topology");
   check_bad_run({"topology=64x64"}, "workload.global_batch");  // 32 sequences over 8192 cores
   check_bad_run({"parallelism.model=32", "workload.vocab=30528"}, "parallelism.model");  // 16 heads
+  // Several problems at once: one line each, all reported before anything runs.
+  auto several = run_tpusim({"run", kStudy, "--set", "workload.global_batch=x", "--set",
+                             "hardware.clock_MHz=-1", "--set", "network.speed=3"});
+  CHECK(several.exit_code == 2);
+  CHECK(several.err_lines() == 3);
+  CHECK_THAT(several.err, Catch::Contains("workload.global_batch") &&
+                              Catch::Contains("hardware.clock_MHz") &&
+                              Catch::Contains("network.speed"));
   auto huge = run_tpusim({"run", "tests/data/huge_number.json"});
   CHECK(huge.exit_code == 2);
   CHECK(huge.err_lines() == 1);

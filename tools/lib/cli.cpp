@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     std::cerr << "tpusim: error: " << e.what() << "\n";
     return 2;
   } catch (const ConfigError& e) {
-    std::cerr << "tpusim: error: " << e.what() << "\n";
+    for (const auto& p : e.problems()) std::cerr << "tpusim: error: " << p.line() << "\n";
     return 2;
   } catch (const StuckError& e) {
     std::cerr << "tpusim: simulation stuck: " << e.what() << "\n";
