@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "models/trace/mesh_groups.hpp"
 #include "sim/collective_algorithm.hpp"
 #include "sim/simulation.hpp"
 #include "tools/lib/commands.hpp"
@@ -28,25 +29,10 @@ struct CollectiveArgs {
   bool json = false;
 };
 
-std::vector<MeshAxis> parse_mesh(const std::string& text, int cores) {
+/// The mesh of --mesh (the same syntax as replay's), or one axis over every core.
+std::vector<MeshAxis> mesh_of(const std::string& text, int cores) {
   if (text.empty()) return {{"all", cores}};
-  std::vector<MeshAxis> axes;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    auto eq = part.find('=');
-    int size = 0;
-    try {
-      size = eq == std::string::npos ? 0 : std::stoi(part.substr(eq + 1));
-    } catch (const std::exception&) {
-      size = 0;
-    }
-    if (eq == 0 || size < 1)
-      throw ConfigError("--mesh",
-                        "'" + part + "' is not NAME=SIZE; expected e.g. data=4096,model=2");
-    axes.push_back({part.substr(0, eq), size});
-  }
-  return axes;
+  return trace::parse_mesh_axes(text, "--mesh");
 }
 
 double bus_factor(CollectiveKind k, double n) {
@@ -82,7 +68,7 @@ void run_collective(const CollectiveArgs& a) {
 
   Program program;
   program.model = "collective";
-  program.mesh = parse_mesh(a.mesh, cores);
+  program.mesh = mesh_of(a.mesh, cores);
   DeviceMesh mesh(topology, study.hardware.cores_per_chip, program.mesh);  // checks the fit
   Op op;
   op.name = a.op;
