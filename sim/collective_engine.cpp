@@ -47,7 +47,6 @@ struct CollectiveEngine::OpState {
 
 struct CollectiveEngine::Running {
   int op_index = 0;
-  int group = 0;
   const GroupPlan* plan = nullptr;
   const std::vector<int>* members = nullptr;
   double bytes = 0;
@@ -156,7 +155,6 @@ void CollectiveEngine::arrive(int op_index, int core) {
 void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) {
   auto run = std::make_shared<Running>();
   run->op_index = op_index;
-  run->group = group;
   run->plan = op_plans_[op_index][group];
   run->members = &gs.groups[group];
   run->bytes = program_.ops[op_index].collective.bytes;

@@ -26,16 +26,20 @@ void TensorCore::account(Duration now) {
   last_account_ = now;
 }
 
+bool TensorCore::in_flight(int op_index) const {
+  return std::find(outstanding_.begin(), outstanding_.end(), op_index) != outstanding_.end();
+}
+
+Duration TensorCore::op_duration(int op_index) const {
+  const Duration t = ctx_.op_time[op_index];
+  return compute_scale_ == 1.0 ? t : t * compute_scale_;
+}
+
 bool TensorCore::ready(const Op& op) const {
-  for (int d : op.deps) {
-    if (d >= pc_) return false;
-    if (ctx_.program->ops[d].is_collective) {
-      if (std::find(outstanding_.begin(), outstanding_.end(), d) != outstanding_.end())
-        return false;
-    } else if (running_ && d >= run_start_pc_) {
-      return false;
-    }
-  }
+  // Ops before pc_ are issued and, between runs, every compute op among them is done; only a
+  // collective may still be in flight.
+  for (int d : op.deps)
+    if (d >= pc_ || (ctx_.program->ops[d].is_collective && in_flight(d))) return false;
   return true;
 }
 
@@ -65,29 +69,19 @@ void TensorCore::step() {
       outstanding_.push_back(pc_);
       issued_at_.push_back(now);
       ctx_.engine->arrive(pc_++, id_);
-      if (!ctx_.async_collectives && !outstanding_.empty()) return;  // collective_done wakes us
       continue;
     }
-    // A run: every following compute op whose inputs are ready, settled in one wait.
+    // A run: this op and every following compute op whose inputs are ready (earlier ops of the
+    // run count as ready: they run first), settled in one wait.
     account(now);
-    run_start_pc_ = pc_;
+    const int first = pc_;
     Duration total;
-    while (pc_ < n && !ops[pc_].is_collective) {
-      running_ = true;  // so ready() treats ops of this run as pending for collectives only
-      bool ok = true;
-      for (int d : ops[pc_].deps)
-        if (ops[d].is_collective &&
-            std::find(outstanding_.begin(), outstanding_.end(), d) != outstanding_.end())
-          ok = false;
-      if (!ok) break;
-      total += compute_scale_ == 1.0 ? ctx_.op_time[pc_] : ctx_.op_time[pc_] * compute_scale_;
+    while (pc_ < n && !ops[pc_].is_collective && ready(ops[pc_])) {
+      total += op_duration(pc_);
       ++pc_;
     }
-    if (pc_ == run_start_pc_) {
-      running_ = false;
-      return;
-    }
-    if (traced_) trace_run(now, run_start_pc_, pc_);
+    running_ = true;
+    if (traced_) trace_run(now, first, pc_);
     run_end_ = now + total;
     wake_.notify(to_sc(total));
     return;
@@ -120,7 +114,7 @@ void TensorCore::trace_run(Duration start, int from, int to) const {
   Duration t = start;
   for (int i = from; i < to; ++i) {
     const Op& op = ctx_.program->ops[i];
-    const Duration d = compute_scale_ == 1.0 ? ctx_.op_time[i] : ctx_.op_time[i] * compute_scale_;
+    const Duration d = op_duration(i);
     ctx_.timeline->span(id_, op.name, op.kind, t, t + d);
     t += d;
   }

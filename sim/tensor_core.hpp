@@ -50,6 +50,8 @@ class TensorCore : public sc_core::sc_module {
   void guarded_step();
   void step();
   bool ready(const Op& op) const;
+  bool in_flight(int op_index) const;
+  Duration op_duration(int op_index) const;
   void account(Duration now);
   void trace_run(Duration start, int from, int to) const;
 
@@ -60,7 +62,6 @@ class TensorCore : public sc_core::sc_module {
   sc_core::sc_event wake_;
   int pc_ = 0;
   bool running_ = false;
-  int run_start_pc_ = 0;
   Duration run_end_;
   std::vector<int> outstanding_;     ///< issued collectives not yet done (few)
   std::vector<Duration> issued_at_;  ///< parallel to outstanding_, for the timeline
