@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,14 @@ class ModelBuilder {
   /// splits impose), then derive_training_graph() for backward and optimizer.
   /// Reads the builder's own declared parameters from `cfg`.
   virtual OpGraph build(const Config& cfg, std::int64_t replica_batch) const = 0;
+
+  /// The evaluation graph of one model replica that processes `replica_batch` examples per eval
+  /// step: the forward ops only (no backward, no optimizer), followed by the model's on-device
+  /// post-processing (metrics, decoding, NMS) as the TPU code runs it. nullopt where the builder
+  /// has no evaluation program.
+  virtual std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t replica_batch) const {
+    return std::nullopt;
+  }
 
   /// True if the builder annotates model-parallel splits (parallelism.model > 1 allowed).
   virtual bool supports_model_parallel() const { return false; }

@@ -3,12 +3,13 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "core/config.hpp"
 #include "models/program.hpp"
 
 namespace tpusim::testing {
 
 inline std::string example_trace_dir() {
-  return std::string(TPUSIM_CONFIG_DIR) + "/../traces/examples/";
+  return config_dir() + "/../traces/examples/";
 }
 
 /// A Program that sets every field the trace format stores, with values that differ from the
