@@ -147,7 +147,7 @@ TEST_CASE("collectives the profile does not size need --sizes and then take its 
   const std::string sizes_path = example_trace_dir() + "profile_needs_sizes.sizes.json";
   ImportOptions o;
   o.overrides = read_collective_overrides(
-      parse_json_text(read_file_maybe_gzip(sizes_path), sizes_path), sizes_path);
+      trace::parse_json_text(read_file_maybe_gzip(sizes_path), sizes_path), sizes_path);
   const auto r = import_profile_file(profile, o);
   const Program& p = r.program;
   REQUIRE(p.ops.size() == 4);
