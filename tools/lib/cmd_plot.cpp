@@ -11,6 +11,7 @@
 #include "core/errors.hpp"
 #include "tools/lib/commands.hpp"
 #include "tools/lib/plot_chart.hpp"
+#include "tools/lib/readable.hpp"
 #include "tools/sweep/csv_table.hpp"
 
 namespace tpusim::cli {
@@ -103,8 +104,8 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
   }
   // Frees cairo's font caches, so that leak checkers see only real leaks.
   cairo_debug_reset_static_data();
-  std::cerr << "tpusim plot: " << order.size() << " series, 4 charts (SVG and PNG) in " << out
-            << "\n";
+  std::cerr << "tpusim plot: " << count_of(static_cast<long long>(order.size()), "series", "series")
+            << ", 4 charts (SVG and PNG) in " << out << "\n";
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {

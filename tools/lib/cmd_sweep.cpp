@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "models/workload.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/readable.hpp"
 #include "tools/lib/study.hpp"
 #include "tools/lib/sweep_dir.hpp"
 #include "tools/lib/sweep_progress.hpp"
@@ -120,7 +121,8 @@ void run_sweep(SweepArgs a) {
   std::size_t ok = 0;
   for (std::size_t r = 0; r < table.rows.size(); ++r) ok += table.cell(r, "status") == "ok";
   const bool all_ok = ok == table.rows.size();
-  std::cerr << "tpusim sweep: " << ok << " of " << table.rows.size() << " points ok";
+  std::cerr << "tpusim sweep: " << ok << " of "
+            << count_of(static_cast<long long>(table.rows.size()), "point") << " ok";
   if (shard_count > 1)
     std::cerr << " (shard " << shard << "/" << shard_count << " of " << plan.points.size() << ")";
   std::cerr << "; results in " << a.out_dir << "/results.csv\n";

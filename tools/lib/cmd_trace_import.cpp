@@ -27,6 +27,10 @@ void run_import(const ImportArgs& a) {
         trace::parse_json_text(trace::read_file_maybe_gzip(a.sizes), a.sizes), a.sizes);
   const auto result = trace::import_profile_file(a.profile, options);
   for (const auto& w : result.warnings) spdlog::warn("{}", w);
+  if (options.examples_per_step == 0)
+    spdlog::warn(
+        "no --examples-per-step: the trace's global batch is unknown, so replay reports "
+        "throughput (examples per second) as 0; give --examples-per-step N to know it");
   nlohmann::json recorded_on = {
       {"source", "tpusim trace import"},
       {"profile", a.profile},
