@@ -50,19 +50,22 @@ bool check_golden(const SweepArgs& a, const sweep::CsvTable& table, bool all_ok)
       return false;
     }
     sweep::write_csv(a.golden, sweep::golden_from_results(table, a.sweep_file, TPUSIM_VERSION));
-    std::cerr << "tpusim sweep: golden " << a.golden << " rewritten (" << table.rows.size()
-              << " points)\n";
+    std::cerr << "tpusim sweep: golden " << a.golden << " rewritten ("
+              << count_of(static_cast<long long>(table.rows.size()), "point") << ")\n";
     return true;
   }
   auto drifts = sweep::compare_to_golden(sweep::read_csv(a.golden), table, tolerance);
   if (drifts.empty()) {
-    std::cerr << "tpusim sweep: all " << table.rows.size() << " points match " << a.golden
-              << " within " << a.tolerance << "\n";
+    std::cerr << "tpusim sweep: "
+              << (table.rows.size() == 1
+                      ? "the only point matches "
+                      : "all " + std::to_string(table.rows.size()) + " points match ")
+              << a.golden << " within " << a.tolerance << "\n";
     return true;
   }
   std::cout << sweep::drift_table(drifts);
-  std::cerr << "tpusim sweep: " << drifts.size() << " drift(s) from " << a.golden << " beyond "
-            << a.tolerance << "\n";
+  std::cerr << "tpusim sweep: " << count_of(static_cast<long long>(drifts.size()), "drift")
+            << " from " << a.golden << " beyond " << a.tolerance << "\n";
   return false;
 }
 
