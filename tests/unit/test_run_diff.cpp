@@ -52,7 +52,7 @@ TEST_CASE("relative difference from zero is infinite and sorts first") {
 
 TEST_CASE("a document that is not a report is bad input naming the file") {
   CHECK_THROWS_WITH(diff_reports(json{{"a", 1}}, report(1, 1, 1, 1, "m"), "x.json", "y.json"),
-                    Catch::Contains("x.json") && Catch::Contains("not a report"));
+                    Catch::Contains("x.json") && Catch::Contains("not a tpusim JSON report"));
 }
 
 TEST_CASE("results diff matches points by their swept values, not their row order") {

@@ -67,10 +67,11 @@ void sort_largest_first(std::vector<NumberDiff>& v) {
 }
 
 void require_report(const nlohmann::json& j, const std::string& name) {
-  if (!j.is_object() || !j.contains("schema_version") || !j.contains("step_time_ms"))
+  if (!j.is_object() || !j.contains("schema_version"))
     throw ConfigError(name,
-                      "not a report of `tpusim run --json` (no schema_version and step_time_ms); "
-                      "diff compares two reports or two results.csv files");
+                      "not a tpusim JSON report (no schema_version: `run`, `replay` and "
+                      "`collective` write them with --json); diff compares two reports or two "
+                      "results.csv files");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
-// Two runs side by side: the numeric fields of two reports (`tpusim run --json`) or the cells of
-// two results tables (results.csv), with absolute and relative differences, largest first.
+// Two runs side by side: the numeric fields of two reports (`tpusim run/replay/collective
+// --json`) or the cells of two results tables (results.csv), with absolute and relative
+// differences, largest first.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,9 +38,10 @@ struct RunDiff {
   std::size_t beyond(double tolerance) const;
 };
 
-/// Compares two reports. Every numeric leaf outside "config" is compared, except "wall_s" (the
-/// simulator's own wall time, different on every run); arrays of objects that carry an "op" or
-/// "name" are matched by it. Throws ConfigError naming the file if a document is not a report.
+/// Compares two JSON reports (objects with a schema_version). Every numeric leaf outside "config"
+/// is compared, except "wall_s" (the simulator's own wall time, different on every run); arrays of
+/// objects that carry an "op" or "name" are matched by it. Throws ConfigError naming the file if a
+/// document is not a report.
 RunDiff diff_reports(const nlohmann::json& a, const nlohmann::json& b, const std::string& a_name,
                      const std::string& b_name);
 
