@@ -104,20 +104,30 @@ TEST_CASE("timeline spans carry args that add up to the report's FLOPs and bytes
   CHECK(thread_names.size() == static_cast<std::size_t>(cores));
   check_no_overlap_within_threads(r.trace);
 
-  // Link counters sit in their chip's process, named after the link.
-  int counters = 0;
-  for (const auto& e : r.trace["traceEvents"])
-    if (e["ph"] == "C") {
-      ++counters;
-      const int pid = e["pid"];
-      CHECK(process_names.count(pid) == 1);
-      CHECK_THAT(e["name"].get<std::string>(),
-                 Catch::StartsWith("chip" + std::to_string(pid) + "_"));
+  // Counters sit in their chip's process: link utilisation named after the link, and the HBM
+  // bytes live on each traced core.
+  int link_counters = 0, hbm_counters = 0;
+  const int per_chip = cores / chips;
+  for (const auto& e : r.trace["traceEvents"]) {
+    if (e["ph"] != "C") continue;
+    const int pid = e["pid"];
+    CHECK(process_names.count(pid) == 1);
+    const std::string name = e["name"];
+    if (e["args"].contains("utilization")) {
+      ++link_counters;
+      CHECK_THAT(name, Catch::StartsWith("chip" + std::to_string(pid) + "_"));
       const double u = e["args"]["utilization"];
       CHECK(u >= 0);
       CHECK(u <= 1);
+    } else {
+      ++hbm_counters;
+      REQUIRE_THAT(name, Catch::StartsWith("HBM live GiB, core "));
+      CHECK(std::stoi(name.substr(name.rfind(' ') + 1)) / per_chip == pid);
+      CHECK(e["args"]["GiB"].get<double>() >= 0);
     }
-  CHECK(counters > 0);
+  }
+  CHECK(link_counters > 0);
+  CHECK(hbm_counters > 0);
 }
 
 TEST_CASE("async collectives that overlap compute get their own tracks per core") {

@@ -42,6 +42,16 @@ void ChromeTrace::counter(int chip, const std::string& track, const std::string&
   samples_.push_back({chip, track, name, at, value});
 }
 
+void ChromeTrace::live_bytes_counters(const std::vector<double>& live_bytes) {
+  if (live_bytes.size() != program_.ops.size()) return;
+  std::vector<Sample> added;
+  for (const auto& s : spans_)
+    if (s.op >= 0 && s.op < static_cast<int>(live_bytes.size()))
+      added.push_back({s.core / cores_per_chip_, "HBM live GiB, core " + std::to_string(s.core),
+                       "GiB", s.start, live_bytes[static_cast<std::size_t>(s.op)] / 1073741824.0});
+  samples_.insert(samples_.end(), added.begin(), added.end());
+}
+
 nlohmann::json ChromeTrace::args_of(const Span& s) const {
   nlohmann::json a{{"core", s.core}};
   if (s.op < 0 || s.op >= static_cast<int>(program_.ops.size())) return a;

@@ -22,6 +22,10 @@ class ChromeTrace : public TimelineSink {
             Duration start, Duration end) override;
   void counter(int chip, const std::string& track, const std::string& name, Duration at,
                double value) override;
+  /// Adds a counter per traced core, "HBM live GiB, core N", in its chip's process: the bytes
+  /// live while each of its compute ops and collectives runs (`live_bytes[i]` for op i of the
+  /// program, memory_model.hpp). Call after the simulation.
+  void live_bytes_counters(const std::vector<double>& live_bytes);
   /// The algorithm each collective ran with (the simulation's stats), for the spans' args.
   void set_collective_stats(const std::map<int, CollectiveOpStats>& stats) { stats_ = stats; }
 
