@@ -231,6 +231,10 @@ TEST_CASE("plot marks points that did not succeed, with or without a value") {
   t.rows[1][status] = "failed";
   for (const char* c : {"step_time_ms", "compute_ms", "exposed_communication_ms"})
     t.rows[2][static_cast<std::size_t>(t.column(c))] = "";
+  // A column a later report adds (peak memory), known for the oom point too.
+  t.header.push_back("peak_hbm_GiB");
+  for (std::size_t r = 0; r < t.rows.size(); ++r)
+    t.rows[r].push_back(std::to_string(10 + 4 * static_cast<int>(r)));
   tpusim::sweep::write_csv(s.path("edited.csv"), t);
   auto p = run_tpusim({"plot", s.path("edited.csv"), "--out", s.path("plots")});
   INFO(p.err);
@@ -245,7 +249,31 @@ TEST_CASE("plot marks points that did not succeed, with or without a value") {
   }
   CHECK(step["series"][0]["x"].size() == 1);  // only the ok point is on the line
   CHECK(colours_in(s.path("plots/step_time.png"), {kMarkedColour}) == std::set<std::size_t>{0});
+  // The new column gets a chart of its own; the oom point is marked at its value there.
+  const json mem = chart_named(m, "peak_hbm_GiB");
+  REQUIRE(mem.is_object());
+  CHECK(mem["series"][0]["y"] == json({10.0}));
+  bool oom_at_value = false;
+  for (const auto& d : mem["did_not_succeed"])
+    oom_at_value |= d["status"] == "oom" && d["y"] == 18.0;
+  CHECK(oom_at_value);
+  CHECK(std::filesystem::exists(s.path("plots/peak_hbm_GiB.png")));
   CHECK(colours_in(s.path("plots/breakdown.png"), {kMarkedColour}) == std::set<std::size_t>{0});
+}
+
+TEST_CASE("plot skips a standard metric a kind of report leaves empty") {
+  SweepScratch s;
+  REQUIRE(run_tpusim({"sweep", topology_by_ici_sweep(s), "-j", "2", "--out", s.path("out")})
+              .exit_code == 0);
+  auto t = results_of(s.path("out"));
+  for (auto& row : t.rows) row[static_cast<std::size_t>(t.column("comm_share"))] = "";
+  tpusim::sweep::write_csv(s.path("edited.csv"), t);
+  auto p = run_tpusim({"plot", s.path("edited.csv"), "--out", s.path("plots")});
+  INFO(p.err);
+  REQUIRE(p.exit_code == 0);
+  const json m = json::parse(slurp(s.path("plots/charts.json")));
+  CHECK(chart_named(m, "comm_share").is_null());
+  CHECK(chart_named(m, "step_time").is_object());
 }
 
 TEST_CASE("plot bad --x or --y: one line naming the option, exit code 2") {

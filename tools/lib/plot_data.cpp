@@ -70,12 +70,28 @@ bool is_numeric_column(const CsvTable& t, const std::string& column) {
   return any;
 }
 
-/// Numeric result columns beyond the standard ones (stalls, memory, ... as the reports grow).
+/// Numeric result columns beyond the standard charts and the breakdown (time to train, memory,
+/// stalls, ... as the reports grow): every numeric column except the swept ones, bookkeeping
+/// (point, id, chips, cores, wall_s) and the metrics the standard charts already show.
 std::vector<std::string> extra_metric_columns(const CsvTable& t) {
   const auto swept = sweep::swept_columns(t);
+  static const std::set<std::string> kShown{"point",
+                                            "id",
+                                            "chips",
+                                            "cores",
+                                            "wall_s",
+                                            "step_time_ms",
+                                            "compute_ms",
+                                            "communication_ms",
+                                            "exposed_communication_ms",
+                                            "comm_share",
+                                            "mxu_utilization",
+                                            "examples_per_s",
+                                            "examples_per_s_per_chip",
+                                            "scaling_efficiency"};
   std::vector<std::string> out;
   for (const auto& c : t.header)
-    if (!sweep::is_fixed_column(c) && std::find(swept.begin(), swept.end(), c) == swept.end() &&
+    if (!kShown.count(c) && std::find(swept.begin(), swept.end(), c) == swept.end() &&
         is_numeric_column(t, c))
       out.push_back(c);
   return out;
@@ -84,7 +100,8 @@ std::vector<std::string> extra_metric_columns(const CsvTable& t) {
 /// The parts of the time breakdown: compute, exposed communication, then every *stall*_ms.
 std::vector<std::pair<std::string, std::string>> breakdown_parts(const CsvTable& t) {
   std::vector<std::pair<std::string, std::string>> parts;
-  if (t.column("compute_ms") < 0 || t.column("exposed_communication_ms") < 0) return parts;
+  if (!is_numeric_column(t, "compute_ms") || !is_numeric_column(t, "exposed_communication_ms"))
+    return parts;
   parts = {{"compute_ms", "compute"}, {"exposed_communication_ms", "exposed communication"}};
   for (const auto& c : t.header)
     if (c.find("stall") != std::string::npos && ends_with(c, "_ms")) {
@@ -151,7 +168,10 @@ PlotSet build_plots(const CsvTable& t, const PlotRequest& req, const std::string
         problems.add(
             csv, std::string("no column '") + m.column + "': not a results.csv of tpusim sweep");
     problems.throw_if_any();
-    for (const auto& m : kStandard) ys.push_back(m.column);
+    // A standard metric a kind of report leaves empty (a `train` sweep has no comm_share) is
+    // skipped, not an error.
+    for (const auto& m : kStandard)
+      if (is_numeric_column(t, m.column)) ys.push_back(m.column);
     for (const auto& c : extra_metric_columns(t)) ys.push_back(c);
   }
   for (const auto& y : ys)
