@@ -75,23 +75,12 @@ bool is_numeric_column(const CsvTable& t, const std::string& column) {
 /// (point, id, chips, cores, wall_s) and the metrics the standard charts already show.
 std::vector<std::string> extra_metric_columns(const CsvTable& t) {
   const auto swept = sweep::swept_columns(t);
-  static const std::set<std::string> kShown{"point",
-                                            "id",
-                                            "chips",
-                                            "cores",
-                                            "wall_s",
-                                            "step_time_ms",
-                                            "compute_ms",
-                                            "communication_ms",
-                                            "exposed_communication_ms",
-                                            "comm_share",
-                                            "mxu_utilization",
-                                            "examples_per_s",
-                                            "examples_per_s_per_chip",
-                                            "scaling_efficiency"};
+  std::set<std::string> shown{
+      "point", "id", "chips", "cores", "wall_s", "examples_per_s_per_chip", "scaling_efficiency"};
+  for (const auto& c : sweep::report_metric_columns()) shown.insert(c);
   std::vector<std::string> out;
   for (const auto& c : t.header)
-    if (!kShown.count(c) && std::find(swept.begin(), swept.end(), c) == swept.end() &&
+    if (!shown.count(c) && std::find(swept.begin(), swept.end(), c) == swept.end() &&
         is_numeric_column(t, c))
       out.push_back(c);
   return out;
