@@ -261,12 +261,17 @@ TEST_CASE("plot marks points that did not succeed, with or without a value") {
   CHECK(colours_in(s.path("plots/breakdown.png"), {kMarkedColour}) == std::set<std::size_t>{0});
 }
 
-TEST_CASE("plot skips a standard metric a kind of report leaves empty") {
+TEST_CASE("plot skips a standard metric a kind of report leaves empty and draws time to train") {
   SweepScratch s;
   REQUIRE(run_tpusim({"sweep", topology_by_ici_sweep(s), "-j", "2", "--out", s.path("out")})
               .exit_code == 0);
   auto t = results_of(s.path("out"));
-  for (auto& row : t.rows) row[static_cast<std::size_t>(t.column("comm_share"))] = "";
+  // As a sweep of `tpusim train` writes it: no communication share, a time to train.
+  t.header.push_back("time_to_train_s");
+  for (auto& row : t.rows) {
+    row[static_cast<std::size_t>(t.column("comm_share"))] = "";
+    row.push_back("20");
+  }
   tpusim::sweep::write_csv(s.path("edited.csv"), t);
   auto p = run_tpusim({"plot", s.path("edited.csv"), "--out", s.path("plots")});
   INFO(p.err);
@@ -274,6 +279,8 @@ TEST_CASE("plot skips a standard metric a kind of report leaves empty") {
   const json m = json::parse(slurp(s.path("plots/charts.json")));
   CHECK(chart_named(m, "comm_share").is_null());
   CHECK(chart_named(m, "step_time").is_object());
+  CHECK(chart_named(m, "time_to_train")["y"] == "time_to_train_s");
+  CHECK(std::filesystem::exists(s.path("plots/time_to_train.svg")));
 }
 
 TEST_CASE("plot bad --x or --y: one line naming the option, exit code 2") {

@@ -31,6 +31,8 @@ constexpr MetricStyle kStandard[] = {
      "per-chip throughput relative to the smallest point (%)", true, 0},
     {"comm_share", "comm_share", "Communication share", "communication share of step time (%)",
      true, 0},
+    // Sweeps of `tpusim train` (branch train) add this column.
+    {"time_to_train_s", "time_to_train", "Time to train", "time to train (s)", false, 20},
 };
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -152,10 +154,9 @@ PlotSet build_plots(const CsvTable& t, const PlotRequest& req, const std::string
                                  join(sweep::swept_columns(t)));
   std::vector<std::string> ys = req.y;
   if (ys.empty()) {
-    for (const auto& m : kStandard)
-      if (t.column(m.column) < 0)
-        problems.add(
-            csv, std::string("no column '") + m.column + "': not a results.csv of tpusim sweep");
+    for (const char* c : {"series", "chips", "step_time_ms"})
+      if (t.column(c) < 0)
+        problems.add(csv, std::string("no column '") + c + "': not a results.csv of tpusim sweep");
     problems.throw_if_any();
     // A standard metric a kind of report leaves empty (a `train` sweep has no comm_share) is
     // skipped, not an error.
