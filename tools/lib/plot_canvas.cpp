@@ -228,14 +228,20 @@ Frame draw_frame(cairo_t* cr, const std::string& title, const Axis& x, const Axi
 
   cairo_set_font_size(cr, 12);
   cairo_set_line_width(cr, 1);
-  for (double v : x.ticks) {
-    const double px = f.px(v);
+  // Labels wider than the space between ticks alternate between two rows.
+  double widest = 0;
+  for (double v : x.ticks) widest = std::max(widest, text_width(cr, x.tick_text(v)));
+  const bool stagger =
+      x.ticks.size() > 1 && widest + 6 > f.width / static_cast<double>(x.ticks.size());
+  for (std::size_t i = 0; i < x.ticks.size(); ++i) {
+    const double px = f.px(x.ticks[i]);
     cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
     cairo_move_to(cr, px, f.top);
     cairo_line_to(cr, px, f.top + f.height);
     cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-    text_at(cr, x.tick_text(v), px, f.top + f.height + 18, 0.5);
+    text_at(cr, x.tick_text(x.ticks[i]), px, f.top + f.height + 18 + (stagger && i % 2 ? 14 : 0),
+            0.5);
   }
   for (double v : y.ticks) {
     const double py = f.py(v);
@@ -257,7 +263,7 @@ Frame draw_frame(cairo_t* cr, const std::string& title, const Axis& x, const Axi
   };
   const std::string x_label = x.label + scale_note(x), y_label = y.label + scale_note(y);
   cairo_set_font_size(cr, 14);
-  text_at(cr, x_label, f.left + f.width / 2, kHeight - 22, 0.5);
+  text_at(cr, x_label, f.left + f.width / 2, kHeight - (stagger ? 10 : 22), 0.5);
   cairo_save(cr);
   cairo_move_to(cr, 24, f.top + f.height / 2 + text_width(cr, y_label) / 2);
   cairo_rotate(cr, -M_PI / 2);
