@@ -37,6 +37,51 @@ constexpr MetricChart kCharts[] = {
      true, 0},
 };
 
+// Peak memory per core against chips, points out of memory ringed, the HBM capacity dashed
+// (when every point has the same). Only for results.csv files with the memory columns.
+// Returns whether it drew the chart.
+bool plot_memory(const sweep::CsvTable& t, const std::string& title, const std::string& out) {
+  if (t.column("peak_memory_GiB") < 0 || t.column("memory_headroom_GiB") < 0) return false;
+  Chart c;
+  c.title = "Peak memory per core against chips: " + title;
+  c.x_label = "chips (log2 scale)";
+  c.y_label = "peak memory per core (GiB)";
+  c.flag_label = "out of memory";
+  c.limit_label = "HBM capacity";
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::tuple<double, double, bool>>> points;
+  std::vector<double> capacities;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string status = t.cell(r, "status");
+    const auto chips = t.number(r, "chips");
+    const auto peak = t.number(r, "peak_memory_GiB");
+    const auto headroom = t.number(r, "memory_headroom_GiB");
+    if ((status != "ok" && status != "oom") || !chips || *chips <= 0 || !peak || !headroom)
+      continue;
+    const std::string& s = t.cell(r, "series");
+    if (!points.count(s)) order.push_back(s);
+    points[s].emplace_back(*chips, *peak, status == "oom");
+    capacities.push_back(*peak + *headroom);
+  }
+  if (order.empty()) return false;
+  const auto [lo, hi] = std::minmax_element(capacities.begin(), capacities.end());
+  if (*hi - *lo <= 1e-6 * *hi) c.limit_y = *hi;
+  for (const auto& name : order) {
+    auto& pts = points[name];
+    std::stable_sort(pts.begin(), pts.end(),
+                     [](auto& a, auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    ChartSeries s{name.empty() ? "(all points)" : name, {}, {}, {}};
+    for (const auto& [x, y, oom] : pts) {
+      s.x.push_back(x);
+      s.y.push_back(y);
+      s.flagged.push_back(oom);
+    }
+    c.series.push_back(std::move(s));
+  }
+  write_chart(c, out + "/peak_memory");
+  return true;
+}
+
 void run_plot(const std::string& csv, const std::string& out, std::string title) {
   const sweep::CsvTable t = sweep::read_csv(csv);
   ProblemList problems;
@@ -58,7 +103,10 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
     if (!rows_of.count(s)) order.push_back(s);
     rows_of[s].push_back(r);
   }
-  if (order.empty())
+  const bool any_oom = std::any_of(t.rows.begin(), t.rows.end(), [&](const auto& row) {
+    return row[static_cast<std::size_t>(t.column("status"))] == "oom";
+  });
+  if (order.empty() && !any_oom)
     throw ConfigError(csv, "no successful points to plot (every row's status is not ok)");
   // Default title: the sweep file's name, from sweep.json beside the CSV, else the directory's.
   if (title.empty()) {
@@ -79,7 +127,10 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) throw ConfigError("--out " + out, "cannot create the directory: " + ec.message());
+  int charts = 0;
   for (const auto& m : kCharts) {
+    if (order.empty()) break;  // every point out of memory: only the memory chart has values
+    ++charts;
     Chart c;
     c.title = std::string(m.title) + " against chips: " + title;
     c.x_label = "chips (log2 scale)";
@@ -101,10 +152,11 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
     }
     write_chart(c, out + "/" + m.file);
   }
+  charts += plot_memory(t, title, out);
   // Frees cairo's font caches, so that leak checkers see only real leaks.
   cairo_debug_reset_static_data();
-  std::cerr << "tpusim plot: " << order.size() << " series, 4 charts (SVG and PNG) in " << out
-            << "\n";
+  std::cerr << "tpusim plot: " << order.size() << " series, " << charts
+            << " charts (SVG and PNG) in " << out << "\n";
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {

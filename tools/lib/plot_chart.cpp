@@ -70,6 +70,15 @@ void marker(cairo_t* cr, Marker m, double x, double y) {
   cairo_fill(cr);
 }
 
+// A red ring around a flagged point (a sweep point out of memory).
+void flag_ring(cairo_t* cr, double x, double y) {
+  cairo_set_source_rgb(cr, 0.85, 0.05, 0.05);
+  cairo_set_line_width(cr, 2);
+  cairo_new_sub_path(cr);
+  cairo_arc(cr, x, y, 9, 0, 2 * M_PI);
+  cairo_stroke(cr);
+}
+
 /// 1, 2, 5 x 10^k from the last at or below `lo` to the first at or above `hi` (log axes).
 std::vector<double> log_ticks(double lo, double hi) {
   std::vector<double> all;
@@ -98,6 +107,14 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
       ymin = std::min(ymin, s.y[i]);
       ymax = std::max(ymax, s.y[i]);
     }
+  const bool has_limit = std::isfinite(c.limit_y);
+  if (has_limit) {
+    ymin = std::min(ymin, c.limit_y);
+    ymax = std::max(ymax, c.limit_y);
+  }
+  bool any_flagged = false;
+  for (const auto& s : c.series)
+    for (bool f : s.flagged) any_flagged = any_flagged || f;
   // x: whole powers of two around the data; y: nice ticks around the data (from 0 if asked).
   double lx0 = std::floor(std::log2(xmin)), lx1 = std::ceil(std::log2(xmax));
   if (lx1 - lx0 < 1) {
@@ -183,6 +200,20 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
     cairo_stroke(cr);
     for (std::size_t i = 0; i < s.x.size(); ++i)
       marker(cr, static_cast<Marker>(k % 4), px(s.x[i]), py(s.y[i]));
+    for (std::size_t i = 0; i < s.flagged.size() && i < s.x.size(); ++i)
+      if (s.flagged[i]) flag_ring(cr, px(s.x[i]), py(s.y[i]));
+  }
+  if (has_limit) {
+    const double dash[] = {6, 4};
+    cairo_set_source_rgb(cr, 0.75, 0.1, 0.1);
+    cairo_set_line_width(cr, 1.5);
+    cairo_set_dash(cr, dash, 2, 0);
+    cairo_move_to(cr, kLeft, py(c.limit_y));
+    cairo_line_to(cr, kLeft + plot_w, py(c.limit_y));
+    cairo_stroke(cr);
+    cairo_set_dash(cr, nullptr, 0, 0);
+    cairo_set_font_size(cr, 12);
+    text_at(cr, c.limit_label, kLeft + plot_w - 6, py(c.limit_y) - 6, 1.0);
   }
 
   // Legend to the right of the plot.
@@ -199,6 +230,12 @@ void draw(cairo_t* cr, const Chart& c, double legend_width) {
     marker(cr, static_cast<Marker>(k % 4), lx + 14, ly);
     cairo_set_source_rgb(cr, 0, 0, 0);
     text_at(cr, c.series[k].label, lx + 36, ly + 4, 0);
+  }
+  if (any_flagged) {
+    const double ly = kTop + 10 + 22 * static_cast<double>(c.series.size());
+    flag_ring(cr, lx + 14, ly);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    text_at(cr, c.flag_label, lx + 36, ly + 4, 0);
   }
 }
 
@@ -233,6 +270,7 @@ void write_chart(const Chart& chart, const std::string& path_stem) {
   cairo_set_font_size(pc, 12);
   double legend = 0;
   for (const auto& s : chart.series) legend = std::max(legend, text_width(pc, s.label));
+  legend = std::max(legend, text_width(pc, chart.flag_label));
   cairo_destroy(pc);
   cairo_surface_destroy(probe);
   const double legend_width = legend + 36 + 30;

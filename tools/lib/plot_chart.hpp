@@ -1,6 +1,7 @@
 #pragma once
 // A line chart of one metric against chips (log2 axis), one line per series, drawn with cairo
 // into SVG and PNG files.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -8,7 +9,8 @@ namespace tpusim::cli {
 
 struct ChartSeries {
   std::string label;
-  std::vector<double> x, y;  ///< sorted by x
+  std::vector<double> x, y;   ///< sorted by x
+  std::vector<bool> flagged;  ///< per point (empty: none): drawn with a red ring
 };
 
 struct Chart {
@@ -21,6 +23,10 @@ struct Chart {
   /// times of strong scaling, which fall by the chip ratio.
   double y_log_above_ratio = 0;
   std::vector<ChartSeries> series;
+  std::string flag_label;  ///< legend text of flagged points, e.g. "out of memory"
+  /// A dashed horizontal line at this y (e.g. the HBM capacity), labelled; NaN: none.
+  double limit_y = std::numeric_limits<double>::quiet_NaN();
+  std::string limit_label;
 };
 
 /// Writes `path_stem`.svg and `path_stem`.png. Throws std::runtime_error if cairo cannot write.
