@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "model_study.hpp"
+#include "models/memory/memory_classes.hpp"
 #include "models/memory/memory_model.hpp"
 #include "models/ops.hpp"
 #include "models/parallelism/layout.hpp"
@@ -226,4 +227,22 @@ TEST_CASE("memory: BERT-Large rematerialized keeps less and computes more") {
       encoder_forward += g.node(v).flops;
   CHECK(tpusim::test::sum_flops(b) - tpusim::test::sum_flops(a) ==
         Approx(encoder_forward).epsilon(1e-9));
+}
+
+TEST_CASE("memory: every class has its dtype, lifetime and source, in enum order") {
+  REQUIRE(memory_classes().size() == static_cast<std::size_t>(kMemoryClasses));
+  for (int c = 0; c < kMemoryClasses; ++c) {
+    CHECK(memory_classes()[c].cls == static_cast<MemoryClass>(c));
+    CHECK(std::string(memory_classes()[c].source).size() > 20);
+    CHECK(std::string(to_string(static_cast<MemoryClass>(c))) != "?");
+  }
+}
+
+TEST_CASE("memory: a Program without sizes (a trace) is unknown, and fits") {
+  Program p = program_of(model_study("bert_large", "2x2", 8));
+  p.has_memory = false;
+  const MemoryProfile m = analyze_memory(p, 1);
+  CHECK_FALSE(m.known);
+  CHECK(m.fits());
+  CHECK(live_bytes_per_op(p).empty());
 }
