@@ -1,13 +1,12 @@
 // Memory through the binary: validate and run report it, a program that does not fit is a
 // verdict (exit 1) unless --allow-oom, sweeps record `oom` points and finish, plots ring them,
 // timelines carry live bytes.
-#include <cairo.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/png_pixels.hpp"
 #include "tests/cli/sweep_fixture.hpp"
 
 using nlohmann::json;
@@ -26,25 +25,8 @@ std::vector<std::string> args(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
-// Whether the PNG has a pixel of the plot's out-of-memory ring colour.
-bool has_ring_colour(const std::string& png) {
-  cairo_surface_t* s = cairo_image_surface_create_from_png(png.c_str());
-  REQUIRE(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
-  cairo_surface_flush(s);
-  const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
-  const int stride = cairo_image_surface_get_stride(s);
-  const unsigned char* data = cairo_image_surface_get_data(s);
-  bool found = false;
-  for (int y = 0; y < h && !found; ++y)
-    for (int x = 0; x < w && !found; ++x) {
-      const auto px = *(reinterpret_cast<const uint32_t*>(data + y * stride) + x);
-      found = std::abs(static_cast<int>((px >> 16) & 255) - 217) <= 1 &&
-              std::abs(static_cast<int>((px >> 8) & 255) - 13) <= 1 &&
-              std::abs(static_cast<int>(px & 255) - 13) <= 1;
-    }
-  cairo_surface_destroy(s);
-  return found;
-}
+// The plot's out-of-memory ring colour (0.85, 0.05, 0.05).
+const std::array<int, 3> kRingColour{217, 13, 13};
 }  // namespace
 
 TEST_CASE("cli memory: validate shows the peak, classes and largest buffers without simulating") {
@@ -135,8 +117,8 @@ TEST_CASE("cli memory: a sweep across the limit records oom points and finishes"
   auto p = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("plots")});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
-  CHECK(has_ring_colour(s.path("plots/peak_memory.png")));
-  CHECK_FALSE(has_ring_colour(s.path("plots/step_time.png")));
+  CHECK(png_has_colour(s.path("plots/peak_memory.png"), kRingColour));
+  CHECK_FALSE(png_has_colour(s.path("plots/step_time.png"), kRingColour));
 }
 
 TEST_CASE("cli memory: the timeline has a live-bytes counter per traced core peaking at the peak") {
