@@ -136,3 +136,18 @@ TEST_CASE("cli memory: the timeline has a live-bytes counter per traced core pea
   for (const auto& [track, max] : max_of) CHECK(max == Approx(peak_GiB));
   std::remove(path.c_str());
 }
+
+TEST_CASE("cli memory: params --memory-classes lists every class with its dtype and source") {
+  auto r = run_tpusim({"params", "--memory-classes", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const json classes = json::parse(r.out);
+  REQUIRE(classes.size() == 11);
+  CHECK(classes[0]["class"] == "master_weights");
+  CHECK(classes[0]["dtype"] == "f32");
+  auto bad = run_tpusim({"params", "--memory-classes", "hbm"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err_lines() == 1);
+  CHECK_THAT(bad.err, Catch::Contains("--memory-classes") && Catch::Contains("'hbm'"));
+  auto param = run_tpusim({"params", "rematerialize"});
+  CHECK_THAT(param.out, Catch::Contains("workload.rematerialize") && Catch::Contains("boolean"));
+}

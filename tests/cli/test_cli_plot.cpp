@@ -1,5 +1,4 @@
 // tpusim plot draws real sweep results: files of the right formats, one colour per series.
-
 #include <array>
 #include <catch2/catch.hpp>
 #include <filesystem>

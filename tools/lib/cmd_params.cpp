@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "core/errors.hpp"
 #include "core/params.hpp"
 #include "models/memory/memory_classes.hpp"
 #include "tools/lib/commands.hpp"
@@ -66,6 +67,9 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
                 "list the classes of the memory report (dtype, lifetime, source) instead");
   cmd->add_option("filter", *filter, "only parameters whose path contains this text");
   cmd->callback([=] {
+    if (*classes && !filter->empty())
+      throw ConfigError("--memory-classes",
+                        "lists every class and takes no filter (got '" + *filter + "')");
     if (*classes)
       list_memory_classes(*as_json);
     else
