@@ -48,6 +48,7 @@ bool plot_memory(const sweep::CsvTable& t, const std::string& title, const std::
   c.y_label = "peak memory per core (GiB)";
   c.flag_label = "out of memory";
   c.limit_label = "HBM capacity";
+  c.y_log_above_ratio = 20;  // strong scaling divides activations by the chip ratio
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::tuple<double, double, bool>>> points;
   std::vector<double> capacities;
