@@ -94,7 +94,7 @@ TEST_CASE("cli memory: a sweep across the limit records oom points and finishes"
   auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains("1 out of memory"));
+  CHECK_THAT(r.err, Catch::Contains("1 out of memory") && Catch::Contains("] oom point 0"));
   const auto t = results_of(s.path("out"));
   REQUIRE(t.rows.size() == 2);
   CHECK(t.cell(0, "status") == "oom");

@@ -155,7 +155,7 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
         std::snprintf(buf, sizeof buf, "step %.4g ms, comm share %.1f%%",
                       report["step_time_ms"].get<double>(),
                       100 * report["comm_share"].get<double>());
-      progress.finished(label, true, buf, seconds, running.size());
+      progress.finished(label, true, buf, seconds, running.size(), oom);
     } else {
       const std::string tail = error_tail(err);
       const std::string message = problem + (tail.empty() ? "" : ": " + tail);
