@@ -7,6 +7,7 @@
 
 #include "core/errors.hpp"
 #include "core/params.hpp"
+#include "models/memory/memory_classes.hpp"
 #include "tools/lib/commands.hpp"
 
 namespace tpusim::cli {
@@ -48,6 +49,23 @@ std::string range_text(const ParamSpec& s) {
 
 bool numeric(ParamType t) {
   return t != ParamType::Boolean && t != ParamType::String && t != ParamType::BooleanList;
+}
+
+// The classes of the memory report: name, dtype, lifetime and source (docs/memory.md).
+void list_memory_classes(bool as_json) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : memory_classes()) {
+    if (as_json) {
+      out.push_back({{"class", to_string(c.cls)},
+                     {"dtype", c.dtype},
+                     {"lives", c.lives},
+                     {"source", c.source}});
+      continue;
+    }
+    std::cout << to_string(c.cls) << "  " << c.dtype << ", lives " << c.lives << "\n    "
+              << c.source << "\n";
+  }
+  if (as_json) std::cout << out.dump(2) << "\n";
 }
 
 void run_params(bool as_json, const std::string& filter) {
@@ -93,9 +111,20 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
       app.add_subcommand("params", "List every parameter with type, unit, default and meaning");
   auto as_json = std::make_shared<bool>(false);
   auto filter = std::make_shared<std::string>();
+  auto classes = std::make_shared<bool>(false);
   cmd->add_flag("--json", *as_json, "print a JSON array");
+  cmd->add_flag("--memory-classes", *classes,
+                "list the classes of the memory report (dtype, lifetime, source) instead");
   cmd->add_option("filter", *filter, "only parameters whose path contains this text");
-  cmd->callback([=] { run_params(*as_json, *filter); });
+  cmd->callback([=] {
+    if (*classes && !filter->empty())
+      throw ConfigError("--memory-classes",
+                        "lists every class and takes no filter (got '" + *filter + "')");
+    if (*classes)
+      list_memory_classes(*as_json);
+    else
+      run_params(*as_json, *filter);
+  });
 }};
 
 }  // namespace

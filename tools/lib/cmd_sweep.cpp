@@ -105,7 +105,7 @@ void run_sweep(SweepArgs a) {
   std::size_t done = 0;
   for (std::size_t idx : plan.own_indices()) {
     const auto& p = points[idx];
-    if (sweep::read_outcome(a.out_dir, p.id).state == sweep::PointState::Ok) {
+    if (sweep::finished(sweep::read_outcome(a.out_dir, p.id).state)) {
       ++done;
       continue;
     }
@@ -121,11 +121,16 @@ void run_sweep(SweepArgs a) {
   progress.close();
   const sweep::CsvTable table = write_results(a.out_dir, plan);
 
-  std::size_t ok = 0;
-  for (std::size_t r = 0; r < table.rows.size(); ++r) ok += table.cell(r, "status") == "ok";
-  const bool all_ok = ok == table.rows.size();
+  std::size_t ok = 0, oom = 0;
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    ok += table.cell(r, "status") == "ok";
+    oom += table.cell(r, "status") == "oom";
+  }
+  // A point out of memory is a result (the layout does not fit), not a failure.
+  const bool all_ok = ok + oom == table.rows.size();
   std::cerr << "tpusim sweep: " << ok << " of "
             << count_of(static_cast<long long>(table.rows.size()), "point") << " ok";
+  if (oom > 0) std::cerr << ", " << oom << " out of memory";
   if (shard_count > 1)
     std::cerr << " (shard " << shard << "/" << shard_count << " of " << plan.points.size() << ")";
   std::cerr << "; results in " << a.out_dir << "/results.csv\n";

@@ -33,6 +33,9 @@ constexpr MetricStyle kStandard[] = {
      true, 0},
     // Sweeps of `tpusim train` (branch train) add this column.
     {"time_to_train_s", "time_to_train", "Time to train", "time to train (s)", false, 20},
+    // Sweeps add it where the memory model knows the Program (docs/memory.md).
+    {"peak_memory_GiB", "peak_memory", "Peak memory per core", "peak HBM per core (GiB)", false,
+     20},
 };
 
 bool ends_with(const std::string& s, const std::string& tail) {
