@@ -13,7 +13,8 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kParams{{
-    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per_dimension on sub-grids, else bidirectional_ring), ring, bidirectional_ring, per_dimension, onchip", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip"}},
+    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per group and size, the one of least predicted time), ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, halving_doubling, one_shot", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip", "recursive_doubling", "halving_doubling", "one_shot"}},
+    {"collectives.all_to_all_algorithm", T::String, "", "auto", "all-to-all: direct (all pieces at once, contending for links), per_dimension (one exchange per grid dimension), auto (the one of least predicted time; direct only up to 512 members)", -1e300, 1e300, {"auto", "direct", "per_dimension"}},
     {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
 }};
 // clang-format on
@@ -30,6 +31,7 @@ std::string axes_key(const CollectiveSpec& s) {
 CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   CollectiveOptions o;
   o.algorithm = c.string("collectives.algorithm");
+  o.all_to_all_algorithm = c.string("collectives.all_to_all_algorithm");
   o.reduction_compute = c.boolean("collectives.reduction_compute");
   return o;
 }
@@ -70,6 +72,13 @@ CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mes
   if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
 }
 
+namespace {
+/// Groups up to this size try the direct all-to-all under auto: its plan holds n (n-1) routes.
+constexpr std::size_t kAutoDirectAllToAllMembers = 512;
+/// Under auto, ties go to the earlier name (the algorithms used before auto compared times).
+const std::vector<std::string> kPreference = {"per_dimension", "bidirectional_ring", "ring"};
+}  // namespace
+
 CollectiveEngine::~CollectiveEngine() = default;
 
 const CollectiveEngine::GroupSet& CollectiveEngine::groups_for(const CollectiveSpec& spec) {
@@ -92,36 +101,112 @@ const CollectiveEngine::GroupSet& CollectiveEngine::groups_for(const CollectiveS
   return *slot;
 }
 
-const GroupPlan& CollectiveEngine::plan_for(int op_index, const GroupSet& gs, int group) {
-  const CollectiveSpec& spec = program_.ops[op_index].collective;
-  const auto& members = gs.groups[group];
-  std::string algorithm = "direct";
-  if (spec.kind == CollectiveKind::AllReduce || spec.kind == CollectiveKind::ReduceScatter ||
-      spec.kind == CollectiveKind::AllGather)
-    algorithm = pick_algorithm(options_.algorithm, machine_, members);
+const std::vector<const GroupPlan*>* CollectiveEngine::cached_plans(const CollectiveSpec& spec,
+                                                                    const GroupSet& gs,
+                                                                    const std::string& algorithm,
+                                                                    bool optional) {
   const std::string key = axes_key(spec) + "|" + to_string(spec.kind) + "|" + algorithm + "|" +
                           std::to_string(spec.shift) + (spec.wrap ? "w" : "");
-  auto& per_group = plans_[key];
-  if (per_group.empty()) per_group.resize(gs.groups.size());
-  auto& plan = per_group[group];
-  if (!plan) {
-    plan = std::make_unique<GroupPlan>();
-    if (spec.kind == CollectiveKind::CollectivePermute) {
-      *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
-    } else if (spec.kind == CollectiveKind::AllToAll) {
-      *plan = all_to_all_plan(machine_, members);
-    } else {
-      auto& algo = algorithms_[algorithm];
-      if (!algo) algo = make_algorithm(algorithm, "collectives.algorithm");
-      *plan = algo->plan(machine_, spec.kind, members);
+  auto found = plans_.find(key);
+  // A failure seen before is rebuilt when it must be reported, to throw its own error.
+  if (found != plans_.end() && (!found->second.plans.empty() || optional))
+    return found->second.plans.empty() ? nullptr : &found->second.plans;
+  PlanSet& set = plans_[key];
+  try {
+    for (const auto& members : gs.groups) {
+      auto plan = std::make_unique<GroupPlan>();
+      if (spec.kind == CollectiveKind::CollectivePermute) {
+        *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
+      } else if (spec.kind == CollectiveKind::AllToAll) {
+        *plan = all_to_all_plan(machine_, members, algorithm);
+      } else {
+        auto& algo = algorithms_[algorithm];
+        if (!algo) algo = make_algorithm(algorithm, "collectives.algorithm");
+        *plan = algo->plan(machine_, spec.kind, members);
+      }
+      set.owned.push_back(std::move(plan));
     }
+  } catch (const ConfigError&) {
+    set.owned.clear();
+    if (!optional) throw;
+    return nullptr;
+  }
+  std::vector<GroupPlan*> all;
+  for (auto& p : set.owned) {
+    all.push_back(p.get());
+    set.plans.push_back(p.get());
+  }
+  profile_plans(machine_, all, link_scratch_);
+  return &set.plans;
+}
+
+const std::vector<const GroupPlan*>& CollectiveEngine::plans_for(int op_index, const GroupSet& gs) {
+  const CollectiveSpec& spec = program_.ops[op_index].collective;
+  const auto& first = gs.groups.front();
+  std::string configured = "direct";
+  std::vector<std::string> candidates;
+  if (spec.kind == CollectiveKind::AllToAll) {
+    configured = options_.all_to_all_algorithm;
+    for (const auto& name : all_to_all_names())
+      if (name != "direct" || first.size() <= kAutoDirectAllToAllMembers)
+        candidates.push_back(name);
+  } else if (spec.kind != CollectiveKind::CollectivePermute) {
+    configured = options_.algorithm;
+    candidates = kPreference;
+    for (const auto& name : algorithm_names())
+      if (std::find(candidates.begin(), candidates.end(), name) == candidates.end())
+        candidates.push_back(name);
+  }
+  std::string algorithm = configured;
+  const std::vector<const GroupPlan*>* plans = nullptr;
+  auto slowest_group = [&](const std::vector<const GroupPlan*>& ps) {
+    Duration t;
+    for (const GroupPlan* p : ps) t = max(t, predicted_time(*p, spec.bytes, spec.dtype));
+    return t;
+  };
+  if (configured == "auto") {
+    Duration best;
+    for (const auto& name : candidates) {
+      if (plans && spec.kind != CollectiveKind::AllToAll) {
+        auto& algo = algorithms_[name];
+        if (!algo) algo = make_algorithm(name, "collectives.algorithm");
+        if (algo->lower_bound(machine_, spec.kind, first, spec.bytes) >= best) continue;
+      }
+      const auto* ps = cached_plans(spec, gs, name, true);
+      if (!ps) continue;
+      const Duration t = slowest_group(*ps);
+      if (!plans || t < best) {
+        plans = ps;
+        best = t;
+        algorithm = name;
+      }
+    }
+    if (!plans)  // direct serves every group; the all-to-all fallback for large non-grids
+      plans = cached_plans(spec, gs, algorithm = "direct", false);
+  } else {
+    plans = cached_plans(spec, gs, algorithm, false);
   }
   auto& st = stats_[op_index];
   st.algorithm = algorithm;
   int steps = 0;
-  for (const auto& p : plan->phases) steps += p.steps;
+  for (const auto& p : plans->front()->phases) steps += p.steps;
   st.steps = steps;
-  return *plan;
+  return *plans;
+}
+
+Duration CollectiveEngine::predicted_time(const GroupPlan& plan, double bytes, DType dtype) const {
+  Duration total;
+  for (const auto& p : plan.phases) {
+    if (p.steps == 0 || bytes <= 0) continue;
+    const double per_member = p.step_fraction * bytes;
+    const double each_way = p.bidirectional ? per_member / 2 : per_member;
+    const Duration transfer = Duration::seconds(each_way * p.link_s_per_byte) + p.path_latency;
+    const Duration reduce = p.kind == StepKind::ReduceScatter
+                                ? reduction_time(per_member * p.reduce_pieces, dtype)
+                                : Duration{};
+    total += (max(transfer, reduce) + hw_.collective_step_overhead) * p.steps;
+  }
+  return total;
 }
 
 void CollectiveEngine::prepare() {
@@ -131,8 +216,7 @@ void CollectiveEngine::prepare() {
     if (!program_.ops[i].is_collective) continue;
     const GroupSet& gs = groups_for(program_.ops[i].collective);
     op_groups_[i] = &gs;
-    for (std::size_t g = 0; g < gs.groups.size(); ++g)
-      op_plans_[i].push_back(&plan_for(static_cast<int>(i), gs, static_cast<int>(g)));
+    op_plans_[i] = &plans_for(static_cast<int>(i), gs);
   }
 }
 
@@ -155,7 +239,7 @@ void CollectiveEngine::arrive(int op_index, int core) {
 void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) {
   auto run = std::make_shared<Running>();
   run->op_index = op_index;
-  run->plan = op_plans_[op_index][group];
+  run->plan = (*op_plans_[op_index])[group];
   run->members = &gs.groups[group];
   run->bytes = program_.ops[op_index].collective.bytes;
   run->dtype = program_.ops[op_index].collective.dtype;
@@ -201,8 +285,9 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
     for (const auto& r : *routes)
       if (!r.empty()) batch_.push_back({&r, each_way * steps});
   const Duration start = sim_now();
-  const Duration reduce =
-      phase.kind == StepKind::ReduceScatter ? reduction_time(per_member, run->dtype) : Duration{};
+  const Duration reduce = phase.kind == StepKind::ReduceScatter
+                              ? reduction_time(per_member * phase.reduce_pieces, run->dtype)
+                              : Duration{};
   network_.send_batch(
       batch_, [this, run, ring_index, step, steps, start, reduce, path_latency](Duration arrival) {
         // Received data is summed as it streams in: a step ends when both the transfer and the

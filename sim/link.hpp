@@ -16,6 +16,8 @@ class LinkModule : public sc_core::sc_module {
 
   const Bandwidth bandwidth;
   const Duration latency;
+  /// Position in Machine::links(), for per-link tables.
+  int index = -1;
   /// When the link is free again (FIFO reservation).
   Duration busy_until;
 

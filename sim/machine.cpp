@@ -22,6 +22,7 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
         auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()),
                                                  hw.ici_bandwidth, hw.ici_latency);
         ici_[slot] = link.get();
+        link->index = static_cast<int>(all_links_.size());
         all_links_.push_back(link.get());
         chip->ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
       }
@@ -34,6 +35,7 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
             "chip" + std::to_string(c) + "_onchip_" + std::to_string(a) + "to" + std::to_string(b);
         auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()),
                                                  hw.onchip_bandwidth, hw.onchip_latency);
+        link->index = static_cast<int>(all_links_.size());
         all_links_.push_back(link.get());
         chip->onchip[a * cpc + b] = std::move(link);
       }
@@ -57,8 +59,9 @@ Route Machine::route(int src, int dst) const {
     if (src == dst) return {};
     return {chips_[a]->onchip[core_in_chip(src) * hw_.cores_per_chip + core_in_chip(dst)].get()};
   }
-  Route r;
-  for (int slot : topology_.route(a, b)) r.push_back(ici_[slot]);
+  const std::vector<int> slots = topology_.route(a, b);
+  Route r(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) r[i] = ici_[slots[i]];
   return r;
 }
 

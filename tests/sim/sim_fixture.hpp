@@ -98,6 +98,25 @@ inline Op collective_op(CollectiveKind kind, double bytes, std::vector<std::stri
   return op;
 }
 
+/// B: link bandwidth (B/s), L: per-hop latency (s), O: collective step overhead (s), C: the
+/// message level's chunk (bytes), as the config sets them.
+struct Params {
+  double B, L, O, C;
+};
+inline Params params_of(const Config& c) {
+  return {c.number("hardware.ici.bandwidth_GBps") * 1e9, c.number("hardware.ici.latency_ns") * 1e-9,
+          c.number("hardware.calibration.collective_step_overhead_ns") * 1e-9,
+          static_cast<double>(c.integer("network.chunk_bytes"))};
+}
+
+/// A Program of one op over one mesh axis "all" of `cores` cores.
+inline Program one_op(int cores, Op op) {
+  Program p;
+  p.mesh = {{"all", cores}};
+  p.ops.push_back(std::move(op));
+  return p;
+}
+
 struct Run {
   double step_s = 0;
   std::vector<double> op_end_s;  ///< per op: latest group end

@@ -8,20 +8,6 @@ using namespace tpusim;
 using namespace tpusim::test;
 
 namespace {
-struct Params {
-  double B, L, O, C;
-};
-Params params_of(const Config& c) {
-  return {c.number("hardware.ici.bandwidth_GBps") * 1e9, c.number("hardware.ici.latency_ns") * 1e-9,
-          c.number("hardware.calibration.collective_step_overhead_ns") * 1e-9,
-          static_cast<double>(c.integer("network.chunk_bytes"))};
-}
-Program one_op(int cores, Op op) {
-  Program p;
-  p.mesh = {{"all", cores}};
-  p.ops.push_back(std::move(op));
-  return p;
-}
 const double S = 64.0 * 1024 * 1024;
 }  // namespace
 
