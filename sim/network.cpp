@@ -11,10 +11,10 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kParams{{
-    {"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size) or packet (per-packet events, small slices)", -1e300, 1e300, {"message", "packet"}},
+    {"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size), flow (max-min fair sharing of links, rates recomputed at flow start and end) or packet (per-packet events, the reference)", -1e300, 1e300, {"message", "flow", "packet"}},
     {"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12},
-    {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size", 16, 1e9},
-    {"network.coalesce_ring_steps", T::Boolean, "", true, "message level: the steps of one ring phase travel as one message per neighbour pair (each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},
+    {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9},
+    {"network.coalesce_ring_steps", T::Boolean, "", true, "message and flow levels: the steps of one ring phase travel as one message per neighbour pair (each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},
     {"network.contention", T::Boolean, "", true, "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"},
 }};
 // clang-format on
