@@ -117,6 +117,17 @@ inline Program one_op(int cores, Op op) {
   return p;
 }
 
+/// A per-dimension all-reduce setting on an 8x8 torus of one-core chips at a fidelity level,
+/// with the message chunk equal to the packet (4 KiB), reductions free: the levels' uncontended
+/// agreement case.
+inline Config uncontended_8x8(const char* fidelity) {
+  return config_with(
+      {{"hardware", {{"cores_per_chip", 1}}},
+       {"topology", "8x8"},
+       {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}},
+       {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
+}
+
 struct Run {
   double step_s = 0;
   std::vector<double> op_end_s;  ///< per op: latest group end

@@ -150,13 +150,7 @@ TEST_CASE("summing received data costs vector-unit and HBM time") {
 }
 
 TEST_CASE("packet level matches message level without contention") {
-  auto make = [](const char* fidelity) {
-    return config_with(
-        {{"hardware", {{"cores_per_chip", 1}}},
-         {"topology", "8x8"},
-         {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}},
-         {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
-  };
+  auto make = uncontended_8x8;
   Program ar = one_op(64, collective_op(CollectiveKind::AllReduce, 4.0 * 1024 * 1024));
   Run msg = simulate_child(ar, make("message"));
   Run pkt = simulate_child(ar, make("packet"));
