@@ -2,10 +2,14 @@
 
 #include <string>
 
+#include "core/errors.hpp"
+
 namespace tpusim {
 
-Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw)
+Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
+                 const std::map<std::string, double>& degraded)
     : sc_core::sc_module(name), topology_(topology), hw_(hw) {
+  std::size_t degraded_found = 0;
   static const char* kDim = "xyzw";
   const int n_dims = topology.num_dims();
   const int cpc = hw.cores_per_chip;
@@ -19,8 +23,11 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
         const int slot = topology.link_slot(c, d, dir);
         if (!topology.link_exists(slot)) continue;
         std::string lname = "chip" + std::to_string(c) + "_ici_" + kDim[d] + (dir > 0 ? "p" : "m");
-        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()),
-                                                 hw.ici_bandwidth, hw.ici_latency);
+        auto factor = degraded.find(lname);
+        degraded_found += factor != degraded.end();
+        auto link = std::make_unique<LinkModule>(
+            sc_core::sc_module_name(lname.c_str()),
+            hw.ici_bandwidth * (factor != degraded.end() ? factor->second : 1.0), hw.ici_latency);
         ici_[slot] = link.get();
         link->index = static_cast<int>(all_links_.size());
         all_links_.push_back(link.get());
@@ -41,6 +48,17 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
       }
     }
     chips_.push_back(std::move(chip));
+  }
+  if (degraded_found != degraded.size()) {
+    for (const auto& [lname, _] : degraded) {
+      bool exists = false;
+      for (const LinkModule* l : all_links_) exists |= lname == std::string(l->basename());
+      if (!exists)
+        throw ConfigError("network.degraded_links",
+                          "'" + lname +
+                              "' is not an ICI link of this machine; names are chipN_ici_ then x, "
+                              "y, z or w, then p (+) or m (-), for links that exist");
+    }
   }
 }
 

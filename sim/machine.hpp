@@ -2,7 +2,9 @@
 // The elaborated machine: one Chip module per chip, each with its TensorCores, its outgoing ICI
 // links (one LinkModule module per direction of each physical link) and the on-chip paths between
 // its cores. Knows routes between cores; knows nothing of programs.
+#include <map>
 #include <memory>
+#include <string>
 #include <systemc>
 #include <vector>
 
@@ -25,7 +27,10 @@ class Chip : public sc_core::sc_module {
 
 class Machine : public sc_core::sc_module {
  public:
-  Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw);
+  /// `degraded`: ICI link name -> bandwidth factor (network.degraded_links); a name that is not
+  /// a link of this machine is a ConfigError.
+  Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
+          const std::map<std::string, double>& degraded = {});
 
   const Topology& topology() const { return topology_; }
   const HardwareSpec& hardware() const { return hw_; }

@@ -4,6 +4,7 @@
 // 4096-chip runs), "flow" (max-min fair sharing of links, recomputed at flow start and end) and
 // "packet" (one event per packet per hop, the reference).
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +28,13 @@ struct NetworkOptions {
   double packet_bytes = 4096;       ///< packet level: packet size (flow level: per-hop tail)
   bool contention = true;           ///< false: links never queue (for what-if comparisons)
   bool coalesce_ring_steps = true;  ///< message, flow level: a ring phase is one message per pair
+  /// ICI link name (as in reports, without "machine.") -> bandwidth factor in (0, 1].
+  std::map<std::string, double> degraded_links;
   static NetworkOptions from_config(const Config& cfg);
 };
+
+/// Parses network.degraded_links ("chip5_ici_xp=0.5,chip6_ici_ym=0.25"); throws ConfigError.
+std::map<std::string, double> parse_degraded_links(const std::string& text);
 
 class Network {
  public:
