@@ -200,6 +200,10 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
       r.links.busiest_link = l->name();
     }
   }
+  if (options.link_stats)
+    for (const LinkModule* l : machine.links())
+      r.link_stats.push_back(
+          {l->basename(), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
   r.links.busiest_utilization = busiest;
   r.links.mean_utilization = machine.links().empty() ? 0 : sum / machine.links().size();
 

@@ -11,6 +11,7 @@
 #include "sim/collective_algorithm.hpp"
 #include "sim/simulation.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/link_csv.hpp"
 #include "tools/lib/study.hpp"
 
 namespace tpusim::cli {
@@ -27,6 +28,7 @@ struct CollectiveArgs {
   int shift = 1;
   std::vector<std::string> sets;
   bool json = false;
+  std::string links_csv;
 };
 
 /// The mesh of --mesh (the same syntax as replay's), or one axis over every core.
@@ -91,7 +93,9 @@ void run_collective(const CollectiveArgs& a) {
   const int group = static_cast<int>(mesh.groups(op.collective.axes).front().size());
 
   SimOptions options = SimOptions::from_config(study.config);
+  options.link_stats = !a.links_csv.empty();
   SimReport r = simulate(program, topology, study.hardware, options);
+  if (!a.links_csv.empty()) write_link_csv(a.links_csv, r);
   const auto& st = r.collectives.begin()->second;
   const double t = r.step_time.seconds();
   const double algbw = bytes / t * 1e-9;
@@ -159,6 +163,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
                   "collective-permute: send to the member this many places on");
   cmd->add_option("--set", args->sets, "override a parameter: path.to.key=value");
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("--links-csv", args->links_csv,
+                  "write every link's bytes, busy time and utilisation as CSV");
   cmd->callback([args] { run_collective(*args); });
 }};
 

@@ -8,6 +8,7 @@
 #include "sim/simulation.hpp"
 #include "tools/lib/chrome_trace.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/link_csv.hpp"
 #include "tools/lib/report.hpp"
 #include "tools/lib/study.hpp"
 #include "tools/lib/trace_recording.hpp"
@@ -23,6 +24,7 @@ struct RunArgs {
   std::string record_trace;
   int timeline_all_up_to = 64;
   int top = 10;
+  std::string links_csv;
 };
 
 void run_study(const RunArgs& a) {
@@ -40,7 +42,9 @@ void run_study(const RunArgs& a) {
     options.traced_cores = timeline_cores(topology.num_chips() * study.hardware.cores_per_chip,
                                           study.hardware.cores_per_chip, a.timeline_all_up_to);
   }
+  options.link_stats = !a.links_csv.empty();
   SimReport r = simulate(program, topology, study.hardware, options);
+  if (!a.links_csv.empty()) write_link_csv(a.links_csv, r);
   nlohmann::json report = make_report(study, program, r, a.top);
   if (trace) {
     trace->write(a.timeline);
@@ -67,6 +71,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,
                   "trace every core when there are at most this many, else a sample of 3 chips")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--links-csv", a->links_csv,
+                  "write every link's bytes, busy time and utilisation as CSV");
   cmd->add_option("--top", a->top, "how many ops to list by time")->check(CLI::Range(0, 100000));
   cmd->callback([a] { run_study(*a); });
 }};
