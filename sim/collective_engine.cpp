@@ -42,7 +42,8 @@ struct CollectiveEngine::GroupSet {
 };
 
 struct CollectiveEngine::OpState {
-  std::vector<int> arrived;  ///< per group
+  std::vector<int> arrived;          ///< per group
+  std::vector<Duration> arrived_at;  ///< per core: when it reached this op
   int groups_done = 0;
   const GroupSet* set = nullptr;
 };
@@ -56,6 +57,7 @@ struct CollectiveEngine::Running {
   std::size_t phase = 0;
   std::size_t rings_left = 0;
   Duration started;
+  int steps_run = 0;  ///< steps played so far (each pays the step overhead)
 };
 
 CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
@@ -68,7 +70,8 @@ CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mes
       queue_(queue),
       options_(options),
       listener_(listener),
-      hw_(machine.hardware()) {
+      hw_(machine.hardware()),
+      split_(machine.num_cores()) {
   if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
 }
 
@@ -226,7 +229,9 @@ void CollectiveEngine::arrive(int op_index, int core) {
     state = std::make_unique<OpState>();
     state->set = op_groups_[op_index];
     state->arrived.assign(state->set->groups.size(), 0);
+    state->arrived_at.assign(machine_.num_cores(), Duration{});
   }
+  state->arrived_at[core] = sim_now();
   const int g = state->set->group_of_core[core];
   if (g < 0) {  // not in any explicit group: nothing to do for this core
     listener_.collective_done(core, op_index);
@@ -244,6 +249,8 @@ void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) 
   run->bytes = program_.ops[op_index].collective.bytes;
   run->dtype = program_.ops[op_index].collective.dtype;
   run->started = sim_now();
+  const OpState& state = *pending_[op_index];
+  for (int core : *run->members) split_[core].waiting += run->started - state.arrived_at[core];
   auto& st = stats_[op_index];
   if (st.groups == 0 || run->started < st.first_start) st.first_start = run->started;
   ++st.groups;
@@ -279,6 +286,7 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
   // Coalesced (message level): the ring's remaining steps travel as one message per neighbour
   // pair; every step still pays its hop latency and synchronisation, in sequence.
   const int steps = network_.coalesces_steps() ? phase.steps - step : 1;
+  if (ring_index == 0) run->steps_run += steps;
   batch_.clear();
   const Duration path_latency = ring.path_latency;
   for (const auto* routes : {&ring.next, &ring.prev})
@@ -305,6 +313,11 @@ void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
   auto& st = stats_[run->op_index];
   st.last_end = max(st.last_end, now);
   st.longest = max(st.longest, now - run->started);
+  const Duration sync = hw_.collective_step_overhead * run->steps_run;
+  for (int core : *run->members) {
+    split_[core].synchronisation += sync;
+    split_[core].transfer += now - run->started - sync;
+  }
   auto it = pending_.find(run->op_index);
   for (int core : *run->members) listener_.collective_done(core, run->op_index);
   if (it != pending_.end() &&

@@ -44,6 +44,13 @@ struct CollectiveOpStats {
   int steps = 0;  ///< steps of one group's plan
 };
 
+/// Where one core's time inside collectives went, summed over the run.
+struct CommSplit {
+  Duration waiting;          ///< from its arrival until the last member of its group arrived
+  Duration transfer;         ///< moving and reducing data (group start to end, less sync)
+  Duration synchronisation;  ///< the fixed cost of every step (collective_step_overhead)
+};
+
 class CollectiveEngine {
  public:
   CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
@@ -59,6 +66,7 @@ class CollectiveEngine {
   void arrive(int op_index, int core);
 
   const std::map<int, CollectiveOpStats>& stats() const { return stats_; }
+  const CommSplit& split(int core) const { return split_[core]; }
 
   /// The alpha-beta time `auto` compares: per phase, steps x (the bytes of one step on its
   /// busiest link + the longest path latency, or the reduction if longer, + the step overhead).
@@ -108,7 +116,8 @@ class CollectiveEngine {
   std::vector<const GroupSet*> op_groups_;
   std::vector<const std::vector<const GroupPlan*>*> op_plans_;
   std::map<int, CollectiveOpStats> stats_;
-  std::vector<Transfer> batch_;  ///< reused by every step (the network copies what it keeps)
+  std::vector<CommSplit> split_;  ///< per core
+  std::vector<Transfer> batch_;   ///< reused by every step (the network copies what it keeps)
 };
 
 }  // namespace tpusim

@@ -164,13 +164,15 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
     for (const auto& w : engine.waiting()) msg += "; " + w;
     throw StuckError(msg);
   }
-  const TensorCore* last = cores.front().get();
-  for (const auto& core : cores)
-    if (core->finish_time() > last->finish_time()) last = core.get();
+  std::size_t last_index = 0;
+  for (std::size_t c = 0; c < cores.size(); ++c)
+    if (cores[c]->finish_time() > cores[last_index]->finish_time()) last_index = c;
+  const TensorCore* last = cores[last_index].get();
   r.step_time = last->finish_time();
   r.compute = last->busy();
   r.communication = last->communicating();
   r.exposed_communication = last->exposed();
+  r.comm_split = engine.split(static_cast<int>(last_index));
   for (const auto& op : program.ops)
     if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;
   if (r.step_time > Duration{})
