@@ -184,8 +184,12 @@ const std::vector<const GroupPlan*>& CollectiveEngine::plans_for(int op_index, c
         algorithm = name;
       }
     }
-    if (!plans)  // direct serves every group; the all-to-all fallback for large non-grids
-      plans = cached_plans(spec, gs, algorithm = "direct", false);
+    // None served: all-to-all falls back to direct (large non-grid groups); otherwise the first
+    // candidate is built again to report why (e.g. failed links cut a group off).
+    if (!plans)
+      plans = cached_plans(
+          spec, gs,
+          algorithm = spec.kind == CollectiveKind::AllToAll ? "direct" : candidates.front(), false);
   } else {
     plans = cached_plans(spec, gs, algorithm, false);
   }

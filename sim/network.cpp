@@ -16,6 +16,7 @@ const ParamRegistrar kParams{{
     {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9},
     {"network.coalesce_ring_steps", T::Boolean, "", true, "message and flow levels: the steps of one ring phase travel as one message per neighbour pair (each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},
     {"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (chip5_ici_xp: chip 5's link in +X; xm, yp, ym, zp...) and FACTOR in (0, 1] multiplying its bandwidth", -1e300, 1e300},
+    {"network.failed_links", T::String, "", "", "ICI link directions that carry nothing, as NAME[,NAME...] (names as in network.degraded_links); routes go the other way round the dimension's ring, and a group they cut off is an error", -1e300, 1e300},
     {"network.contention", T::Boolean, "", true, "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"},
 }};
 // clang-format on
@@ -34,6 +35,16 @@ NetworkOptions NetworkOptions::from_config(const Config& c) {
   o.contention = c.boolean("network.contention");
   o.coalesce_ring_steps = c.boolean("network.coalesce_ring_steps");
   o.degraded_links = parse_degraded_links(c.string("network.degraded_links"));
+  const std::string failed = c.string("network.failed_links");
+  for (std::size_t pos = 0; pos < failed.size();) {
+    const std::size_t end = std::min(failed.find(',', pos), failed.size());
+    const std::string name = failed.substr(pos, end - pos);
+    pos = end + 1;
+    if (name.empty() || !o.failed_links.insert(name).second)
+      throw ConfigError("network.failed_links",
+                        name.empty() ? "an empty name; give NAME[,NAME...] (e.g. chip5_ici_xp)"
+                                     : "'" + name + "' is given twice");
+  }
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct NetworkOptions {
   bool coalesce_ring_steps = true;  ///< message, flow level: a ring phase is one message per pair
   /// ICI link name (as in reports, without "machine.") -> bandwidth factor in (0, 1].
   std::map<std::string, double> degraded_links;
+  std::set<std::string> failed_links;  ///< ICI link names that carry nothing
   static NetworkOptions from_config(const Config& cfg);
 };
 

@@ -101,8 +101,8 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   ctx.async_collectives = hw.async_collectives;
 
   g_design = new Design;
-  g_design->machine =
-      std::make_unique<Machine>("machine", topology, hw, options.network.degraded_links);
+  g_design->machine = std::make_unique<Machine>(
+      "machine", topology, hw, options.network.degraded_links, options.network.failed_links);
   g_design->queue = std::make_unique<EventQueue>("events");
   Machine& machine = *g_design->machine;
   EventQueue& queue = *g_design->queue;
