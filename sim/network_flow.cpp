@@ -82,14 +82,19 @@ class FlowNetwork : public Network {
   /// Moves every flow on to `now` at its current rate; finished flows arrive.
   void advance(Duration now) {
     const double dt = (now - last_).seconds();
+    const Duration from = last_;
     last_ = now;
     if (dt <= 0 || flows_.empty()) return;
     for (auto& f : flows_) {
       const double sent = std::min(f.remaining, f.rate * dt);
       f.remaining -= sent;
       for (LinkModule* link : *f.route) {
+        const Duration busy = link->bandwidth.time_for(sent);
         link->bytes += sent;
-        link->busy_time += link->bandwidth.time_for(sent);
+        link->busy_time += busy;
+        // The timeline's utilisation counters: this flow's share of the interval, placed at
+        // its start (only links of traced chips keep a log).
+        link->record_busy(from, from + busy);
       }
     }
   }
