@@ -1,6 +1,7 @@
 #include "sim/collective_engine.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "core/errors.hpp"
 #include "core/params.hpp"
@@ -225,6 +226,10 @@ void CollectiveEngine::prepare() {
     op_groups_[i] = &gs;
     op_plans_[i] = &plans_for(static_cast<int>(i), gs);
   }
+  // The plans `auto` built and did not choose are not needed any more.
+  std::set<const std::vector<const GroupPlan*>*> used(op_plans_.begin(), op_plans_.end());
+  for (auto it = plans_.begin(); it != plans_.end();)
+    it = used.count(&it->second.plans) ? std::next(it) : plans_.erase(it);
 }
 
 void CollectiveEngine::arrive(int op_index, int core) {
