@@ -37,6 +37,17 @@ std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name,
   return it->second();
 }
 
+Bandwidth fastest_link(const Machine& m) {
+  const HardwareSpec& hw = m.hardware();
+  return hw.cores_per_chip > 1 && hw.onchip_bandwidth.bytes_per_s() > hw.ici_bandwidth.bytes_per_s()
+             ? hw.onchip_bandwidth
+             : hw.ici_bandwidth;
+}
+
+Duration alpha_beta_bound(const Machine& m, double steps, double bytes) {
+  return m.hardware().collective_step_overhead * steps + fastest_link(m).time_for(bytes);
+}
+
 int GroupShape::coord(const Machine& m, int core, int dim) const {
   return dim == 0 ? m.core_in_chip(core) : m.topology().coord(m.chip_of(core), dim - 1);
 }
@@ -58,10 +69,46 @@ GroupShape analyse_group(const Machine& m, const std::vector<int>& group) {
   return s;
 }
 
-std::string pick_algorithm(const std::string& configured, const Machine& m,
-                           const std::vector<int>& group) {
-  if (configured != "auto") return configured;
-  return analyse_group(m, group).is_grid ? "per_dimension" : "bidirectional_ring";
+std::vector<int> GroupShape::digits(const Machine& m, int core) const {
+  std::vector<int> out(values.size());
+  for (std::size_t d = 0; d < values.size(); ++d) {
+    const auto& v = values[d];
+    const int c = coord(m, core, static_cast<int>(d));
+    out[d] = static_cast<int>(std::lower_bound(v.begin(), v.end(), c) - v.begin());
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> lines_along(const Machine& m, const GroupShape& shape,
+                                          const std::vector<int>& group, int dim) {
+  std::map<std::vector<int>, std::vector<std::pair<int, int>>> by_rest;
+  for (int core : group) {
+    std::vector<int> rest;
+    for (int d = 0; d < static_cast<int>(shape.values.size()); ++d)
+      if (d != dim) rest.push_back(shape.coord(m, core, d));
+    by_rest[rest].emplace_back(shape.coord(m, core, dim), core);
+  }
+  std::vector<std::vector<int>> lines;
+  for (auto& [_, members] : by_rest) {
+    std::sort(members.begin(), members.end());
+    lines.emplace_back();
+    for (const auto& [c, core] : members) lines.back().push_back(core);
+  }
+  return lines;
+}
+
+std::vector<int> grid_order(const Machine& m, const std::vector<int>& group) {
+  const GroupShape shape = analyse_group(m, group);
+  if (!shape.is_grid) return group;
+  std::vector<int> order(group.size());
+  for (int core : group) {
+    const std::vector<int> digit = shape.digits(m, core);
+    std::size_t rank = 0;
+    for (int d = static_cast<int>(digit.size()) - 1; d >= 0; --d)
+      rank = rank * shape.values[d].size() + static_cast<std::size_t>(digit[d]);
+    order[rank] = core;
+  }
+  return order;
 }
 
 GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shift, bool wrap) {
@@ -85,18 +132,6 @@ GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shif
   p.rings.push_back(std::move(r));
   GroupPlan plan;
   plan.phases.push_back(std::move(p));
-  return plan;
-}
-
-GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group) {
-  // n-1 rounds; in round k member i sends its piece (1/n of its buffer) to member i+k.
-  const int n = static_cast<int>(group.size());
-  GroupPlan plan;
-  for (int k = 1; k < n; ++k) {
-    GroupPlan round = permute_plan(m, group, k, true);
-    round.phases.front().step_fraction = 1.0 / n;
-    plan.phases.push_back(std::move(round.phases.front()));
-  }
   return plan;
 }
 

@@ -17,8 +17,19 @@ struct GroupShape {
   std::vector<std::vector<int>> values;  ///< per dimension: the coordinates the group spans, sorted
   bool is_grid = false;
   int coord(const Machine& m, int core, int dim) const;
+  /// Per dimension: the position of the core's coordinate among `values`.
+  std::vector<int> digits(const Machine& m, int core) const;
 };
 GroupShape analyse_group(const Machine& m, const std::vector<int>& group);
+
+/// The lines of a sub-grid group along dimension `dim`: each line's members by coordinate.
+std::vector<std::vector<int>> lines_along(const Machine& m, const GroupShape& shape,
+                                          const std::vector<int>& group, int dim);
+
+/// The group ordered by its position in its sub-grid (dimension 0, the core within the chip,
+/// fastest); a group that is not a sub-grid keeps its mesh order. With power-of-two extents,
+/// flipping bit k of a member's rank moves it along one dimension only.
+std::vector<int> grid_order(const Machine& m, const std::vector<int>& group);
 
 class CollectiveAlgorithm {
  public:
@@ -29,7 +40,20 @@ class CollectiveAlgorithm {
   /// Throws ConfigError if this algorithm cannot serve the group.
   virtual GroupPlan plan(const Machine& m, CollectiveKind kind,
                          const std::vector<int>& group) const = 0;
+  /// A lower bound on the predicted time of plan() for `group` and `bytes`, found without
+  /// routing anything, so `auto` skips building plans that cannot win. Zero: always build.
+  virtual Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
+                               double bytes) const {
+    (void)m, (void)kind, (void)group, (void)bytes;
+    return Duration{};
+  }
 };
+
+/// `steps` step overheads plus `bytes` sent in sequence over the machine's fastest link: no plan
+/// of that many steps moving that much per member in sequence can be faster.
+Duration alpha_beta_bound(const Machine& m, double steps, double bytes);
+/// The bandwidth of the fastest link a group member can send over.
+Bandwidth fastest_link(const Machine& m);
 
 using AlgorithmFactory = std::unique_ptr<CollectiveAlgorithm> (*)();
 struct AlgorithmRegistrar {
@@ -40,13 +64,16 @@ std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name,
                                                     const std::string& where);
 std::vector<std::string> algorithm_names();
 
-/// "auto": per_dimension, which covers a group inside one chip (the on-chip step alone), a
-/// sub-grid (rings per dimension), and falls back to a bidirectional ring otherwise.
-std::string pick_algorithm(const std::string& configured, const Machine& m,
-                           const std::vector<int>& group);
-
-/// Plans that are not rings over the group: a collective-permute by `shift` and an all-to-all.
+/// A plan that is not a ring over the group: a collective-permute by `shift`.
 GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shift, bool wrap);
-GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group);
+
+/// The all-to-all plans (sim/all_to_all.cpp), chosen by collectives.all_to_all_algorithm:
+/// "direct": one step in which every member sends its piece to every other member at once, each
+/// routed in dimension order, so the pieces contend for links; "per_dimension": one such
+/// exchange per grid dimension in turn, among the members of each line (sub-grids only; throws
+/// ConfigError otherwise).
+GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group,
+                          const std::string& algorithm);
+std::vector<std::string> all_to_all_names();
 
 }  // namespace tpusim

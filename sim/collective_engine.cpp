@@ -1,6 +1,7 @@
 #include "sim/collective_engine.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "core/errors.hpp"
 #include "core/params.hpp"
@@ -13,7 +14,8 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kParams{{
-    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per_dimension on sub-grids, else bidirectional_ring), ring, bidirectional_ring, per_dimension, onchip", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip"}},
+    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per group and size, the one of least predicted time), ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, halving_doubling, one_shot", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip", "recursive_doubling", "halving_doubling", "one_shot"}},
+    {"collectives.all_to_all_algorithm", T::String, "", "auto", "all-to-all: direct (all pieces at once, contending for links), per_dimension (one exchange per grid dimension), auto (the one of least predicted time; direct only up to 512 members)", -1e300, 1e300, {"auto", "direct", "per_dimension"}},
     {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
 }};
 // clang-format on
@@ -30,6 +32,7 @@ std::string axes_key(const CollectiveSpec& s) {
 CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   CollectiveOptions o;
   o.algorithm = c.string("collectives.algorithm");
+  o.all_to_all_algorithm = c.string("collectives.all_to_all_algorithm");
   o.reduction_compute = c.boolean("collectives.reduction_compute");
   return o;
 }
@@ -40,7 +43,8 @@ struct CollectiveEngine::GroupSet {
 };
 
 struct CollectiveEngine::OpState {
-  std::vector<int> arrived;  ///< per group
+  std::vector<int> arrived;          ///< per group
+  std::vector<Duration> arrived_at;  ///< per core: when it reached this op
   int groups_done = 0;
   const GroupSet* set = nullptr;
 };
@@ -54,6 +58,7 @@ struct CollectiveEngine::Running {
   std::size_t phase = 0;
   std::size_t rings_left = 0;
   Duration started;
+  int steps_run = 0;  ///< steps played so far (each pays the step overhead)
 };
 
 CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
@@ -66,9 +71,17 @@ CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mes
       queue_(queue),
       options_(options),
       listener_(listener),
-      hw_(machine.hardware()) {
+      hw_(machine.hardware()),
+      split_(machine.num_cores()) {
   if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
 }
+
+namespace {
+/// Groups up to this size try the direct all-to-all under auto: its plan holds n (n-1) routes.
+constexpr std::size_t kAutoDirectAllToAllMembers = 512;
+/// Under auto, ties go to the earlier name (the algorithms used before auto compared times).
+const std::vector<std::string> kPreference = {"per_dimension", "bidirectional_ring", "ring"};
+}  // namespace
 
 CollectiveEngine::~CollectiveEngine() = default;
 
@@ -92,36 +105,116 @@ const CollectiveEngine::GroupSet& CollectiveEngine::groups_for(const CollectiveS
   return *slot;
 }
 
-const GroupPlan& CollectiveEngine::plan_for(int op_index, const GroupSet& gs, int group) {
-  const CollectiveSpec& spec = program_.ops[op_index].collective;
-  const auto& members = gs.groups[group];
-  std::string algorithm = "direct";
-  if (spec.kind == CollectiveKind::AllReduce || spec.kind == CollectiveKind::ReduceScatter ||
-      spec.kind == CollectiveKind::AllGather)
-    algorithm = pick_algorithm(options_.algorithm, machine_, members);
+const std::vector<const GroupPlan*>* CollectiveEngine::cached_plans(const CollectiveSpec& spec,
+                                                                    const GroupSet& gs,
+                                                                    const std::string& algorithm,
+                                                                    bool optional) {
   const std::string key = axes_key(spec) + "|" + to_string(spec.kind) + "|" + algorithm + "|" +
                           std::to_string(spec.shift) + (spec.wrap ? "w" : "");
-  auto& per_group = plans_[key];
-  if (per_group.empty()) per_group.resize(gs.groups.size());
-  auto& plan = per_group[group];
-  if (!plan) {
-    plan = std::make_unique<GroupPlan>();
-    if (spec.kind == CollectiveKind::CollectivePermute) {
-      *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
-    } else if (spec.kind == CollectiveKind::AllToAll) {
-      *plan = all_to_all_plan(machine_, members);
-    } else {
-      auto& algo = algorithms_[algorithm];
-      if (!algo) algo = make_algorithm(algorithm, "collectives.algorithm");
-      *plan = algo->plan(machine_, spec.kind, members);
+  auto found = plans_.find(key);
+  // A failure seen before is rebuilt when it must be reported, to throw its own error.
+  if (found != plans_.end() && (!found->second.plans.empty() || optional))
+    return found->second.plans.empty() ? nullptr : &found->second.plans;
+  PlanSet& set = plans_[key];
+  try {
+    for (const auto& members : gs.groups) {
+      auto plan = std::make_unique<GroupPlan>();
+      if (spec.kind == CollectiveKind::CollectivePermute) {
+        *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
+      } else if (spec.kind == CollectiveKind::AllToAll) {
+        *plan = all_to_all_plan(machine_, members, algorithm);
+      } else {
+        auto& algo = algorithms_[algorithm];
+        if (!algo) algo = make_algorithm(algorithm, "collectives.algorithm");
+        *plan = algo->plan(machine_, spec.kind, members);
+      }
+      set.owned.push_back(std::move(plan));
     }
+  } catch (const ConfigError&) {
+    set.owned.clear();
+    if (!optional) throw;
+    return nullptr;
+  }
+  std::vector<GroupPlan*> all;
+  for (auto& p : set.owned) {
+    all.push_back(p.get());
+    set.plans.push_back(p.get());
+  }
+  profile_plans(machine_, all, link_scratch_);
+  return &set.plans;
+}
+
+const std::vector<const GroupPlan*>& CollectiveEngine::plans_for(int op_index, const GroupSet& gs) {
+  const CollectiveSpec& spec = program_.ops[op_index].collective;
+  const auto& first = gs.groups.front();
+  std::string configured = "direct";
+  std::vector<std::string> candidates;
+  if (spec.kind == CollectiveKind::AllToAll) {
+    configured = options_.all_to_all_algorithm;
+    for (const auto& name : all_to_all_names())
+      if (name != "direct" || first.size() <= kAutoDirectAllToAllMembers)
+        candidates.push_back(name);
+  } else if (spec.kind != CollectiveKind::CollectivePermute) {
+    configured = options_.algorithm;
+    candidates = kPreference;
+    for (const auto& name : algorithm_names())
+      if (std::find(candidates.begin(), candidates.end(), name) == candidates.end())
+        candidates.push_back(name);
+  }
+  std::string algorithm = configured;
+  const std::vector<const GroupPlan*>* plans = nullptr;
+  auto slowest_group = [&](const std::vector<const GroupPlan*>& ps) {
+    Duration t;
+    for (const GroupPlan* p : ps) t = max(t, predicted_time(*p, spec.bytes, spec.dtype));
+    return t;
+  };
+  if (configured == "auto") {
+    Duration best;
+    for (const auto& name : candidates) {
+      if (plans && spec.kind != CollectiveKind::AllToAll) {
+        auto& algo = algorithms_[name];
+        if (!algo) algo = make_algorithm(name, "collectives.algorithm");
+        if (algo->lower_bound(machine_, spec.kind, first, spec.bytes) >= best) continue;
+      }
+      const auto* ps = cached_plans(spec, gs, name, true);
+      if (!ps) continue;
+      const Duration t = slowest_group(*ps);
+      if (!plans || t < best) {
+        plans = ps;
+        best = t;
+        algorithm = name;
+      }
+    }
+    // None served: all-to-all falls back to direct (large non-grid groups); otherwise the first
+    // candidate is built again to report why (e.g. failed links cut a group off).
+    if (!plans)
+      plans = cached_plans(
+          spec, gs,
+          algorithm = spec.kind == CollectiveKind::AllToAll ? "direct" : candidates.front(), false);
+  } else {
+    plans = cached_plans(spec, gs, algorithm, false);
   }
   auto& st = stats_[op_index];
   st.algorithm = algorithm;
   int steps = 0;
-  for (const auto& p : plan->phases) steps += p.steps;
+  for (const auto& p : plans->front()->phases) steps += p.steps;
   st.steps = steps;
-  return *plan;
+  return *plans;
+}
+
+Duration CollectiveEngine::predicted_time(const GroupPlan& plan, double bytes, DType dtype) const {
+  Duration total;
+  for (const auto& p : plan.phases) {
+    if (p.steps == 0 || bytes <= 0) continue;
+    const double per_member = p.step_fraction * bytes;
+    const double each_way = p.bidirectional ? per_member / 2 : per_member;
+    const Duration transfer = Duration::seconds(each_way * p.link_s_per_byte) + p.path_latency;
+    const Duration reduce = p.kind == StepKind::ReduceScatter
+                                ? reduction_time(per_member * p.reduce_pieces, dtype)
+                                : Duration{};
+    total += (max(transfer, reduce) + hw_.collective_step_overhead) * p.steps;
+  }
+  return total;
 }
 
 void CollectiveEngine::prepare() {
@@ -131,9 +224,12 @@ void CollectiveEngine::prepare() {
     if (!program_.ops[i].is_collective) continue;
     const GroupSet& gs = groups_for(program_.ops[i].collective);
     op_groups_[i] = &gs;
-    for (std::size_t g = 0; g < gs.groups.size(); ++g)
-      op_plans_[i].push_back(&plan_for(static_cast<int>(i), gs, static_cast<int>(g)));
+    op_plans_[i] = &plans_for(static_cast<int>(i), gs);
   }
+  // The plans `auto` built and did not choose are not needed any more.
+  std::set<const std::vector<const GroupPlan*>*> used(op_plans_.begin(), op_plans_.end());
+  for (auto it = plans_.begin(); it != plans_.end();)
+    it = used.count(&it->second.plans) ? std::next(it) : plans_.erase(it);
 }
 
 void CollectiveEngine::arrive(int op_index, int core) {
@@ -142,7 +238,9 @@ void CollectiveEngine::arrive(int op_index, int core) {
     state = std::make_unique<OpState>();
     state->set = op_groups_[op_index];
     state->arrived.assign(state->set->groups.size(), 0);
+    state->arrived_at.assign(machine_.num_cores(), Duration{});
   }
+  state->arrived_at[core] = sim_now();
   const int g = state->set->group_of_core[core];
   if (g < 0) {  // not in any explicit group: nothing to do for this core
     listener_.collective_done(core, op_index);
@@ -155,11 +253,13 @@ void CollectiveEngine::arrive(int op_index, int core) {
 void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) {
   auto run = std::make_shared<Running>();
   run->op_index = op_index;
-  run->plan = op_plans_[op_index][group];
+  run->plan = (*op_plans_[op_index])[group];
   run->members = &gs.groups[group];
   run->bytes = program_.ops[op_index].collective.bytes;
   run->dtype = program_.ops[op_index].collective.dtype;
   run->started = sim_now();
+  const OpState& state = *pending_[op_index];
+  for (int core : *run->members) split_[core].waiting += run->started - state.arrived_at[core];
   auto& st = stats_[op_index];
   if (st.groups == 0 || run->started < st.first_start) st.first_start = run->started;
   ++st.groups;
@@ -195,14 +295,16 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
   // Coalesced (message level): the ring's remaining steps travel as one message per neighbour
   // pair; every step still pays its hop latency and synchronisation, in sequence.
   const int steps = network_.coalesces_steps() ? phase.steps - step : 1;
+  if (ring_index == 0) run->steps_run += steps;
   batch_.clear();
   const Duration path_latency = ring.path_latency;
   for (const auto* routes : {&ring.next, &ring.prev})
     for (const auto& r : *routes)
       if (!r.empty()) batch_.push_back({&r, each_way * steps});
   const Duration start = sim_now();
-  const Duration reduce =
-      phase.kind == StepKind::ReduceScatter ? reduction_time(per_member, run->dtype) : Duration{};
+  const Duration reduce = phase.kind == StepKind::ReduceScatter
+                              ? reduction_time(per_member * phase.reduce_pieces, run->dtype)
+                              : Duration{};
   network_.send_batch(
       batch_, [this, run, ring_index, step, steps, start, reduce, path_latency](Duration arrival) {
         // Received data is summed as it streams in: a step ends when both the transfer and the
@@ -220,6 +322,11 @@ void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
   auto& st = stats_[run->op_index];
   st.last_end = max(st.last_end, now);
   st.longest = max(st.longest, now - run->started);
+  const Duration sync = hw_.collective_step_overhead * run->steps_run;
+  for (int core : *run->members) {
+    split_[core].synchronisation += sync;
+    split_[core].transfer += now - run->started - sync;
+  }
   auto it = pending_.find(run->op_index);
   for (int core : *run->members) listener_.collective_done(core, run->op_index);
   if (it != pending_.end() &&

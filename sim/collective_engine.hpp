@@ -22,6 +22,7 @@ class Machine;
 
 struct CollectiveOptions {
   std::string algorithm = "auto";
+  std::string all_to_all_algorithm = "auto";
   bool reduction_compute =
       true;  ///< false: summing received data is free (as in tools that ignore it)
   static CollectiveOptions from_config(const Config& cfg);
@@ -43,6 +44,13 @@ struct CollectiveOpStats {
   int steps = 0;  ///< steps of one group's plan
 };
 
+/// Where one core's time inside collectives went, summed over the run.
+struct CommSplit {
+  Duration waiting;          ///< from its arrival until the last member of its group arrived
+  Duration transfer;         ///< moving and reducing data (group start to end, less sync)
+  Duration synchronisation;  ///< the fixed cost of every step (collective_step_overhead)
+};
+
 class CollectiveEngine {
  public:
   CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
@@ -58,6 +66,13 @@ class CollectiveEngine {
   void arrive(int op_index, int core);
 
   const std::map<int, CollectiveOpStats>& stats() const { return stats_; }
+  const CommSplit& split(int core) const { return split_[core]; }
+
+  /// The alpha-beta time `auto` compares: per phase, steps x (the bytes of one step on its
+  /// busiest link + the longest path latency, or the reduction if longer, + the step overhead).
+  /// The link sharing of the phase's own traffic and of the same collective's other groups
+  /// counts; other collectives' traffic does not.
+  Duration predicted_time(const GroupPlan& plan, double bytes, DType dtype) const;
   /// Cores that arrived at an unfinished collective, for the watchdog: "op 12 (name): k of n".
   std::vector<std::string> waiting() const;
 
@@ -67,7 +82,13 @@ class CollectiveEngine {
   struct OpState;   // arrivals per group of one collective op
 
   const GroupSet& groups_for(const CollectiveSpec& spec);
-  const GroupPlan& plan_for(int op_index, const GroupSet& gs, int group);
+  /// Chooses the algorithm of op `op_index` (one for all its groups) and returns the plans.
+  const std::vector<const GroupPlan*>& plans_for(int op_index, const GroupSet& gs);
+  /// The plans of `algorithm` for every group of `gs`, built once and profiled together (the
+  /// groups of one collective run at the same time and share links); null if the algorithm
+  /// cannot serve some group and `optional` (else its ConfigError propagates).
+  const std::vector<const GroupPlan*>* cached_plans(const CollectiveSpec& spec, const GroupSet& gs,
+                                                    const std::string& algorithm, bool optional);
   void start_group(int op_index, int group, const GroupSet& gs);
   void run_phase(const std::shared_ptr<Running>& run);
   void run_step(const std::shared_ptr<Running>& run, std::size_t ring, int step);
@@ -84,14 +105,19 @@ class CollectiveEngine {
   const HardwareSpec& hw_;
   std::map<std::string, std::unique_ptr<GroupSet>> group_sets_;
   std::map<std::string, std::unique_ptr<CollectiveAlgorithm>> algorithms_;
-  std::map<std::string, std::vector<std::unique_ptr<GroupPlan>>>
-      plans_;  ///< by plan key, per group
+  struct PlanSet {
+    std::vector<std::unique_ptr<GroupPlan>> owned;  ///< per group
+    std::vector<const GroupPlan*> plans;            ///< per group; empty: cannot serve
+  };
+  std::map<std::string, PlanSet> plans_;  ///< by plan key
+  std::vector<double> link_scratch_;      ///< for profile_plans
   std::map<int, std::unique_ptr<OpState>> pending_;
   /// Per op (prepared once): its group set and each group's plan.
   std::vector<const GroupSet*> op_groups_;
-  std::vector<std::vector<const GroupPlan*>> op_plans_;
+  std::vector<const std::vector<const GroupPlan*>*> op_plans_;
   std::map<int, CollectiveOpStats> stats_;
-  std::vector<Transfer> batch_;  ///< reused by every step (the network copies what it keeps)
+  std::vector<CommSplit> split_;  ///< per core
+  std::vector<Transfer> batch_;   ///< reused by every step (the network copies what it keeps)
 };
 
 }  // namespace tpusim

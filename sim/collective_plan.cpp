@@ -1,5 +1,7 @@
 #include "sim/collective_plan.hpp"
 
+#include <algorithm>
+
 #include "sim/machine.hpp"
 
 namespace tpusim {
@@ -27,6 +29,55 @@ Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirection
   }
   r.update_path_latency();
   return r;
+}
+
+Ring make_exchange(const Machine& m, const std::vector<int>& members,
+                   const std::vector<std::vector<int>>& partners) {
+  Ring r;
+  r.members = members;
+  for (std::size_t i = 0; i < members.size(); ++i)
+    for (int j : partners[i])
+      if (members[j] != members[i]) r.next.push_back(m.route(members[i], members[j]));
+  // Shortest routes first: the message level reserves links in batch order, and a long route
+  // reserved early would hold its later links until its first hops are through.
+  std::stable_sort(r.next.begin(), r.next.end(),
+                   [](const Route& a, const Route& b) { return a.size() < b.size(); });
+  r.update_path_latency();
+  return r;
+}
+
+void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
+                   std::vector<double>& scratch) {
+  if (scratch.size() < m.links().size()) scratch.assign(m.links().size(), 0.0);
+  std::vector<const LinkModule*> touched;
+  std::size_t phases = 0;
+  for (const GroupPlan* plan : plans) phases = std::max(phases, plan->phases.size());
+  for (std::size_t k = 0; k < phases; ++k) {
+    for (const GroupPlan* plan : plans) {
+      if (k >= plan->phases.size()) continue;
+      for (const Ring& ring : plan->phases[k].rings)
+        for (const auto* routes : {&ring.next, &ring.prev})
+          for (const Route& route : *routes)
+            for (const LinkModule* link : route) {
+              if (scratch[link->index] == 0) touched.push_back(link);
+              scratch[link->index] += 1;
+            }
+    }
+    double worst = 0;
+    for (const LinkModule* link : touched) {
+      worst = std::max(worst, scratch[link->index] / link->bandwidth.bytes_per_s());
+      scratch[link->index] = 0;
+    }
+    touched.clear();
+    for (GroupPlan* plan : plans) {
+      if (k >= plan->phases.size()) continue;
+      PlanPhase& phase = plan->phases[k];
+      phase.link_s_per_byte = worst;
+      phase.path_latency = Duration{};
+      for (const Ring& ring : phase.rings)
+        phase.path_latency = max(phase.path_latency, ring.path_latency);
+    }
+  }
 }
 
 GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims) {

@@ -8,7 +8,8 @@
 
 namespace tpusim {
 
-/// Members in ring order, with the routes to the next (and previous) member.
+/// Members in ring order, with the routes to the next (and previous) member. An exchange (see
+/// make_exchange) uses the same shape: `next` then holds every route of one step.
 struct Ring {
   std::vector<int> members;
   std::vector<Route> next;  ///< members[i] -> its successor (empty route: sends nothing)
@@ -30,7 +31,13 @@ struct PlanPhase {
   /// ring sends half of it each way.
   double step_fraction = 0;
   bool bidirectional = false;
+  /// Pieces of step_fraction each receiver sums per step (one-shot all-reduce: n - 1).
+  double reduce_pieces = 1;
   std::vector<Ring> rings;  ///< independent rings progressing in parallel
+  /// Filled by profile_plans: the most time per byte sent by each route that any link of one step
+  /// needs (routes crossing it / its bandwidth), the contention of the phase's own traffic.
+  double link_s_per_byte = 0;
+  Duration path_latency;  ///< filled by profile_plans: the longest ring's path latency
 };
 
 struct GroupPlan {
@@ -40,6 +47,15 @@ struct GroupPlan {
 class Machine;
 
 /// Builds a ring over `order` (cores); `closed` joins the last member to the first.
+/// One step in which members[i] sends to members[j] for every j in partners[i].
+Ring make_exchange(const Machine& m, const std::vector<int>& members,
+                   const std::vector<std::vector<int>>& partners);
+
+/// Fills each phase's link_s_per_byte and path_latency. The plans are of groups that run at the
+/// same time: phase k of every plan counts towards the link load of phase k. `scratch` is a
+/// reusable per-link table, all zero between calls (profile_plans leaves it so).
+void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
+                   std::vector<double>& scratch);
 Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional,
                bool closed = true);
 

@@ -16,6 +16,9 @@ class LinkModule : public sc_core::sc_module {
 
   const Bandwidth bandwidth;
   const Duration latency;
+  /// Position in Machine::links(), for per-link tables.
+  int index = -1;
+  bool failed = false;  ///< carries nothing; routes avoid it (network.failed_links)
   /// When the link is free again (FIFO reservation).
   Duration busy_until;
 

@@ -1,11 +1,20 @@
 #include "sim/machine.hpp"
 
+#include <cstdlib>
 #include <string>
 
-namespace tpusim {
+#include "core/errors.hpp"
 
-Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw)
+namespace tpusim {
+namespace {
+const std::string& name_of(const std::pair<const std::string, double>& e) { return e.first; }
+const std::string& name_of(const std::string& e) { return e; }
+}  // namespace
+
+Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
+                 const std::map<std::string, double>& degraded, const std::set<std::string>& failed)
     : sc_core::sc_module(name), topology_(topology), hw_(hw) {
+  std::size_t degraded_found = 0, failed_found = 0;
   static const char* kDim = "xyzw";
   const int n_dims = topology.num_dims();
   const int cpc = hw.cores_per_chip;
@@ -19,9 +28,17 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
         const int slot = topology.link_slot(c, d, dir);
         if (!topology.link_exists(slot)) continue;
         std::string lname = "chip" + std::to_string(c) + "_ici_" + kDim[d] + (dir > 0 ? "p" : "m");
-        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()),
-                                                 hw.ici_bandwidth, hw.ici_latency);
+        auto factor = degraded.find(lname);
+        degraded_found += factor != degraded.end();
+        auto link = std::make_unique<LinkModule>(
+            sc_core::sc_module_name(lname.c_str()),
+            hw.ici_bandwidth * (factor != degraded.end() ? factor->second : 1.0), hw.ici_latency);
+        if (failed.count(lname)) {
+          link->failed = true;
+          ++failed_found;
+        }
         ici_[slot] = link.get();
+        link->index = static_cast<int>(all_links_.size());
         all_links_.push_back(link.get());
         chip->ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
       }
@@ -34,12 +51,28 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
             "chip" + std::to_string(c) + "_onchip_" + std::to_string(a) + "to" + std::to_string(b);
         auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()),
                                                  hw.onchip_bandwidth, hw.onchip_latency);
+        link->index = static_cast<int>(all_links_.size());
         all_links_.push_back(link.get());
         chip->onchip[a * cpc + b] = std::move(link);
       }
     }
     chips_.push_back(std::move(chip));
   }
+  any_failed_ = failed_found > 0;
+  auto check_names = [&](const auto& names, const char* where) {
+    for (const auto& entry : names) {
+      const std::string& lname = name_of(entry);
+      bool exists = false;
+      for (const LinkModule* l : all_links_) exists |= lname == std::string(l->basename());
+      if (!exists)
+        throw ConfigError(where,
+                          "'" + lname +
+                              "' is not an ICI link of this machine; names are chipN_ici_ "
+                              "then x, y, z or w, then p (+) or m (-), for links that exist");
+    }
+  };
+  if (degraded_found != degraded.size()) check_names(degraded, "network.degraded_links");
+  if (failed_found != failed.size()) check_names(failed, "network.failed_links");
 }
 
 std::vector<LinkModule*> Machine::links_of_chip(int chip) const {
@@ -57,9 +90,42 @@ Route Machine::route(int src, int dst) const {
     if (src == dst) return {};
     return {chips_[a]->onchip[core_in_chip(src) * hw_.cores_per_chip + core_in_chip(dst)].get()};
   }
-  Route r;
-  for (int slot : topology_.route(a, b)) r.push_back(ici_[slot]);
+  if (any_failed_) {
+    Route r;
+    int cur = a;
+    for (int d = 0; d < topology_.num_dims(); ++d) {
+      const int off = topology_.offset(topology_.coord(cur, d), topology_.coord(b, d), d);
+      if (off == 0) continue;
+      const int dir = off > 0 ? +1 : -1;
+      if (!walk(cur, d, dir, std::abs(off), r) &&
+          !(topology_.wraps(d) && walk(cur, d, -dir, topology_.dim(d) - std::abs(off), r)))
+        throw ConfigError(
+            "network.failed_links",
+            "chip " + std::to_string(a) + " cannot reach chip " + std::to_string(b) +
+                ": a failed link cuts dimension " + std::to_string(d) +
+                (topology_.wraps(d) ? " both ways round its ring" : " (an open line)"));
+      for (int k = 0; k < std::abs(off); ++k) cur = topology_.neighbor(cur, d, dir);
+    }
+    return r;
+  }
+  const std::vector<int> slots = topology_.route(a, b);
+  Route r(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) r[i] = ici_[slots[i]];
   return r;
+}
+
+bool Machine::walk(int chip, int dim, int dir, int steps, Route& out) const {
+  const std::size_t before = out.size();
+  for (int k = 0; k < steps; ++k) {
+    LinkModule* link = ici_[topology_.link_slot(chip, dim, dir)];
+    if (!link || link->failed) {
+      out.resize(before);
+      return false;
+    }
+    out.push_back(link);
+    chip = topology_.neighbor(chip, dim, dir);
+  }
+  return true;
 }
 
 }  // namespace tpusim

@@ -2,7 +2,10 @@
 // The elaborated machine: one Chip module per chip, each with its TensorCores, its outgoing ICI
 // links (one LinkModule module per direction of each physical link) and the on-chip paths between
 // its cores. Knows routes between cores; knows nothing of programs.
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <systemc>
 #include <vector>
 
@@ -25,7 +28,12 @@ class Chip : public sc_core::sc_module {
 
 class Machine : public sc_core::sc_module {
  public:
-  Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw);
+  /// `degraded`: ICI link name -> bandwidth factor (network.degraded_links); a name that is not
+  /// a link of this machine is a ConfigError.
+  /// `failed`: ICI link names that carry nothing (network.failed_links), likewise checked.
+  Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
+          const std::map<std::string, double>& degraded = {},
+          const std::set<std::string>& failed = {});
 
   const Topology& topology() const { return topology_; }
   const HardwareSpec& hardware() const { return hw_; }
@@ -35,7 +43,10 @@ class Machine : public sc_core::sc_module {
 
   LinkModule* ici_link(int slot) const { return ici_[slot]; }
   /// The links a message from core `src` to core `dst` crosses: the on-chip path within a chip,
-  /// else the dimension-order ICI route between their chips.
+  /// else the dimension-order ICI route between their chips. Along a dimension whose shortest
+  /// way crosses a failed link the route goes the other way round the ring, so it stays
+  /// dimension-ordered; if both ways are cut (or the dimension is an open line) it throws
+  /// ConfigError naming the two chips.
   Route route(int src, int dst) const;
   /// The links leaving a chip (ICI and on-chip).
   std::vector<LinkModule*> links_of_chip(int chip) const;
@@ -48,6 +59,10 @@ class Machine : public sc_core::sc_module {
   std::vector<std::unique_ptr<Chip>> chips_;
   std::vector<LinkModule*> ici_;  ///< by topology link slot
   std::vector<LinkModule*> all_links_;
+  bool any_failed_ = false;
+  /// Appends the ICI links of `steps` hops from `chip` along `dim` in `dir`; false (and nothing
+  /// appended) if one of them has failed.
+  bool walk(int chip, int dim, int dir, int steps, Route& out) const;
 };
 
 }  // namespace tpusim

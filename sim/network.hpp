@@ -1,9 +1,12 @@
 #pragma once
-// The network interface: a fidelity level moves batches of transfers over link routes. Two
+// The network interface: a fidelity level moves batches of transfers over link routes. Three
 // implementations register by name: "message" (one reservation per hop of each message, for
-// 4096-chip runs) and "packet" (one event per packet per hop, for small slices).
+// 4096-chip runs), "flow" (max-min fair sharing of links, recomputed at flow start and end) and
+// "packet" (one event per packet per hop, the reference).
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,11 +26,17 @@ struct Transfer {
 struct NetworkOptions {
   std::string fidelity = "message";
   double chunk_bytes = 65536;       ///< message level: pipelining unit over multi-hop routes
-  double packet_bytes = 4096;       ///< packet level: packet size
+  double packet_bytes = 4096;       ///< packet level: packet size (flow level: per-hop tail)
   bool contention = true;           ///< false: links never queue (for what-if comparisons)
-  bool coalesce_ring_steps = true;  ///< message level: a ring phase is one message per pair
+  bool coalesce_ring_steps = true;  ///< message, flow level: a ring phase is one message per pair
+  /// ICI link name (as in reports, without "machine.") -> bandwidth factor in (0, 1].
+  std::map<std::string, double> degraded_links;
+  std::set<std::string> failed_links;  ///< ICI link names that carry nothing
   static NetworkOptions from_config(const Config& cfg);
 };
+
+/// Parses network.degraded_links ("chip5_ici_xp=0.5,chip6_ici_ym=0.25"); throws ConfigError.
+std::map<std::string, double> parse_degraded_links(const std::string& text);
 
 class Network {
  public:

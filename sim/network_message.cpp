@@ -14,8 +14,20 @@ class MessageNetwork : public Network {
 
   void send_batch(const std::vector<Transfer>& transfers, ArrivalCallback on_arrival) override {
     const Duration now = sim_now();
+    // Hop by hop across the batch (every first hop, then every second hop...): the transfers
+    // start together, so a link serves the messages that start on it before those that must
+    // first cross other links; reserving whole routes one after the other would let a long
+    // route hold its later links while its first hops queue.
+    fronts_.assign(transfers.size(), Front{now, now, Duration{}});
+    std::size_t longest = 0;
+    for (const auto& t : transfers) longest = std::max(longest, t.route->size());
+    for (std::size_t hop = 0; hop < longest; ++hop)
+      for (std::size_t k = 0; k < transfers.size(); ++k)
+        if (hop < transfers[k].route->size())
+          reserve(*(*transfers[k].route)[hop], hop, transfers[k].bytes, fronts_[k]);
     Duration last = now;
-    for (const auto& t : transfers) last = max(last, reserve(*t.route, t.bytes, now));
+    for (std::size_t k = 0; k < transfers.size(); ++k)
+      if (!transfers[k].route->empty()) last = max(last, fronts_[k].finish + fronts_[k].latency);
     on_arrival(last);
   }
 
@@ -23,37 +35,36 @@ class MessageNetwork : public Network {
   bool coalesces_steps() const override { return opts_.coalesce_ring_steps; }
 
  private:
-  Duration reserve(const Route& route, double bytes, Duration now) {
-    Duration first_chunk_at = now;  // when the first chunk reaches the current hop
-    Duration prev_finish = now;     // when the previous hop sent its last byte
-    Duration prev_latency;
-    for (std::size_t i = 0; i < route.size(); ++i) {
-      LinkModule& link = *route[i];
-      // Most hops of a batch share bytes and bandwidth: compute their times once.
-      if (bytes != cached_bytes_ || link.bandwidth.bytes_per_s() != cached_bps_) {
-        cached_bytes_ = bytes;
-        cached_bps_ = link.bandwidth.bytes_per_s();
-        cached_serialise_ = link.bandwidth.time_for(bytes);
-        cached_chunk_ = link.bandwidth.time_for(std::min(bytes, opts_.chunk_bytes));
-      }
-      const Duration serialise = cached_serialise_;
-      const Duration chunk = cached_chunk_;
-      const Duration start =
-          opts_.contention ? max(link.busy_until, first_chunk_at) : first_chunk_at;
-      Duration finish = start + serialise;
-      // The last chunk cannot leave before it has arrived from upstream.
-      if (i > 0) finish = max(finish, prev_finish + prev_latency + chunk);
-      if (opts_.contention) link.busy_until = finish;
-      link.record_busy(finish - serialise, finish);
-      link.bytes += bytes;
-      link.busy_time += serialise;
-      ++link.transfers;
-      ++reservations_;
-      first_chunk_at = start + chunk + link.latency;
-      prev_finish = finish;
-      prev_latency = link.latency;
+  /// How far one message has got: when its first chunk reaches the next hop, when the last hop
+  /// reserved sends its last byte, and that hop's latency.
+  struct Front {
+    Duration first_chunk_at, finish, latency;
+  };
+
+  void reserve(LinkModule& link, std::size_t hop, double bytes, Front& f) {
+    // Most hops of a batch share bytes and bandwidth: compute their times once.
+    if (bytes != cached_bytes_ || link.bandwidth.bytes_per_s() != cached_bps_) {
+      cached_bytes_ = bytes;
+      cached_bps_ = link.bandwidth.bytes_per_s();
+      cached_serialise_ = link.bandwidth.time_for(bytes);
+      cached_chunk_ = link.bandwidth.time_for(std::min(bytes, opts_.chunk_bytes));
     }
-    return prev_finish + prev_latency;
+    const Duration serialise = cached_serialise_;
+    const Duration chunk = cached_chunk_;
+    const Duration start =
+        opts_.contention ? max(link.busy_until, f.first_chunk_at) : f.first_chunk_at;
+    Duration finish = start + serialise;
+    // The last chunk cannot leave before it has arrived from upstream.
+    if (hop > 0) finish = max(finish, f.finish + f.latency + chunk);
+    if (opts_.contention) link.busy_until = finish;
+    link.record_busy(finish - serialise, finish);
+    link.bytes += bytes;
+    link.busy_time += serialise;
+    ++link.transfers;
+    ++reservations_;
+    f.first_chunk_at = start + chunk + link.latency;
+    f.finish = finish;
+    f.latency = link.latency;
   }
 
   EventQueue& queue_;
@@ -61,6 +72,7 @@ class MessageNetwork : public Network {
   std::uint64_t reservations_ = 0;
   double cached_bytes_ = -1, cached_bps_ = -1;
   Duration cached_serialise_, cached_chunk_;
+  std::vector<Front> fronts_;  ///< per transfer of the batch being reserved
 };
 
 const NetworkRegistrar kRegister{

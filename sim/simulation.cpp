@@ -107,7 +107,8 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   ctx.async_collectives = hw.async_collectives;
 
   g_design = new Design;
-  g_design->machine = std::make_unique<Machine>("machine", topology, hw);
+  g_design->machine = std::make_unique<Machine>(
+      "machine", topology, hw, options.network.degraded_links, options.network.failed_links);
   g_design->queue = std::make_unique<EventQueue>("events");
   Machine& machine = *g_design->machine;
   EventQueue& queue = *g_design->queue;
@@ -172,13 +173,15 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
     for (const auto& w : engine.waiting()) msg += "; " + w;
     throw StuckError(msg);
   }
-  const TensorCore* last = cores.front().get();
-  for (const auto& core : cores)
-    if (core->finish_time() > last->finish_time()) last = core.get();
+  std::size_t last_index = 0;
+  for (std::size_t c = 0; c < cores.size(); ++c)
+    if (cores[c]->finish_time() > cores[last_index]->finish_time()) last_index = c;
+  const TensorCore* last = cores[last_index].get();
   r.step_time = last->finish_time();
   r.compute = last->busy();
   r.communication = last->communicating();
   r.exposed_communication = last->exposed();
+  r.comm_split = engine.split(static_cast<int>(last_index));
   for (const auto& op : program.ops)
     if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;
   if (r.step_time > Duration{})
@@ -208,6 +211,10 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
       r.links.busiest_link = l->name();
     }
   }
+  if (options.link_stats)
+    for (const LinkModule* l : machine.links())
+      r.link_stats.push_back(
+          {l->basename(), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
   r.links.busiest_utilization = busiest;
   r.links.mean_utilization = machine.links().empty() ? 0 : sum / machine.links().size();
 

@@ -22,6 +22,7 @@ struct SimOptions {
   bool use_measured_durations = true;  ///< ops with a measured duration use it, else the model
   TimelineSink* timeline = nullptr;
   std::vector<int> traced_cores;  ///< cores whose spans go to the timeline
+  bool link_stats = false;        ///< fill SimReport::link_stats (every link of the machine)
   static SimOptions from_config(const Config& cfg);
 };
 
@@ -39,6 +40,15 @@ struct LinkUsage {
   double total_bytes = 0;
 };
 
+/// One direction of one link over the whole run.
+struct LinkStat {
+  std::string name;  ///< as in reports, e.g. chip5_ici_xp, chip0_onchip_0to1
+  double bandwidth_GBps = 0;
+  double bytes = 0;
+  Duration busy;  ///< time spent serialising bytes
+  std::uint64_t transfers = 0;
+};
+
 struct SimReport {
   int chips = 0;
   int cores = 0;
@@ -46,13 +56,15 @@ struct SimReport {
   Duration compute;                ///< computing, on the core that finished last
   Duration communication;          ///< at least one collective in flight, same core
   Duration exposed_communication;  ///< waiting on collectives and not computing, same core
+  CommSplit comm_split;            ///< that core's time inside collectives, by cause
   double useful_flops_per_core = 0;
   double mxu_utilization = 0;
   std::vector<OpTime> top_ops;  ///< compute ops and collectives, longest first
   std::map<int, CollectiveOpStats> collectives;
   LinkUsage links;
-  std::uint64_t kernel_events = 0;  ///< SC_METHOD activations (cores and event queue)
-  std::uint64_t network_work = 0;   ///< link reservations or packet-hops
+  std::vector<LinkStat> link_stats;  ///< every link, if SimOptions::link_stats
+  std::uint64_t kernel_events = 0;   ///< SC_METHOD activations (cores and event queue)
+  std::uint64_t network_work = 0;    ///< link reservations or packet-hops
   double wall_s = 0;
   double elaboration_s = 0;
 };

@@ -206,6 +206,7 @@ int Topology::offset(int a, int b, int d) const {
 
 std::vector<int> Topology::route(int src, int dst) const {
   std::vector<int> links;
+  links.reserve(static_cast<std::size_t>(hops(src, dst)));
   int cur = src;
   for (int d = 0; d < num_dims(); ++d) {
     int off = offset(coord(cur, d), coord(dst, d), d);

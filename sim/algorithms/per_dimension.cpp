@@ -8,7 +8,6 @@
 // Order: the on-chip step, then torus dimensions, then the others, larger extents first: the
 // first phases carry the most data, so they go where bandwidth per core is highest.
 #include <algorithm>
-#include <map>
 
 #include "core/errors.hpp"
 #include "sim/collective_algorithm.hpp"
@@ -64,25 +63,16 @@ class PerDimension : public CollectiveAlgorithm {
  private:
   static DimRings rings_along(const Machine& m, const GroupShape& shape,
                               const std::vector<int>& group, int dim, bool torus) {
-    std::map<std::vector<int>, std::vector<std::pair<int, int>>> by_rest;
-    const int dims = static_cast<int>(shape.values.size());
-    for (int core : group) {
-      std::vector<int> rest;
-      for (int d = 0; d < dims; ++d)
-        if (d != dim) rest.push_back(shape.coord(m, core, d));
-      by_rest[rest].emplace_back(shape.coord(m, core, dim), core);
-    }
     DimRings out;
     out.bidirectional = torus;
-    for (auto& [_, members] : by_rest) {
-      std::sort(members.begin(), members.end());
+    for (auto& members : lines_along(m, shape, group, dim)) {
       std::vector<int> order;
       if (torus || dim == 0) {
-        for (const auto& [c, core] : members) order.push_back(core);
+        order = std::move(members);
       } else {
-        for (std::size_t i = 0; i < members.size(); i += 2) order.push_back(members[i].second);
+        for (std::size_t i = 0; i < members.size(); i += 2) order.push_back(members[i]);
         for (std::size_t i = members.size() - 1 - (members.size() % 2 == 0 ? 0 : 1);; i -= 2) {
-          order.push_back(members[i].second);
+          order.push_back(members[i]);
           if (i < 2) break;
         }
       }

@@ -18,12 +18,7 @@ std::vector<int> snake_order(const Machine& m, const std::vector<int>& group) {
   std::vector<std::pair<long long, int>> keyed;
   const int dims = static_cast<int>(shape.values.size());
   for (int core : group) {
-    std::vector<int> digit(dims);
-    for (int d = 0; d < dims; ++d) {
-      const auto& v = shape.values[d];
-      digit[d] = static_cast<int>(std::lower_bound(v.begin(), v.end(), shape.coord(m, core, d)) -
-                                  v.begin());
-    }
+    const std::vector<int> digit = shape.digits(m, core);
     long long key = 0;
     int parity = 0;
     for (int d = dims - 1; d >= 0; --d) {
@@ -53,6 +48,15 @@ class RingAlgorithm : public CollectiveAlgorithm {
     d.rings.push_back(snake_order(m, group));
     d.bidirectional = both_ways_;
     return ring_phases(m, kind, {d});
+  }
+  /// n - 1 steps per half, (n-1)/n of the buffer per half, half of it each way if both ways.
+  Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
+                       double bytes) const override {
+    const std::size_t members = group.size();
+    const double n = static_cast<double>(members);
+    const double halves = kind == CollectiveKind::AllReduce ? 2 : 1;
+    return alpha_beta_bound(m, halves * (n - 1),
+                            halves * (n - 1) / n * bytes / (both_ways_ ? 2 : 1));
   }
 
  private:

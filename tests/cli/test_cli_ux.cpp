@@ -110,16 +110,16 @@ TEST_CASE("trace import without --examples-per-step warns that throughput will b
 }
 
 TEST_CASE("text reports use singular for one and a unit that fits the value") {
-  // One group of all 8 cores of a 2x2 slice; a 4 KiB all-reduce takes microseconds.
+  // One group of all 8 cores of a 2x2 slice; a 64 KiB all-reduce takes microseconds.
   auto text =
-      run_tpusim({"collective", "--op", "all-reduce", "--bytes", "4KiB", "--topology", "2x2"});
+      run_tpusim({"collective", "--op", "all-reduce", "--bytes", "64KiB", "--topology", "2x2"});
   auto js = run_tpusim(
-      {"collective", "--op", "all-reduce", "--bytes", "4KiB", "--topology", "2x2", "--json"});
+      {"collective", "--op", "all-reduce", "--bytes", "64KiB", "--topology", "2x2", "--json"});
   REQUIRE(text.exit_code == 0);
   REQUIRE(js.exit_code == 0);
   const json j = json::parse(js.out);
   REQUIRE(j["groups"] == 1);
-  CHECK_THAT(text.out, Catch::StartsWith("all-reduce of 4 KiB per core, 1 group of 8 cores\n"));
+  CHECK_THAT(text.out, Catch::StartsWith("all-reduce of 64 KiB per core, 1 group of 8 cores\n"));
   const double ns = j["collective_time_ns"].get<double>();
   REQUIRE(ns >= 1e3);
   REQUIRE(ns < 1e6);

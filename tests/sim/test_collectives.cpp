@@ -8,20 +8,6 @@ using namespace tpusim;
 using namespace tpusim::test;
 
 namespace {
-struct Params {
-  double B, L, O, C;
-};
-Params params_of(const Config& c) {
-  return {c.number("hardware.ici.bandwidth_GBps") * 1e9, c.number("hardware.ici.latency_ns") * 1e-9,
-          c.number("hardware.calibration.collective_step_overhead_ns") * 1e-9,
-          static_cast<double>(c.integer("network.chunk_bytes"))};
-}
-Program one_op(int cores, Op op) {
-  Program p;
-  p.mesh = {{"all", cores}};
-  p.ops.push_back(std::move(op));
-  return p;
-}
 const double S = 64.0 * 1024 * 1024;
 }  // namespace
 
@@ -164,13 +150,7 @@ TEST_CASE("summing received data costs vector-unit and HBM time") {
 }
 
 TEST_CASE("packet level matches message level without contention") {
-  auto make = [](const char* fidelity) {
-    return config_with(
-        {{"hardware", {{"cores_per_chip", 1}}},
-         {"topology", "8x8"},
-         {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}},
-         {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
-  };
+  auto make = uncontended_8x8;
   Program ar = one_op(64, collective_op(CollectiveKind::AllReduce, 4.0 * 1024 * 1024));
   Run msg = simulate_child(ar, make("message"));
   Run pkt = simulate_child(ar, make("packet"));

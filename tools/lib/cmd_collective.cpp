@@ -11,6 +11,7 @@
 #include "sim/collective_algorithm.hpp"
 #include "sim/simulation.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/link_csv.hpp"
 #include "tools/lib/readable.hpp"
 #include "tools/lib/study.hpp"
 
@@ -28,6 +29,7 @@ struct CollectiveArgs {
   int shift = 1;
   std::vector<std::string> sets;
   bool json = false;
+  std::string links_csv;
 };
 
 /// The mesh of --mesh (the same syntax as replay's), or one axis over every core.
@@ -92,7 +94,9 @@ void run_collective(const CollectiveArgs& a) {
   const int group = static_cast<int>(mesh.groups(op.collective.axes).front().size());
 
   SimOptions options = SimOptions::from_config(study.config);
+  options.link_stats = !a.links_csv.empty();
   SimReport r = simulate(program, topology, study.hardware, options);
+  if (!a.links_csv.empty()) write_link_csv(a.links_csv, r);
   const auto& st = r.collectives.begin()->second;
   const double t = r.step_time.seconds();
   const double algbw = bytes / t * 1e-9;
@@ -149,7 +153,9 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--topology", args->topology,
                   "preset, shape (32x128, 128x32:wrap=0,1) or JSON file");
   cmd->add_option("--algorithm", args->algorithm,
-                  "auto, ring, bidirectional_ring, per_dimension, onchip");
+                  "auto, ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, "
+                  "halving_doubling, one_shot (all-to-all: --set "
+                  "collectives.all_to_all_algorithm=...)");
   cmd->add_option("--mesh", args->mesh,
                   "mesh axes, e.g. data=4096,model=2 (default: one axis over all cores)");
   cmd->add_option("--axes", args->axes, "the axes the collective spans (default: all)");
@@ -158,6 +164,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
                   "collective-permute: send to the member this many places on");
   cmd->add_option("--set", args->sets, "override a parameter: path.to.key=value");
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("--links-csv", args->links_csv,
+                  "write every link's bytes, busy time and utilisation as CSV");
   cmd->callback([args] { run_collective(*args); });
 }};
 

@@ -8,6 +8,7 @@
 #include "sim/simulation.hpp"
 #include "tools/lib/chrome_trace.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/link_csv.hpp"
 #include "tools/lib/memory_report.hpp"
 #include "tools/lib/report.hpp"
 #include "tools/lib/study.hpp"
@@ -25,6 +26,7 @@ struct RunArgs {
   int timeline_all_up_to = 64;
   int top = 10;
   bool allow_oom = false;
+  std::string links_csv;
 };
 
 // The verdict of a program that does not fit: one line on stderr, and with --json a report
@@ -72,7 +74,9 @@ void run_study(const RunArgs& a) {
                                           options.traced_cores);
     options.timeline = trace.get();
   }
+  options.link_stats = !a.links_csv.empty();
   SimReport r = simulate(program, topology, study.hardware, options);
+  if (!a.links_csv.empty()) write_link_csv(a.links_csv, r);
   nlohmann::json report = make_report(study, program, r, a.top);
   report["out_of_memory"] = !memory.profile.fits();
   report["memory"] = memory_json(memory.profile, memory.seconds);
@@ -105,6 +109,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,
                   "trace every core when there are at most this many, else a sample of 3 chips")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--links-csv", a->links_csv,
+                  "write every link's bytes, busy time and utilisation as CSV");
   cmd->add_option("--top", a->top, "how many ops to list by time")->check(CLI::Range(0, 100000));
   cmd->add_flag("--allow-oom", a->allow_oom,
                 "simulate a program whose peak memory exceeds the HBM capacity (the report says "

@@ -56,6 +56,9 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"compute_ms", r.compute.ms()},
       {"communication_ms", r.communication.ms()},
       {"exposed_communication_ms", r.exposed_communication.ms()},
+      {"communication_waiting_ms", r.comm_split.waiting.ms()},
+      {"communication_transfer_ms", r.comm_split.transfer.ms()},
+      {"communication_sync_ms", r.comm_split.synchronisation.ms()},
       {"comm_share", step_s > 0 ? r.communication.seconds() / step_s : 0.0},
       {"exposed_comm_share", step_s > 0 ? r.exposed_communication.seconds() / step_s : 0.0},
       {"mxu_utilization", r.mxu_utilization},
@@ -89,8 +92,14 @@ void print_report(std::ostream& out, const nlohmann::json& j) {
                      j["communication_ms"].get<double>(), 100 * j["comm_share"].get<double>())
       << fmt::format("  exposed communication   {:10.3f} ms  (share {:.1f}%)\n",
                      j["exposed_communication_ms"].get<double>(),
-                     100 * j["exposed_comm_share"].get<double>())
-      << fmt::format("  MXU utilization         {:10.1f} %\n",
+                     100 * j["exposed_comm_share"].get<double>());
+  if (j.contains("communication_transfer_ms"))  // reports from before the split lack it
+    out << fmt::format(
+        "    in collectives: transfer {:.3f} ms, waiting for late members {:.3f} ms, step "
+        "synchronisation {:.3f} ms\n",
+        j["communication_transfer_ms"].get<double>(), j["communication_waiting_ms"].get<double>(),
+        j["communication_sync_ms"].get<double>());
+  out << fmt::format("  MXU utilization         {:10.1f} %\n",
                      100 * j["mxu_utilization"].get<double>())
       << fmt::format("  examples per second     {:10.0f}  ({:.1f} per chip)\n",
                      j["examples_per_s"].get<double>(), j["examples_per_s_per_chip"].get<double>());
