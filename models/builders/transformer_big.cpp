@@ -96,6 +96,9 @@ class TransformerBig final : public ModelBuilder {
     loss.split.model = SplitDim::K;
     g.add(std::move(loss), {lv});
 
+    // Infeed per packed pair: inputs and targets with their packing segment ids and positions.
+    g.infeed_bytes_per_example = static_cast<double>(6 * seq) * 4;
+    g.infeed_dtype = DType::I32;
     derive_training_graph(g, OptimizerKind::Adam);
     return g;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <unordered_map>
 
 #include "core/errors.hpp"
 
@@ -25,6 +26,25 @@ void ChromeTrace::counter(const std::string& track, const std::string& name, Dur
                           double value) {
   events_.push_back(
       {{"name", track}, {"ph", "C"}, {"ts", at.us()}, {"pid", "links"}, {"args", {{name, value}}}});
+}
+
+void ChromeTrace::live_bytes_counters(const Program& program,
+                                      const std::vector<double>& live_bytes) {
+  if (live_bytes.size() != program.ops.size()) return;
+  std::unordered_map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < program.ops.size(); ++i) index.emplace(program.ops[i].name, i);
+  std::vector<nlohmann::json> counters;
+  for (const auto& e : events_) {
+    if (e["ph"] != "X") continue;
+    const auto it = index.find(e["name"].get<std::string>());
+    if (it == index.end()) continue;
+    counters.push_back({{"name", "HBM live GiB, core " + std::to_string(e["tid"].get<int>())},
+                        {"ph", "C"},
+                        {"ts", e["ts"]},
+                        {"pid", e["pid"]},
+                        {"args", {{"GiB", live_bytes[it->second] / 1073741824.0}}}});
+  }
+  events_.insert(events_.end(), counters.begin(), counters.end());
 }
 
 void ChromeTrace::write(const std::string& path) const {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/program.hpp"
 #include "sim/timeline.hpp"
 
 namespace tpusim::cli {
@@ -17,6 +18,9 @@ class ChromeTrace : public TimelineSink {
             Duration end) override;
   void counter(const std::string& track, const std::string& name, Duration at,
                double value) override;
+  /// Adds a counter per traced core, "HBM live GiB": the bytes live while each of its compute
+  /// ops and collectives runs (`live_bytes[i]` for op i of `program`, memory_model.hpp).
+  void live_bytes_counters(const Program& program, const std::vector<double>& live_bytes);
   /// Writes the file; throws ConfigError if it cannot be written.
   void write(const std::string& path) const;
   std::size_t events() const { return events_.size(); }

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "core/params.hpp"
+#include "tools/lib/memory_report.hpp"
 
 namespace tpusim::cli {
 
@@ -101,6 +102,7 @@ void print_report(std::ostream& out, const nlohmann::json& j) {
   for (const auto& op : j["top_ops"])
     out << fmt::format("    {:10.3f} ms  {:<18} {}\n", op["time_ms"].get<double>(),
                        op["kind"].get<std::string>(), op["op"].get<std::string>());
+  if (j.contains("memory")) print_memory(out, j["memory"]);
   out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n",
                      100 * j["links"]["busiest_utilization"].get<double>(),
                      j["links"]["busiest"].get<std::string>(),
