@@ -16,7 +16,7 @@ Evaluated bound(double bound_ms, double peak, double batch = 64, double chips = 
 }
 }  // namespace
 
-TEST_CASE("plan search: objectives by name; an unknown one names --objective") {
+TEST_CASE("plan search: objectives by name, an unknown one names --objective") {
   CHECK(parse_objective("step_time") == Objective::StepTime);
   CHECK(parse_objective("examples_per_s_per_chip") == Objective::ExamplesPerSPerChip);
   CHECK_THROWS_WITH(parse_objective("speed"),

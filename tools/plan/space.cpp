@@ -1,5 +1,6 @@
 #include "tools/plan/space.hpp"
 
+#include <cmath>
 #include <map>
 
 #include "core/errors.hpp"
@@ -152,7 +153,12 @@ Candidate candidate_of(const SearchSpace& space, const nlohmann::json& study) {
   c.study = study;
   for (const auto& a : space.axes) {
     const auto* v = json_at(study, a.path);
-    c.values.push_back(v ? *v : nlohmann::json());
+    nlohmann::json value = v ? *v : nlohmann::json();
+    // A resolved default reads 32.0 where the space lists 32: the same layout.
+    if (value.is_number_float() && value.get<double>() == std::floor(value.get<double>()) &&
+        std::fabs(value.get<double>()) < 9.0e15)
+      value = static_cast<std::int64_t>(value.get<double>());
+    c.values.push_back(value);
   }
   return c;
 }
