@@ -170,3 +170,27 @@ TEST_CASE("plan: a per-chip batch range ranks by throughput per chip") {
     previous = v;
   }
 }
+
+TEST_CASE("plan: layouts that build the same Program are simulated once") {
+  SweepScratch s;
+  // SSD on 8 cores with 4 images: 2-way spatial partitioning at least. A batch-norm group of 2
+  // cores is exactly one replica of spatial 2, the same Program as no group.
+  const auto study = s.write("ssd.json", {{"preset", "tpu_v3"},
+                                          {"topology", "2x2"},
+                                          {"workload", {{"model", "ssd"}, {"global_batch", 4}}},
+                                          {"parallelism", {{"spatial", 2}}}});
+  auto r = run_tpusim({"plan", study, "--out", s.path("o"), "--json", "--space",
+                       "parallelism.spatial=2", "--space", "parallelism.spatial_w=1", "--space",
+                       "parallelism.bn_group_cores=0,2,4", "--space",
+                       "parallelism.weight_update_sharding=false", "--space",
+                       "parallelism.grad_bucket_MiB=32", "--space", "parallelism.grad_dtype=bf16"});
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+  CHECK(out["counts"]["candidates"] == 3);
+  CHECK(out["counts"]["equivalent"] == 1);
+  CHECK(out["counts"]["simulated"] == 2);
+  const auto& own = out["candidates"][out["study_layout"]["id"].get<std::string>()];
+  CHECK(own["layout"] == "model=1 spatial=2 w=1 bn=0 wus=off bucket_MiB=32 grad=bf16");
+  CHECK(own["equivalent_layouts"] ==
+        json::array({"model=1 spatial=2 w=1 bn=2 wus=off bucket_MiB=32 grad=bf16"}));
+}
