@@ -117,6 +117,22 @@ TEST_CASE("plan: the study's own layout is always simulated and ranked") {
   CHECK(own["study_layout"] == true);
 }
 
+TEST_CASE(
+    "plan: a study whose own layout is invalid is searched and says why its layout is not ranked") {
+  SweepScratch s;
+  json doc = small_bert_study();
+  doc["parallelism"] = {{"model", 4}};  // 4 does not divide the 30522-word vocabulary
+  const auto study = s.write("bert.json", doc);
+  auto r = run_tpusim({"plan", study, "--out", s.path("out"), "--json", "--space",
+                       "parallelism.grad_dtype=bf16", "--space", "parallelism.grad_bucket_MiB=32"});
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+  CHECK_FALSE(out["study_layout"].contains("rank"));
+  CHECK_THAT(out["study_layout"]["status"].get<std::string>(),
+             Catch::StartsWith("invalid parallelism.model: ") && Catch::Contains("30522"));
+  CHECK(out["top"].size() > 0);
+}
+
 TEST_CASE("plan: bad input is one line naming it with exit 2 and nothing simulated") {
   SweepScratch s;
   const auto study = s.write("bert.json", small_bert_study());

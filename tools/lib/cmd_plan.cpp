@@ -13,7 +13,7 @@
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "tools/lib/commands.hpp"
-#include "tools/lib/plan_evaluate.hpp"
+#include "tools/lib/plan_candidates.hpp"
 #include "tools/lib/plan_output.hpp"
 #include "tools/lib/study.hpp"
 #include "tools/lib/sweep_dir.hpp"
@@ -43,67 +43,6 @@ std::string ms_text(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f ms", ms);
   return buf;
-}
-
-/// A candidate that passed every check, with what the search needs.
-struct Survivor {
-  plan::Candidate candidate;
-  CandidateCheck check;
-  std::string id, label;
-  bool is_study = false;
-  std::vector<std::string> equivalents;  ///< labels of layouts with the same Program
-};
-
-/// Keeps one layout per Program (the study's own if it is among them); the others are listed
-/// with it and counted, not simulated.
-std::vector<Survivor> merge_equivalent(std::vector<Survivor> all, Rejections& rejected) {
-  std::stable_partition(all.begin(), all.end(), [](const Survivor& s) { return s.is_study; });
-  std::map<std::string, std::size_t> first;
-  std::vector<Survivor> out;
-  for (auto& s : all) {
-    const std::string key = s.check.program_fingerprint + sweep::number_text(s.check.peak_bytes);
-    auto [it, fresh] = first.emplace(key, out.size());
-    if (fresh) {
-      out.push_back(std::move(s));
-      continue;
-    }
-    Survivor& kept = out[it->second];
-    kept.equivalents.push_back(s.label);
-    add_rejection(rejected, "same Program as another layout", s.label,
-                  "builds the same Program as " + kept.label + ", simulated once for both");
-  }
-  return out;
-}
-
-/// Enumerates and checks every candidate; returns the survivors, fills the rejections.
-std::vector<Survivor> check_space(const plan::SearchSpace& space, const nlohmann::json& base,
-                                  const plan::Candidate* own, Rejections& rejected,
-                                  std::size_t& total, double& smallest_oom_peak,
-                                  std::string& smallest_oom_label) {
-  std::vector<plan::Candidate> all = plan::enumerate(space, base);
-  bool own_listed = own == nullptr;
-  for (const auto& c : all) own_listed = own_listed || c.values == own->values;
-  if (!own_listed) all.push_back(*own);
-  total = all.size();
-  std::vector<Survivor> out;
-  for (auto& c : all) {
-    Survivor s{std::move(c), {}, "", "", false};
-    s.label = plan::candidate_label(space, s.candidate.values);
-    s.is_study = own && s.candidate.values == own->values;
-    s.check = check_candidate(s.candidate.study);
-    if (!s.check.rejected_class.empty()) {
-      add_rejection(rejected, s.check.rejected_class, s.label, s.check.reason);
-      if (s.check.peak_bytes > 0 && s.check.rejected_class == "does not fit in HBM" &&
-          (smallest_oom_peak == 0 || s.check.peak_bytes < smallest_oom_peak)) {
-        smallest_oom_peak = s.check.peak_bytes;
-        smallest_oom_label = s.label;
-      }
-      continue;
-    }
-    s.id = sweep::fnv1a_hex(s.check.resolved.dump());
-    out.push_back(std::move(s));
-  }
-  return merge_equivalent(std::move(out), rejected);
 }
 
 plan::Evaluated evaluated(const Survivor& s, std::size_t index) {
@@ -152,18 +91,16 @@ void run_plan(PlanArgs a) {
         own_in_space = own_in_space && std::count(space.axes[i].values.begin(),
                                                   space.axes[i].values.end(), own.values[i]) > 0;
 
-  Rejections rejected;
-  std::size_t total = 0;
-  double smallest_oom = 0;
-  std::string smallest_oom_label;
-  std::vector<Survivor> survivors = check_space(space, base, own_in_space ? &own : nullptr,
-                                                rejected, total, smallest_oom, smallest_oom_label);
+  CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr);
+  Rejections& rejected = checked.rejected;
+  const std::size_t total = checked.total;
+  std::vector<Survivor>& survivors = checked.survivors;
   if (survivors.empty()) {
-    if (smallest_oom > 0)
+    if (checked.smallest_oom_peak > 0)
       throw ConfigError("plan", "no layout of the " + std::to_string(total) +
                                     " fits in HBM; the smallest peak is " +
-                                    format_bytes(smallest_oom) + " per core (" +
-                                    smallest_oom_label + ") against " +
+                                    format_bytes(checked.smallest_oom_peak) + " per core (" +
+                                    checked.smallest_oom_label + ") against " +
                                     format_bytes(study.hardware.hbm_bytes_per_core));
     std::string classes;
     for (const auto& [cls, r] : rejected)
@@ -205,8 +142,9 @@ void run_plan(PlanArgs a) {
   auto take_result = [&](std::size_t i) {
     const auto outcome = sweep::read_outcome(a.out_dir, survivors[i].id);
     if (outcome.state != sweep::PointState::Ok) {
-      add_rejection(rejected, "simulation failed", survivors[i].label,
-                    outcome.error.empty() ? "no result" : outcome.error);
+      const std::string error = outcome.error.empty() ? "no result" : outcome.error;
+      add_rejection(rejected, "simulation failed", survivors[i].label, error);
+      if (survivors[i].is_study) checked.own_rejection = "simulation failed: " + error;
       return;
     }
     reports[i] = outcome.report;
@@ -334,11 +272,7 @@ void run_plan(PlanArgs a) {
       own_json["step_time_ms"] = *evals[ranked[r]].step_ms;
       own_json["id"] = survivors[ranked[r]].id;
     }
-  if (!own_json.contains("rank") && own_in_space) {
-    own_json["status"] = "not simulated";
-    for (const auto& [cls, r] : rejected)
-      if (r.example == own_json["layout"]) own_json["status"] = cls + ": " + r.reason;
-  }
+  if (!own_json.contains("rank") && own_in_space) own_json["status"] = checked.own_rejection;
   out["study_layout"] = own_json;
   const Survivor& w = survivors[top.front()];
   const std::string winner_file = a.out_dir + "/winner.study.json";
