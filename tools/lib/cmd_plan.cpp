@@ -66,52 +66,25 @@ nlohmann::json winner_study(const PlanArgs& a, const plan::SearchSpace& space, c
   return doc;
 }
 
-void run_plan(PlanArgs a) {
-  const plan::Objective objective = plan::parse_objective(a.objective);
-  const Study study = load_study_file(a.study_file, a.sets);
-  const nlohmann::json& base = study.config.json();
-  const long long chips = static_cast<long long>(Topology(study.topology).num_chips());
-  const int cores = static_cast<int>(chips * study.hardware.cores_per_chip);
-  plan::SearchSpace space = plan::default_space(study.config, cores);
-  if (!a.batch_per_chip.empty()) {
-    if (objective == plan::Objective::StepTime)
-      throw ConfigError("--batch-per-chip",
-                        "compares different batches, which step time cannot; "
-                        "add --objective examples_per_s_per_chip");
-    plan::set_batch_per_chip(space, a.batch_per_chip, chips);
-  }
-  for (const auto& s : a.space) plan::override_axis(space, s);
-  // The study's own layout joins the search (to show where it ranks) unless a --space option
-  // left out one of its values.
-  const plan::Candidate own = plan::candidate_of(space, base);
-  bool own_in_space = true;
-  for (std::size_t i = 0; i < space.axes.size(); ++i)
-    for (const auto& s : a.space)
-      if (s.rfind(space.axes[i].path + "=", 0) == 0)
-        own_in_space = own_in_space && std::count(space.axes[i].values.begin(),
-                                                  space.axes[i].values.end(), own.values[i]) > 0;
+/// What the simulation stage found, per survivor (indices of CheckedSpace::survivors).
+struct SearchResult {
+  std::vector<plan::Evaluated> evals;  ///< step_ms set once simulated
+  std::vector<nlohmann::json> reports;
+  std::vector<bool> from_cache;
+  std::size_t pruned = 0, cached = 0;
+  bool interrupted = false;
+};
 
-  CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr);
+/// Simulates the survivors in the order of their bound, `-j` at a time, through the sweep
+/// runner into the results store a.out_dir; skips those the Pruner rules out (counted in
+/// checked.rejected).
+SearchResult simulate_in_bound_order(const PlanArgs& a, plan::Objective objective,
+                                     const plan::SearchSpace& space, CheckedSpace& checked) {
+  const std::vector<Survivor>& survivors = checked.survivors;
   Rejections& rejected = checked.rejected;
-  const std::size_t total = checked.total;
-  std::vector<Survivor>& survivors = checked.survivors;
-  if (survivors.empty()) {
-    if (checked.smallest_oom_peak > 0)
-      throw ConfigError("plan", "no layout of the " + std::to_string(total) +
-                                    " fits in HBM; the smallest peak is " +
-                                    format_bytes(checked.smallest_oom_peak) + " per core (" +
-                                    checked.smallest_oom_label + ") against " +
-                                    format_bytes(study.hardware.hbm_bytes_per_core));
-    std::string classes;
-    for (const auto& [cls, r] : rejected)
-      classes += (classes.empty() ? "" : "; ") + std::to_string(r.count) + " " + cls + " (" +
-                 r.reason + ")";
-    throw ConfigError("plan", "no valid layout among the " + std::to_string(total) +
-                                  " of the search space: " + classes);
-  }
-
   // Best bound first: what is most likely to win is simulated first and tightens the pruning.
-  std::vector<plan::Evaluated> evals;
+  SearchResult result;
+  std::vector<plan::Evaluated>& evals = result.evals;
   for (std::size_t i = 0; i < survivors.size(); ++i) evals.push_back(evaluated(survivors[i], i));
   std::vector<std::size_t> order(evals.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -120,20 +93,21 @@ void run_plan(PlanArgs a) {
            plan::cost(objective, evals[y], evals[y].bound_ms);
   });
 
-  if (a.out_dir.empty()) a.out_dir = "plan_" + fs::path(a.study_file).stem().string();
   make_sweep_dir(a.out_dir);
   sweep::Plan store;
   store.sweep_file = a.study_file;
   store.columns = space.paths();
-  std::vector<std::size_t> cached, todo;
+  std::vector<std::size_t> cached;
   for (std::size_t i : order) {
     const Survivor& s = survivors[i];
     if (sweep::read_outcome(a.out_dir, s.id).state == sweep::PointState::Ok) cached.push_back(i);
   }
 
   plan::Pruner pruner(objective, static_cast<std::size_t>(a.top));
-  std::vector<nlohmann::json> reports(survivors.size());
-  std::vector<bool> from_cache(survivors.size(), false);
+  std::vector<nlohmann::json>& reports = result.reports;
+  std::vector<bool>& from_cache = result.from_cache;
+  reports.resize(survivors.size());
+  from_cache.assign(survivors.size(), false);
   std::vector<std::size_t> point_of(survivors.size(), 0);  // survivor -> store point
   auto add_point = [&](std::size_t i) {
     point_of[i] = store.points.size();
@@ -162,7 +136,7 @@ void run_plan(PlanArgs a) {
     std::cerr << "tpusim plan: " << cached.size() << " layouts already simulated in " << a.out_dir
               << ", reusing them\n";
   SweepProgress progress(to_check, 0, ::isatty(STDERR_FILENO) == 1);
-  std::size_t pruned = 0;
+  result.cached = cached.size();
   for (std::size_t next = 0; next < order.size();) {
     std::vector<std::size_t> wave;
     while (next < order.size() && static_cast<int>(wave.size()) < a.jobs) {
@@ -173,7 +147,7 @@ void run_plan(PlanArgs a) {
         wave.push_back(i);
         continue;
       }
-      ++pruned;
+      ++result.pruned;
       progress.skipped(1);
       const plan::Evaluated& d = pruner.simulated()[*dominator];
       add_rejection(rejected, "skipped by bound", survivors[i].label,
@@ -197,17 +171,29 @@ void run_plan(PlanArgs a) {
       write_results(a.out_dir, store);
       std::cerr << "tpusim plan: interrupted; simulated layouts are kept in " << a.out_dir
                 << ", rerun the same command to go on\n";
-      set_exit_code(1);
-      return;
+      result.interrupted = true;
+      return result;
     }
     for (std::size_t i : wave) take_result(i);
   }
   progress.close();
   write_plan(a.out_dir, store);
   write_results(a.out_dir, store);
+  return result;
+}
 
+/// The plan as JSON (docs/plan.md), without the winner (run_plan adds it).
+nlohmann::json plan_json(const PlanArgs& a, plan::Objective objective,
+                         const plan::SearchSpace& space, const CheckedSpace& checked,
+                         const SearchResult& result, const nlohmann::json& base, long long chips,
+                         const plan::Candidate& own, bool own_in_space) {
+  const std::vector<Survivor>& survivors = checked.survivors;
+  const std::vector<plan::Evaluated>& evals = result.evals;
+  const std::vector<nlohmann::json>& reports = result.reports;
+  const std::vector<bool>& from_cache = result.from_cache;
+  const Rejections& rejected = checked.rejected;
+  const std::size_t total = checked.total, pruned = result.pruned;
   const auto top = plan::top_k(objective, evals, static_cast<std::size_t>(a.top));
-  if (top.empty()) throw ConfigError("plan", "no layout could be simulated; see " + a.out_dir);
   const auto ranked = plan::top_k(objective, evals, evals.size());
   nlohmann::json out;
   out["schema_version"] = kPlanSchemaVersion;
@@ -263,7 +249,7 @@ void run_plan(PlanArgs a) {
   out["counts"] = {
       {"candidates", total},     {"invalid", invalid},       {"oom", oom},
       {"pruned", pruned},        {"equivalent", equivalent}, {"simulated", ranked.size()},
-      {"cached", cached.size()}, {"failed", failed}};
+      {"cached", result.cached}, {"failed", failed}};
   nlohmann::json own_json = {{"layout", plan::candidate_label(space, own.values)}};
   if (!own_in_space) own_json["status"] = "outside the searched space (--space)";
   for (std::size_t r = 0; r < ranked.size(); ++r)
@@ -274,7 +260,68 @@ void run_plan(PlanArgs a) {
     }
   if (!own_json.contains("rank") && own_in_space) own_json["status"] = checked.own_rejection;
   out["study_layout"] = own_json;
-  const Survivor& w = survivors[top.front()];
+  return out;
+}
+
+void run_plan(PlanArgs a) {
+  const plan::Objective objective = plan::parse_objective(a.objective);
+  const Study study = load_study_file(a.study_file, a.sets);
+  const nlohmann::json& base = study.config.json();
+  const long long chips = static_cast<long long>(Topology(study.topology).num_chips());
+  const int cores = static_cast<int>(chips * study.hardware.cores_per_chip);
+  plan::SearchSpace space = plan::default_space(study.config, cores);
+  if (!a.batch_per_chip.empty()) {
+    if (objective == plan::Objective::StepTime)
+      throw ConfigError("--batch-per-chip",
+                        "compares different batches, which step time cannot; "
+                        "add --objective examples_per_s_per_chip");
+    plan::set_batch_per_chip(space, a.batch_per_chip, chips);
+  }
+  for (const auto& s : a.space) plan::override_axis(space, s);
+  // The study's own layout joins the search (to show where it ranks) unless a --space option
+  // left out one of its values.
+  const plan::Candidate own = plan::candidate_of(space, base);
+  bool own_in_space = true;
+  for (std::size_t i = 0; i < space.axes.size(); ++i)
+    for (const auto& s : a.space)
+      if (s.rfind(space.axes[i].path + "=", 0) == 0)
+        own_in_space = own_in_space && std::count(space.axes[i].values.begin(),
+                                                  space.axes[i].values.end(), own.values[i]) > 0;
+
+  CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr);
+  const Rejections& rejected = checked.rejected;
+  const std::size_t total = checked.total;
+  if (checked.survivors.empty()) {
+    if (checked.smallest_oom_peak > 0)
+      throw ConfigError("plan", "no layout of the " + std::to_string(total) +
+                                    " fits in HBM; the smallest peak is " +
+                                    format_bytes(checked.smallest_oom_peak) + " per core (" +
+                                    checked.smallest_oom_label + ") against " +
+                                    format_bytes(study.hardware.hbm_bytes_per_core));
+    std::string classes;
+    for (const auto& [cls, r] : rejected)
+      classes += (classes.empty() ? "" : "; ") + std::to_string(r.count) + " " + cls + " (" +
+                 r.reason + ")";
+    throw ConfigError("plan", "no valid layout among the " + std::to_string(total) +
+                                  " of the search space: " + classes);
+  }
+
+  if (a.out_dir.empty()) a.out_dir = "plan_" + fs::path(a.study_file).stem().string();
+  const SearchResult result = simulate_in_bound_order(a, objective, space, checked);
+  if (result.interrupted) {
+    set_exit_code(1);
+    return;
+  }
+  const auto top = plan::top_k(objective, result.evals, 1);
+  if (top.empty()) {  // every simulation failed: a failed run, not bad input
+    std::cerr << "tpusim plan: no layout could be simulated; the errors are in " << a.out_dir
+              << "/points/*.error.json\n";
+    set_exit_code(1);
+    return;
+  }
+  nlohmann::json out =
+      plan_json(a, objective, space, checked, result, base, chips, own, own_in_space);
+  const Survivor& w = checked.survivors[top.front()];
   const std::string winner_file = a.out_dir + "/winner.study.json";
   sweep::write_file_atomic(winner_file, winner_study(a, space, w).dump(2) + "\n");
   out["winner"] = {{"id", w.id}, {"layout", w.label}, {"study_file", winner_file}};
