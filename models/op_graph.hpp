@@ -97,6 +97,10 @@ struct OpNode {
   /// Optimizer op: bytes per weight of the output its next phase reads (LAMB's f32 update
   /// direction); 0 for an op that updates weights and slots in place.
   double out_bytes_per_param = 0;
+
+  // Rematerialization (workload.rematerialize).
+  int layer = -1;          ///< forward op: the layer it belongs to (OpGraph::begin_layer), or -1
+  bool recompute = false;  ///< a forward op recomputed in the backward pass (its copy)
 };
 
 struct OpEdge {
@@ -133,6 +137,12 @@ class OpGraph {
   const OpGraphBase& boost_graph() const { return g_; }
 
   void require_divisible(SplitConstraint c) { constraints_.push_back(std::move(c)); }
+
+  /// Ops added until end_layer() form one layer: with workload.rematerialize its activations are
+  /// recomputed in the backward pass from the layer's inputs instead of kept.
+  void begin_layer() { current_layer_ = layers_++; }
+  void end_layer() { current_layer_ = -1; }
+  int layers() const { return layers_; }
   const std::vector<SplitConstraint>& constraints() const { return constraints_; }
 
   std::string model;               ///< builder name
@@ -153,6 +163,8 @@ class OpGraph {
  private:
   OpGraphBase g_;
   std::vector<SplitConstraint> constraints_;
+  int current_layer_ = -1;
+  int layers_ = 0;
 };
 
 }  // namespace tpusim

@@ -184,7 +184,7 @@ class MaskRcnn final : public ModelBuilder {
     add_box_head(g, features, sampled, batch * rois, classes);
     add_mask_head(g, features, sampled, batch * mask_rois, classes, b.array_dim());
 
-    derive_training_graph(g, OptimizerKind::Sgd);
+    derive_training_graph(g, OptimizerKind::Sgd, cfg);
     finish_conv_training_graph(g);
     return g;
   }

@@ -68,7 +68,7 @@ class ResNet50 final : public ModelBuilder {
 
     // Infeed per image: the bf16 image (space-to-depth keeps its bytes) and an i32 label.
     g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + 4;
-    derive_training_graph(g, OptimizerKind::Lars);
+    derive_training_graph(g, OptimizerKind::Lars, cfg);
     finish_conv_training_graph(g);
     return g;
   }

@@ -86,7 +86,7 @@ class Partitioner {
 
   MemoryClass output_class(int v) const {
     const OpNode& n = g_.node(v);
-    if (n.phase == Phase::Forward) return MemoryClass::Activations;
+    if (n.phase == Phase::Forward || n.recompute) return MemoryClass::Activations;
     if (n.phase == Phase::Optimizer) return MemoryClass::OptimizerUpdates;
     return only_weight_gradient(v) ? MemoryClass::WeightGradients
                                    : MemoryClass::ActivationGradients;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "model_study.hpp"
+#include "models/memory/memory_classes.hpp"
 #include "models/memory/memory_model.hpp"
 #include "models/ops.hpp"
 #include "models/parallelism/layout.hpp"
@@ -161,4 +162,87 @@ TEST_CASE("memory: live bytes per op never fall below the resident buffers and p
   for (double b : live) CHECK(b >= mem.resident_bytes - 1e-3);
   CHECK(*std::max_element(live.begin(), live.end()) == mem.peak_bytes);
   CHECK(live[mem.peak_op] == mem.peak_bytes);
+}
+
+namespace {
+// `layers` layers of [m, h] x [h, h] then GELU, each a layer for rematerialization; then a loss.
+OpGraph gelu_chain(int layers, std::int64_t m, std::int64_t h, bool rematerialize) {
+  OpGraph g;
+  g.replica_batch = m;
+  int x = -1;
+  for (int i = 0; i < layers; ++i) {
+    const std::string p = "layer" + std::to_string(i) + ".";
+    g.begin_layer();
+    OpNode mm = weight_matmul(p + "dense", m, h, h, false);
+    x = x < 0 ? g.add(std::move(mm)) : g.add(std::move(mm), {x});
+    x = g.add(vector_op(OpKind::Elementwise, p + "gelu", static_cast<double>(m) * h, 1,
+                        vpu_ops::kGelu, vpu_ops::kGeluGrad),
+              {x});
+    g.end_layer();
+  }
+  g.add(cross_entropy_loss("loss", m, h), {x});
+  derive_training_graph(g, OptimizerKind::Adam, rematerialize);
+  return g;
+}
+}  // namespace
+
+TEST_CASE("memory: rematerialization keeps only layer outputs and recomputes the rest") {
+  // T = 2 m h bytes, one [m, h] bf16 tensor. At the last GELU's gradient, without
+  // rematerialization every layer's matmul and GELU outputs are live, plus dY and dX: 2N + 2
+  // tensors. With it, the N - 1 earlier layer outputs, dY, the recomputed matmul and GELU outputs
+  // and dX: N + 3 tensors. Resident: 14 bytes per weight (Adam), N h^2 weights.
+  const std::int64_t m = 65536, h = 128;
+  const double T = 2.0 * m * h;
+  for (int layers : {2, 4, 8}) {
+    const std::string last = "layer" + std::to_string(layers - 1) + ".gelu.bwd";
+    const double resident = 14.0 * layers * h * h;
+    const MemoryProfile kept =
+        analyze_memory(partition(gelu_chain(layers, m, h, false), single_core()), kHuge);
+    CHECK(kept.peak_op_name == last);
+    CHECK(kept.peak_bytes == resident + (2 * layers + 2) * T);
+    const MemoryProfile remat =
+        analyze_memory(partition(gelu_chain(layers, m, h, true), single_core()), kHuge);
+    CHECK(remat.peak_op_name == last);
+    CHECK(remat.peak_bytes == resident + (layers + 3) * T);
+    // The price: one more forward pass of every layer's matmul.
+    const double extra = gelu_chain(layers, m, h, true).total_flops(Phase::Backward) -
+                         gelu_chain(layers, m, h, false).total_flops(Phase::Backward);
+    CHECK(extra == layers * 2.0 * m * h * h);
+  }
+}
+
+TEST_CASE("memory: BERT-Large rematerialized keeps less and computes more") {
+  const auto plain = model_study("bert_large", "4x4", 32 * 8);
+  const auto remat = model_study("bert_large", "4x4", 32 * 8, {}, {{"rematerialize", true}});
+  const Program a = program_of(plain), b = program_of(remat);
+  const MemoryProfile ma = analyze_memory(a, kHuge), mb = analyze_memory(b, kHuge);
+  CHECK(mb.bytes_by_class[static_cast<int>(MemoryClass::Activations)] <
+        ma.bytes_by_class[static_cast<int>(MemoryClass::Activations)] / 4);
+  CHECK(mb.resident_bytes == ma.resident_bytes);
+  // 24 encoder layers recomputed: the extra FLOPs are the encoder's forward FLOPs.
+  const OpGraph g = graph_of(plain, 8);
+  double encoder_forward = 0;
+  for (int v = 0; v < g.size(); ++v)
+    if (g.node(v).phase == Phase::Forward && g.node(v).layer >= 0)
+      encoder_forward += g.node(v).flops;
+  CHECK(tpusim::test::sum_flops(b) - tpusim::test::sum_flops(a) ==
+        Approx(encoder_forward).epsilon(1e-9));
+}
+
+TEST_CASE("memory: every class has its dtype, lifetime and source, in enum order") {
+  REQUIRE(memory_classes().size() == static_cast<std::size_t>(kMemoryClasses));
+  for (int c = 0; c < kMemoryClasses; ++c) {
+    CHECK(memory_classes()[c].cls == static_cast<MemoryClass>(c));
+    CHECK(std::string(memory_classes()[c].source).size() > 20);
+    CHECK(std::string(to_string(static_cast<MemoryClass>(c))) != "?");
+  }
+}
+
+TEST_CASE("memory: a Program without sizes (a trace) is unknown, and fits") {
+  Program p = program_of(model_study("bert_large", "2x2", 8));
+  p.has_memory = false;
+  const MemoryProfile m = analyze_memory(p, 1);
+  CHECK_FALSE(m.known);
+  CHECK(m.fits());
+  CHECK(live_bytes_per_op(p).empty());
 }

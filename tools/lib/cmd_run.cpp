@@ -65,17 +65,20 @@ void run_study(const RunArgs& a) {
   SimOptions options = SimOptions::from_config(study.config);
   std::unique_ptr<ChromeTrace> trace;
   if (!a.timeline.empty()) {
-    trace = std::make_unique<ChromeTrace>(study.hardware.cores_per_chip);
+    const int cores = topology.num_chips() * study.hardware.cores_per_chip;
+    options.traced_cores =
+        timeline_cores(cores, study.hardware.cores_per_chip, a.timeline_all_up_to);
+    trace = std::make_unique<ChromeTrace>(program, study.hardware.cores_per_chip, cores,
+                                          options.traced_cores);
     options.timeline = trace.get();
-    options.traced_cores = timeline_cores(topology.num_chips() * study.hardware.cores_per_chip,
-                                          study.hardware.cores_per_chip, a.timeline_all_up_to);
   }
   SimReport r = simulate(program, topology, study.hardware, options);
   nlohmann::json report = make_report(study, program, r, a.top);
   report["out_of_memory"] = !memory.profile.fits();
   report["memory"] = memory_json(memory.profile, memory.seconds);
   if (trace) {
-    trace->live_bytes_counters(program, live_bytes_per_op(program));
+    trace->set_collective_stats(r.collectives);
+    trace->live_bytes_counters(live_bytes_per_op(program));
     trace->write(a.timeline);
     spdlog::info("timeline: {} events for {} cores in {}", trace->events(),
                  options.traced_cores.size(), a.timeline);
@@ -93,8 +96,10 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--set", a->sets,
                   "override a parameter: path.to.key=value (value as JSON, else a string)");
   cmd->add_flag("--json", a->json, "print the report as one JSON object");
-  cmd->add_option("--timeline", a->timeline,
-                  "write a Chrome trace event file (Perfetto, chrome://tracing)");
+  cmd->add_option(
+      "--timeline", a->timeline,
+      "write a Chrome trace event file (Perfetto, chrome://tracing); gzip-compressed if "
+      "the name ends in .gz");
   cmd->add_option("--record-trace", a->record_trace,
                   "write the step's SPMD Program as a trace (.json or .json.gz) for tpusim replay");
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,

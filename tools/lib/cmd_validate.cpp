@@ -1,4 +1,5 @@
-// tpusim validate STUDY.json: every check of `run` (config, layout, program), no simulation.
+// tpusim validate STUDY.json: every check of `run` (config, layout, program, memory), no
+// simulation. Exit 1 when the program does not fit the HBM, as `run` would.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -22,11 +23,17 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
     Study study = load_study_file(*study_path, *sets);
     Topology topology(study.topology);
     Program program = build_program(study.config, topology, study.hardware);
-    std::cout << "ok: " << *study_path << ": " << program.model << " on " << topology.describe()
-              << ", " << layout_string(program, study.config) << ", " << program.ops.size()
-              << " ops (" << program.num_collectives() << " collectives)\n";
     const TimedMemory memory = analyze_timed(program, study.hardware.hbm_bytes_per_core);
+    const bool fits = memory.profile.fits();
+    std::cout << (fits ? "ok: " : "out of memory: ") << *study_path << ": " << program.model
+              << " on " << topology.describe() << ", " << layout_string(program, study.config)
+              << ", " << program.ops.size() << " ops (" << program.num_collectives()
+              << " collectives)\n";
     print_memory(std::cout, memory_json(memory.profile, memory.seconds));
+    if (!fits) {
+      std::cerr << "tpusim: out of memory: " << describe_oom(memory.profile) << "\n";
+      set_exit_code(1);
+    }
   });
 }};
 
