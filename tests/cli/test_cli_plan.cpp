@@ -150,7 +150,7 @@ TEST_CASE("plan: bad input is one line naming it with exit 2 and nothing simulat
   auto bad_axis =
       run_tpusim({"plan", study, "--space", "parallelism.spatial_w=2", "--out", s.path("o")});
   CHECK(bad_axis.exit_code == 2);
-  CHECK_THAT(bad_axis.err, Catch::Contains("not an axis"));
+  CHECK_THAT(bad_axis.err, Catch::Contains("neither an axis"));
   auto batch_range = run_tpusim({"plan", study, "--batch-per-chip", "1:4", "--out", s.path("o")});
   CHECK(batch_range.exit_code == 2);
   CHECK_THAT(batch_range.err, Catch::Contains("--objective examples_per_s_per_chip"));

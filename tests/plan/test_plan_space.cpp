@@ -46,8 +46,8 @@ TEST_CASE("plan space: a convolutional model gets spatial, W-split and batch-nor
 TEST_CASE("plan space: every combination once, the values set in the study") {
   const Config cfg = test::model_study("bert_large", "4x4", 32);
   SearchSpace s = default_space(cfg, 32);
-  override_axis(s, "parallelism.model=1,2");
-  override_axis(s, "parallelism.grad_bucket_MiB=32");
+  override_axis(s, "parallelism.model=1,2", cfg);
+  override_axis(s, "parallelism.grad_bucket_MiB=32", cfg);
   const auto all = enumerate(s, cfg.json());
   REQUIRE(all.size() == 2 * 1 * 2 * 1 * 2);  // model x spatial x wus x bucket x dtype
   std::set<std::string> seen;
@@ -62,11 +62,22 @@ TEST_CASE("plan space: every combination once, the values set in the study") {
 TEST_CASE("plan space: bad overrides name --space and what is allowed") {
   const Config cfg = test::model_study("bert_large", "4x4", 32);
   SearchSpace s = default_space(cfg, 32);
-  CHECK_THROWS_WITH(override_axis(s, "parallelism.spatial_w=2"),
-                    Catch::Contains("--space") && Catch::Contains("not an axis") &&
+  // BERT declares no spatial_w.
+  CHECK_THROWS_WITH(override_axis(s, "parallelism.spatial_w=2", cfg),
+                    Catch::Contains("--space") && Catch::Contains("neither an axis") &&
                         Catch::Contains("parallelism.model"));
-  CHECK_THROWS_AS(override_axis(s, "parallelism.model"), ConfigError);
-  CHECK_THROWS_AS(override_axis(s, "parallelism.model=1,,2"), ConfigError);
+  CHECK_THROWS_AS(override_axis(s, "topology=8x8", cfg), ConfigError);
+  CHECK_THROWS_AS(override_axis(s, "parallelism.model", cfg), ConfigError);
+  CHECK_THROWS_AS(override_axis(s, "parallelism.model=1,,2", cfg), ConfigError);
+}
+
+TEST_CASE("plan space: --space adds an axis for another key the study declares") {
+  const Config cfg = test::model_study("bert_large", "4x4", 32);
+  SearchSpace s = default_space(cfg, 32);
+  const std::size_t before = enumerate(s, cfg.json()).size();
+  override_axis(s, "workload.rematerialize=false,true", cfg);
+  CHECK(s.axes.back().path == "workload.rematerialize");
+  CHECK(enumerate(s, cfg.json()).size() == 2 * before);
 }
 
 TEST_CASE("plan space: a per-chip batch range gives chips x powers of two") {

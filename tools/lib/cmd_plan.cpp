@@ -277,7 +277,7 @@ void run_plan(PlanArgs a) {
                         "add --objective examples_per_s_per_chip");
     plan::set_batch_per_chip(space, a.batch_per_chip, chips);
   }
-  for (const auto& s : a.space) plan::override_axis(space, s);
+  for (const auto& s : a.space) plan::override_axis(space, s, study.config);
   // The study's own layout joins the search (to show where it ranks) unless a --space option
   // left out one of its values.
   const plan::Candidate own = plan::candidate_of(space, base);

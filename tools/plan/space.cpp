@@ -73,7 +73,7 @@ SearchSpace default_space(const Config& base, int cores) {
   return s;
 }
 
-void override_axis(SearchSpace& space, const std::string& assignment) {
+void override_axis(SearchSpace& space, const std::string& assignment, const Config& base) {
   const auto eq = assignment.find('=');
   const std::string where = "--space " + assignment;
   if (eq == std::string::npos || eq == 0)
@@ -95,10 +95,16 @@ void override_axis(SearchSpace& space, const std::string& assignment) {
       axis.values = values;
       return;
     }
+  if (base.has(path) && path.rfind("topology", 0) != 0) {
+    space.axes.push_back({path, values});
+    return;
+  }
   std::string allowed;
   for (const auto& a : space.axes) allowed += (allowed.empty() ? "" : ", ") + a.path;
-  throw ConfigError(
-      where, "'" + path + "' is not an axis of this study's search space; allowed: " + allowed);
+  throw ConfigError(where, "'" + path +
+                               "' is neither an axis of this study's search space nor a key the "
+                               "study declares (topology excluded); axes: " +
+                               allowed);
 }
 
 void set_batch_per_chip(SearchSpace& space, const std::string& range, long long chips) {

@@ -32,9 +32,10 @@ struct SearchSpace {
 SearchSpace default_space(const Config& base, int cores);
 
 /// Applies "--space PATH=V1,V2,..." (values as JSON, else strings): replaces the values of an
-/// axis of the space (one value fixes it). Throws ConfigError naming --space when PATH is not
-/// an axis of the space or a value list is empty.
-void override_axis(SearchSpace& space, const std::string& assignment);
+/// axis of the space (one value fixes it), or adds an axis for another key the study declares
+/// (e.g. workload.rematerialize). Throws ConfigError naming --space when PATH is neither, or a
+/// value list is empty.
+void override_axis(SearchSpace& space, const std::string& assignment, const Config& base);
 
 /// Adds (or replaces) the axis workload.global_batch with chips x b for b = lo, 2 lo, 4 lo, ...
 /// up to hi ("--batch-per-chip LO:HI"). Throws ConfigError naming --batch-per-chip.
