@@ -49,6 +49,8 @@ void SweepProgress::finished(const std::string& label, bool ok, const std::strin
   std::fflush(out_);
 }
 
+void SweepProgress::skipped(std::size_t n) { total_ -= std::min(n, total_ - done_); }
+
 void SweepProgress::tick(std::size_t running) {
   running_ = running;
   if (!terminal_) return;

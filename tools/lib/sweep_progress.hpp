@@ -19,6 +19,9 @@ class SweepProgress {
   /// `running`: points still running after this one.
   void finished(const std::string& label, bool ok, const std::string& summary, double seconds,
                 std::size_t running, bool oom = false);
+  /// `n` points of the total will not run (a plan skipped them): the count and the estimate
+  /// cover the rest.
+  void skipped(std::size_t n);
   /// Redraws the bar (terminal only; at most a few times a second).
   void tick(std::size_t running);
   /// Ends the bar line.

@@ -1,0 +1,84 @@
+// Lower bounds of `tpusim plan` (tools/plan/bounds.hpp), against closed forms.
+#include <catch2/catch.hpp>
+
+#include "core/config.hpp"
+#include "core/hardware.hpp"
+#include "sim/tensor_core_cost.hpp"
+#include "tools/plan/bounds.hpp"
+
+using namespace tpusim;
+
+namespace {
+HardwareSpec tpu_v3() {
+  return HardwareSpec::from_config(load_config({{"preset", "tpu_v3"}, {"topology", "4x4"}}));
+}
+
+Op collective(CollectiveKind kind, double bytes, std::vector<std::string> axes) {
+  Op op;
+  op.name = "c";
+  op.kind = to_string(kind);
+  op.is_collective = true;
+  op.collective.kind = kind;
+  op.collective.bytes = bytes;
+  op.collective.axes = std::move(axes);
+  return op;
+}
+
+Program program(std::vector<MeshAxis> mesh, std::vector<Op> ops) {
+  Program p;
+  p.model = "test";
+  p.mesh = std::move(mesh);
+  p.examples_per_step = 1;
+  p.ops = std::move(ops);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("plan bounds: compute is the sum of the ops' cost formula times") {
+  const HardwareSpec hw = tpu_v3();
+  const Topology topo(parse_topology("4x4"));
+  Op a, b;
+  a.name = "a";
+  a.compute.matmul = MatmulShape{1, 1024, 1024, 1024};
+  a.compute.flops = a.compute.matmul->flops();
+  b.name = "b";
+  b.compute.vpu_elements = 1e6;
+  b.compute.bytes_read = 4e6;
+  const auto bound = plan::step_lower_bound(program({{"data", 32}}, {a, b}), topo, hw);
+  const double expect_ms =
+      (compute_op_time(hw, a.compute).total.ns() + compute_op_time(hw, b.compute).total.ns()) *
+      1e-6;
+  CHECK(bound.compute_ms == Approx(expect_ms));
+  CHECK(bound.bisection_ms == 0);
+  // At least the MXU's peak rate.
+  CHECK(bound.compute_ms >= a.compute.flops / hw.peak_flops_per_core() * 1e3);
+}
+
+TEST_CASE("plan bounds: collectives across the bisection, per direction") {
+  const HardwareSpec hw = tpu_v3();
+  const Topology topo(parse_topology("4x4"));  // wraps: 4 rows x 2 links cut
+  const double cut_Bps = 8 * hw.ici_bandwidth.bytes_per_s();
+  REQUIRE(topo.bisection_links() == 8);
+  const double S = 64e6;
+  auto bisection = [&](std::vector<MeshAxis> mesh, Op op) {
+    return plan::step_lower_bound(program(std::move(mesh), {op}), topo, hw).bisection_ms;
+  };
+  // One group of all 32 cores, 16 on each side: an all-reduce moves S each way.
+  CHECK(bisection({{"data", 32}}, collective(CollectiveKind::AllReduce, S, {"data"})) ==
+        Approx(S / cut_Bps * 1e3));
+  // Reduce-scatter and all-gather: the other side's half of the shards, S / 2 each way.
+  CHECK(bisection({{"data", 32}}, collective(CollectiveKind::ReduceScatter, S, {"data"})) ==
+        Approx(S / 2 / cut_Bps * 1e3));
+  CHECK(bisection({{"data", 32}}, collective(CollectiveKind::AllGather, S, {"data"})) ==
+        Approx(S / 2 / cut_Bps * 1e3));
+  // All-to-all: n_A n_B S / N = 16 x 16 x S / 32 each way.
+  CHECK(bisection({{"data", 32}}, collective(CollectiveKind::AllToAll, S, {"data"})) ==
+        Approx(8 * S / cut_Bps * 1e3));
+  // Groups of the two cores of a chip never cross the cut.
+  CHECK(bisection({{"data", 16}, {"model", 2}},
+                  collective(CollectiveKind::AllReduce, S, {"model"})) == 0);
+  // Two groups along "data" (one per model slot), both straddling: 2 S each way.
+  CHECK(
+      bisection({{"data", 16}, {"model", 2}}, collective(CollectiveKind::AllReduce, S, {"data"})) ==
+      Approx(2 * S / cut_Bps * 1e3));
+}

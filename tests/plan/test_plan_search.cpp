@@ -1,0 +1,55 @@
+// Ranking and pruning rules of `tpusim plan` (tools/plan/search.hpp).
+#include <catch2/catch.hpp>
+
+#include "core/errors.hpp"
+#include "tools/plan/search.hpp"
+
+using namespace tpusim;
+using namespace tpusim::plan;
+
+namespace {
+Evaluated sim(std::size_t id, double step_ms, double peak, double batch = 64, double chips = 16) {
+  return {id, step_ms, peak, batch, chips, step_ms};
+}
+Evaluated bound(double bound_ms, double peak, double batch = 64, double chips = 16) {
+  return {99, bound_ms, peak, batch, chips, std::nullopt};
+}
+}  // namespace
+
+TEST_CASE("plan search: objectives by name, an unknown one names --objective") {
+  CHECK(parse_objective("step_time") == Objective::StepTime);
+  CHECK(parse_objective("examples_per_s_per_chip") == Objective::ExamplesPerSPerChip);
+  CHECK_THROWS_WITH(parse_objective("speed"),
+                    Catch::Contains("--objective speed") && Catch::Contains("step_time"));
+}
+
+TEST_CASE("plan search: throughput per chip is batch / step time / chips") {
+  const Evaluated e = sim(0, 20, 1, 512, 16);
+  CHECK(objective_value(Objective::ExamplesPerSPerChip, e, 20) == Approx(512 / 0.020 / 16));
+  CHECK(objective_value(Objective::StepTime, e, 20) == 20);
+  // Lower cost is better for both: chip-ms per example.
+  CHECK(cost(Objective::ExamplesPerSPerChip, e, 20) == Approx(20.0 * 16 / 512));
+}
+
+TEST_CASE("plan search: skipped only if out of the top K and dominated in time and memory") {
+  Pruner p(Objective::StepTime, 1);
+  CHECK_FALSE(p.dominated_by(bound(12, 6)));  // nothing simulated yet
+  p.add_simulated(sim(0, 10, 5));
+  CHECK(p.dominated_by(bound(12, 6)) == std::optional<std::size_t>(0));
+  CHECK_FALSE(p.dominated_by(bound(12, 4)));  // less memory: may be on the Pareto front
+  CHECK_FALSE(p.dominated_by(bound(9, 6)));   // may be faster
+  Pruner two(Objective::StepTime, 2);
+  two.add_simulated(sim(0, 10, 5));
+  CHECK_FALSE(two.dominated_by(bound(12, 6)));  // may be second
+  two.add_simulated(sim(1, 11, 7));
+  CHECK(two.dominated_by(bound(12, 6)));
+}
+
+TEST_CASE("plan search: top K by cost and the Pareto front of cost and memory") {
+  std::vector<Evaluated> all{sim(0, 13, 6), sim(1, 10, 5), bound(1, 1), sim(2, 15, 1),
+                             sim(3, 12, 4)};
+  CHECK(top_k(Objective::StepTime, all, 2) == std::vector<std::size_t>{1, 4});
+  CHECK(top_k(Objective::StepTime, all, 10).size() == 4);  // the unsimulated one is not ranked
+  // 13 ms needs more memory than the faster 10 ms: not on the front.
+  CHECK(pareto_front(Objective::StepTime, all) == std::vector<std::size_t>{1, 4, 3});
+}

@@ -1,0 +1,98 @@
+// The search space of `tpusim plan`: which axes a model gets, how many candidates, overrides.
+#include <catch2/catch.hpp>
+
+#include "core/errors.hpp"
+#include "tests/unit/model_study.hpp"
+#include "tools/plan/space.hpp"
+
+using namespace tpusim;
+using namespace tpusim::plan;
+
+namespace {
+const SpaceAxis* axis(const SearchSpace& s, const std::string& path) {
+  for (const auto& a : s.axes)
+    if (a.path == path) return &a;
+  return nullptr;
+}
+std::size_t product(const SearchSpace& s) {
+  std::size_t n = 1;
+  for (const auto& a : s.axes) n *= a.values.size();
+  return n;
+}
+}  // namespace
+
+TEST_CASE("plan space: a model-parallel model gets model degrees, no spatial axes") {
+  const Config cfg = test::model_study("bert_large", "4x4", 32);
+  const SearchSpace s = default_space(cfg, 32);
+  REQUIRE(axis(s, "parallelism.model"));
+  // Powers of two up to min(cores, 64) = 32.
+  CHECK(axis(s, "parallelism.model")->values.size() == 6);
+  CHECK(axis(s, "parallelism.spatial")->values.size() == 1);
+  CHECK_FALSE(axis(s, "parallelism.spatial_w"));
+  CHECK_FALSE(axis(s, "parallelism.bn_group_cores"));
+  CHECK(enumerate(s, cfg.json()).size() == product(s));
+}
+
+TEST_CASE("plan space: a convolutional model gets spatial, W-split and batch-norm group axes") {
+  const Config cfg = test::model_study("ssd", "4x4", 64);
+  const SearchSpace s = default_space(cfg, 32);
+  CHECK(axis(s, "parallelism.model")->values.size() == 1);
+  CHECK(axis(s, "parallelism.spatial")->values.size() == 5);  // 1..16
+  REQUIRE(axis(s, "parallelism.spatial_w"));
+  REQUIRE(axis(s, "parallelism.bn_group_cores"));
+  CHECK(axis(s, "parallelism.bn_group_cores")->values.front() == 0);
+}
+
+TEST_CASE("plan space: every combination once, the values set in the study") {
+  const Config cfg = test::model_study("bert_large", "4x4", 32);
+  SearchSpace s = default_space(cfg, 32);
+  override_axis(s, "parallelism.model=1,2", cfg);
+  override_axis(s, "parallelism.grad_bucket_MiB=32", cfg);
+  const auto all = enumerate(s, cfg.json());
+  REQUIRE(all.size() == 2 * 1 * 2 * 1 * 2);  // model x spatial x wus x bucket x dtype
+  std::set<std::string> seen;
+  for (const auto& c : all) {
+    CHECK(c.study["parallelism"]["grad_bucket_MiB"] == 32);
+    seen.insert(c.study["parallelism"].dump());
+  }
+  CHECK(seen.size() == all.size());
+  CHECK(candidate_label(s, all.back().values) == "model=2 spatial=1 wus=on bucket_MiB=32 grad=f32");
+}
+
+TEST_CASE("plan space: bad overrides name --space and what is allowed") {
+  const Config cfg = test::model_study("bert_large", "4x4", 32);
+  SearchSpace s = default_space(cfg, 32);
+  // BERT declares no spatial_w.
+  CHECK_THROWS_WITH(override_axis(s, "parallelism.spatial_w=2", cfg),
+                    Catch::Contains("--space") && Catch::Contains("neither an axis") &&
+                        Catch::Contains("parallelism.model"));
+  CHECK_THROWS_AS(override_axis(s, "topology=8x8", cfg), ConfigError);
+  CHECK_THROWS_AS(override_axis(s, "parallelism.model", cfg), ConfigError);
+  CHECK_THROWS_AS(override_axis(s, "parallelism.model=1,,2", cfg), ConfigError);
+}
+
+TEST_CASE("plan space: --space adds an axis for another key the study declares") {
+  const Config cfg = test::model_study("bert_large", "4x4", 32);
+  SearchSpace s = default_space(cfg, 32);
+  const std::size_t before = enumerate(s, cfg.json()).size();
+  override_axis(s, "workload.rematerialize=false,true", cfg);
+  CHECK(s.axes.back().path == "workload.rematerialize");
+  CHECK(enumerate(s, cfg.json()).size() == 2 * before);
+}
+
+TEST_CASE("plan space: a per-chip batch range gives chips x powers of two") {
+  const Config cfg = test::model_study("bert_large", "4x4", 32);
+  SearchSpace s = default_space(cfg, 32);
+  set_batch_per_chip(s, "2:16", 16);
+  const auto* b = axis(s, "workload.global_batch");
+  REQUIRE(b);
+  CHECK(b->values == std::vector<nlohmann::json>{32, 64, 128, 256});
+  CHECK_THROWS_WITH(set_batch_per_chip(s, "4:2", 16), Catch::Contains("--batch-per-chip 4:2"));
+  CHECK_THROWS_AS(set_batch_per_chip(s, "x", 16), ConfigError);
+}
+
+TEST_CASE("plan space: a space too large to search is an error, not an allocation") {
+  const Config cfg = test::model_study("bert_large", "4x4", 32);
+  SearchSpace s = default_space(cfg, 32);
+  CHECK_THROWS_WITH(enumerate(s, cfg.json(), 10), Catch::Contains("more than 10"));
+}

@@ -1,0 +1,102 @@
+#include "tools/plan/bounds.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "sim/tensor_core_cost.hpp"
+#include "topologies/device_mesh.hpp"
+
+namespace tpusim::plan {
+namespace {
+
+/// Sums over the groups of one collective's member split across the cut, per byte of S.
+struct CutShares {
+  double straddling = 0;  ///< groups with members on both sides
+  double a_over_n = 0;    ///< sum of n_A / N over straddling groups
+  double b_over_n = 0;    ///< sum of n_B / N
+  double ab_over_n = 0;   ///< sum of n_A n_B / N
+};
+
+class Cut {
+ public:
+  Cut(const Topology& topology, int cores_per_chip) : cores_per_chip_(cores_per_chip) {
+    const auto& dims = topology.spec().dims;
+    dim_ = static_cast<int>(std::max_element(dims.begin(), dims.end()) - dims.begin());
+    side_.resize(static_cast<std::size_t>(topology.num_chips()));
+    for (int c = 0; c < topology.num_chips(); ++c)
+      side_[c] = topology.coord(c, dim_) < dims[dim_] / 2;
+  }
+  CutShares shares(const std::vector<std::vector<int>>& groups) const {
+    CutShares s;
+    for (const auto& g : groups) {
+      double a = 0;
+      for (int core : g) a += side_[core / cores_per_chip_] ? 1 : 0;
+      const double n = static_cast<double>(g.size()), b = n - a;
+      if (a == 0 || b == 0) continue;
+      s.straddling += 1;
+      s.a_over_n += a / n;
+      s.b_over_n += b / n;
+      s.ab_over_n += a * b / n;
+    }
+    return s;
+  }
+
+ private:
+  int cores_per_chip_;
+  int dim_ = 0;
+  std::vector<bool> side_;  ///< per chip: true on side A
+};
+
+/// Bytes across the cut per byte of a member's buffer, {A to B, B to A} (bounds.hpp).
+std::pair<double, double> crossing_per_byte(CollectiveKind kind, const CutShares& s) {
+  switch (kind) {
+    case CollectiveKind::AllReduce:
+      return {s.straddling, s.straddling};
+    case CollectiveKind::ReduceScatter:
+      return {s.b_over_n, s.a_over_n};
+    case CollectiveKind::AllGather:
+      return {s.a_over_n, s.b_over_n};
+    case CollectiveKind::AllToAll:
+      return {s.ab_over_n, s.ab_over_n};
+    case CollectiveKind::CollectivePermute:
+      return {0, 0};
+  }
+  return {0, 0};
+}
+
+}  // namespace
+
+StepBound step_lower_bound(const Program& program, const Topology& topology,
+                           const HardwareSpec& hw) {
+  StepBound b;
+  double compute_ns = 0;
+  for (const Op& op : program.ops)
+    if (!op.is_collective) compute_ns += compute_op_time(hw, op.compute).total.ns();
+  b.compute_ms = compute_ns * 1e-6;
+
+  const double cut_bytes_per_s = topology.bisection_links() * hw.ici_bandwidth.bytes_per_s();
+  if (cut_bytes_per_s <= 0) return b;
+  const DeviceMesh mesh(topology, hw.cores_per_chip, program.mesh);
+  const Cut cut(topology, hw.cores_per_chip);
+  std::map<std::vector<std::string>, CutShares> by_axes;  // groups along the same axes repeat
+  double a_to_b = 0, b_to_a = 0;
+  for (const Op& op : program.ops) {
+    if (!op.is_collective) continue;
+    const CollectiveSpec& c = op.collective;
+    CutShares s;
+    if (!c.replica_groups.empty()) {
+      s = cut.shares(c.replica_groups);
+    } else {
+      auto it = by_axes.find(c.axes);
+      if (it == by_axes.end()) it = by_axes.emplace(c.axes, cut.shares(mesh.groups(c.axes))).first;
+      s = it->second;
+    }
+    const auto [ab, ba] = crossing_per_byte(c.kind, s);
+    a_to_b += ab * c.bytes;
+    b_to_a += ba * c.bytes;
+  }
+  b.bisection_ms = std::max(a_to_b, b_to_a) / cut_bytes_per_s * 1e3;
+  return b;
+}
+
+}  // namespace tpusim::plan

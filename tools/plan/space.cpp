@@ -1,0 +1,186 @@
+#include "tools/plan/space.hpp"
+
+#include <cmath>
+#include <map>
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
+#include "models/model_builder.hpp"
+
+namespace tpusim::plan {
+namespace {
+
+// Bounds of the default space. Wider spaces are one --space option away; these keep a default
+// search of the largest slice to a few hundred simulations (docs/plan.md).
+constexpr int kMaxModelDefault = 64;    // BERT and Transformer have 16 heads
+constexpr int kMaxSpatialDefault = 16;  // MLPerf v0.7 used 8 (SSD, Mask R-CNN)
+constexpr int kMaxSpatialWDefault = 16;
+constexpr int kMaxBnGroupCoresDefault = 256;
+
+std::vector<nlohmann::json> powers_of_two(long long from, long long up_to) {
+  std::vector<nlohmann::json> v;
+  for (long long p = from; p <= up_to; p *= 2) v.push_back(p);
+  return v;
+}
+
+// Short names for labels; the full key for anything else.
+const std::map<std::string, std::string>& short_names() {
+  static const std::map<std::string, std::string> m{{"parallelism.model", "model"},
+                                                    {"parallelism.spatial", "spatial"},
+                                                    {"parallelism.spatial_w", "w"},
+                                                    {"parallelism.bn_group_cores", "bn"},
+                                                    {"parallelism.weight_update_sharding", "wus"},
+                                                    {"parallelism.grad_bucket_MiB", "bucket_MiB"},
+                                                    {"parallelism.grad_dtype", "grad"},
+                                                    {"workload.global_batch", "batch"}};
+  return m;
+}
+
+nlohmann::json parse_value(const std::string& text) {
+  auto v = nlohmann::json::parse(text, nullptr, false);
+  return v.is_discarded() ? nlohmann::json(text) : v;
+}
+
+}  // namespace
+
+std::vector<std::string> SearchSpace::paths() const {
+  std::vector<std::string> p;
+  for (const auto& a : axes) p.push_back(a.path);
+  return p;
+}
+
+SearchSpace default_space(const Config& base, int cores) {
+  auto builder = model_builder_for(base);
+  SearchSpace s;
+  s.axes.push_back({"parallelism.model", builder->supports_model_parallel()
+                                             ? powers_of_two(1, std::min(cores, kMaxModelDefault))
+                                             : std::vector<nlohmann::json>{1}});
+  s.axes.push_back(
+      {"parallelism.spatial", builder->supports_spatial()
+                                  ? powers_of_two(1, std::min(cores, kMaxSpatialDefault))
+                                  : std::vector<nlohmann::json>{1}});
+  if (base.has("parallelism.spatial_w"))
+    s.axes.push_back(
+        {"parallelism.spatial_w", powers_of_two(1, std::min(cores, kMaxSpatialWDefault))});
+  if (base.has("parallelism.bn_group_cores")) {
+    auto groups = powers_of_two(2, std::min(cores, kMaxBnGroupCoresDefault));
+    groups.insert(groups.begin(), 0);
+    s.axes.push_back({"parallelism.bn_group_cores", groups});
+  }
+  s.axes.push_back({"parallelism.weight_update_sharding", {false, true}});
+  s.axes.push_back({"parallelism.grad_bucket_MiB", {8, 32, 128}});
+  s.axes.push_back({"parallelism.grad_dtype", {"bf16", "f32"}});
+  return s;
+}
+
+void override_axis(SearchSpace& space, const std::string& assignment, const Config& base) {
+  const auto eq = assignment.find('=');
+  const std::string where = "--space " + assignment;
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError(where, "expected PATH=V1,V2,... e.g. --space parallelism.model=1,2,4");
+  const std::string path = assignment.substr(0, eq);
+  std::vector<nlohmann::json> values;
+  std::string rest = assignment.substr(eq + 1);
+  for (std::size_t start = 0; start <= rest.size();) {
+    const auto comma = rest.find(',', start);
+    const std::string item =
+        rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw ConfigError(where, "an empty value in the list");
+    values.push_back(parse_value(item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (auto& axis : space.axes)
+    if (axis.path == path) {
+      axis.values = values;
+      return;
+    }
+  if (base.has(path) && path.rfind("topology", 0) != 0) {
+    space.axes.push_back({path, values});
+    return;
+  }
+  std::string allowed;
+  for (const auto& a : space.axes) allowed += (allowed.empty() ? "" : ", ") + a.path;
+  throw ConfigError(where, "'" + path +
+                               "' is neither an axis of this study's search space nor a key the "
+                               "study declares (topology excluded); axes: " +
+                               allowed);
+}
+
+void set_batch_per_chip(SearchSpace& space, const std::string& range, long long chips) {
+  long long lo = 0, hi = 0;
+  char colon = 0, extra = 0;
+  const std::string where = "--batch-per-chip " + range;
+  if (std::sscanf(range.c_str(), "%lld%c%lld%c", &lo, &colon, &hi, &extra) != 3 || colon != ':' ||
+      lo < 1 || hi < lo || hi > (1LL << 20))
+    throw ConfigError(where, "expected LO:HI with 1 <= LO <= HI <= 1048576, e.g. 1:16");
+  std::vector<nlohmann::json> batches;
+  for (long long b = lo; b <= hi; b *= 2) batches.push_back(b * chips);
+  for (auto& axis : space.axes)
+    if (axis.path == "workload.global_batch") {
+      axis.values = batches;
+      return;
+    }
+  space.axes.insert(space.axes.begin(), {"workload.global_batch", batches});
+}
+
+std::vector<Candidate> enumerate(const SearchSpace& space, const nlohmann::json& base,
+                                 std::size_t max_candidates) {
+  std::size_t total = 1;
+  for (const auto& a : space.axes) {
+    if (a.values.empty()) throw ConfigError("--space " + a.path, "the axis has no values");
+    if (total > max_candidates / a.values.size())
+      throw ConfigError("--space", "the search space has more than " +
+                                       std::to_string(max_candidates) +
+                                       " layouts; fix some axes with --space PATH=VALUE");
+    total *= a.values.size();
+  }
+  std::vector<Candidate> out;
+  out.reserve(total);
+  std::vector<std::size_t> pick(space.axes.size(), 0);
+  for (std::size_t n = 0; n < total; ++n) {
+    Candidate c;
+    c.study = base;
+    for (std::size_t i = 0; i < space.axes.size(); ++i) {
+      c.values.push_back(space.axes[i].values[pick[i]]);
+      json_set(c.study, space.axes[i].path, c.values.back());
+    }
+    out.push_back(std::move(c));
+    for (std::size_t i = space.axes.size(); i-- > 0;) {  // last axis fastest
+      if (++pick[i] < space.axes[i].values.size()) break;
+      pick[i] = 0;
+    }
+  }
+  return out;
+}
+
+Candidate candidate_of(const SearchSpace& space, const nlohmann::json& study) {
+  Candidate c;
+  c.study = study;
+  for (const auto& a : space.axes) {
+    const auto* v = json_at(study, a.path);
+    nlohmann::json value = v ? *v : nlohmann::json();
+    // A resolved default reads 32.0 where the space lists 32: the same layout.
+    if (value.is_number_float() && value.get<double>() == std::floor(value.get<double>()) &&
+        std::fabs(value.get<double>()) < 9.0e15)
+      value = static_cast<std::int64_t>(value.get<double>());
+    c.values.push_back(value);
+  }
+  return c;
+}
+
+std::string candidate_label(const SearchSpace& space, const std::vector<nlohmann::json>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < space.axes.size() && i < values.size(); ++i) {
+    const auto it = short_names().find(space.axes[i].path);
+    const std::string name = it == short_names().end() ? space.axes[i].path : it->second;
+    const auto& v = values[i];
+    std::string text = v.is_string()    ? v.get<std::string>()
+                       : v.is_boolean() ? (v.get<bool>() ? "on" : "off")
+                                        : v.dump();
+    out += (out.empty() ? "" : " ") + name + "=" + text;
+  }
+  return out;
+}
+
+}  // namespace tpusim::plan
