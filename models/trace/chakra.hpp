@@ -17,6 +17,10 @@ constexpr const char* kChakraSchemaVersion = "0.0.4";
 /// Largest single message accepted in a `.et` stream (a node of a real trace is a few hundred
 /// bytes; the metadata holds the recorded study, a few KiB). Bounds what a corrupt length asks.
 constexpr std::uint64_t kMaxChakraMessageBytes = std::uint64_t{64} << 20;
+/// Most nodes per rank (a BERT step is about 1000), and most per-rank entries (collective and
+/// point-to-point nodes x ranks) kept while the ranks are compared: 4 bytes each.
+constexpr std::size_t kMaxChakraNodes = std::size_t{1} << 20;
+constexpr std::uint64_t kMaxChakraRankEntries = std::uint64_t{1} << 27;
 /// Largest `.et` file read (the whole file is held while it is parsed).
 constexpr std::uint64_t kMaxChakraFileBytes = std::uint64_t{1} << 30;
 

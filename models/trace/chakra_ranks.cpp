@@ -116,6 +116,7 @@ RankNodes read_rank_files(const std::string& dir) {
   std::unordered_map<std::uint64_t, std::size_t> index;
   std::vector<std::string> canon;
   std::string meta0;
+  std::uint64_t entries = 0;
   for (long long rank = 0; rank < r.ranks; ++rank) {
     const std::string& file = files[rank];
     const std::string bytes = read_chakra_file(file);
@@ -145,7 +146,16 @@ RankNodes read_rank_files(const std::string& dir) {
         const bool coll = node.type() == ChakraProtoMsg::COMM_COLL_NODE;
         const bool p2p = node.type() == ChakraProtoMsg::COMM_SEND_NODE ||
                          node.type() == ChakraProtoMsg::COMM_RECV_NODE;
-        r.pg_names.emplace_back(coll ? r.ranks : 0);
+        if (r.nodes.size() > kMaxChakraNodes)
+          throw ConfigError(where,
+                            "more than " + std::to_string(kMaxChakraNodes) + " nodes in one rank");
+        if (coll || p2p) entries += static_cast<std::uint64_t>(r.ranks);
+        if (entries > kMaxChakraRankEntries)
+          throw ConfigError(where, "communication nodes x ranks exceeds " +
+                                       std::to_string(kMaxChakraRankEntries) +
+                                       "; import a smaller mesh");
+        r.pg_ids.emplace_back(coll ? r.ranks : 0, -1);
+        r.pg_dict.emplace_back();
         r.peers.emplace_back(p2p ? r.ranks : 0, -1);
         r.p2p_bytes.push_back(0);
       } else {
@@ -160,8 +170,11 @@ RankNodes read_rank_files(const std::string& dir) {
       }
       if (rank > 0) seen[i] = true;
       ++count;
-      if (!r.pg_names[i].empty())
-        r.pg_names[i][rank] = get_string(node.attr(), kPgName, where).value_or("");
+      if (!r.pg_ids[i].empty())
+        if (auto pg = get_string(node.attr(), kPgName, where))
+          r.pg_ids[i][rank] = r.pg_dict[i]
+                                  .try_emplace(*pg, static_cast<std::int32_t>(r.pg_dict[i].size()))
+                                  .first->second;
       if (!r.peers[i].empty()) {
         const bool send = node.type() == ChakraProtoMsg::COMM_SEND_NODE;
         const auto peer = get_int(node.attr(), send ? kCommDst : kCommSrc, where);
@@ -176,7 +189,7 @@ RankNodes read_rank_files(const std::string& dir) {
         if (*size < 0)
           throw ConfigError(where, std::string(kCommSize) + " " + std::to_string(*size) +
                                        " is negative; expected a size in bytes >= 0");
-        r.peers[i][rank] = (*size == 0 || *peer == rank) ? -1 : *peer;
+        r.peers[i][rank] = (*size == 0 || *peer == rank) ? -1 : static_cast<std::int32_t>(*peer);
         r.p2p_bytes[i] = std::max(r.p2p_bytes[i], *size);
       }
     }

@@ -4,6 +4,7 @@
 // durations, attributes) except for what names its peers (pg_name, comm_src, comm_dst, and the
 // size of a point-to-point node). Part of the Chakra importer.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,12 @@ struct RankNodes {
   std::string rank0_file;
   ChakraProtoMsg::GlobalMetadata meta;      ///< rank 0's
   std::vector<ChakraProtoMsg::Node> nodes;  ///< rank 0's, in file order
-  /// Collective nodes: each rank's pg_name ("" if none); empty for other nodes.
-  std::vector<std::vector<std::string>> pg_names;
+  /// Collective nodes: each rank's pg_name as an index into pg_dict[node] (-1: none); empty for
+  /// other nodes. Ranks with one index are one process group.
+  std::vector<std::vector<std::int32_t>> pg_ids;
+  std::vector<std::map<std::string, std::int32_t>> pg_dict;
   /// Send (receive) nodes: each rank's comm_dst (comm_src), -1 for a 0-byte or self message.
-  std::vector<std::vector<std::int64_t>> peers;
+  std::vector<std::vector<std::int32_t>> peers;
   /// Send and receive nodes: the largest comm_size any rank gives.
   std::vector<std::int64_t> p2p_bytes;
 };

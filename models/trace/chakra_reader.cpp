@@ -205,11 +205,11 @@ std::vector<std::string> involved_axes(const std::vector<bool>& involved,
 
 // Groups from every rank's pg_name (ranks with one name form one group), else involved_dim,
 // else every rank.
-void read_groups(CollectiveSpec& c, const Node& n, const std::vector<std::string>& pg_names,
+void read_groups(CollectiveSpec& c, const Node& n, const std::vector<std::int32_t>& pg_ids,
                  const std::vector<MeshAxis>& mesh, const std::string& where, int& assumed_all) {
   const auto involved = ch::get_bool_list(n.attr(), ch::kInvolvedDim, where);
-  const bool named = std::any_of(pg_names.begin(), pg_names.end(),
-                                 [](const std::string& s) { return !s.empty(); });
+  const bool named =
+      std::any_of(pg_ids.begin(), pg_ids.end(), [](std::int32_t id) { return id >= 0; });
   if (!named) {
     if (involved)
       c.axes = involved_axes(*involved, mesh, where);
@@ -217,14 +217,14 @@ void read_groups(CollectiveSpec& c, const Node& n, const std::vector<std::string
       ++assumed_all;
     return;
   }
-  std::map<std::string, std::size_t> group_index;
+  std::map<std::int32_t, std::size_t> group_index;
   std::vector<std::vector<int>> groups;
-  for (std::size_t rank = 0; rank < pg_names.size(); ++rank) {
-    if (pg_names[rank].empty())
+  for (std::size_t rank = 0; rank < pg_ids.size(); ++rank) {
+    if (pg_ids[rank] < 0)
       throw ConfigError(where, "rank " + std::to_string(rank) +
                                    " gives no pg_name while other ranks do; every rank names its "
                                    "process group");
-    auto [it, inserted] = group_index.try_emplace(pg_names[rank], groups.size());
+    auto [it, inserted] = group_index.try_emplace(pg_ids[rank], groups.size());
     if (inserted) groups.emplace_back();
     groups[it->second].push_back(static_cast<int>(rank));
   }
@@ -336,6 +336,9 @@ ChakraImport read_chakra(const std::string& dir, const ChakraImportOptions& opti
     std::sort(op.deps.begin(), op.deps.end());
     if (n.type() == ChakraProtoMsg::COMP_NODE) {
       if (op.kind.empty()) op.kind = "chakra_comp";
+      if (parse_collective_kind(op.kind))
+        throw ConfigError(where, "a compute node's tpusim_kind '" + op.kind +
+                                     "' is a collective kind; expected a compute kind");
       op.compute = read_compute(n, where);
     } else {
       op.is_collective = true;
@@ -349,7 +352,7 @@ ChakraImport read_chakra(const std::string& dir, const ChakraImportOptions& opti
                                        "(0), ALL_GATHER (2), ALL_TO_ALL (6), REDUCE_SCATTER (7) or "
                                        "REDUCE_SCATTER_BLOCK (8)");
         op.collective.kind = *kind;
-        read_groups(op.collective, n, r.pg_names[members[0]], p.mesh, where, assumed_all);
+        read_groups(op.collective, n, r.pg_ids[members[0]], p.mesh, where, assumed_all);
         const auto bytes = ch::find(n.attr(), ch::kCommBytes)
                                ? ch::get_double(n.attr(), ch::kCommBytes, where)
                                : ch::get_double(n.attr(), ch::kCommSize, where);

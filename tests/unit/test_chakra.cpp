@@ -385,3 +385,21 @@ TEST_CASE("a foreign trace imports in dependency order; cycles and dangling deps
   CHECK_THAT(import_error(load_dir), Catch::Contains("type MEM_LOAD_NODE is not imported"));
   for (const auto& d : {dir, cyclic, dangling, reduce_dir, load_dir}) fs::remove_all(d);
 }
+
+TEST_CASE("a rank with more nodes than the importer keeps is refused, not read into memory") {
+  const std::string dir = temp_dir("many");
+  fs::create_directories(dir);
+  std::string out;
+  ChakraProtoMsg::GlobalMetadata meta;
+  meta.set_version("0.0.4");
+  trace::append_delimited(out, meta);
+  for (std::uint64_t id = 0; id <= trace::kMaxChakraNodes; ++id) {
+    ChakraProtoMsg::Node n;
+    n.set_id(id);
+    trace::append_delimited(out, n);
+  }
+  write_bytes(dir + "/et.0.et", out);
+  CHECK(import_error(dir) == dir + "/et.0.et: node " + std::to_string(trace::kMaxChakraNodes) +
+                                 " '': more than 1048576 nodes in one rank");
+  fs::remove_all(dir);
+}
