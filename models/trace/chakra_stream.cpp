@@ -1,5 +1,7 @@
 #include "models/trace/chakra_stream.hpp"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -64,6 +66,9 @@ void DelimitedReader::next(google::protobuf::MessageLite& message, const char* w
     throw ConfigError(where, "the message claims " + std::to_string(length) + " bytes but only " +
                                  std::to_string(bytes_.size() - pos_) +
                                  " remain (truncated file?)");
+  // protobuf would also log a malformed message (e.g. invalid UTF-8 in a string) to stderr; the
+  // error below says it once, naming the file and place.
+  const google::protobuf::LogSilencer quiet;
   if (!message.ParseFromArray(bytes_.data() + pos_, static_cast<int>(length)))
     throw ConfigError(
         where, std::string("is not a valid Chakra ") + what + " message (malformed protobuf)");
