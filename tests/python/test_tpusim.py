@@ -73,6 +73,7 @@ def test_sweep_rows_are_the_points_runs(tmp_path):
             "axes": [{"path": "hardware.ici.bandwidth_GBps", "values": [50, 100]}]}
     rows = tpusim.sweep(spec, out=tmp_path / "sw", jobs=2, as_dataframe=False)
     assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert all(isinstance(r["id"], str) and len(r["id"]) == 16 for r in rows)
     for row in rows:
         point = tpusim.run(STUDY, sets={"hardware.ici.bandwidth_GBps": row["hardware.ici.bandwidth_GBps"]})
         # results.csv keeps 9 significant digits
