@@ -19,7 +19,7 @@ for cmd in munged slurmctld slurmd sbatch squeue scontrol; do
 done
 export PATH="$BUILD/bin:$PATH:/usr/sbin"
 [ -x "$BUILD/bin/tpusim" ] || fail "$BUILD/bin/tpusim is not built"
-[ "$(id -u)" -eq 0 ] || skip "the daemons run as the slurm and munge users here only when started as root"
+[ "$(id -u)" -eq 0 ] || skip "not root: the test starts its own munged, slurmctld and slurmd (SlurmUser=root), which needs root"
 
 WORK=$(mktemp -d /tmp/tpusim_slurm.XXXXXX)
 chmod 755 "$WORK"
