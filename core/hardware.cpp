@@ -21,7 +21,7 @@ const ParamRegistrar kParams{{
     {"hardware.mxu.fill_drain_cycles", T::Integer, "cycles", 256, "pipeline fill plus drain, paid once per matmul", 0, 1e6},
     {"hardware.vpu.lanes", T::Integer, "", 128, "vector unit lanes", 1, 4096},
     {"hardware.vpu.sublanes", T::Integer, "", 8, "vector unit sublanes (elements per lane per cycle)", 1, 1024},
-    {"hardware.hbm.GiB_per_core", T::Number, "GiB", 16.0, "HBM capacity per TensorCore", 0.001, 1e6},
+    {"hardware.hbm.GiB_per_core", T::Number, "GiB", 16.0, "HBM capacity per TensorCore; a program whose peak memory exceeds it does not run (docs/memory.md)", 0.001, 1e6},
     {"hardware.hbm.bandwidth_GBps_per_core", T::Number, "GB/s", 450.0, "peak HBM bandwidth per TensorCore", 0.001, 1e6},
     {"hardware.hbm.latency_ns", T::Number, "ns", 500.0, "latency of one HBM transaction", 0, 1e9},
     {"hardware.onchip.bandwidth_GBps", T::Number, "GB/s", 300.0, "path between the cores of a chip, one direction", 0.001, 1e6},

@@ -48,6 +48,7 @@ const char* to_string(SplitDim d) {
 }
 
 OpGraph::Vertex OpGraph::add(OpNode node, const std::vector<Vertex>& inputs) {
+  if (node.layer < 0 && node.phase == Phase::Forward) node.layer = current_layer_;
   const Vertex v = static_cast<Vertex>(boost::add_vertex(std::move(node), g_));
   for (std::size_t slot = 0; slot < inputs.size(); ++slot) {
     assert(inputs[slot] >= 0 && inputs[slot] < v && "inputs must be earlier ops");

@@ -94,6 +94,13 @@ struct OpNode {
   bool weight_grad = false;  ///< computes (a contribution to) the gradient of forward_of's weights
                              ///< (or of tied_to's weights)
   int param_owner = -1;      ///< optimizer op: the forward op whose parameters it updates
+  /// Optimizer op: bytes per weight of the output its next phase reads (LAMB's f32 update
+  /// direction); 0 for an op that updates weights and slots in place.
+  double out_bytes_per_param = 0;
+
+  // Rematerialization (workload.rematerialize).
+  int layer = -1;          ///< forward op: the layer it belongs to (OpGraph::begin_layer), or -1
+  bool recompute = false;  ///< a forward op recomputed in the backward pass (its copy)
 };
 
 struct OpEdge {
@@ -130,10 +137,23 @@ class OpGraph {
   const OpGraphBase& boost_graph() const { return g_; }
 
   void require_divisible(SplitConstraint c) { constraints_.push_back(std::move(c)); }
+
+  /// Ops added until end_layer() form one layer: with workload.rematerialize its activations are
+  /// recomputed in the backward pass from the layer's inputs instead of kept.
+  void begin_layer() { current_layer_ = layers_++; }
+  void end_layer() { current_layer_ = -1; }
+  int layers() const { return layers_; }
   const std::vector<SplitConstraint>& constraints() const { return constraints_; }
 
   std::string model;               ///< builder name
   std::int64_t replica_batch = 0;  ///< examples one replica processes per step
+  /// f32 optimizer slots kept per weight (momentum 1, Adam and LAMB 2); set by
+  /// derive_training_graph.
+  int optimizer_slots = 0;
+  std::string optimizer;  ///< "adam", "lamb", ... (set by derive_training_graph)
+  /// Bytes of one example as the infeed delivers it (ids, images, labels); set by the builder.
+  double infeed_bytes_per_example = 0;
+  DType infeed_dtype = DType::BF16;  ///< dtype of the largest infeed tensor
 
   // Totals over ops (per replica).
   double total_flops() const;
@@ -143,6 +163,8 @@ class OpGraph {
  private:
   OpGraphBase g_;
   std::vector<SplitConstraint> constraints_;
+  int current_layer_ = -1;
+  int layers_ = 0;
 };
 
 }  // namespace tpusim

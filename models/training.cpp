@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "core/params.hpp"
 #include "models/ops.hpp"
 
 namespace tpusim {
@@ -19,6 +20,18 @@ const char* to_string(OptimizerKind k) {
       return "sgd";
   }
   return "?";
+}
+
+namespace {
+const ParamRegistrar kParams{{
+    {"workload.rematerialize", ParamType::Boolean, "", false,
+     "recompute each layer's activations in the backward pass instead of keeping them from the "
+     "forward pass (less memory, a second forward pass of every layer)"},
+}};
+}  // namespace
+
+int optimizer_slots(OptimizerKind k) {
+  return k == OptimizerKind::Adam || k == OptimizerKind::Lamb ? 2 : 1;
 }
 
 namespace {
@@ -82,16 +95,26 @@ OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s
 
 class Deriver {
  public:
-  Deriver(OpGraph& g, OptimizerKind opt)
+  Deriver(OpGraph& g, OptimizerKind opt, bool rematerialize)
       : g_(g),
         opt_(opt),
+        rematerialize_(rematerialize),
         forward_ops_(g.size()),
         dy_sources_(forward_ops_),
-        weight_grads_(forward_ops_) {}
+        weight_grads_(forward_ops_),
+        recomputed_(forward_ops_, -1) {}
 
   void run() {
     mark_requires_grad();
-    for (int v = forward_ops_ - 1; v >= 0; --v) backward_of(v);
+    std::vector<bool> layer_done(static_cast<std::size_t>(g_.layers()), false);
+    for (int v = forward_ops_ - 1; v >= 0; --v) {
+      const int layer = g_.node(v).layer;
+      if (rematerialize_ && layer >= 0 && !layer_done[layer]) {
+        layer_done[layer] = true;
+        recompute_layer(layer);
+      }
+      backward_of(v);
+    }
     add_optimizer();
   }
 
@@ -108,13 +131,36 @@ class Deriver {
 
   int owner_of(int v) const { return g_.node(v).tied_to >= 0 ? g_.node(v).tied_to : v; }
 
+  // A forward tensor as the backward pass reads it: its recomputed copy, if there is one.
+  int saved(int v) const { return v < forward_ops_ && recomputed_[v] >= 0 ? recomputed_[v] : v; }
+
+  // Copies of the layer's forward ops, in forward order, reading the recomputed copies of their
+  // inputs from the same layer and the kept tensors from outside it. They own no weights.
+  void recompute_layer(int layer) {
+    for (int v = 0; v < forward_ops_; ++v) {
+      if (g_.node(v).layer != layer) continue;
+      OpNode copy = g_.node(v);
+      copy.name += ".remat";
+      copy.phase = Phase::Backward;
+      copy.recompute = true;
+      copy.params = 0;
+      copy.tied_to = -1;
+      copy.params_split_by_model = false;
+      std::vector<int> inputs;
+      for (int u : g_.inputs(v)) inputs.push_back(saved(u));
+      recomputed_[v] = g_.add(std::move(copy), inputs);
+    }
+  }
+
   // Adds a backward op that waits for the gradient of v's output and for `saved` forward tensors.
   int add_backward(OpNode op, int v, const std::vector<int>& saved, bool weight_grad) {
     op.forward_of = v;
     op.weight_grad = weight_grad;
     std::vector<int> deps = dy_sources_[v];
-    for (int s : saved)
+    for (int t : saved) {
+      const int s = this->saved(t);
       if (std::find(deps.begin(), deps.end(), s) == deps.end()) deps.push_back(s);
+    }
     const int b = g_.add(std::move(op), deps);
     if (weight_grad) {
       weight_grads_[owner_of(v)].push_back(b);
@@ -191,7 +237,8 @@ class Deriver {
       case OptimizerKind::Sgd:
         return {4, 12, 10};
       case OptimizerKind::Lamb:  // moments + update + norm partial sums | ratio, step, convert
-        return apply_phase ? OptimizerOpCost{4, 8, 6} : OptimizerOpCost{16, 16, 12};
+        // The update phase writes both moments and the f32 update direction the apply reads.
+        return apply_phase ? OptimizerOpCost{4, 8, 6} : OptimizerOpCost{16, 16, 12, 4};
       case OptimizerKind::Lars:  // norms of w and g | momentum step with the trust ratio
         return apply_phase ? OptimizerOpCost{8, 12, 10} : OptimizerOpCost{4, 8, 0};
     }
@@ -212,6 +259,7 @@ class Deriver {
     op.vpu_ops_per_element = c.ops_per_element;
     op.bytes_read = n * c.bytes_read_per_param;
     op.bytes_written = n * c.bytes_written_per_param;
+    op.out_bytes_per_param = c.out_bytes_per_param;
     op.forward_of = owner;
     op.param_owner = owner;
     // Weights divided over the model axis divide their update; a norm over them is partial.
@@ -239,14 +287,24 @@ class Deriver {
 
   OpGraph& g_;
   OptimizerKind opt_;
+  bool rematerialize_;
   int forward_ops_;
   std::vector<bool> requires_grad_;
   std::vector<std::vector<int>> dy_sources_;    ///< ops whose outputs sum into dY of a forward op
   std::vector<std::vector<int>> weight_grads_;  ///< per owner: ops contributing to its gradient
+  std::vector<int> recomputed_;                 ///< per forward op: its recomputed copy, or -1
 };
 
 }  // namespace
 
-void derive_training_graph(OpGraph& g, OptimizerKind optimizer) { Deriver(g, optimizer).run(); }
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer, bool rematerialize) {
+  g.optimizer = to_string(optimizer);
+  g.optimizer_slots = optimizer_slots(optimizer);
+  Deriver(g, optimizer, rematerialize).run();
+}
+
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer, const Config& cfg) {
+  derive_training_graph(g, optimizer, cfg.boolean("workload.rematerialize"));
+}
 
 }  // namespace tpusim

@@ -1,5 +1,6 @@
 #pragma once
 // From a forward graph to a training step: backward derived op by op, and the optimizer.
+#include "core/config.hpp"
 #include "models/op_graph.hpp"
 
 namespace tpusim {
@@ -23,13 +24,23 @@ const char* to_string(OptimizerKind k);
 ///    computes moments and partial norms, whose norms are reduced over the weight's shards, then
 ///    an apply op).
 /// Returns nothing; the new ops' forward_of / weight_grad / param_owner links say what they are.
-void derive_training_graph(OpGraph& g, OptimizerKind optimizer);
+///
+/// With `rematerialize`, every layer (OpGraph::begin_layer) is recomputed from its inputs right
+/// before its backward ops, which then read the recomputed tensors: the forward pass keeps only
+/// the tensors crossing layer boundaries, at the cost of a second forward pass of each layer.
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer, bool rematerialize = false);
+/// The same, with rematerialize read from the study's workload.rematerialize.
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer, const Config& cfg);
 
 /// Vector ops per weight element and HBM bytes per weight of one optimizer op.
 struct OptimizerOpCost {
   double ops_per_element = 0;
   double bytes_read_per_param = 0;
   double bytes_written_per_param = 0;
+  double out_bytes_per_param = 0;  ///< of those, the output the next phase reads (not in place)
 };
+
+/// f32 state slots per weight: momentum 1 (SGD, LARS), Adam and LAMB 2 moments.
+int optimizer_slots(OptimizerKind k);
 
 }  // namespace tpusim

@@ -89,8 +89,10 @@ class BertLarge final : public ModelBuilder {
 
     for (std::int64_t l = 0; l < layers; ++l) {
       const std::string p = "encoder." + std::to_string(l) + ".";
+      g.begin_layer();
       x = add_self_attention(g, p, x, seq, d);
       x = add_feed_forward(g, p, x, seq, d, Activation::Gelu);
+      g.end_layer();
     }
 
     // Masked-LM head on the masked positions: gather, dense + GELU + layer norm (replicated on
@@ -126,7 +128,11 @@ class BertLarge final : public ModelBuilder {
     const int cls = g.add(weight_matmul("nsp.classifier", batch, h, 2, true), {tanh});
     g.add(cross_entropy_loss("nsp.loss", batch, 2), {cls});
 
-    derive_training_graph(g, OptimizerKind::Lamb);
+    // Infeed per sequence (MLPerf reference features): input_ids, input_mask, segment_ids per
+    // token; masked_lm_positions, _ids, _weights per masked position; next_sentence_labels.
+    g.infeed_bytes_per_example = static_cast<double>(3 * seq + 3 * masked + 1) * 4;
+    g.infeed_dtype = DType::I32;
+    derive_training_graph(g, OptimizerKind::Lamb, cfg);
     return g;
   }
 };

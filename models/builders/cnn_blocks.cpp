@@ -70,21 +70,27 @@ MapRef CnnBlocks::stem(const FeatureMap& image, int block) {
 MapRef CnnBlocks::bottleneck(const std::string& name, const MapRef& x, std::int64_t width,
                              int stride) {
   const std::int64_t out = 4 * width;
+  g_.begin_layer();
   MapRef shortcut = x;
   if (stride != 1 || x.map.channels != out)
     shortcut = conv_bn(name + ".shortcut", x, out, 1, stride, false);
   MapRef y = conv_bn(name + ".conv1", x, width, 1, 1, true);
   y = conv_bn(name + ".conv2", y, width, 3, stride, true);  // v1.5: the stride is on the 3x3
-  return conv_bn(name + ".conv3", y, out, 1, 1, true, ConvPadding::Same, &shortcut);
+  y = conv_bn(name + ".conv3", y, out, 1, 1, true, ConvPadding::Same, &shortcut);
+  g_.end_layer();
+  return y;
 }
 
 MapRef CnnBlocks::basic_block(const std::string& name, const MapRef& x, std::int64_t width,
                               int stride) {
+  g_.begin_layer();
   MapRef shortcut = x;
   if (stride != 1 || x.map.channels != width)
     shortcut = conv_bn(name + ".shortcut", x, width, 1, stride, false);
   MapRef y = conv_bn(name + ".conv1", x, width, 3, stride, true);
-  return conv_bn(name + ".conv2", y, width, 3, 1, true, ConvPadding::Same, &shortcut);
+  y = conv_bn(name + ".conv2", y, width, 3, 1, true, ConvPadding::Same, &shortcut);
+  g_.end_layer();
+  return y;
 }
 
 }  // namespace tpusim

@@ -66,7 +66,9 @@ class ResNet50 final : public ModelBuilder {
     loss.vpu_ops_per_element += 1;  // label smoothing 0.1 (MLPerf reference)
     g.add(std::move(loss), {fc});
 
-    derive_training_graph(g, OptimizerKind::Lars);
+    // Infeed per image: the bf16 image (space-to-depth keeps its bytes) and an i32 label.
+    g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + 4;
+    derive_training_graph(g, OptimizerKind::Lars, cfg);
     finish_conv_training_graph(g);
     return g;
   }

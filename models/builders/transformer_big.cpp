@@ -71,17 +71,21 @@ class TransformerBig final : public ModelBuilder {
     auto [table, x] = embed("encoder.", -1);
     for (std::int64_t l = 0; l < enc_layers; ++l) {
       const std::string p = "encoder." + std::to_string(l) + ".";
+      g.begin_layer();
       x = add_self_attention(g, p, x, seq, d);
       x = add_feed_forward(g, p, x, seq, d, Activation::Relu);
+      g.end_layer();
     }
     const int memory = x;
 
     int y = embed("decoder.", table).second;
     for (std::int64_t l = 0; l < dec_layers; ++l) {
       const std::string p = "decoder." + std::to_string(l) + ".";
+      g.begin_layer();
       y = add_self_attention(g, p, y, seq, d);  // causal mask: same work on the MXU
       y = add_cross_attention(g, p, y, seq, memory, seq, d);
       y = add_feed_forward(g, p, y, seq, d, Activation::Relu);
+      g.end_layer();
     }
 
     // Pre-softmax projection with the shared table, split on the vocabulary; label-smoothed
@@ -96,7 +100,10 @@ class TransformerBig final : public ModelBuilder {
     loss.split.model = SplitDim::K;
     g.add(std::move(loss), {lv});
 
-    derive_training_graph(g, OptimizerKind::Adam);
+    // Infeed per packed pair: inputs and targets with their packing segment ids and positions.
+    g.infeed_bytes_per_example = static_cast<double>(6 * seq) * 4;
+    g.infeed_dtype = DType::I32;
+    derive_training_graph(g, OptimizerKind::Adam, cfg);
     return g;
   }
 };

@@ -23,11 +23,12 @@ class TpusimError(Exception):
     """A tpusim command failed. ``exit_code`` and ``stderr`` are the process's; ``problems`` has
     one line per problem (without the "tpusim: error: " prefix)."""
 
-    def __init__(self, message, exit_code=None, stderr="", problems=None):
+    def __init__(self, message, exit_code=None, stderr="", problems=None, report=None):
         super().__init__(message)
         self.exit_code = exit_code
         self.stderr = stderr
         self.problems = problems or [message]
+        self.report = report  # the JSON the command printed before failing, if any
 
 
 class ConfigError(TpusimError, ValueError):
@@ -35,7 +36,8 @@ class ConfigError(TpusimError, ValueError):
 
 
 class RunFailed(TpusimError):
-    """A run that failed (exit code 1): a stuck simulation, or a sweep's failed points."""
+    """A run that failed (exit code 1): a stuck simulation, a program that does not fit the HBM
+    (``report`` then holds what the command printed), or a sweep's failed points."""
 
 
 def version():
@@ -88,7 +90,11 @@ def _invoke(args, timeout=None):
                 for l in lines if "error:" in l or "stuck" in l] or lines
     message = "; ".join(problems) if problems else f"tpusim exited with {proc.returncode}"
     kind = {2: ConfigError, 1: RunFailed}.get(proc.returncode, TpusimError)
-    raise kind(message, proc.returncode, proc.stderr, problems)
+    try:
+        report = json.loads(proc.stdout) if proc.stdout.strip() else None
+    except ValueError:
+        report = None
+    raise kind(message, proc.returncode, proc.stderr, problems, report)
 
 
 class _StudyFile:
@@ -130,9 +136,15 @@ def run(study, sets=None, timeline=None, record_trace=None, top=None, timeout=No
 
 def validate(study, sets=None):
     """Every check of ``run`` without simulating; returns what was checked (model, topology,
-    chips, cores, layout, ops, collectives, the resolved config). Raises ConfigError."""
+    chips, cores, layout, ops, collectives, fits_memory, memory, the resolved config), also for
+    a program that does not fit the HBM (fits_memory False). Raises ConfigError."""
     with _StudyFile(study) as path:
-        return json.loads(_invoke(["validate", path, "--json"] + _set_args(sets)))
+        try:
+            return json.loads(_invoke(["validate", path, "--json"] + _set_args(sets)))
+        except RunFailed as e:
+            if isinstance(e.report, dict) and e.report.get("fits_memory") is False:
+                return e.report
+            raise
 
 
 def collective(op, bytes, topology=None, algorithm=None, mesh=None, axes=None, sets=None):

@@ -46,6 +46,7 @@ def test_validate_reports_what_it_checked_and_raises_config_error_on_bad_input()
     v = tpusim.validate(STUDY)
     assert v["model"] == "bert_large" and v["chips"] == 16 and v["cores"] == 32
     assert v["ops"] > v["collectives"] > 0
+    assert v["fits_memory"] is True
     with pytest.raises(tpusim.ConfigError) as e:
         tpusim.validate(STUDY, sets=["workload.global_batch=-1"])
     assert e.value.exit_code == 2
@@ -114,3 +115,14 @@ def test_the_version_is_the_binarys():
     out = subprocess.run([tpusim.binary(), "run", STUDY, "--json"], capture_output=True,
                          text=True, check=True)
     assert json.loads(out.stdout)["tpusim_version"] == tpusim.version()
+
+
+def test_a_program_that_does_not_fit_the_hbm():
+    tiny = {"hardware.hbm.GiB_per_core": 0.5}
+    v = tpusim.validate(STUDY, sets=tiny)
+    assert v["fits_memory"] is False
+    with pytest.raises(tpusim.RunFailed) as e:
+        tpusim.run(STUDY, sets=tiny)
+    assert e.value.exit_code == 1
+    assert "out of memory" in e.value.problems[0]
+    assert isinstance(e.value.report, dict)

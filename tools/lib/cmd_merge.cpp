@@ -5,6 +5,7 @@
 
 #include "core/errors.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/readable.hpp"
 #include "tools/lib/sweep_dir.hpp"
 
 namespace tpusim::cli {
@@ -40,12 +41,12 @@ void run_merge(const std::vector<std::string>& dirs, const std::string& out) {
   make_sweep_dir(out);
   sweep::Plan merged = first;
   merged.shard = merged.shard_count = 1;
-  std::size_t ok = 0, failed = 0, missing = 0;
+  std::size_t ok = 0, oom = 0, failed = 0, missing = 0;
   for (const auto& p : merged.points) {
-    // Prefer a successful result over a failure, whichever shard holds it.
+    // Prefer a result (ok, or out of memory) over a failure, whichever shard holds it.
     std::string source;
     for (const auto& d : dirs)
-      if (sweep::read_outcome(d, p.id).state == sweep::PointState::Ok) source = d;
+      if (sweep::finished(sweep::read_outcome(d, p.id).state)) source = d;
     if (source.empty())
       for (const auto& d : dirs)
         if (sweep::read_outcome(d, p.id).state == sweep::PointState::Failed) source = d;
@@ -56,14 +57,16 @@ void run_merge(const std::vector<std::string>& dirs, const std::string& out) {
     copy_if_present(sweep::point_file(source, p.id), sweep::point_file(out, p.id));
     copy_if_present(sweep::error_file(source, p.id), sweep::error_file(out, p.id));
     copy_if_present(sweep::study_file(source, p.id), sweep::study_file(out, p.id));
-    (sweep::read_outcome(source, p.id).state == sweep::PointState::Ok ? ok : failed) += 1;
+    const sweep::PointState state = sweep::read_outcome(source, p.id).state;
+    (state == sweep::PointState::Ok ? ok : state == sweep::PointState::Oom ? oom : failed) += 1;
   }
   write_plan(out, merged);
   write_results(out, merged);
-  std::cerr << "tpusim merge: " << merged.points.size() << " points from " << dirs.size()
-            << " director" << (dirs.size() == 1 ? "y" : "ies") << ": " << ok << " ok, " << failed
-            << " failed, " << missing << " not run; results in " << out << "/results.csv\n";
-  set_exit_code(ok == merged.points.size() ? 0 : 1);
+  std::cerr << "tpusim merge: " << count_of(static_cast<long long>(merged.points.size()), "point")
+            << " from " << count_of(static_cast<long long>(dirs.size()), "directory", "directories")
+            << ": " << ok << " ok, " << oom << " out of memory, " << failed << " failed, "
+            << missing << " not run; results in " << out << "/results.csv\n";
+  set_exit_code(ok + oom == merged.points.size() ? 0 : 1);
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {

@@ -10,6 +10,7 @@
 #include "models/trace/trace_format.hpp"
 #include "sim/simulation.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/memory_report.hpp"
 #include "tools/lib/report.hpp"
 #include "tools/lib/study.hpp"
 #include "tools/lib/trace_recording.hpp"
@@ -80,6 +81,9 @@ void run_replay(const ReplayArgs& a) {
                      {"recorded_mesh", trace::describe_mesh(t.program.mesh)},
                      {"replayed_mesh", trace::describe_mesh(program.mesh)},
                      {"durations", a.durations}};
+  // A trace carries no tensor sizes: the memory section says so ({"known": false}).
+  const TimedMemory memory = analyze_timed(program, study.hardware.hbm_bytes_per_core);
+  report["memory"] = memory_json(memory.profile, memory.seconds);
   if (a.json)
     std::cout << report.dump(2) << "\n";
   else

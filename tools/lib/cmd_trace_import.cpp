@@ -22,6 +22,14 @@ struct ImportArgs {
   trace::ImportOptions options;
 };
 
+/// A trace without a global batch replays with throughput 0: say so where the user can fix it.
+void warn_if_batch_unknown(const Program& program) {
+  if (program.examples_per_step == 0)
+    spdlog::warn(
+        "no --examples-per-step: the trace's global batch is unknown, so replay reports "
+        "throughput (examples per second) as 0; give --examples-per-step N to know it");
+}
+
 // --format chakra: a directory of Chakra rank files (docs/chakra.md).
 void run_import_chakra(const ImportArgs& a, const CLI::App& cmd) {
   for (const char* only : {"--sizes", "--device", "--step", "--ops-thread"})
@@ -34,6 +42,7 @@ void run_import_chakra(const ImportArgs& a, const CLI::App& cmd) {
     options.examples_per_step = a.options.examples_per_step;
   const auto result = trace::read_chakra(a.profile, options);
   for (const auto& w : result.warnings) spdlog::warn("{}", w);
+  warn_if_batch_unknown(result.trace.program);
   write_trace(result.trace.program, a.out, result.trace.recorded_on);
   std::cout << "imported " << result.trace.program.ops.size() << " ops ("
             << result.trace.program.num_collectives() << " collectives) from " << result.ranks
@@ -49,6 +58,7 @@ void run_import(const ImportArgs& a) {
         trace::parse_json_text(trace::read_file_maybe_gzip(a.sizes), a.sizes), a.sizes);
   const auto result = trace::import_profile_file(a.profile, options);
   for (const auto& w : result.warnings) spdlog::warn("{}", w);
+  warn_if_batch_unknown(result.program);
   nlohmann::json recorded_on = {
       {"source", "tpusim trace import"},
       {"profile", a.profile},

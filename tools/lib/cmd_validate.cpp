@@ -1,10 +1,12 @@
-// tpusim validate STUDY.json: every check of `run` (config, layout, program), no simulation.
+// tpusim validate STUDY.json: every check of `run` (config, layout, program, memory), no
+// simulation. Exit 1 when the program does not fit the HBM, as `run` would.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "models/workload.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/memory_report.hpp"
 #include "tools/lib/report.hpp"
 #include "tools/lib/study.hpp"
 
@@ -21,11 +23,13 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--set", *sets, "override a parameter: path.to.key=value");
   cmd->add_flag("--json", *as_json,
                 "print what was checked as JSON (study, model, topology, chips, cores, layout, "
-                "ops, collectives, config)");
+                "ops, collectives, fits_memory, memory, config)");
   cmd->callback([=] {
     Study study = load_study_file(*study_path, *sets);
     Topology topology(study.topology);
     Program program = build_program(study.config, topology, study.hardware);
+    const TimedMemory memory = analyze_timed(program, study.hardware.hbm_bytes_per_core);
+    const bool fits = memory.profile.fits();
     if (*as_json) {
       const nlohmann::json out = {
           {"study", *study_path},
@@ -36,13 +40,21 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
           {"layout", layout_string(program, study.config)},
           {"ops", program.ops.size()},
           {"collectives", program.num_collectives()},
+          {"fits_memory", fits},
+          {"memory", memory_json(memory.profile, memory.seconds)},
           {"config", study.config.json()}};
       std::cout << out.dump(2) << "\n";
-      return;
+    } else {
+      std::cout << (fits ? "ok: " : "out of memory: ") << *study_path << ": " << program.model
+                << " on " << topology.describe() << ", " << layout_string(program, study.config)
+                << ", " << program.ops.size() << " ops (" << program.num_collectives()
+                << " collectives)\n";
+      print_memory(std::cout, memory_json(memory.profile, memory.seconds));
     }
-    std::cout << "ok: " << *study_path << ": " << program.model << " on " << topology.describe()
-              << ", " << layout_string(program, study.config) << ", " << program.ops.size()
-              << " ops (" << program.num_collectives() << " collectives)\n";
+    if (!fits) {
+      std::cerr << "tpusim: out of memory: " << describe_oom(memory.profile) << "\n";
+      set_exit_code(1);
+    }
   });
 }};
 

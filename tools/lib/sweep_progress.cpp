@@ -28,7 +28,7 @@ std::string SweepProgress::clock_text(double seconds) const {
 }
 
 void SweepProgress::finished(const std::string& label, bool ok, const std::string& summary,
-                             double seconds, std::size_t running) {
+                             double seconds, std::size_t running, bool oom) {
   running_ = running;
   ++done_;
   ++finished_now_;
@@ -41,7 +41,10 @@ void SweepProgress::finished(const std::string& label, bool ok, const std::strin
     draw(running_);
     return;
   }
-  std::fprintf(out_, "[%zu/%zu] %s %s: %s (%s)\n", done_, total_, ok ? "ok" : "FAILED",
+  std::fprintf(out_, "[%zu/%zu] %s %s: %s (%s)\n", done_, total_,
+               !ok   ? "FAILED"
+               : oom ? "oom"
+                     : "ok",
                label.c_str(), summary.c_str(), time_buf);
   std::fflush(out_);
 }

@@ -14,10 +14,11 @@ class SweepProgress {
   SweepProgress(std::size_t total, std::size_t already_done, bool terminal,
                 std::FILE* out = stderr);
 
-  /// A point finished: `label` names it, `summary` gives the result or the error.
+  /// A point finished: `label` names it, `summary` gives the result or the error; `oom`: its
+  /// result is that the program does not fit (shown as "oom", not a failure).
   /// `running`: points still running after this one.
   void finished(const std::string& label, bool ok, const std::string& summary, double seconds,
-                std::size_t running);
+                std::size_t running, bool oom = false);
   /// Redraws the bar (terminal only; at most a few times a second).
   void tick(std::size_t running);
   /// Ends the bar line.

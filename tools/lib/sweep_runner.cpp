@@ -116,7 +116,15 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
     if (g_stop_signal && WIFSIGNALED(status)) return;  // stopped by us: still to do, not failed
     std::string problem;
     nlohmann::json report;
-    if (WIFSIGNALED(status)) {
+    bool oom = false;  // `tpusim run` exits 1 with a report for a program that does not fit
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 1) {
+      report = nlohmann::json::parse(out, nullptr, false);
+      oom = report.is_object() && report.value("out_of_memory", false) &&
+            sweep::check_oom_report(report).empty();
+    }
+    if (oom) {
+      // a result: written below like a successful point
+    } else if (WIFSIGNALED(status)) {
       problem = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
                 strsignal(WTERMSIG(status)) + ")";
     } else if (WEXITSTATUS(status) != 0) {
@@ -137,11 +145,17 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
           sweep::point_file(dir, p.id),
           nlohmann::json{{"sweep_point", where}, {"report", report}}.dump(1) + "\n");
       std::remove(sweep::error_file(dir, p.id).c_str());
-      ++summary.ok;
+      ++(oom ? summary.oom : summary.ok);
       char buf[160];
-      std::snprintf(buf, sizeof buf, "step %.4g ms, comm share %.1f%%",
-                    report["step_time_ms"].get<double>(), 100 * report["comm_share"].get<double>());
-      progress.finished(label, true, buf, seconds, running.size());
+      if (oom)
+        std::snprintf(buf, sizeof buf, "out of memory: peak %.3g GiB of %.3g GiB",
+                      report["memory"]["peak_bytes"].get<double>() / 1073741824.0,
+                      report["memory"]["capacity_bytes"].get<double>() / 1073741824.0);
+      else
+        std::snprintf(buf, sizeof buf, "step %.4g ms, comm share %.1f%%",
+                      report["step_time_ms"].get<double>(),
+                      100 * report["comm_share"].get<double>());
+      progress.finished(label, true, buf, seconds, running.size(), oom);
     } else {
       const std::string tail = error_tail(err);
       const std::string message = problem + (tail.empty() ? "" : ": " + tail);

@@ -20,7 +20,7 @@ struct RunnerOptions {
 };
 
 struct RunnerSummary {
-  std::size_t ok = 0, failed = 0;
+  std::size_t ok = 0, oom = 0, failed = 0;
   bool interrupted = false;
 };
 

@@ -34,6 +34,8 @@ inline const std::vector<std::string>& trail_columns() {
                                           "examples_per_s",
                                           "examples_per_s_per_chip",
                                           "scaling_efficiency",
+                                          "peak_memory_GiB",
+                                          "memory_headroom_GiB",
                                           "wall_s",
                                           "error"};
   return c;

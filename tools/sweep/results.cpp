@@ -64,14 +64,35 @@ std::string study_file(const std::string& dir, const std::string& id) {
   return dir + "/points/" + id + ".study.json";
 }
 
+const char* to_string(PointState s) {
+  switch (s) {
+    case PointState::Ok:
+      return "ok";
+    case PointState::Oom:
+      return "oom";
+    case PointState::Failed:
+      return "failed";
+    case PointState::Pending:
+      return "pending";
+  }
+  return "?";
+}
+
 PointOutcome read_outcome(const std::string& dir, const std::string& id) {
   PointOutcome o;
   try {
     if (fs::exists(point_file(dir, id))) {
       auto j = read_json_file(point_file(dir, id));
-      if (j.contains("report") && check_report(j["report"]).empty()) {
+      const nlohmann::json* r = j.contains("report") ? &j["report"] : nullptr;
+      if (r && r->value("out_of_memory", false) && check_oom_report(*r).empty() &&
+          !r->contains("step_time_ms")) {
+        o.state = PointState::Oom;
+        o.report = *r;
+        return o;
+      }
+      if (r && check_report(*r).empty()) {
         o.state = PointState::Ok;
-        o.report = j["report"];
+        o.report = *r;
         return o;
       }
     }
@@ -92,18 +113,50 @@ nlohmann::json sweep_point_json(const Plan& plan, const PlanPoint& p) {
   return {{"index", p.index}, {"id", p.id}, {"values", values}};
 }
 
-std::string check_report(const nlohmann::json& report) {
+namespace {
+
+// "" or "the report lacks or mistypes: a, b" for the numbers and strings a report must hold.
+std::string check_fields(const nlohmann::json& report, const std::vector<std::string>& numbers,
+                         const std::vector<std::string>& strings) {
   if (!report.is_object()) return "the report is not a JSON object";
   std::string missing;
-  auto need = [&](const char* key, bool number) {
+  auto need = [&](const std::string& key, bool number) {
     auto it = report.find(key);
     if (it == report.end() || (number ? !it->is_number() : !it->is_string()))
-      missing += std::string(missing.empty() ? "" : ", ") + key;
+      missing += (missing.empty() ? "" : ", ") + key;
   };
-  for (const auto& c : report_metric_columns()) need(c.c_str(), true);
-  for (const char* k : {"chips", "cores", "wall_s"}) need(k, true);
-  for (const char* k : {"model", "layout"}) need(k, false);
+  for (const auto& k : numbers) need(k, true);
+  for (const auto& k : strings) need(k, false);
   return missing.empty() ? "" : "the report lacks or mistypes: " + missing;
+}
+
+// Peak and headroom in GiB from a report's memory object; empty cells without one.
+void memory_cells(const nlohmann::json& report, std::map<std::string, std::string>& cell) {
+  const auto m = report.find("memory");
+  if (m == report.end() || !m->is_object() || !m->value("known", false)) return;
+  constexpr double kGiB = 1073741824.0;
+  if (m->contains("peak_bytes") && (*m)["peak_bytes"].is_number())
+    cell["peak_memory_GiB"] = number_text((*m)["peak_bytes"].get<double>() / kGiB);
+  if (m->contains("headroom_bytes") && (*m)["headroom_bytes"].is_number())
+    cell["memory_headroom_GiB"] = number_text((*m)["headroom_bytes"].get<double>() / kGiB);
+}
+
+}  // namespace
+
+std::string check_report(const nlohmann::json& report) {
+  std::vector<std::string> numbers = report_metric_columns();
+  numbers.insert(numbers.end(), {"chips", "cores", "wall_s"});
+  return check_fields(report, numbers, {"model", "layout"});
+}
+
+std::string check_oom_report(const nlohmann::json& report) {
+  std::string problem = check_fields(report, {"chips", "cores"}, {"model", "layout"});
+  if (problem.empty() && report.is_object() && report.contains("memory"))
+    problem = check_fields(report["memory"], {"peak_bytes", "capacity_bytes", "headroom_bytes"},
+                           {"peak_op"});
+  else if (problem.empty())
+    problem = "the report lacks or mistypes: memory";
+  return problem;
 }
 
 CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices,
@@ -124,16 +177,21 @@ CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices
     std::map<std::string, std::string> cell;
     cell["point"] = std::to_string(p.index);
     cell["id"] = p.id;
-    cell["status"] = o.state == PointState::Ok       ? "ok"
-                     : o.state == PointState::Failed ? "failed"
-                                                     : "pending";
+    cell["status"] = to_string(o.state);
     for (std::size_t i = 0; i < plan.columns.size(); ++i)
       cell[plan.columns[i]] = value_text(p.values[i]);
-    std::string series = o.state == PointState::Ok ? o.report["model"].get<std::string>() : "";
+    std::string series = finished(o.state) ? o.report["model"].get<std::string>() : "";
     for (const auto& s : plan.series_axes)
       series += (series.empty() ? "" : " ") + s + "=" + cell[s];
     cell["series"] = series;
     std::optional<Throughput> tp;
+    if (o.state == PointState::Oom) {
+      cell["model"] = o.report["model"].get<std::string>();
+      cell["layout"] = o.report["layout"].get<std::string>();
+      cell["chips"] = number_text(o.report["chips"].get<double>());
+      cell["cores"] = number_text(o.report["cores"].get<double>());
+      memory_cells(o.report, cell);
+    }
     if (o.state == PointState::Ok) {
       const auto& r = o.report;
       cell["model"] = r["model"].get<std::string>();
@@ -143,6 +201,7 @@ CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices
       cell["chips"] = number_text(chips);
       cell["cores"] = number_text(r["cores"].get<double>());
       cell["wall_s"] = number_text(r["wall_s"].get<double>());
+      memory_cells(r, cell);
       cell["examples_per_s_per_chip"] = number_text(r["examples_per_s"].get<double>() / chips);
       tp = Throughput{chips, r["examples_per_s"].get<double>()};
       auto ref = reference.find(series);

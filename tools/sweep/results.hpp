@@ -3,7 +3,8 @@
 //
 //   DIR/sweep.json               the plan: columns, series axes, every point's id and values
 //   DIR/points/<id>.study.json   the point's resolved study (rerun it with `tpusim run`)
-//   DIR/points/<id>.json         {"sweep_point": {...}, "report": <tpusim run --json>}
+//   DIR/points/<id>.json         {"sweep_point": {...}, "report": <tpusim run --json>} (also for
+//                                a point out of memory: its report says "out_of_memory": true)
 //   DIR/points/<id>.error.json   {"sweep_point": {...}, "error": "...", "exit_code": N}
 //   DIR/results.csv              rebuilt from the point files whenever a point finishes
 #include <functional>
@@ -37,10 +38,15 @@ struct Plan {
   std::string points_digest() const;
 };
 
-enum class PointState { Ok, Failed, Pending };
+/// Oom: the program does not fit the cores' HBM (`tpusim run` exit 1 with its memory report);
+/// a result like Ok, not a failure.
+enum class PointState { Ok, Oom, Failed, Pending };
+const char* to_string(PointState s);  ///< "ok", "oom", "failed", "pending"
+/// Ok or Oom: the point has its result and is not run again.
+inline bool finished(PointState s) { return s == PointState::Ok || s == PointState::Oom; }
 struct PointOutcome {
   PointState state = PointState::Pending;
-  nlohmann::json report;  ///< when Ok
+  nlohmann::json report;  ///< when Ok or Oom
   std::string error;      ///< when Failed
 };
 
@@ -55,6 +61,8 @@ nlohmann::json sweep_point_json(const Plan& plan, const PlanPoint& p);
 
 /// "" if `report` holds every field results.csv needs, else what is missing or mistyped.
 std::string check_report(const nlohmann::json& report);
+/// The same for the report of a point out of memory (no timing, a `memory` object).
+std::string check_oom_report(const nlohmann::json& report);
 
 /// One row per point in `indices` (ok, failed or pending), series labels and scaling
 /// efficiency: per-chip throughput relative to the point with the fewest chips in its series,
