@@ -101,4 +101,53 @@ std::string describe_mesh(const std::vector<MeshAxis>& mesh) {
   return s;
 }
 
+std::optional<PermuteShift> permute_from_pairs(const std::vector<MeshAxis>& mesh,
+                                               const std::vector<std::vector<int>>& pairs) {
+  long long devices = 1;
+  for (const auto& a : mesh) devices *= a.size;
+  for (const auto& p : pairs)
+    if (p.size() != 2 || p[0] < 0 || p[1] < 0 || p[0] >= devices || p[1] >= devices)
+      return std::nullopt;
+  if (pairs.empty()) return std::nullopt;
+  for (unsigned subset = 1; subset < (1u << std::min<std::size_t>(mesh.size(), 16)); ++subset) {
+    std::vector<std::string> axes;
+    for (std::size_t i = 0; i < mesh.size(); ++i)
+      if (subset & (1u << i)) axes.push_back(mesh[i].name);
+    const auto groups = mesh_axis_groups(mesh, axes);
+    std::vector<int> group(devices), pos(devices);
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      for (std::size_t k = 0; k < groups[g].size(); ++k) {
+        group[groups[g][k]] = static_cast<int>(g);
+        pos[groups[g][k]] = static_cast<int>(k);
+      }
+    const long long size = static_cast<long long>(groups[0].size());
+    if (size < 2) continue;
+    bool same_group = true, open_ok = true, ring_ok = true;
+    const long long d0 = pos[pairs[0][1]] - pos[pairs[0][0]];
+    const long long r0 = ((d0 % size) + size) % size;
+    for (const auto& p : pairs) {
+      same_group = same_group && group[p[0]] == group[p[1]];
+      const long long d = pos[p[1]] - pos[p[0]];
+      open_ok = open_ok && d == d0;
+      ring_ok = ring_ok && ((d % size) + size) % size == r0;
+    }
+    if (!same_group || d0 == 0) continue;
+    PermuteShift found;
+    const long long count = static_cast<long long>(pairs.size());
+    const bool all_axes = axes.size() == mesh.size();
+    if (open_ok && count == static_cast<long long>(groups.size()) * (size - std::abs(d0))) {
+      found.shift = static_cast<int>(d0);
+      found.wrap = false;
+    } else if (ring_ok && count == devices) {
+      found.shift = static_cast<int>(r0 > size / 2 ? r0 - size : r0);
+      found.wrap = true;
+    } else {
+      continue;
+    }
+    found.axes = all_axes ? std::vector<std::string>{} : axes;
+    return found;
+  }
+  return std::nullopt;
+}
+
 }  // namespace tpusim::trace

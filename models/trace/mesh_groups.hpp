@@ -22,6 +22,18 @@ std::optional<std::vector<std::string>> axes_matching_groups(const std::vector<M
                                                              std::vector<std::vector<int>> groups,
                                                              bool ordered);
 
+/// A collective-permute as a uniform shift along some mesh axes (empty: all of them).
+struct PermuteShift {
+  std::vector<std::string> axes;
+  int shift = 0;
+  bool wrap = false;
+};
+/// The shift that explains every (source, target) pair: each moves `shift` places within its
+/// group of the axes, open (wrap=false, (G-|shift|) pairs per group) or as a ring (wrap=true, one
+/// pair per device); nullopt if no set of axes does.
+std::optional<PermuteShift> permute_from_pairs(const std::vector<MeshAxis>& mesh,
+                                               const std::vector<std::vector<int>>& pairs);
+
 /// Parses "data=64,model=4" into axes in the order given. Throws ConfigError naming `where` on
 /// anything else (empty names, repeated names, sizes below 1 or a product above 2^24).
 std::vector<MeshAxis> parse_mesh_axes(const std::string& text, const std::string& where);

@@ -55,53 +55,6 @@ void set_groups(CollectiveSpec& c, const std::vector<std::vector<int>>& groups,
     c.replica_groups = groups;
 }
 
-// A collective-permute's source_target_pairs as a uniform shift along some mesh axes: every pair
-// moves `shift` places within its group, open (wrap=false) or as a ring (wrap=true).
-bool permute_from_pairs(CollectiveSpec& c, const std::vector<std::vector<int>>& pairs,
-                        const CollectiveContext& ctx) {
-  for (const auto& p : pairs)
-    if (p.size() != 2 || p[0] >= ctx.devices || p[1] >= ctx.devices) return false;
-  if (pairs.empty()) return false;
-  for (unsigned subset = 1; subset < (1u << std::min<std::size_t>(ctx.mesh.size(), 16)); ++subset) {
-    std::vector<std::string> axes;
-    for (std::size_t i = 0; i < ctx.mesh.size(); ++i)
-      if (subset & (1u << i)) axes.push_back(ctx.mesh[i].name);
-    const auto groups = mesh_axis_groups(ctx.mesh, axes);
-    std::vector<int> group(ctx.devices), pos(ctx.devices);
-    for (std::size_t g = 0; g < groups.size(); ++g)
-      for (std::size_t k = 0; k < groups[g].size(); ++k) {
-        group[groups[g][k]] = static_cast<int>(g);
-        pos[groups[g][k]] = static_cast<int>(k);
-      }
-    const long long size = static_cast<long long>(groups[0].size());
-    if (size < 2) continue;
-    bool same_group = true, open_ok = true, ring_ok = true;
-    const long long d0 = pos[pairs[0][1]] - pos[pairs[0][0]];
-    const long long r0 = ((d0 % size) + size) % size;
-    for (const auto& p : pairs) {
-      same_group = same_group && group[p[0]] == group[p[1]];
-      const long long d = pos[p[1]] - pos[p[0]];
-      open_ok = open_ok && d == d0;
-      ring_ok = ring_ok && ((d % size) + size) % size == r0;
-    }
-    if (!same_group || d0 == 0) continue;
-    const long long count = static_cast<long long>(pairs.size());
-    const bool all_axes = axes.size() == ctx.mesh.size();
-    if (open_ok && count == static_cast<long long>(groups.size()) * (size - std::abs(d0))) {
-      c.shift = static_cast<int>(d0);
-      c.wrap = false;
-    } else if (ring_ok && count == ctx.devices) {
-      c.shift = static_cast<int>(r0 > size / 2 ? r0 - size : r0);
-      c.wrap = true;
-    } else {
-      continue;
-    }
-    c.axes = all_axes ? std::vector<std::string>{} : axes;
-    return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 CollectiveSpec resolve_collective(const CollectiveEvents& ev, CollectiveContext& ctx) {
@@ -148,7 +101,8 @@ CollectiveSpec resolve_collective(const CollectiveEvents& ev, CollectiveContext&
     } else {
       auto text = event_hlo_attribute(ctx.file, *ev.first, "source_target_pairs");
       auto pairs = text ? parse_int_groups(*text) : std::nullopt;
-      if (!text || !pairs || !permute_from_pairs(c, *pairs, ctx))
+      const auto found = pairs ? permute_from_pairs(ctx.mesh, *pairs) : std::nullopt;
+      if (!found)
         throw ConfigError(
             where,
             std::string(text ? "its source_target_pairs are not a uniform shift along mesh axes"
@@ -156,6 +110,9 @@ CollectiveSpec resolve_collective(const CollectiveEvents& ev, CollectiveContext&
                 "; give {\"bytes\": ..., \"axes\": [...], \"shift\": N, \"wrap\": true|false} "
                 "for '" +
                 name + "' in --sizes");
+      c.axes = found->axes;
+      c.shift = found->shift;
+      c.wrap = found->wrap;
       group_known = true;
     }
   }

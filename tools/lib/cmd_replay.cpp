@@ -13,6 +13,7 @@
 #include "tools/lib/memory_report.hpp"
 #include "tools/lib/report.hpp"
 #include "tools/lib/study.hpp"
+#include "tools/lib/trace_recording.hpp"
 
 namespace tpusim::cli {
 namespace {
@@ -31,17 +32,10 @@ struct ReplayArgs {
 // unless --topology replaces it or --mesh rescaled the trace; then --set.
 Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled) {
   const nlohmann::json& rec = t.recorded_on;
-  auto recorded = [&](const char* key) {
-    return rec.is_object() && rec.contains(key) && rec[key].is_object();
-  };
-  nlohmann::json doc = {{"preset", "tpu_v3"}};
-  if (recorded("config"))
-    doc = rec["config"];
-  else if (recorded("hardware"))
-    doc["hardware"] = rec["hardware"];
+  nlohmann::json doc = recorded_study_doc(rec);
   if (!a.topology.empty())
     doc["topology"] = a.topology;
-  else if (recorded("topology") && !rescaled)
+  else if (rec.is_object() && rec.contains("topology") && rec["topology"].is_object() && !rescaled)
     doc["topology"] = rec["topology"];
   else
     throw ConfigError(

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "core/errors.hpp"
+#include "models/trace/chakra.hpp"
 #include "models/trace/file_bytes.hpp"
 #include "models/trace/mesh_groups.hpp"
 #include "models/trace/profile_import.hpp"
@@ -16,6 +18,7 @@ namespace {
 
 struct ImportArgs {
   std::string profile, out, sizes, mesh;
+  std::string format = "profile";
   trace::ImportOptions options;
 };
 
@@ -25,6 +28,26 @@ void warn_if_batch_unknown(const Program& program) {
     spdlog::warn(
         "no --examples-per-step: the trace's global batch is unknown, so replay reports "
         "throughput (examples per second) as 0; give --examples-per-step N to know it");
+}
+
+// --format chakra: a directory of Chakra rank files (docs/chakra.md).
+void run_import_chakra(const ImportArgs& a, const CLI::App& cmd) {
+  for (const char* only : {"--sizes", "--device", "--step", "--ops-thread"})
+    if (cmd.get_option(only)->count() > 0)
+      throw ConfigError(only, "applies to --format profile only, not to --format chakra");
+  trace::ChakraImportOptions options;
+  if (!a.mesh.empty()) options.mesh = trace::parse_mesh_axes(a.mesh, "--mesh");
+  if (cmd.get_option("--model")->count() > 0) options.model = a.options.model;
+  if (cmd.get_option("--examples-per-step")->count() > 0)
+    options.examples_per_step = a.options.examples_per_step;
+  const auto result = trace::read_chakra(a.profile, options);
+  for (const auto& w : result.warnings) spdlog::warn("{}", w);
+  warn_if_batch_unknown(result.trace.program);
+  write_trace(result.trace.program, a.out, result.trace.recorded_on);
+  std::cout << "imported " << result.trace.program.ops.size() << " ops ("
+            << result.trace.program.num_collectives() << " collectives) from " << result.ranks
+            << " Chakra ranks in " << a.profile << "; mesh "
+            << trace::describe_mesh(result.trace.program.mesh) << " -> " << a.out << "\n";
 }
 
 void run_import(const ImportArgs& a) {
@@ -53,9 +76,17 @@ void run_import(const ImportArgs& a) {
 const CommandRegistrar kRegister{[](CLI::App& app) {
   auto* cmd = trace_command_group(app)->add_subcommand(
       "import",
-      "Import a TensorFlow/JAX TPU profile (Chrome trace events, .json or .json.gz) as a trace");
+      "Import a TensorFlow/JAX TPU profile (Chrome trace events, .json or .json.gz) or a "
+      "directory of Chakra execution traces (--format chakra) as a trace");
   auto a = std::make_shared<ImportArgs>();
-  cmd->add_option("PROFILE", a->profile, "profile file: trace.json or trace.json.gz")->required();
+  cmd->add_option("PROFILE", a->profile,
+                  "profile file (trace.json or trace.json.gz), or with --format chakra the "
+                  "directory of <prefix>.<rank>.et files")
+      ->required();
+  cmd->add_option("--format", a->format,
+                  "profile: a TPU profile; chakra: Chakra execution traces, one .et per rank")
+      ->check(CLI::IsMember({"profile", "chakra"}))
+      ->capture_default_str();
   cmd->add_option("--out", a->out, "trace to write (.json, or .json.gz to compress)")->required();
   cmd->add_option("--sizes", a->sizes,
                   "JSON map op name -> bytes (or {bytes, dtype, axes, replica_groups, shift, "
@@ -74,7 +105,12 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--ops-thread", a->options.ops_thread, "device thread whose events are ops")
       ->capture_default_str();
-  cmd->callback([a] { run_import(*a); });
+  cmd->callback([a, cmd] {
+    if (a->format == "chakra")
+      run_import_chakra(*a, *cmd);
+    else
+      run_import(*a);
+  });
 }};
 
 }  // namespace

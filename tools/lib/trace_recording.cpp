@@ -15,4 +15,18 @@ void record_trace(const Study& study, const Program& program, const std::string&
   write_trace(program, path, recorded_on);
 }
 
+nlohmann::json recorded_study_doc(const nlohmann::json& rec) {
+  auto recorded = [&](const char* key) {
+    return rec.is_object() && rec.contains(key) && rec[key].is_object();
+  };
+  nlohmann::json doc = {{"preset", "tpu_v3"}};
+  if (recorded("config")) {
+    doc = rec["config"];
+    doc.erase("topology");
+  } else if (recorded("hardware")) {
+    doc["hardware"] = rec["hardware"];
+  }
+  return doc;
+}
+
 }  // namespace tpusim::cli
