@@ -24,17 +24,19 @@ struct MetricChart {
   const char* y_label;
   bool percent;
   double log_above_ratio;  ///< log y axis when the values span more than this
+  bool optional;           ///< drawn only when the column has values (time to train sweeps)
 };
 
 // What each chart shows; the y label carries the unit.
 constexpr MetricChart kCharts[] = {
-    {"step_time_ms", "step_time", "Step time", "step time (ms)", false, 20},
+    {"step_time_ms", "step_time", "Step time", "step time (ms)", false, 20, false},
     {"examples_per_s_per_chip", "examples_per_chip", "Throughput per chip",
-     "examples per second per chip", false, 20},
+     "examples per second per chip", false, 20, false},
     {"scaling_efficiency", "scaling_efficiency", "Scaling efficiency",
-     "per-chip throughput relative to the smallest point (%)", true, 0},
+     "per-chip throughput relative to the smallest point (%)", true, 0, false},
     {"comm_share", "comm_share", "Communication share", "communication share of step time (%)",
-     true, 0},
+     true, 0, false},
+    {"time_to_train_s", "time_to_train", "Time to train", "time to train (s)", false, 20, true},
 };
 
 void run_plot(const std::string& csv, const std::string& out, std::string title) {
@@ -44,7 +46,7 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
     if (t.column(col) < 0)
       problems.add(csv, std::string("no column '") + col + "': not a results.csv of tpusim sweep");
   for (const auto& m : kCharts)
-    if (t.column(m.column) < 0)
+    if (!m.optional && t.column(m.column) < 0)
       problems.add(csv,
                    std::string("no column '") + m.column + "': not a results.csv of tpusim sweep");
   problems.throw_if_any();
@@ -79,6 +81,7 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) throw ConfigError("--out " + out, "cannot create the directory: " + ec.message());
+  int charts = 0;
   for (const auto& m : kCharts) {
     Chart c;
     c.title = std::string(m.title) + " against chips: " + title;
@@ -99,12 +102,16 @@ void run_plot(const std::string& csv, const std::string& out, std::string title)
       }
       c.series.push_back(std::move(s));
     }
+    // A metric no point has (time to train in a sweep of steps, communication share in a sweep
+    // of times to train) has no chart.
+    if (c.series.empty()) continue;
     write_chart(c, out + "/" + m.file);
+    ++charts;
   }
   // Frees cairo's font caches, so that leak checkers see only real leaks.
   cairo_debug_reset_static_data();
-  std::cerr << "tpusim plot: " << order.size() << " series, 4 charts (SVG and PNG) in " << out
-            << "\n";
+  std::cerr << "tpusim plot: " << order.size() << " series, " << charts
+            << " charts (SVG and PNG) in " << out << "\n";
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
