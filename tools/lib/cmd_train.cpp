@@ -86,7 +86,7 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
                      j["hosts"].get<int>(), j["layout"].get<std::string>(),
                      j["global_batch"].get<std::int64_t>())
       << fmt::format("  time to train           {:10.2f} s\n", total)
-      << fmt::format("    start-up (first batch){:10.3f} s  ({:.1f}%)\n",
+      << fmt::format("    start-up (first batch){:10.4f} s  ({:.1f}%)\n",
                      b["startup_s"].get<double>(), share("startup_s"))
       << fmt::format("    training steps        {:10.2f} s  ({:.1f}%)\n",
                      b["training_s"].get<double>(), share("training_s"))
