@@ -120,3 +120,24 @@ TEST_CASE("tpusim train: bad input is one error line naming the path, exit 2") {
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("train.target_steps"));
 }
+
+TEST_CASE("tpusim train bert_large_4096 --json: time to train from the study's facts alone") {
+  auto r = run_tpusim({"train", "configs/studies/bert_large_4096.json", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["schedule"]["target_steps"] == 496);
+  CHECK(j["schedule"]["evaluations"] == 8);
+  CHECK(j["hosts"] == 1024);  // 4096 chips, 4 per host
+  // 496 training steps of the simulated step, 8 evaluations of 2 eval steps, nothing input-bound
+  // with the default host rate: the total is those plus the first batch's start-up.
+  const auto& p = j["per_step"];
+  const double predicted = j["breakdown"]["startup_s"].get<double>() +
+                           1e-3 * (p["first_train_step_ms"].get<double>() +
+                                   7 * p["loop_first_train_step_ms"].get<double>() +
+                                   8 * 61 * p["train_step_ms"].get<double>() +
+                                   8 * 2 * p["eval_step_ms"].get<double>());
+  CHECK(j["breakdown"]["input_stall_s"].get<double>() == 0);
+  CHECK(j["time_to_train_s"].get<double>() == Approx(predicted).epsilon(1e-9));
+  CHECK(j["time_to_train_s"].get<double>() > 496 * p["train_step_ms"].get<double>() * 1e-3);
+}

@@ -138,3 +138,29 @@ TEST_CASE("a device loop: each step's infeed op waits for all of the previous st
   for (std::size_t i = 0; i < train.ops.size(); ++i)
     CHECK(loop.program.ops[loop.infeed_op[1] + 1 + i].deps.size() == train.ops[i].deps.size());
 }
+
+TEST_CASE("the five MLPerf studies carry their schedules (issue table)") {
+  auto schedule = [](const char* study) {
+    return read_train_schedule(load_config_file(config_dir() + "/studies/" + study + ".json"));
+  };
+  const auto bert = schedule("bert_large_4096");
+  CHECK(bert.target_steps == 496);
+  CHECK(bert.evaluations == 8);
+  CHECK(bert.eval_steps == 2);  // 10,000 samples at 8192
+  const auto resnet = schedule("resnet50_4096");
+  CHECK(resnet.steps_per_loop == 4 * 20);  // 4 epochs of ceil(1281167 / 65536) steps
+  CHECK(resnet.target_steps == 84 * 20);
+  CHECK(resnet.eval_steps == 1);
+  const auto ssd = schedule("ssd_4096");
+  CHECK(ssd.steps_per_loop == 145);
+  CHECK(ssd.eval_steps == 2);
+  CHECK(ssd.evaluations == 19);
+  const auto transformer = schedule("transformer_big_4096");
+  CHECK(transformer.steps_per_loop == 277);
+  CHECK(transformer.evaluations == 4);
+  CHECK(transformer.eval_steps == 1);
+  const auto maskrcnn = schedule("maskrcnn_512");
+  CHECK(maskrcnn.steps_per_loop == 462);
+  CHECK(maskrcnn.evaluations == 18);
+  CHECK(maskrcnn.eval_steps == 11);
+}
