@@ -47,7 +47,7 @@ HostSet::HostSet(int chips, int cores_per_chip, const HostOptions& options, cons
     const int first = h * options.chips_per_host;
     const int n = std::min(options.chips_per_host, chips - first);
     hosts_.push_back(std::make_unique<Host>(("host" + std::to_string(h)).c_str(), *this, first, n,
-                                            cores_per_chip, hosts, options));
+                                            cores_per_chip, chips, options));
     host_of_core_.insert(host_of_core_.end(), static_cast<std::size_t>(n) * cores_per_chip, h);
   }
 }
@@ -81,12 +81,12 @@ void HostSet::arrived(int core, int batch, Duration when) {
 }
 
 Host::Host(sc_core::sc_module_name name, HostSet& set, int first_chip, int chips,
-           int cores_per_chip, int hosts, const HostOptions& options)
+           int cores_per_chip, int total_chips, const HostOptions& options)
     : sc_core::sc_module(name),
       set_(set),
       first_core_(first_chip * cores_per_chip),
       cores_(chips * cores_per_chip),
-      hosts_(hosts),
+      share_(static_cast<double>(chips) / total_chips),
       options_(options),
       taken_(set.plan_.batch_examples.size(), 0),
       pcie_free_(chips, Duration{}) {
@@ -108,7 +108,7 @@ void Host::work() {
   const Duration now = sim_now();
   const InfeedPlan& plan = set_.plan_;
   const int batches = static_cast<int>(plan.batch_examples.size());
-  const double examples = next_ < batches ? plan.batch_examples[next_] / hosts_ : 0;
+  const double examples = next_ < batches ? plan.batch_examples[next_] * share_ : 0;
   if (busy_ && now < done_at_) {  // woken early by a dequeue: keep preprocessing
     wake_.notify(to_sc(done_at_ - now));
     return;
@@ -132,7 +132,7 @@ void Host::work() {
   const int freed = next_ - options_.queue_batches;
   if (freed >= 0 && taken_[freed] < cores_) return;  // woken again by dequeued()
   busy_ = true;
-  const double n = plan.batch_examples[next_] / hosts_;
+  const double n = plan.batch_examples[next_] * share_;
   const Duration preprocess = Duration::seconds(n / plan.examples_per_s_per_host);
   done_at_ = now + preprocess;
   wake_.notify(to_sc(preprocess));

@@ -88,7 +88,7 @@ class Host : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Host);
   Host(sc_core::sc_module_name name, HostSet& set, int first_chip, int chips, int cores_per_chip,
-       int hosts, const HostOptions& options);
+       int total_chips, const HostOptions& options);
 
   /// One of this host's cores dequeued batch `batch`.
   void dequeued(int batch);
@@ -99,7 +99,7 @@ class Host : public sc_core::sc_module {
 
   HostSet& set_;
   const int first_core_, cores_;
-  const int hosts_;
+  const double share_;  ///< this host's chips over all chips: its share of every batch
   const HostOptions options_;
   sc_core::sc_event wake_;
   int next_ = 0;                     ///< next batch to preprocess

@@ -52,6 +52,12 @@ TEST_CASE("a host slower than the device: the step period is the host's batch / 
   CHECK(j["step_time_ms"].get<double>() == Approx(period_ms).epsilon(1e-6));
   // The first batch is the start-up: one preprocessing period (plus its PCIe copy, microseconds).
   CHECK(j["breakdown"]["startup_s"].get<double>() == Approx(per_host / rate).epsilon(1e-3));
+  // Hosts of unequal size (16 chips, 3 per host: five of 3 and one of 1): each gets its chips'
+  // share of the batch, so the period is the largest host's 32 x 3 / 16 examples / rate.
+  auto uneven = train(
+      {"workload.host_examples_per_s=" + std::to_string(rate), "hardware.host.chips_per_host=3"});
+  CHECK(uneven["hosts"] == 6);
+  CHECK(uneven["step_time_ms"].get<double>() == Approx(1e3 * 32.0 * 3 / 16 / rate).epsilon(1e-6));
   // Fast hosts: no stall, and the training step is the one `tpusim run` simulates.
   auto fast = train({});
   CHECK(fast["breakdown"]["input_stall_s"].get<double>() == 0);
@@ -132,11 +138,11 @@ TEST_CASE("tpusim train bert_large_4096 --json: time to train from the study's f
   // 496 training steps of the simulated step, 8 evaluations of 2 eval steps, nothing input-bound
   // with the default host rate: the total is those plus the first batch's start-up.
   const auto& p = j["per_step"];
-  const double predicted = j["breakdown"]["startup_s"].get<double>() +
-                           1e-3 * (p["first_train_step_ms"].get<double>() +
-                                   7 * p["loop_first_train_step_ms"].get<double>() +
-                                   8 * 61 * p["train_step_ms"].get<double>() +
-                                   8 * 2 * p["eval_step_ms"].get<double>());
+  const double predicted =
+      j["breakdown"]["startup_s"].get<double>() +
+      1e-3 * (p["first_train_step_ms"].get<double>() +
+              7 * p["loop_first_train_step_ms"].get<double>() +
+              8 * 61 * p["train_step_ms"].get<double>() + 8 * 2 * p["eval_step_ms"].get<double>());
   CHECK(j["breakdown"]["input_stall_s"].get<double>() == 0);
   CHECK(j["time_to_train_s"].get<double>() == Approx(predicted).epsilon(1e-9));
   CHECK(j["time_to_train_s"].get<double>() > 496 * p["train_step_ms"].get<double>() * 1e-3);
