@@ -131,7 +131,8 @@ class Deriver {
     const std::vector<int> ins = g_.inputs(v);
     const bool owns_weights = f.params > 0 || f.tied_to >= 0;
 
-    if (f.matmul && (f.kind == OpKind::Matmul || f.kind == OpKind::Conv)) {
+    if (f.matmul &&
+        (f.kind == OpKind::Matmul || f.kind == OpKind::Conv || f.kind == OpKind::OneHotMatmul)) {
       const MatmulShape s = *f.matmul;
       for (std::size_t slot = 0; slot < ins.size() && slot < 2; ++slot) {
         if (!requires_grad_[ins[slot]]) continue;

@@ -23,6 +23,7 @@ struct RunArgs {
   std::string record_trace;
   int timeline_all_up_to = 64;
   int top = 10;
+  bool op_classes = false;  ///< --top given: also print the compute by op class
 };
 
 void run_study(const RunArgs& a) {
@@ -50,7 +51,7 @@ void run_study(const RunArgs& a) {
   if (a.json)
     std::cout << report.dump(2) << "\n";
   else
-    print_report(std::cout, report);
+    print_report(std::cout, report, a.op_classes);
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
@@ -67,8 +68,13 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,
                   "trace every core when there are at most this many, else a sample of 3 chips")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--top", a->top, "how many ops to list by time")->check(CLI::Range(0, 100000));
-  cmd->callback([a] { run_study(*a); });
+  auto* top = cmd->add_option("--top", a->top,
+                              "how many ops to list by time; also prints compute by op class")
+                  ->check(CLI::Range(0, 100000));
+  cmd->callback([a, top] {
+    a->op_classes = top->count() > 0;
+    run_study(*a);
+  });
 }};
 
 }  // namespace
