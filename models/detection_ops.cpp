@@ -12,6 +12,21 @@ namespace {
 using T = ParamType;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+ParamSpec self_suppression_param(const char* model) {
+  // Assumed: the loop ends at the first pass that changes nothing, so at least 1; one more pass
+  // for chains of overlapping boxes inside a tile. No measured trip count is published.
+  return {"workload.nms_self_suppression_iterations",
+          T::Integer,
+          "",
+          2,
+          "expected trip count of the data-dependent self-suppression loop per NMS tile",
+          1,
+          1000,
+          {},
+          "workload.model",
+          model};
+}
+
 ParamSpec precision_param(const char* model) {
   return {"workload.f32_matmul_precision",
           T::String,
@@ -32,7 +47,8 @@ const ParamRegistrar kParams{{
     // 32 bytes: an HBM2 pseudo-channel is 64 bits wide with a burst of 4 (JESD235).
     {"hardware.hbm.access_bytes", T::Integer, "bytes", 32, "smallest HBM transfer of one random access (true gathers and scatter-adds pay at least this per element)", 1, 1 << 20},
     // The TF detection code requests no precision (reference page), so XLA's DEFAULT applies.
-    precision_param("maskrcnn"), precision_param("ssd"),
+    precision_param("maskrcnn"),
+    self_suppression_param("maskrcnn"), self_suppression_param("ssd"),
 }};
 // clang-format on
 
@@ -124,10 +140,12 @@ OpNode one_hot_matmul(std::string name, std::int64_t batch, std::int64_t m, std:
   return op;
 }
 
-OpNode hbm_gather(std::string name, double rows, double row_bytes, const DetectionCosts& costs) {
+OpNode hbm_gather(std::string name, double rows, double row_bytes, DType dtype,
+                  const DetectionCosts& costs) {
   OpNode op;
   op.name = std::move(name);
   op.kind = OpKind::Gather;
+  op.dtype = op.out_dtype = dtype;
   const double accesses = std::ceil(row_bytes / costs.hbm_access_bytes);
   op.bytes_read = rows * (accesses * costs.hbm_access_bytes + dtype_bytes(DType::I32));
   op.bytes_written = rows * row_bytes;
@@ -137,9 +155,9 @@ OpNode hbm_gather(std::string name, double rows, double row_bytes, const Detecti
   return op;
 }
 
-OpNode hbm_scatter_add(std::string name, double rows, double row_bytes,
+OpNode hbm_scatter_add(std::string name, double rows, double row_bytes, DType dtype,
                        const DetectionCosts& costs) {
-  OpNode op = hbm_gather(std::move(name), rows, row_bytes, costs);
+  OpNode op = hbm_gather(std::move(name), rows, row_bytes, dtype, costs);
   const double access = std::ceil(row_bytes / costs.hbm_access_bytes) * costs.hbm_access_bytes;
   op.bytes_read = rows * (access + row_bytes + dtype_bytes(DType::I32));  // table, update, index
   op.bytes_written = rows * access;

@@ -67,11 +67,12 @@ OpNode one_hot_matmul(std::string name, std::int64_t batch, std::int64_t m, std:
 
 /// A true gather of `rows` rows of `row_bytes` (OpKind::Gather): every row is its own HBM
 /// access of at least costs.hbm_access_bytes (rounded up to whole accesses), plus the i32 indices;
-/// the gathered rows are written densely.
-OpNode hbm_gather(std::string name, double rows, double row_bytes, const DetectionCosts& costs);
+/// the gathered rows (of `dtype` elements) are written densely.
+OpNode hbm_gather(std::string name, double rows, double row_bytes, DType dtype,
+                  const DetectionCosts& costs);
 /// A scatter-add of `rows` rows of `row_bytes` into a table: a read-modify-write of at least one
 /// access per row, plus reading the dense updates and the indices.
-OpNode hbm_scatter_add(std::string name, double rows, double row_bytes,
+OpNode hbm_scatter_add(std::string name, double rows, double row_bytes, DType dtype,
                        const DetectionCosts& costs);
 
 /// An element-wise op over `elements` f32 values reading `inputs` f32 tensors of that size and

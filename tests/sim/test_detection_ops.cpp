@@ -100,7 +100,7 @@ TEST_CASE("true gather and scatter-add: one HBM access of at least the burst per
   const DetectionCosts costs;
   REQUIRE(costs.hbm_access_bytes == 32);
   // 4000 rows of 16 bytes (a box in f32): each a 32-byte access plus its i32 index.
-  const OpNode g = hbm_gather("g", 4000, 16, costs);
+  const OpNode g = hbm_gather("g", 4000, 16, DType::F32, costs);
   CHECK(g.bytes_read == 4000.0 * (32 + 4));
   CHECK(g.bytes_written == 4000.0 * 16);
   CHECK(timing(hw, g).hbm.seconds() ==
@@ -108,9 +108,9 @@ TEST_CASE("true gather and scatter-add: one HBM access of at least the burst per
                4000.0 * (36 + 16) / (hw.hbm_bandwidth_per_core.bytes_per_s() * hw.hbm_efficiency))
             .epsilon(1e-6));
   // Rows of 40 bytes need 2 accesses each.
-  CHECK(hbm_gather("g", 10, 40, costs).bytes_read == 10.0 * (64 + 4));
+  CHECK(hbm_gather("g", 10, 40, DType::F32, costs).bytes_read == 10.0 * (64 + 4));
   // Scatter-add: read-modify-write of the table row, plus the update and the index.
-  const OpNode s = hbm_scatter_add("s", 4000, 16, costs);
+  const OpNode s = hbm_scatter_add("s", 4000, 16, DType::F32, costs);
   CHECK(s.bytes_read == 4000.0 * (32 + 16 + 4));
   CHECK(s.bytes_written == 4000.0 * 32);
 }
