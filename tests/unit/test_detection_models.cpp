@@ -108,3 +108,76 @@ TEST_CASE("Mask R-CNN eval: forward only, detections by per-class NMS, masks of 
         std::vector<std::int64_t>{4 * 90, 1000});
   CHECK(count_prefix(*g, "detections.nms.tile") == 2 * 3);
 }
+
+TEST_CASE("SSD: 29 cross-replica BN layers, each one [2C] f32 all-reduce over its group") {
+  const auto cfg = model_study("ssd", "4x4", 32, {{"spatial", 4}, {"bn_group_cores", 16}});
+  const OpGraph g = graph_of(cfg, 8);
+  int bn_layers = 0;
+  for (int v = 0; v < g.size(); ++v) {
+    const OpNode& n = g.node(v);
+    if (n.phase != Phase::Forward || n.kind != OpKind::BatchNorm || n.partial_bytes <= 0) continue;
+    ++bn_layers;
+    CHECK(n.partial_bytes == 2.0 * n.conv->out_channels * 4);  // sum and sum of squares, f32
+  }
+  // ResNet-34 groups 1-3: the stem, 3 + 4 + 6 basic blocks of 2 convs, 2 projection shortcuts;
+  // the extra blocks have none.
+  CHECK(bn_layers == 1 + 2 * (3 + 4 + 6) + 2);
+  CHECK(find(g, "extra.0.conv3x3.bn") == nullptr);
+  // One all-reduce per layer forward (and one for its gradient) over {bn, spatial}.
+  const Program p = test::program_of(cfg);
+  int forward = 0;
+  for (const auto& op : p.ops)
+    if (op.is_collective && op.phase == Phase::Forward &&
+        op.name.find(".bn.stats.all-reduce") != std::string::npos) {
+      ++forward;
+      CHECK(op.collective.dtype == DType::F32);
+      CHECK(op.collective.axes == std::vector<std::string>{"bn", "spatial"});
+    }
+  CHECK(forward == bn_layers);
+}
+
+TEST_CASE("SSD hard negative mining: 31 device steps over [B, 8732], no sort") {
+  const auto cfg = model_study("ssd", "2x2", 8);
+  const OpGraph g = graph_of(cfg, 4);
+  CHECK(count_prefix(g, "loss.mining_search.iter") == 31);
+  for (int v = 0; v < g.size(); ++v) CHECK(g.node(v).kind != OpKind::TopK);
+  const OpNode* step = find(g, "loss.mining_search.iter30");
+  REQUIRE(step);
+  CHECK(step->vpu_elements == 4.0 * ssd_default_boxes(300));
+  CHECK(step->dtype == DType::F32);
+}
+
+TEST_CASE("SSD labels: partitioned (TF) sums per-box losses, replicated (JAX) gathers outputs") {
+  const auto tf = test::program_of(model_study("ssd", "2x2", 8, {{"spatial", 8}}));
+  const auto jax = test::program_of(
+      model_study("ssd", "2x2", 8, {{"spatial", 8}}, {{"labels_partitioned", false}}));
+  auto bytes_of = [](const Program& p, const std::string& name) {
+    for (const auto& op : p.ops)
+      if (op.name == name) return op.collective.bytes;
+    return -1.0;
+  };
+  const double boxes = 8.0 * ssd_default_boxes(300);  // 8 images per replica
+  CHECK(bytes_of(tf, "loss.per_box.all-reduce") == boxes * 4);
+  CHECK(bytes_of(jax, "loss.per_box.all-reduce") == -1);
+  CHECK(bytes_of(jax, "loss.whole_predictions.all-reduce") == boxes * (81 + 4) * 2);
+  // The JAX loss runs on whole images on every core: 8 times the per-core elements.
+  auto elements = [](const Program& p) {
+    for (const auto& op : p.ops)
+      if (op.name == "loss.per_box") return op.compute.vpu_elements;
+    return 0.0;
+  };
+  CHECK(elements(jax) == Approx(8 * elements(tf)));
+}
+
+TEST_CASE("SSD eval: forward, per-class top-k of 200, NMS in tiles of 256") {
+  const auto cfg = model_study("ssd", "2x2", 8);
+  const auto g = make_model_builder("ssd")->build_eval(cfg, 4);
+  REQUIRE(g);
+  for (int v = 0; v < g->size(); ++v) {
+    CHECK(g->node(v).phase == Phase::Forward);
+    CHECK(g->node(v).name.rfind("loss.", 0) != 0);
+  }
+  CHECK(find(*g, "detections.class_top_k")->shapes.front() ==
+        std::vector<std::int64_t>{4 * 80, ssd_default_boxes(300)});
+  CHECK(count_prefix(*g, "detections.nms.tile") == 1 * (1 + 2));  // 200 boxes: one tile
+}
