@@ -166,14 +166,20 @@ class Ssd final : public ModelBuilder {
     const double bwd = (classes * vpu_ops::kCrossEntropyGrad + 4 * vpu_ops::kSmoothL1Grad) /
                        static_cast<double>(classes + 4);
     std::vector<int> inputs = head_outputs;
+    const bool partitioned = cfg.boolean("workload.labels_partitioned");
+    // TF: labels split like the maps, each level's height padded up to a multiple of the
+    // spatial degree (whole rows per core).
+    const double loss_boxes =
+        static_cast<double>(batch) *
+        ssd_partitioned_boxes(size, partitioned ? cfg.integer("parallelism.spatial") : 1);
     OpNode box_loss =
-        vector_op(OpKind::Elementwise, "loss.per_box", per_box * (classes + 4), 1, ops, bwd);
+        vector_op(OpKind::Elementwise, "loss.per_box", loss_boxes * (classes + 4), 1, ops, bwd);
     box_loss.out_dtype = DType::F32;
-    box_loss.bytes_written = per_box * 4;
+    box_loss.bytes_written = loss_boxes * 4;
     box_loss.shapes = {{batch, boxes, classes + 4}, {batch, boxes}};
-    if (cfg.boolean("workload.labels_partitioned")) {
-      // TF: labels split like the maps, so each core computes the losses of its rows' boxes;
-      // the per-box losses are summed over the spatial axis so every core can mine whole images.
+    if (partitioned) {
+      // Each core computes the losses of its rows' boxes; the per-box losses are summed over the
+      // spatial axis so every core can mine whole images.
       box_loss.partial_bytes = box_loss.bytes_written;
       box_loss.split.spatial = SplitDim::K;
     } else {

@@ -157,16 +157,20 @@ TEST_CASE("SSD labels: partitioned (TF) sums per-box losses, replicated (JAX) ga
     return -1.0;
   };
   const double boxes = 8.0 * ssd_default_boxes(300);  // 8 images per replica
-  CHECK(bytes_of(tf, "loss.per_box.all-reduce") == boxes * 4);
+  // TF pads each level's label rows to a multiple of 8: 40, 24, 16, 8, 8, 8 rows.
+  CHECK(ssd_partitioned_boxes(300, 8) ==
+        40 * 38 * 4 + 24 * 19 * 6 + 16 * 10 * 6 + 8 * 5 * 6 + 8 * 3 * 4 + 8 * 1 * 4);
+  CHECK(bytes_of(tf, "loss.per_box.all-reduce") == 8.0 * ssd_partitioned_boxes(300, 8) * 4);
   CHECK(bytes_of(jax, "loss.per_box.all-reduce") == -1);
   CHECK(bytes_of(jax, "loss.whole_predictions.all-reduce") == boxes * (81 + 4) * 2);
-  // The JAX loss runs on whole images on every core: 8 times the per-core elements.
+  // The JAX loss runs on whole images on every core, TF on an eighth of the padded boxes.
   auto elements = [](const Program& p) {
     for (const auto& op : p.ops)
       if (op.name == "loss.per_box") return op.compute.vpu_elements;
     return 0.0;
   };
-  CHECK(elements(jax) == Approx(8 * elements(tf)));
+  CHECK(elements(jax) == Approx(boxes * 85));
+  CHECK(elements(tf) == Approx(8.0 * ssd_partitioned_boxes(300, 8) * 85 / 8));
 }
 
 TEST_CASE("SSD eval: forward, per-class top-k of 200, NMS in tiles of 256") {
