@@ -25,6 +25,7 @@ struct RunArgs {
   int timeline_all_up_to = 64;
   int top = 10;
   bool allow_oom = false;
+  bool op_classes = false;  ///< --top given: also print the compute by op class
 };
 
 // The verdict of a program that does not fit: one line on stderr, and with --json a report
@@ -86,7 +87,7 @@ void run_study(const RunArgs& a) {
   if (a.json)
     std::cout << report.dump(2) << "\n";
   else
-    print_report(std::cout, report);
+    print_report(std::cout, report, a.op_classes);
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
@@ -105,11 +106,16 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,
                   "trace every core when there are at most this many, else a sample of 3 chips")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--top", a->top, "how many ops to list by time")->check(CLI::Range(0, 100000));
+  auto* top = cmd->add_option("--top", a->top,
+                              "how many ops to list by time; also prints compute by op class")
+                  ->check(CLI::Range(0, 100000));
   cmd->add_flag("--allow-oom", a->allow_oom,
                 "simulate a program whose peak memory exceeds the HBM capacity (the report says "
                 "out_of_memory: true) instead of stopping with exit code 1");
-  cmd->callback([a] { run_study(*a); });
+  cmd->callback([a, top] {
+    a->op_classes = top->count() > 0;
+    run_study(*a);
+  });
 }};
 
 }  // namespace
