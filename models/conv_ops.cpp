@@ -109,13 +109,6 @@ OpNode batch_norm_apply(std::string name, const FeatureMap& map, bool relu, int 
   return op;
 }
 
-OpNode frozen_batch_norm(std::string name, const FeatureMap& map, bool relu, int inputs) {
-  const double ops =
-      vpu_ops::kFrozenBn + (inputs - 1) * vpu_ops::kResidualAdd + (relu ? vpu_ops::kRelu : 0);
-  const double bwd = vpu_ops::kFrozenBn + (relu ? vpu_ops::kReluGrad : 0);
-  return map_op(OpKind::Elementwise, std::move(name), map, inputs, ops, bwd);
-}
-
 OpNode max_pool(std::string name, const FeatureMap& in, int kernel, int stride, ConvPadding pad) {
   const FeatureMap out{in.batch, conv_out_size(in.height, kernel, stride, pad),
                        conv_out_size(in.width, kernel, stride, pad), in.channels};

@@ -26,7 +26,6 @@ constexpr double kBnStats = 3;      ///< x, x^2 accumulated (f32)
 constexpr double kBnStatsGrad = 4;  ///< sum(dy), sum(dy * x_hat)
 constexpr double kBnApply = 4;      ///< subtract mean, times rsqrt(var), gamma, beta
 constexpr double kBnApplyGrad = 5;  ///< dy * gamma * rsigma - mean terms
-constexpr double kFrozenBn = 2;     ///< fixed scale and shift
 constexpr double kResidualAdd = 1;
 constexpr double kUpsampleAdd = 1;  ///< nearest-neighbour 2x upsample fused into the add
 constexpr double kSmoothL1 = 5;     ///< difference, abs, compare, select, sum
@@ -67,8 +66,6 @@ ConvShape map_geometry(const FeatureMap& map);
 OpNode batch_norm_stats(std::string name, const FeatureMap& map);
 /// Normalise + gamma/beta (+ `inputs`-1 residual adds) (+ ReLU); owns gamma and beta.
 OpNode batch_norm_apply(std::string name, const FeatureMap& map, bool relu, int inputs = 1);
-/// Inference-mode batch norm (fixed statistics, no parameters trained) with optional ReLU.
-OpNode frozen_batch_norm(std::string name, const FeatureMap& map, bool relu, int inputs = 1);
 /// Max pool with a kernel x kernel window.
 OpNode max_pool(std::string name, const FeatureMap& in, int kernel, int stride,
                 ConvPadding pad = ConvPadding::Same);

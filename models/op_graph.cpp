@@ -27,6 +27,12 @@ const char* to_string(OpKind k) {
       return "loss";
     case OpKind::Optimizer:
       return "optimizer";
+    case OpKind::TopK:
+      return "top_k";
+    case OpKind::OneHotMatmul:
+      return "one_hot_matmul";
+    case OpKind::Gather:
+      return "gather";
   }
   return "?";
 }

@@ -27,7 +27,10 @@ enum class OpKind {
   Pool,
   Embedding,  ///< table lookup (gather)
   Loss,
-  Optimizer,  ///< optimizer update of one parameter group
+  Optimizer,     ///< optimizer update of one parameter group
+  TopK,          ///< top-k or sort: a bitonic network on the vector unit
+  OneHotMatmul,  ///< a gather or selection written as a one-hot matmul or einsum (MXU)
+  Gather,        ///< a true gather or scatter-add: one HBM access per element
 };
 const char* to_string(OpKind k);  ///< "matmul", "elementwise", ...
 

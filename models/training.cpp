@@ -85,8 +85,11 @@ OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s
   op.phase = Phase::Backward;
   op.out_dtype = out;
   op.matmul = s;
-  op.flops = s.flops();
-  op.bytes_read = matmul_bytes_read(s, DType::BF16);
+  // A permutation of the forward's dimensions: the same useful FLOPs (MatmulShape::batch may
+  // also count the bf16 passes of an f32 product, models/detection_ops.hpp).
+  op.flops = f.flops;
+  op.dtype = f.dtype;
+  op.bytes_read = matmul_bytes_read(s, f.dtype);
   op.bytes_written = matmul_bytes_written(s, out);
   op.split = split;
   op.shapes = {{s.batch, s.m, s.k}, {s.batch, s.k, s.n}, {s.batch, s.m, s.n}};
@@ -177,15 +180,16 @@ class Deriver {
     const std::vector<int> ins = g_.inputs(v);
     const bool owns_weights = f.params > 0 || f.tied_to >= 0;
 
-    if (f.matmul && (f.kind == OpKind::Matmul || f.kind == OpKind::Conv)) {
+    if (f.matmul &&
+        (f.kind == OpKind::Matmul || f.kind == OpKind::Conv || f.kind == OpKind::OneHotMatmul)) {
       const MatmulShape s = *f.matmul;
       for (std::size_t slot = 0; slot < ins.size() && slot < 2; ++slot) {
         if (!requires_grad_[ins[slot]]) continue;
         const int other = ins.size() > 1 ? ins[1 - slot] : ins[slot];
-        OpNode op = slot == 0 ? gradient_matmul(f, ".bwd_input", {s.batch, s.m, s.n, s.k},
-                                                DType::BF16, map_split(f.split, map_split_input_a))
+        OpNode op = slot == 0 ? gradient_matmul(f, ".bwd_input", {s.batch, s.m, s.n, s.k}, f.dtype,
+                                                map_split(f.split, map_split_input_a))
                               : gradient_matmul(f, ".bwd_input_b", {s.batch, s.k, s.m, s.n},
-                                                DType::BF16, map_split(f.split, map_split_input_b));
+                                                f.dtype, map_split(f.split, map_split_input_b));
         op.conv = f.conv;
         dy_sources_[ins[slot]].push_back(add_backward(std::move(op), v, {other}, false));
       }

@@ -1,12 +1,25 @@
 #include "models/workload.hpp"
 
+#include <limits>
+#include <optional>
+
 #include "core/errors.hpp"
+#include "core/params.hpp"
 #include "models/model_builder.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/partitioner.hpp"
 
 namespace tpusim {
 namespace {
+using T = ParamType;
+
+// One parameter per line reads as a table.
+// clang-format off
+const ParamRegistrar kParams{{
+    {"workload.program", T::String, "", "train", "the program tpusim run simulates: train (one training step) or eval (one evaluation step: forward and the model's on-device post-processing at workload.eval_batch)", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"train", "eval"}},
+    {"workload.eval_batch", T::Integer, "examples", 0, "examples per evaluation step over all replicas; 0: workload.global_batch", 0, 1e9},
+}};
+// clang-format on
 
 int num_cores(const Topology& topology, const HardwareSpec& hw) {
   return topology.num_chips() * hw.cores_per_chip;
@@ -21,11 +34,13 @@ void check_layout(const Config& cfg, const ModelBuilder& builder, const Layout& 
   if (l.spatial > 1 && !builder.supports_spatial())
     throw ConfigError("parallelism.spatial", std::to_string(l.spatial) + ": " + model +
                                                  " has no spatial partitioning; allowed: 1");
-  const std::int64_t batch = cfg.integer("workload.global_batch");
+}
+
+void check_batch(const std::string& path, std::int64_t batch, const Layout& l) {
   if (batch % l.data != 0)
-    throw ConfigError("workload.global_batch",
-                      std::to_string(batch) + " examples do not divide over the " + l.describe() +
-                          "; allowed: a multiple of " + std::to_string(l.data));
+    throw ConfigError(path, std::to_string(batch) + " examples do not divide over the " +
+                                l.describe() + "; allowed: a multiple of " +
+                                std::to_string(l.data));
 }
 
 void check_constraints(const OpGraph& g, const Layout& l) {
@@ -49,14 +64,42 @@ std::vector<MeshAxis> workload_mesh_axes(const Config& cfg, const Topology& topo
   return read_layout(cfg, num_cores(topology, hw)).mesh_axes();
 }
 
+ProgramKind program_kind(const Config& cfg) {
+  return cfg.string("workload.program") == "eval" ? ProgramKind::Eval : ProgramKind::Train;
+}
+
+std::int64_t step_examples(const Config& cfg, ProgramKind kind) {
+  const std::int64_t eval = cfg.integer("workload.eval_batch");
+  return kind == ProgramKind::Eval && eval > 0 ? eval : cfg.integer("workload.global_batch");
+}
+
 Program build_program(const Config& cfg, const Topology& topology, const HardwareSpec& hw) {
+  return build_program_of(cfg, topology, hw, program_kind(cfg));
+}
+
+Program build_program_of(const Config& cfg, const Topology& topology, const HardwareSpec& hw,
+                         ProgramKind kind) {
   const Layout layout = read_layout(cfg, num_cores(topology, hw));
   const auto builder = model_builder_for(cfg);
   check_layout(cfg, *builder, layout);
-  const std::int64_t replica_batch = cfg.integer("workload.global_batch") / layout.data;
-  const OpGraph graph = builder->build(cfg, replica_batch);
-  check_constraints(graph, layout);
-  Program program = partition(graph, layout);
+  const bool eval = kind == ProgramKind::Eval;
+  const std::int64_t batch = step_examples(cfg, kind);
+  check_batch(eval && cfg.integer("workload.eval_batch") > 0 ? "workload.eval_batch"
+                                                             : "workload.global_batch",
+              batch, layout);
+  const std::int64_t replica_batch = batch / layout.data;
+  std::optional<OpGraph> graph;
+  if (eval) {
+    graph = builder->build_eval(cfg, replica_batch);
+    if (!graph)
+      throw ConfigError("workload.program", "eval: " + cfg.string("workload.model") +
+                                                " has no evaluation program in this build; "
+                                                "allowed: train");
+  } else {
+    graph = builder->build(cfg, replica_batch);
+  }
+  check_constraints(*graph, layout);
+  Program program = partition(*graph, layout);
   program.model = cfg.string("workload.model");
   program.validate();
   return program;

@@ -6,10 +6,12 @@
 //   Program program = build_program(cfg, topo, hw);
 //   DeviceMesh mesh(topo, hw.cores_per_chip, program.mesh);   // == workload_mesh_axes(...)
 //
-// Parameters read here (declared in models/parallelism/layout.cpp and by the builders):
-// workload.model, workload.global_batch, the model's dimensions, parallelism.model,
+// Parameters read here (declared in models/parallelism/layout.cpp, by the builders and in
+// workload.cpp): workload.model, workload.program, workload.global_batch, workload.eval_batch,
+// the model's dimensions, parallelism.model,
 // parallelism.spatial, parallelism.weight_update_sharding, parallelism.grad_bucket_MiB,
 // parallelism.grad_dtype.
+#include <cstdint>
 #include <vector>
 
 #include "core/config.hpp"
@@ -33,5 +35,22 @@ std::vector<MeshAxis> workload_mesh_axes(const Config& cfg, const Topology& topo
 /// validated. Throws ConfigError naming the JSON path for every inconsistent layout (batch not
 /// divisible by the data replicas, a model degree not dividing the heads, an unknown model...).
 Program build_program(const Config& cfg, const Topology& topology, const HardwareSpec& hw);
+
+/// Which program of a study: the training step or the evaluation step.
+enum class ProgramKind { Train, Eval };
+/// workload.program of the study.
+ProgramKind program_kind(const Config& cfg);
+
+/// build_program() for an explicit kind, whatever workload.program says. Eval: the builder's
+/// build_eval() at workload.eval_batch examples over all replicas (forward and on-device
+/// post-processing), partitioned on the same layout: only the collectives its model and
+/// spatial splits need (no gradient sync, no optimizer). Throws ConfigError("workload.program")
+/// when the model has no evaluation program, ConfigError("workload.eval_batch") when the eval
+/// batch does not divide over the data replicas.
+Program build_program_of(const Config& cfg, const Topology& topology, const HardwareSpec& hw,
+                         ProgramKind kind);
+
+/// Global examples of one step of `kind`: workload.global_batch or the eval batch.
+std::int64_t step_examples(const Config& cfg, ProgramKind kind);
 
 }  // namespace tpusim

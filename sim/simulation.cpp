@@ -28,6 +28,7 @@ struct Design {
   std::unique_ptr<Machine> machine;
   std::unique_ptr<EventQueue> queue;
   std::vector<std::unique_ptr<TensorCore>> cores;
+  std::unique_ptr<HostSet> hosts;
 };
 Design* g_design = nullptr;
 
@@ -73,6 +74,7 @@ SimOptions SimOptions::from_config(const Config& cfg) {
   SimOptions o;
   o.network = NetworkOptions::from_config(cfg);
   o.collectives = CollectiveOptions::from_config(cfg);
+  o.hosts = HostOptions::from_config(cfg);
   return o;
 }
 
@@ -136,6 +138,15 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
     cores.push_back(std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx,
                                                  traced[c], scale[c]));
   dispatch.cores = &cores;
+  if (options.infeed) {
+    if (options.infeed->op_batch.size() != program.ops.size())
+      throw std::logic_error("tpusim: the infeed plan does not match the program");
+    g_design->hosts =
+        std::make_unique<HostSet>(topology.num_chips(), hw.cores_per_chip, options.hosts,
+                                  *options.infeed, queue, [&cores](int c) { cores[c]->wake(); });
+    ctx.infeed = g_design->hosts.get();
+    ctx.infeed_batch = &options.infeed->op_batch;
+  }
   // Links of traced chips log their busy intervals for the timeline's utilisation counters.
   std::map<LinkModule*, LinkLog> link_logs;
   if (options.timeline)
@@ -222,6 +233,10 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   for (const auto& core : cores) r.kernel_events += core->activations();
   r.kernel_events += queue.activations();
   r.network_work = network->work_items();
+  if (g_design->hosts) {
+    r.hosts = g_design->hosts->num_hosts();
+    r.infeed = g_design->hosts->stats();
+  }
   const auto wall2 = std::chrono::steady_clock::now();
   r.elaboration_s = std::chrono::duration<double>(wall1 - wall0).count();
   r.wall_s = std::chrono::duration<double>(wall2 - wall0).count();

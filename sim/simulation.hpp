@@ -9,6 +9,7 @@
 #include "core/hardware.hpp"
 #include "models/program.hpp"
 #include "sim/collective_engine.hpp"
+#include "sim/host.hpp"
 #include "sim/network.hpp"
 #include "topologies/topology.hpp"
 
@@ -23,7 +24,10 @@ struct SimOptions {
   TimelineSink* timeline = nullptr;
   std::vector<int> traced_cores;  ///< cores whose spans go to the timeline
   bool link_stats = false;        ///< fill SimReport::link_stats (every link of the machine)
-  static SimOptions from_config(const Config& cfg);
+  /// Hosts feed the Program's infeed ops (tpusim train); null: no infeed, as for one step.
+  const InfeedPlan* infeed = nullptr;
+  HostOptions hosts;
+  static SimOptions from_config(const Config& cfg);  ///< network, collectives, hosts
 };
 
 struct OpTime {
@@ -67,6 +71,8 @@ struct SimReport {
   std::uint64_t network_work = 0;    ///< link reservations or packet-hops
   double wall_s = 0;
   double elaboration_s = 0;
+  int hosts = 0;
+  std::vector<InfeedBatchStats> infeed;  ///< per infeed batch, when SimOptions::infeed is set
 };
 
 /// Plays `program` on the machine. Throws StuckError naming what waits on what if the program

@@ -5,6 +5,7 @@
 #include "sim/collective_engine.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/failure.hpp"
+#include "sim/host.hpp"
 #include "sim/timeline.hpp"
 
 namespace tpusim {
@@ -35,12 +36,13 @@ Duration TensorCore::op_duration(int op_index) const {
   return compute_scale_ == 1.0 ? t : t * compute_scale_;
 }
 
-bool TensorCore::ready(const Op& op) const {
+bool TensorCore::ready(int op_index) const {
   // Ops before pc_ are issued and, between runs, every compute op among them is done; only a
   // collective may still be in flight.
-  for (int d : op.deps)
+  for (int d : ctx_.program->ops[op_index].deps)
     if (d >= pc_ || (ctx_.program->ops[d].is_collective && in_flight(d))) return false;
-  return true;
+  const int batch = infeed_batch(op_index);
+  return batch < 0 || ctx_.infeed->available(id_, batch, sim_now());
 }
 
 void TensorCore::guarded_step() {
@@ -62,7 +64,7 @@ void TensorCore::step() {
   const int n = static_cast<int>(ops.size());
   while (pc_ < n) {
     const Op& op = ops[pc_];
-    if (!ready(op)) return;  // a collective we need will wake us
+    if (!ready(pc_)) return;  // a collective or an infeed batch we need will wake us
     if (!ctx_.async_collectives && !outstanding_.empty()) return;
     if (op.is_collective) {
       account(now);
@@ -76,7 +78,10 @@ void TensorCore::step() {
     account(now);
     const int first = pc_;
     Duration total;
-    while (pc_ < n && !ops[pc_].is_collective && ready(ops[pc_])) {
+    // An infeed op begins a run, so that its batch is asked for at the time the core gets there.
+    while (pc_ < n && !ops[pc_].is_collective && (pc_ == first || infeed_batch(pc_) < 0) &&
+           ready(pc_)) {
+      if (infeed_batch(pc_) >= 0) ctx_.infeed->dequeue(id_, infeed_batch(pc_), now);
       total += op_duration(pc_);
       ++pc_;
     }

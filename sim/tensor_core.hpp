@@ -14,6 +14,7 @@
 namespace tpusim {
 
 class CollectiveEngine;
+class InfeedPort;
 class TimelineSink;
 
 /// What every core shares: the Program and its per-op compute times.
@@ -25,6 +26,10 @@ struct ExecutionContext {
   /// drives its collectives itself); true: it computes while collectives are in flight.
   bool async_collectives = true;
   TimelineSink* timeline = nullptr;
+  /// With hosts (sim/host.hpp): per op the infeed batch it dequeues (-1: none). An infeed op is
+  /// ready only once its batch is in the core's queue.
+  InfeedPort* infeed = nullptr;
+  const std::vector<int>* infeed_batch = nullptr;
 };
 
 class TensorCore : public sc_core::sc_module {
@@ -36,6 +41,8 @@ class TensorCore : public sc_core::sc_module {
 
   /// The collective `op_index` is over for this core.
   void collective_done(int op_index);
+  /// Something the core may wait for (an infeed batch) is there: look again.
+  void wake() { wake_.notify(sc_core::SC_ZERO_TIME); }
 
   bool finished() const { return finished_; }
   int pc() const { return pc_; }
@@ -49,7 +56,8 @@ class TensorCore : public sc_core::sc_module {
  private:
   void guarded_step();
   void step();
-  bool ready(const Op& op) const;
+  bool ready(int op_index) const;
+  int infeed_batch(int op_index) const { return ctx_.infeed ? (*ctx_.infeed_batch)[op_index] : -1; }
   bool in_flight(int op_index) const;
   Duration op_duration(int op_index) const;
   void account(Duration now);

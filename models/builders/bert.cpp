@@ -3,9 +3,12 @@
 // Dimensions from Devlin et al. 2019 and the MLPerf v0.7 reference (see shared reference
 // workloads.md): 24 layers, hidden 1024, 16 heads, ffn 4096, sequence 512, vocabulary 30522,
 // 76 masked positions per sequence.
+#include <optional>
+
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "models/builders/transformer_blocks.hpp"
+#include "models/eval_ops.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
 #include "models/training.hpp"
@@ -47,6 +50,28 @@ class BertLarge final : public ModelBuilder {
   bool supports_model_parallel() const override { return true; }
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
+    OpGraph g = forward(cfg, batch).graph;
+    derive_training_graph(g, OptimizerKind::Lamb, cfg);
+    return g;
+  }
+
+  /// The MLPerf evaluation: the same forward pass (losses included), then the masked-LM accuracy
+  /// (argmax over the vocabulary of each masked position, compared with its label).
+  std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t batch) const override {
+    Forward f = forward(cfg, batch);
+    f.graph.add(top_k_select("mlm.accuracy", f.mlm_rows, f.vocab, 1, true), {f.mlm_logits});
+    return std::move(f.graph);
+  }
+
+ private:
+  struct Forward {
+    OpGraph graph;
+    int mlm_logits = -1;  ///< the masked-LM decoder's output (vocabulary-split logits)
+    std::int64_t mlm_rows = 0;
+    std::int64_t vocab = 0;
+  };
+
+  Forward forward(const Config& cfg, std::int64_t batch) const {
     const std::int64_t layers = cfg.integer("workload.layers");
     const std::int64_t seq = cfg.integer("workload.seq_len");
     const std::int64_t vocab = cfg.integer("workload.vocab");
@@ -61,7 +86,8 @@ class BertLarge final : public ModelBuilder {
           "workload.masked_positions",
           std::to_string(masked) + " exceeds workload.seq_len " + std::to_string(seq));
 
-    OpGraph g;
+    Forward f;
+    OpGraph& g = f.graph;
     g.model = kModel;
     g.replica_batch = batch;
     require_transformer_splits(g, d);
@@ -132,8 +158,10 @@ class BertLarge final : public ModelBuilder {
     // token; masked_lm_positions, _ids, _weights per masked position; next_sentence_labels.
     g.infeed_bytes_per_example = static_cast<double>(3 * seq + 3 * masked + 1) * 4;
     g.infeed_dtype = DType::I32;
-    derive_training_graph(g, OptimizerKind::Lamb, cfg);
-    return g;
+    f.mlm_logits = logits;
+    f.mlm_rows = rows;
+    f.vocab = vocab;
+    return f;
   }
 };
 

@@ -19,13 +19,25 @@ MapRef CnnBlocks::conv_bn(const std::string& name, const MapRef& x, std::int64_t
                           const MapRef* residual) {
   OpNode c = conv2d(name, x.map, out_channels, kernel, stride, array_dim_, pad);
   const FeatureMap out = output_of(c);
+  if (bn_ == BatchNormMode::Frozen) {
+    // Folded into the convolution: the fixed scale is in the weights, the shift is the conv's
+    // bias, and the ReLU rides on its output fusion. A residual add is its own fusion (it joins
+    // two branches, each of which needs the gradient).
+    if (!residual) {
+      c.vpu_elements = out.elements();
+      c.vpu_ops_per_element = vpu_ops::kBiasAdd + (relu ? vpu_ops::kRelu : 0);
+      c.bwd_vpu_ops_per_element = relu ? vpu_ops::kReluGrad : 0;
+      return {add_rows(std::move(c), {x.op}), out};
+    }
+    const int conv_v = add_rows(std::move(c), {x.op});
+    return {add_rows(map_op(OpKind::Elementwise, name + ".add_relu", out, 2,
+                            vpu_ops::kResidualAdd + (relu ? vpu_ops::kRelu : 0),
+                            relu ? vpu_ops::kReluGrad : 0),
+                     {conv_v, residual->op}),
+            out};
+  }
   const int conv_v = add_rows(std::move(c), {x.op});
   const int inputs = residual ? 2 : 1;
-  if (bn_ == BatchNormMode::Frozen) {
-    std::vector<int> ins{conv_v};
-    if (residual) ins.push_back(residual->op);
-    return {add_rows(frozen_batch_norm(name + ".bn", out, relu, inputs), ins), out};
-  }
   OpNode stats = batch_norm_stats(name + ".bn.stats", out);
   stats.split.spatial = SplitDim::K;  // partial sums over this core's rows
   const int stats_v = g_.add(std::move(stats), {conv_v});

@@ -20,7 +20,9 @@ struct MapRef {
 
 enum class BatchNormMode {
   CrossReplica,  ///< statistics of the batch (all-reduced over the BN group), gamma/beta trained
-  Frozen,        ///< fixed statistics and affine parameters (Mask R-CNN)
+  /// Fixed statistics and affine parameters folded into the convolution's weights and bias
+  /// (Mask R-CNN): no batch-norm op; a residual add (+ ReLU) is one element-wise op.
+  Frozen,
 };
 
 class CnnBlocks {

@@ -4,11 +4,13 @@
 // reference (shared reference workloads.md). The TPU submissions' space-to-depth stem is the
 // default.
 #include <limits>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "models/builders/cnn_blocks.hpp"
 #include "models/builders/cnn_checks.hpp"
+#include "models/eval_ops.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
 #include "models/training.hpp"
@@ -38,6 +40,20 @@ class ResNet50 final : public ModelBuilder {
   bool supports_spatial() const override { return true; }
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
+    OpGraph g = forward(cfg, batch, BatchNormMode::CrossReplica, true);
+    derive_training_graph(g, OptimizerKind::Lars, cfg);
+    finish_conv_training_graph(g);
+    return g;
+  }
+
+  /// The MLPerf evaluation: the forward pass with batch norm in inference form (the moving
+  /// statistics: no batch statistics, no cross-replica sums), then top-1 over the classes.
+  std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t batch) const override {
+    return forward(cfg, batch, BatchNormMode::Frozen, false);
+  }
+
+ private:
+  static OpGraph forward(const Config& cfg, std::int64_t batch, BatchNormMode bn, bool training) {
     const std::int64_t size = cfg.integer("workload.image_size");
     const std::int64_t classes = cfg.integer("workload.classes");
     const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
@@ -46,7 +62,9 @@ class ResNet50 final : public ModelBuilder {
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
-    CnnBlocks b(g, BatchNormMode::CrossReplica, static_cast<int>(cfg.integer("hardware.mxu.dim")));
+    // Infeed per image: the bf16 image (space-to-depth keeps its bytes) and an i32 label.
+    g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + 4;
+    CnnBlocks b(g, bn, static_cast<int>(cfg.integer("hardware.mxu.dim")));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
     for (int stage = 0; stage < 4; ++stage)
       for (std::int64_t i = 0; i < kStageBlocks[stage]; ++i)
@@ -62,14 +80,13 @@ class ResNet50 final : public ModelBuilder {
     pool.split.spatial = SplitDim::K;
     const int pooled = g.add(std::move(pool), {x.op});
     const int fc = g.add(weight_matmul("head.fc", batch, x.map.channels, classes, true), {pooled});
+    if (!training) {
+      g.add(top_k_select("head.top1", batch, classes, 1, false), {fc});
+      return g;
+    }
     OpNode loss = cross_entropy_loss("head.loss", batch, classes);
     loss.vpu_ops_per_element += 1;  // label smoothing 0.1 (MLPerf reference)
     g.add(std::move(loss), {fc});
-
-    // Infeed per image: the bf16 image (space-to-depth keeps its bytes) and an i32 label.
-    g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + 4;
-    derive_training_graph(g, OptimizerKind::Lars, cfg);
-    finish_conv_training_graph(g);
     return g;
   }
 };

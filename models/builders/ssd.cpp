@@ -1,11 +1,13 @@
-// SSD (MLPerf v0.7 object detection, COCO 300x300): ResNet-34 backbone up to its conv4 stage with
-// that stage's stride set to 1 (38x38x256), five extra blocks (1x1 then 3x3 conv, BN, ReLU) to
-// 19x19x512, 10x10x512, 5x5x256, 3x3x256, 1x1x256; on each of the six maps a 3x3 class conv
-// (boxes x 81) and a 3x3 box conv (boxes x 4) with 4, 6, 6, 6, 4, 4 default boxes per location:
-// 8732 boxes. Loss: softmax cross-entropy + smooth L1 per box, hard negative mining 3:1 (a
-// top-k over the boxes of each image). SGD with momentum. Liu et al. 2016 and the MLPerf v0.7
-// reference ssd300 (shared reference workloads.md). Default-box matching is done by the input
-// pipeline on the host (as in the TPU submission), so it has no device op.
+// SSD (MLPerf v0.7 object detection, COCO 300x300) as the Google TPU submissions run it on the
+// device (docs/detection.md): ResNet-34 backbone up to its conv4 stage with that stage's stride
+// set to 1 (38x38x256), batch norm trained and cross-replica; five extra blocks (1x1 then 3x3
+// conv with bias and ReLU, no batch norm) to 19x19x512, 10x10x512, 5x5x256, 3x3x256, 1x1x256; on
+// each of the six maps a 3x3 class conv (boxes x 81) and a 3x3 box conv (boxes x 4) with 4, 6,
+// 6, 6, 4, 4 default boxes per location: 8732 boxes. Loss: softmax cross-entropy + smooth L1 per
+// box, hard negative mining 3:1 without a sort (a 31-step binary search over the loss values'
+// bit patterns). SGD with momentum. Liu et al. 2016 and the MLPerf v0.7 reference ssd300.
+// Default-box matching is done by the input pipeline on the host (as in the TPU submission), so
+// it has no device op.
 #include <cmath>
 #include <limits>
 
@@ -14,6 +16,7 @@
 #include "models/builders/cnn_blocks.hpp"
 #include "models/builders/cnn_checks.hpp"
 #include "models/builders/ssd_layout.hpp"
+#include "models/detection_ops.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
 #include "models/training.hpp"
@@ -32,11 +35,15 @@ const ParamRegistrar kParams{{
     {"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images", 64, 1e5, {}, "workload.model", kModel},
     {"workload.classes", T::Integer, "", 81, "object classes including background", 2, 1e5, {}, "workload.model", kModel},
     {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2", -kInf, kInf, {}, "workload.model", kModel},
+    // true: the TF 4096-chip run; the JAX 2048-chip run holds the full label tensors on every core.
+    {"workload.labels_partitioned", T::Boolean, "", true, "label tensors split like the activations under spatial partitioning (TF); false: every core holds them whole and computes the loss of whole images (JAX)", -kInf, kInf, {}, "workload.model", kModel},
+    // 200: the MLPerf SSD's detections kept per image in evaluation.
+    {"workload.eval_detections", T::Integer, "boxes", 200, "detection candidates per class and detections per image kept by the eval post-processing", 1, 1e5, {}, "workload.model", kModel},
 }};
 // clang-format on
 
 // Extra blocks after the backbone: 1x1 conv to `mid`, 3x3 conv to `out` (stride 2 'same', or
-// stride 1 'valid' for the last two), each with BN and ReLU.
+// stride 1 'valid' for the last two), each with bias and ReLU (no batch norm in the TPU code).
 struct ExtraBlock {
   std::int64_t mid, out;
   int stride;
@@ -48,11 +55,63 @@ constexpr ExtraBlock kExtras[] = {{256, 512, 2, ConvPadding::Same},
                                   {128, 256, 1, ConvPadding::Valid},
                                   {128, 256, 1, ConvPadding::Valid}};
 
+// Binary-search steps of the hard-negative mining: one per bit of a non-negative f32 loss (the
+// sign bit is known), each a compare of every box's loss with the candidate threshold and a count.
+constexpr std::int64_t kMiningSearchSteps = 31;
+/// TPU NMS tile of the SSD eval post-processing (reference page).
+constexpr std::int64_t kNmsTile = 256;
+
 class Ssd final : public ModelBuilder {
  public:
   bool supports_spatial() const override { return true; }
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
+    OpGraph g = forward(cfg, batch, true);
+    // Infeed per image: the bf16 image and the host-encoded targets of every default box (4 f32
+    // box offsets and an i32 class), plus the matched-box count.
+    const std::int64_t size = cfg.integer("workload.image_size");
+    g.infeed_bytes_per_example =
+        static_cast<double>(size) * size * 3 * 2 + ssd_default_boxes(size) * 5.0 * 4 + 4;
+    derive_training_graph(g, OptimizerKind::Sgd, cfg);
+    finish_conv_training_graph(g);
+    return g;
+  }
+
+  std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t batch) const override {
+    OpGraph g = forward(cfg, batch, false);
+    const std::int64_t classes = cfg.integer("workload.classes");
+    const std::int64_t keep = cfg.integer("workload.eval_detections");
+    const std::int64_t boxes = ssd_default_boxes(cfg.integer("workload.image_size"));
+    const std::int64_t fg = classes - 1;
+    const double b = static_cast<double>(batch);
+    // The head outputs of whole images on every core (partial per core under spatial
+    // partitioning), then f32 scores (softmax) and decoded boxes of every default box.
+    OpNode whole =
+        f32_vector_op(OpKind::Elementwise, "detections.decode", b * boxes * (classes + 4), 1,
+                      (classes * vpu_ops::kCrossEntropy + 4 * 8.0) / (classes + 4), 0);
+    whole.partial_bytes = b * boxes * (classes + 4) * dtype_bytes(DType::F32);
+    whole.split.spatial = SplitDim::K;
+    whole.stop_gradient = true;
+    std::vector<int> heads;
+    for (int v = 0; v < g.size(); ++v)
+      if (g.node(v).name.rfind("head.", 0) == 0) heads.push_back(v);
+    int v = g.add(std::move(whole), heads);
+    // Per class the best `keep` boxes, NMS of each class's boxes (tile 256), the best `keep`
+    // detections over the classes.
+    OpNode per_class = top_k("detections.class_top_k", batch * fg, boxes, keep, DType::F32);
+    per_class.stop_gradient = true;
+    v = g.add(std::move(per_class), {v});
+    const std::int64_t iterations = cfg.integer("workload.nms_self_suppression_iterations");
+    v = add_tiled_nms(g, "detections.nms", batch * fg, keep, kNmsTile, iterations, v);
+    OpNode best = top_k("detections.top_k", batch, fg * keep, keep, DType::F32);
+    best.stop_gradient = true;
+    g.add(std::move(best), {v});
+    return g;
+  }
+
+ private:
+  // The network and, when `loss`, the training loss.
+  static OpGraph forward(const Config& cfg, std::int64_t batch, bool loss) {
     const std::int64_t size = cfg.integer("workload.image_size");
     const std::int64_t classes = cfg.integer("workload.classes");
     const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
@@ -78,9 +137,9 @@ class Ssd final : public ModelBuilder {
     std::vector<MapRef> maps{x};
     for (std::size_t e = 0; e < std::size(kExtras); ++e) {
       const std::string p = "extra." + std::to_string(e);
-      MapRef y = b.conv_bn(p + ".conv1x1", maps.back(), kExtras[e].mid, 1, 1, true);
+      MapRef y = relu(g, b.conv(p + ".conv1x1", maps.back(), kExtras[e].mid, 1, 1));
       maps.push_back(
-          b.conv_bn(p + ".conv3x3", y, kExtras[e].out, 3, kExtras[e].stride, true, kExtras[e].pad));
+          relu(g, b.conv(p + ".conv3x3", y, kExtras[e].out, 3, kExtras[e].stride, kExtras[e].pad)));
     }
 
     std::vector<int> head_outputs;
@@ -90,38 +149,64 @@ class Ssd final : public ModelBuilder {
       head_outputs.push_back(b.conv(p + ".class", maps[i], boxes * classes, 3, 1).op);
       head_outputs.push_back(b.conv(p + ".box", maps[i], boxes * 4, 3, 1).op);
     }
+    if (loss) add_loss(g, cfg, batch, head_outputs);
+    return g;
+  }
 
-    // Per-box losses on each core's rows (partial: each box lives on one core), all-reduced so
-    // every core can mine hard negatives over the whole image; then the mining top-k and sums.
+  static MapRef relu(OpGraph& g, MapRef conv) {
+    g.node(conv.op).vpu_ops_per_element += vpu_ops::kRelu;
+    g.node(conv.op).bwd_vpu_ops_per_element += vpu_ops::kReluGrad;
+    return conv;
+  }
+
+  // Per-box losses, then hard negative mining and the masked sums.
+  static void add_loss(OpGraph& g, const Config& cfg, std::int64_t batch,
+                       const std::vector<int>& head_outputs) {
+    const std::int64_t size = cfg.integer("workload.image_size");
+    const std::int64_t classes = cfg.integer("workload.classes");
     const std::int64_t boxes = ssd_default_boxes(size);
     const double per_box = static_cast<double>(batch) * boxes;
     const double ops = (classes * vpu_ops::kCrossEntropy + 4 * vpu_ops::kSmoothL1) /
                        static_cast<double>(classes + 4);
     const double bwd = (classes * vpu_ops::kCrossEntropyGrad + 4 * vpu_ops::kSmoothL1Grad) /
                        static_cast<double>(classes + 4);
+    std::vector<int> inputs = head_outputs;
+    const bool partitioned = cfg.boolean("workload.labels_partitioned");
+    // TF: labels split like the maps, each level's height padded up to a multiple of the
+    // spatial degree (whole rows per core).
+    const double loss_boxes =
+        static_cast<double>(batch) *
+        ssd_partitioned_boxes(size, partitioned ? cfg.integer("parallelism.spatial") : 1);
     OpNode box_loss =
-        vector_op(OpKind::Elementwise, "loss.per_box", per_box * (classes + 4), 1, ops, bwd);
+        vector_op(OpKind::Elementwise, "loss.per_box", loss_boxes * (classes + 4), 1, ops, bwd);
     box_loss.out_dtype = DType::F32;
-    box_loss.bytes_written = per_box * 4;
-    box_loss.partial_bytes = box_loss.bytes_written;
-    box_loss.split.spatial = SplitDim::K;
+    box_loss.bytes_written = loss_boxes * 4;
     box_loss.shapes = {{batch, boxes, classes + 4}, {batch, boxes}};
-    const int per_box_v = g.add(std::move(box_loss), head_outputs);
-    // Hard negative mining: a sort-based top-k of the negatives per image (about 2 log2(boxes)
-    // compare-selects per box), then the masked sums.
-    const double mining_ops = 2 * std::log2(static_cast<double>(boxes)) + 2;
-    OpNode mining = vector_op(OpKind::Loss, "loss.hard_negative_mining", per_box, 1, mining_ops, 2);
-    mining.out_dtype = DType::F32;
-    mining.bytes_read = per_box * 4;
-    mining.bytes_written = 4;
-    g.add(std::move(mining), {per_box_v});
-
-    // Infeed per image: the bf16 image and the host-encoded targets of every default box (4 f32
-    // box offsets and an i32 class), plus the matched-box count.
-    g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + boxes * 5.0 * 4 + 4;
-    derive_training_graph(g, OptimizerKind::Sgd, cfg);
-    finish_conv_training_graph(g);
-    return g;
+    if (partitioned) {
+      // Each core computes the losses of its rows' boxes; the per-box losses are summed over the
+      // spatial axis so every core can mine whole images.
+      box_loss.partial_bytes = box_loss.bytes_written;
+      box_loss.split.spatial = SplitDim::K;
+    } else {
+      // JAX: whole label tensors on every core, so the head outputs are made whole there (an
+      // all-reduce of the zero-padded shards over "spatial" stands for the all-gather) and every
+      // core computes the losses of whole images.
+      OpNode whole = vector_op(OpKind::Elementwise, "loss.whole_predictions", 0, 0, 0, 0);
+      whole.partial_bytes = per_box * (classes + 4) * dtype_bytes(DType::BF16);
+      whole.split.spatial = SplitDim::K;
+      inputs = {g.add(std::move(whole), head_outputs)};
+    }
+    const int per_box_v = g.add(std::move(box_loss), inputs);
+    // Hard negative mining without a sort: 31 device steps of compare-and-count over the boxes'
+    // f32 losses find the k-th largest (k = min(3 x positives, boxes)), then one pass counts,
+    // masks and sums.
+    OpNode step = f32_vector_op(OpKind::Loss, "loss.mining_search", per_box, 1, 2, 0);
+    step.bytes_written = 0;  // a threshold per image
+    step.stop_gradient = true;
+    const int found = add_device_loop(g, step, kMiningSearchSteps, {per_box_v});
+    OpNode mask = f32_vector_op(OpKind::Loss, "loss.mining_mask_sum", per_box, 1, 3, 2);
+    mask.bytes_written = 4;
+    g.add(std::move(mask), {per_box_v, found});
   }
 };
 

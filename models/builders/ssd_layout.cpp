@@ -17,10 +17,16 @@ std::vector<std::int64_t> ssd_feature_map_sizes(std::int64_t image_size) {
 }
 
 std::int64_t ssd_default_boxes(std::int64_t image_size) {
+  return ssd_partitioned_boxes(image_size, 1);
+}
+
+std::int64_t ssd_partitioned_boxes(std::int64_t image_size, std::int64_t rows_multiple) {
   const auto sizes = ssd_feature_map_sizes(image_size);
   std::int64_t boxes = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    boxes += sizes[i] * sizes[i] * kSsdBoxesPerLocation[i];
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::int64_t rows = (sizes[i] + rows_multiple - 1) / rows_multiple * rows_multiple;
+    boxes += rows * sizes[i] * kSsdBoxesPerLocation[i];
+  }
   return boxes;
 }
 

@@ -17,4 +17,8 @@ std::vector<std::int64_t> ssd_feature_map_sizes(std::int64_t image_size);
 /// Default boxes of one image: sum over maps of size^2 x boxes per location (8732 at 300).
 std::int64_t ssd_default_boxes(std::int64_t image_size);
 
+/// Default boxes of one image with each map's height padded up to a multiple of `rows_multiple`
+/// (label tensors split over that many cores along H: 10144 at 300 and 8).
+std::int64_t ssd_partitioned_boxes(std::int64_t image_size, std::int64_t rows_multiple);
+
 }  // namespace tpusim

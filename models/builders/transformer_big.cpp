@@ -2,9 +2,13 @@
 // d_model 1024, 16 heads, ffn 4096 with ReLU, one embedding table of 33,708 sub-words shared by
 // the source and target embeddings and the pre-softmax projection, 256-token packed sequences
 // (JAX submission), Adam. Vaswani et al. 2017 (post-layer-norm form, as in the paper).
+#include <optional>
+#include <utility>
+
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "models/builders/transformer_blocks.hpp"
+#include "models/builders/transformer_decode.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
 #include "models/training.hpp"
@@ -24,6 +28,11 @@ const ParamRegistrar kParams{{
     {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (ReLU)", 1, 1e6, {}, "workload.model", kModel},
     {"workload.vocab", T::Integer, "", 33708, "shared source/target sub-word vocabulary", 2, 1e8, {}, "workload.model", kModel},
     {"workload.seq_len", T::Integer, "tokens", 256, "tokens per packed source and per packed target sequence", 1, 1e6, {}, "workload.model", kModel},
+    // Beam 4: the MLPerf Transformer reference's BLEU evaluation (beam search, beam size 4).
+    {"workload.beam_size", T::Integer, "", 4, "evaluation program: beams per sentence in beam-search decoding", 1, 1024, {}, "workload.model", kModel},
+    // 97 tokens: an assumption (the longest newstest2014 sentences in sub-words plus headroom);
+    // the eval sources are padded to the same length. docs/train.md.
+    {"workload.decode_length", T::Integer, "tokens", 97, "evaluation program: decoding steps (maximum output length); the source sentences are padded to this length too", 1, 1e5, {}, "workload.model", kModel},
 }};
 // clang-format on
 
@@ -32,53 +41,18 @@ class TransformerBig final : public ModelBuilder {
   bool supports_model_parallel() const override { return true; }
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
-    const std::int64_t enc_layers = cfg.integer("workload.encoder_layers");
     const std::int64_t dec_layers = cfg.integer("workload.decoder_layers");
     const std::int64_t seq = cfg.integer("workload.seq_len");
     const std::int64_t vocab = cfg.integer("workload.vocab");
-    const TransformerDims d{batch, cfg.integer("workload.hidden"), cfg.integer("workload.heads"),
-                            cfg.integer("workload.ffn")};
-    if (d.hidden % d.heads != 0)
-      throw ConfigError("workload.heads", std::to_string(d.heads) + " heads do not divide hidden " +
-                                              std::to_string(d.hidden) + "; use a divisor of it");
-
-    OpGraph g;
-    g.model = kModel;
-    g.replica_batch = batch;
-    require_transformer_splits(g, d);
-    g.require_divisible(
-        {"model", "workload.vocab", vocab, "shared vocabulary (embedding and softmax)"});
+    Encoded enc = encode(cfg, batch, seq);
+    OpGraph& g = enc.graph;
+    const TransformerDims& d = enc.dims;
+    const int table = enc.table;
+    const int memory = enc.memory;
     const std::int64_t tokens = batch * seq;
     const std::int64_t h = d.hidden;
 
-    // Source embedding (owns the shared table, split on the vocabulary), scaled by sqrt(d) plus
-    // the sinusoidal position signal and dropout.
-    auto embed = [&](const std::string& p, int tied_to) {
-      OpNode e = embedding_lookup(p + "embedding", tokens, vocab, h);
-      e.split.model = SplitDim::K;
-      e.params_split_by_model = true;
-      if (tied_to >= 0) {
-        e.params = 0;
-        e.tied_to = tied_to;
-      }
-      const int ev = g.add(std::move(e));
-      const int sv = g.add(
-          vector_op(OpKind::Elementwise, p + "scale_position", static_cast<double>(tokens) * h, 1,
-                    2 + vpu_ops::kDropout, 1 + vpu_ops::kDropout),
-          {ev});
-      return std::pair<int, int>{ev, sv};
-    };
-    auto [table, x] = embed("encoder.", -1);
-    for (std::int64_t l = 0; l < enc_layers; ++l) {
-      const std::string p = "encoder." + std::to_string(l) + ".";
-      g.begin_layer();
-      x = add_self_attention(g, p, x, seq, d);
-      x = add_feed_forward(g, p, x, seq, d, Activation::Relu);
-      g.end_layer();
-    }
-    const int memory = x;
-
-    int y = embed("decoder.", table).second;
+    int y = embed(g, "decoder.", tokens, vocab, h, table).second;
     for (std::int64_t l = 0; l < dec_layers; ++l) {
       const std::string p = "decoder." + std::to_string(l) + ".";
       g.begin_layer();
@@ -104,7 +78,78 @@ class TransformerBig final : public ModelBuilder {
     g.infeed_bytes_per_example = static_cast<double>(6 * seq) * 4;
     g.infeed_dtype = DType::I32;
     derive_training_graph(g, OptimizerKind::Adam, cfg);
-    return g;
+    return std::move(enc.graph);
+  }
+
+  /// The MLPerf BLEU evaluation: the encoder over the (padded) source sentences, then beam-search
+  /// decoding of workload.decode_length steps with workload.beam_size beams.
+  std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t batch) const override {
+    BeamSearch b;
+    b.length = cfg.integer("workload.decode_length");
+    b.source_len = b.length;
+    b.beam = cfg.integer("workload.beam_size");
+    b.vocab = cfg.integer("workload.vocab");
+    b.decoder_layers = cfg.integer("workload.decoder_layers");
+    Encoded enc = encode(cfg, batch, b.source_len);
+    b.dims = enc.dims;
+    add_beam_search(enc.graph, enc.memory, enc.table, b);
+    return std::move(enc.graph);
+  }
+
+ private:
+  struct Encoded {
+    OpGraph graph;
+    TransformerDims dims;
+    int table = -1;   ///< the source embedding op, owner of the shared table
+    int memory = -1;  ///< the encoder's output
+  };
+
+  // Source (or target) embedding: the shared table split on the vocabulary (owned by the
+  // source embedding), scaled by sqrt(d) plus the sinusoidal position signal and dropout.
+  static std::pair<int, int> embed(OpGraph& g, const std::string& p, std::int64_t tokens,
+                                   std::int64_t vocab, std::int64_t h, int tied_to) {
+    OpNode e = embedding_lookup(p + "embedding", tokens, vocab, h);
+    e.split.model = SplitDim::K;
+    e.params_split_by_model = true;
+    if (tied_to >= 0) {
+      e.params = 0;
+      e.tied_to = tied_to;
+    }
+    const int ev = g.add(std::move(e));
+    const int sv =
+        g.add(vector_op(OpKind::Elementwise, p + "scale_position", static_cast<double>(tokens) * h,
+                        1, 2 + vpu_ops::kDropout, 1 + vpu_ops::kDropout),
+              {ev});
+    return {ev, sv};
+  }
+
+  static Encoded encode(const Config& cfg, std::int64_t batch, std::int64_t seq) {
+    const std::int64_t enc_layers = cfg.integer("workload.encoder_layers");
+    const std::int64_t vocab = cfg.integer("workload.vocab");
+    Encoded out;
+    out.dims = {batch, cfg.integer("workload.hidden"), cfg.integer("workload.heads"),
+                cfg.integer("workload.ffn")};
+    const TransformerDims& d = out.dims;
+    if (d.hidden % d.heads != 0)
+      throw ConfigError("workload.heads", std::to_string(d.heads) + " heads do not divide hidden " +
+                                              std::to_string(d.hidden) + "; use a divisor of it");
+    OpGraph& g = out.graph;
+    g.model = kModel;
+    g.replica_batch = batch;
+    require_transformer_splits(g, d);
+    g.require_divisible(
+        {"model", "workload.vocab", vocab, "shared vocabulary (embedding and softmax)"});
+    auto [table, x] = embed(g, "encoder.", batch * seq, vocab, d.hidden, -1);
+    for (std::int64_t l = 0; l < enc_layers; ++l) {
+      const std::string p = "encoder." + std::to_string(l) + ".";
+      g.begin_layer();
+      x = add_self_attention(g, p, x, seq, d);
+      x = add_feed_forward(g, p, x, seq, d, Activation::Relu);
+      g.end_layer();
+    }
+    out.table = table;
+    out.memory = x;
+    return out;
   }
 };
 

@@ -18,11 +18,8 @@ void require_transformer_splits(OpGraph& g, const TransformerDims& d) {
   g.require_divisible({"model", "workload.ffn", d.ffn, "feed-forward width"});
 }
 
-namespace {
-
-// scores = Q K^T per head, softmax, context = P V per head, output projection, residual + LN.
-int add_attention_core(OpGraph& g, const std::string& p, int residual, int q_src, int kv_src,
-                       std::int64_t q_len, std::int64_t kv_len, const TransformerDims& d) {
+int add_attention(OpGraph& g, const std::string& p, int residual, int q_src, int kv_src,
+                  std::int64_t q_len, std::int64_t kv_len, const TransformerDims& d) {
   const std::int64_t head_dim = d.hidden / d.heads;
   const std::int64_t products = d.batch * d.heads;
 
@@ -49,15 +46,13 @@ int add_attention_core(OpGraph& g, const std::string& p, int residual, int q_src
                {o, residual});
 }
 
-}  // namespace
-
 int add_self_attention(OpGraph& g, const std::string& prefix, int x, std::int64_t len,
                        const TransformerDims& d) {
   const std::string p = prefix + "attention.";
   OpNode qkv = weight_matmul(p + "qkv", d.batch * len, d.hidden, 3 * d.hidden, true);
   split_columns(qkv);
   const int v = g.add(std::move(qkv), {x});
-  return add_attention_core(g, p, x, v, v, len, len, d);
+  return add_attention(g, p, x, v, v, len, len, d);
 }
 
 int add_cross_attention(OpGraph& g, const std::string& prefix, int x, std::int64_t q_len,
@@ -69,7 +64,7 @@ int add_cross_attention(OpGraph& g, const std::string& prefix, int x, std::int64
   OpNode kv = weight_matmul(p + "kv", d.batch * kv_len, d.hidden, 2 * d.hidden, true);
   split_columns(kv);
   const int kvv = g.add(std::move(kv), {memory});
-  return add_attention_core(g, p, x, qv, kvv, q_len, kv_len, d);
+  return add_attention(g, p, x, qv, kvv, q_len, kv_len, d);
 }
 
 int add_feed_forward(OpGraph& g, const std::string& prefix, int x, std::int64_t len,

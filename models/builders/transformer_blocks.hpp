@@ -22,6 +22,12 @@ struct TransformerDims {
   std::int64_t ffn = 0;
 };
 
+/// Scores Q K^T per head over `kv_len` keys, softmax, context P V, output projection, residual
+/// add of `residual` and layer norm; queries from `q_src` (q_len tokens), keys and values from
+/// `kv_src`. The core of both attention sublayers (and of a decoding step against a cache).
+int add_attention(OpGraph& g, const std::string& p, int residual, int q_src, int kv_src,
+                  std::int64_t q_len, std::int64_t kv_len, const TransformerDims& d);
+
 /// Self-attention over `len` tokens of `x`; returns the layer-norm output.
 int add_self_attention(OpGraph& g, const std::string& prefix, int x, std::int64_t len,
                        const TransformerDims& d);

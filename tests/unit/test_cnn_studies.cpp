@@ -94,3 +94,28 @@ TEST_CASE("the spatial sweeps keep the chips and the images per replica and vary
     }
   }
 }
+
+TEST_CASE("the v0.6 detection studies hold the reference rows' chips and batches") {
+  // The reference page's MLPerf v0.6 rows: chips, global batch.
+  for (const auto& [name, chips, batch] :
+       std::vector<std::tuple<std::string, int, int>>{{"ssd_v06_16", 16, 1024},
+                                                      {"ssd_v06_64", 64, 1024},
+                                                      {"ssd_v06_128", 128, 1024},
+                                                      {"ssd_v06_256", 256, 2048},
+                                                      {"ssd_v06_512", 512, 2048},
+                                                      {"ssd_v06_1024", 1024, 2048},
+                                                      {"maskrcnn_v06_16", 16, 128},
+                                                      {"maskrcnn_v06_64", 64, 128},
+                                                      {"maskrcnn_v06_128", 128, 128}}) {
+    INFO(name);
+    const Config cfg = study(name);
+    const Program p = test::program_of(cfg);
+    CHECK(cores_of(cfg) == 2 * chips);
+    CHECK(p.examples_per_step == batch);
+    // Mask R-CNN's variables are f32, so its gradient sync is f32.
+    if (name.rfind("maskrcnn", 0) == 0)
+      for (const auto& op : p.ops)
+        if (op.is_collective && op.name.rfind("grad.bucket", 0) == 0)
+          CHECK(op.collective.dtype == DType::F32);
+  }
+}

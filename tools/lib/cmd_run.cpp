@@ -27,6 +27,7 @@ struct RunArgs {
   int top = 10;
   bool allow_oom = false;
   std::string links_csv;
+  bool op_classes = false;  ///< --top given: also print the compute by op class
 };
 
 // The verdict of a program that does not fit: one line on stderr, and with --json a report
@@ -90,7 +91,7 @@ void run_study(const RunArgs& a) {
   if (a.json)
     std::cout << report.dump(2) << "\n";
   else
-    print_report(std::cout, report);
+    print_report(std::cout, report, a.op_classes);
 }
 
 const CommandRegistrar kRegister{[](CLI::App& app) {
@@ -111,11 +112,16 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--links-csv", a->links_csv,
                   "write every link's bytes, busy time and utilisation as CSV");
-  cmd->add_option("--top", a->top, "how many ops to list by time")->check(CLI::Range(0, 100000));
+  auto* top = cmd->add_option("--top", a->top,
+                              "how many ops to list by time; also prints compute by op class")
+                  ->check(CLI::Range(0, 100000));
   cmd->add_flag("--allow-oom", a->allow_oom,
                 "simulate a program whose peak memory exceeds the HBM capacity (the report says "
                 "out_of_memory: true) instead of stopping with exit code 1");
-  cmd->callback([a] { run_study(*a); });
+  cmd->callback([a, top] {
+    a->op_classes = top->count() > 0;
+    run_study(*a);
+  });
 }};
 
 }  // namespace

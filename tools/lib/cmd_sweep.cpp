@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "models/train_schedule.hpp"
 #include "models/workload.hpp"
 #include "tools/lib/commands.hpp"
 #include "tools/lib/readable.hpp"
@@ -84,9 +85,15 @@ void run_sweep(SweepArgs a) {
 
   const sweep::SweepSpec spec = sweep::load_sweep_file(a.sweep_file);
   // Every check of `tpusim validate` (config, layout, program) for every point, before any runs.
-  const auto points = sweep::expand(spec, a.sets, [](const nlohmann::json& doc) {
+  const bool train = spec.command == "train";
+  const auto points = sweep::expand(spec, a.sets, [train](const nlohmann::json& doc) {
     Study study = load_study(doc, {}, "(sweep point)");
-    build_program(study.config, Topology(study.topology), study.hardware);
+    const Topology topology(study.topology);
+    build_program(study.config, topology, study.hardware);
+    if (train) {  // what tpusim train needs besides: the schedule and the eval program
+      read_train_schedule(study.config);
+      build_program_of(study.config, topology, study.hardware, ProgramKind::Eval);
+    }
     return study.config.json();
   });
   if (a.out_dir.empty()) a.out_dir = "sweep_" + fs::path(a.sweep_file).stem().string();
@@ -116,7 +123,7 @@ void run_sweep(SweepArgs a) {
 
   const std::size_t own = done + todo.size();
   SweepProgress progress(own, done, ::isatty(STDERR_FILENO) == 1);
-  RunnerSummary summary = run_points(plan, todo, {a.out_dir, a.jobs}, progress,
+  RunnerSummary summary = run_points(plan, todo, {a.out_dir, a.jobs, spec.command}, progress,
                                      [&] { write_results(a.out_dir, plan); });
   progress.close();
   const sweep::CsvTable table = write_results(a.out_dir, plan);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <ostream>
 
@@ -30,6 +31,27 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
     const auto& op = r.top_ops[i];
     top.push_back({{"op", op.name}, {"kind", op.kind}, {"time_ms", op.time_ms}});
   }
+  // Compute by op class (kind and input dtype): what the step's FLOPs and HBM bytes are made of.
+  std::map<std::string, std::tuple<int, double, double, double>> by_class;
+  for (const auto& t : r.top_ops) {
+    const Op& op = program.ops[t.index];
+    if (op.is_collective) continue;
+    auto& [count, flops, bytes, ms] = by_class[op.kind + " " + to_string(op.dtype)];
+    ++count;
+    flops += op.compute.flops;
+    bytes += op.compute.bytes_read + op.compute.bytes_written;
+    ms += t.time_ms;
+  }
+  nlohmann::json classes = nlohmann::json::array();
+  for (const auto& [name, v] : by_class)
+    classes.push_back({{"class", name},
+                       {"ops", std::get<0>(v)},
+                       {"gflop_per_core", std::get<1>(v) * 1e-9},
+                       {"hbm_bytes_per_core", std::get<2>(v)},
+                       {"time_ms", std::get<3>(v)}});
+  std::sort(classes.begin(), classes.end(), [](const auto& a, const auto& b) {
+    return a["time_ms"].template get<double>() > b["time_ms"].template get<double>();
+  });
   // Collectives by kind: count, bytes per core, time in flight of the longest group.
   std::map<std::string, std::tuple<int, double, double>> by_kind;
   for (const auto& [index, st] : r.collectives) {
@@ -69,6 +91,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"collective_ops", program.num_collectives()},
       {"collectives", coll},
       {"top_ops", top},
+      {"op_classes", classes},
       {"links",
        {{"busiest_utilization", r.links.busiest_utilization},
         {"busiest", r.links.busiest_link},
@@ -82,7 +105,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
   return j;
 }
 
-void print_report(std::ostream& out, const nlohmann::json& j) {
+void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
   out << fmt::format("{} on {} chips ({} cores), {}, global batch {}\n",
                      j["model"].get<std::string>(), j["chips"].get<int>(), j["cores"].get<int>(),
                      j["layout"].get<std::string>(), j["global_batch"].get<std::int64_t>())
@@ -113,6 +136,16 @@ void print_report(std::ostream& out, const nlohmann::json& j) {
   for (const auto& op : j["top_ops"])
     out << fmt::format("    {:10.3f} ms  {:<18} {}\n", op["time_ms"].get<double>(),
                        op["kind"].get<std::string>(), op["op"].get<std::string>());
+  if (op_classes) {
+    out << "  compute by op class (per core):\n"
+        << fmt::format("    {:<24} {:>6} {:>12} {:>12} {:>10}\n", "class", "ops", "GFLOP",
+                       "HBM MiB", "ms");
+    for (const auto& c : j["op_classes"])
+      out << fmt::format(
+          "    {:<24} {:6d} {:12.2f} {:12.1f} {:10.3f}\n", c["class"].get<std::string>(),
+          c["ops"].get<int>(), c["gflop_per_core"].get<double>(),
+          c["hbm_bytes_per_core"].get<double>() / 1048576.0, c["time_ms"].get<double>());
+  }
   if (j.contains("memory")) print_memory(out, j["memory"]);
   out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n",
                      100 * j["links"]["busiest_utilization"].get<double>(),

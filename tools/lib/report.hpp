@@ -18,6 +18,8 @@ std::string layout_string(const Program& program, const Config& cfg);
 
 nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
                            int top_n = 10);
-void print_report(std::ostream& out, const nlohmann::json& report);
+/// Prints the report as text; with `op_classes` also the compute by op class (kind and dtype:
+/// ops, FLOPs, HBM bytes and time per core), which the JSON always holds.
+void print_report(std::ostream& out, const nlohmann::json& report, bool op_classes = false);
 
 }  // namespace tpusim::cli

@@ -68,12 +68,13 @@ struct Running {
   std::chrono::steady_clock::time_point start;
 };
 
-pid_t spawn(const std::string& study, const std::string& out_path, const std::string& err_path) {
+pid_t spawn(const std::string& command, const std::string& study, const std::string& out_path,
+            const std::string& err_path) {
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid != 0) return pid;
   // Child: own process group (the terminal's Ctrl-C goes to the sweep, which stops us), die
-  // with the sweep, stdout/stderr to files, then become `tpusim run`.
+  // with the sweep, stdout/stderr to files, then become `tpusim run` (or `tpusim train`).
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);
@@ -85,7 +86,7 @@ pid_t spawn(const std::string& study, const std::string& out_path, const std::st
   ::dup2(in, 0);
   ::dup2(out, 1);
   ::dup2(err, 2);
-  const char* argv[] = {"tpusim", "run", study.c_str(), "--json", nullptr};
+  const char* argv[] = {"tpusim", command.c_str(), study.c_str(), "--json", nullptr};
   ::execv("/proc/self/exe", const_cast<char* const*>(argv));
   std::fprintf(stderr, "cannot exec /proc/self/exe: %s\n", std::strerror(errno));
   ::_exit(127);
@@ -151,6 +152,10 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
         std::snprintf(buf, sizeof buf, "out of memory: peak %.3g GiB of %.3g GiB",
                       report["memory"]["peak_bytes"].get<double>() / 1073741824.0,
                       report["memory"]["capacity_bytes"].get<double>() / 1073741824.0);
+      else if (report.contains("time_to_train_s"))
+        std::snprintf(buf, sizeof buf, "time to train %.4g s, step %.4g ms",
+                      report["time_to_train_s"].get<double>(),
+                      report["step_time_ms"].get<double>());
       else
         std::snprintf(buf, sizeof buf, "step %.4g ms, comm share %.1f%%",
                       report["step_time_ms"].get<double>(),
@@ -178,7 +183,8 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
       std::size_t idx = queue.front();
       queue.pop_front();
       const auto& p = plan.points[idx];
-      pid_t pid = spawn(sweep::study_file(dir, p.id), tmp_out(p.id), tmp_err(p.id));
+      pid_t pid =
+          spawn(options.command, sweep::study_file(dir, p.id), tmp_out(p.id), tmp_err(p.id));
       if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
       running[pid] = {idx, std::chrono::steady_clock::now()};
     }

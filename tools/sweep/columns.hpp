@@ -11,7 +11,9 @@ inline const std::vector<std::string>& lead_columns() {
   return c;
 }
 
-/// Metrics copied from each point's report (`tpusim run --json`), in this order.
+/// Metrics copied from each point's report (`tpusim run --json`), in this order. A report of
+/// `tpusim train --json` (a sweep with "command": "train") has step_time_ms and examples_per_s
+/// of its steady training step and time_to_train_s; the other metrics stay empty.
 inline const std::vector<std::string>& report_metric_columns() {
   static const std::vector<std::string> c{
       "step_time_ms", "compute_ms",      "communication_ms", "exposed_communication_ms",
@@ -36,6 +38,7 @@ inline const std::vector<std::string>& trail_columns() {
                                           "scaling_efficiency",
                                           "peak_memory_GiB",
                                           "memory_headroom_GiB",
+                                          "time_to_train_s",
                                           "wall_s",
                                           "error"};
   return c;

@@ -145,6 +145,8 @@ void memory_cells(const nlohmann::json& report, std::map<std::string, std::strin
 
 std::string check_report(const nlohmann::json& report) {
   std::vector<std::string> numbers = report_metric_columns();
+  if (report.is_object() && report.contains("time_to_train_s"))  // tpusim train
+    numbers = {"time_to_train_s", "step_time_ms", "examples_per_s"};
   numbers.insert(numbers.end(), {"chips", "cores", "wall_s"});
   return check_fields(report, numbers, {"model", "layout"});
 }
@@ -196,7 +198,10 @@ CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices
       const auto& r = o.report;
       cell["model"] = r["model"].get<std::string>();
       cell["layout"] = r["layout"].get<std::string>();
-      for (const auto& c : report_metric_columns()) cell[c] = number_text(r[c].get<double>());
+      for (const auto& c : report_metric_columns())
+        if (r.contains(c)) cell[c] = number_text(r[c].get<double>());
+      if (r.contains("time_to_train_s"))
+        cell["time_to_train_s"] = number_text(r["time_to_train_s"].get<double>());
       const double chips = r["chips"].get<double>();
       cell["chips"] = number_text(chips);
       cell["cores"] = number_text(r["cores"].get<double>());

@@ -249,7 +249,15 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
   spec.file = file;
   if (!doc.is_object())
     throw ConfigError("(document)", "a sweep must be a JSON object with \"base\" and \"axes\"");
-  check_keys(doc, "", {"base", "axes", "series"}, problems);
+  check_keys(doc, "", {"base", "axes", "series", "command"}, problems);
+  if (auto c = doc.find("command"); c != doc.end()) {
+    if (c->is_string() && (*c == "run" || *c == "train"))
+      spec.command = c->get<std::string>();
+    else
+      problems.add("command", show(*c) +
+                                  " is not allowed; expected \"run\" (one step per point) "
+                                  "or \"train\" (time to train per point)");
+  }
 
   if (auto b = doc.find("base"); b == doc.end()) {
     problems.add(

@@ -1,0 +1,23 @@
+#pragma once
+// A device loop as one Program: steps (training and evaluation Programs of one mesh) played
+// back to back, each preceded by an infeed op that dequeues the step's input batch. As in an
+// XLA while loop, a step begins only when the previous one has ended: its infeed op waits for
+// every collective and the last compute op of the previous step.
+#include <cstdint>
+#include <vector>
+
+#include "models/program.hpp"
+
+namespace tpusim {
+
+struct DeviceLoop {
+  Program program;
+  std::vector<int> op_batch;   ///< per op: the step (batch) its infeed op dequeues, or -1
+  std::vector<int> infeed_op;  ///< per step: the index of its infeed op
+};
+
+/// Concatenates `steps` in order. Every Program must have the same mesh (throws ConfigError
+/// otherwise). The infeed ops cost nothing (a measured duration of 0): they only wait.
+DeviceLoop make_device_loop(const std::vector<const Program*>& steps);
+
+}  // namespace tpusim

@@ -1,0 +1,154 @@
+#include "models/train_schedule.hpp"
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
+#include "models/workload.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One parameter per line reads as a table. The facts of the shipped studies and their sources
+// are in docs/train.md.
+// clang-format off
+const ParamRegistrar kParams{{
+    {"train.target_steps", T::Integer, "steps", 0, "training steps until the quality target is reached (at an evaluation); 0: from train.target_epochs", 0, 1e12},
+    {"train.target_epochs", T::Number, "epochs", 0.0, "epochs until the quality target is reached, when train.target_steps is 0 (needs train.dataset_examples)", 0, 1e6},
+    {"train.dataset_examples", T::Integer, "examples", 0, "training examples per epoch; an epoch is ceil(dataset_examples / workload.global_batch) steps", 0, 1e12},
+    {"train.eval_every_steps", T::Integer, "steps", 0, "training steps per device loop, each loop ending with an evaluation; 0: from train.eval_every_epochs", 0, 1e12},
+    {"train.eval_every_epochs", T::Number, "epochs", 0.0, "epochs per device loop, when train.eval_every_steps is 0", 0, 1e6},
+    {"train.eval_examples", T::Integer, "examples", 0, "examples of one evaluation (at workload.eval_batch per eval step)", 0, 1e12},
+    {"train.eval_steps", T::Integer, "steps", 0, "eval steps per evaluation as the run did them; 0: ceil(train.eval_examples / eval batch)", 0, 1e9},
+    {"train.simulated_train_steps", T::Integer, "steps", 3, "training steps of the loop that tpusim train simulates (at most the loop's); the rest of the loop is composed from them (the first and the mean of the others)", 2, 1e6},
+    {"train.simulated_eval_steps", T::Integer, "steps", 2, "eval steps that tpusim train simulates (at most an evaluation's); the rest is composed from them (the first and the mean of the others)", 2, 1e6},
+}};
+// clang-format on
+
+std::int64_t steps_per_epoch(const Config& cfg, const char* needed_by) {
+  const std::int64_t n = cfg.integer("train.dataset_examples");
+  if (n <= 0)
+    throw ConfigError("train.dataset_examples",
+                      std::string("is needed (> 0) to turn ") + needed_by +
+                          " into steps; give the training examples per epoch");
+  const std::int64_t b = cfg.integer("workload.global_batch");
+  return (n + b - 1) / b;
+}
+
+// Epochs to whole steps; a fraction of a step is an error naming `path`.
+std::int64_t epochs_to_steps(const Config& cfg, const char* path) {
+  const double epochs = cfg.number(path);
+  const double steps = epochs * static_cast<double>(steps_per_epoch(cfg, path));
+  if (std::abs(steps - std::round(steps)) > 1e-6)
+    throw ConfigError(path, std::to_string(epochs) + " epochs are " + std::to_string(steps) +
+                                " steps, not a whole number; allowed: epochs that are a whole " +
+                                "number of steps, or give the steps");
+  return static_cast<std::int64_t>(std::round(steps));
+}
+
+std::int64_t steps_or_epochs(const Config& cfg, const char* steps_path, const char* epochs_path,
+                             const char* what) {
+  const std::int64_t steps = cfg.integer(steps_path);
+  const bool epochs = cfg.number(epochs_path) > 0;
+  if (steps > 0 && epochs)
+    throw ConfigError(steps_path,
+                      std::string("give ") + steps_path + " or " + epochs_path + ", not both");
+  if (steps > 0) return steps;
+  if (epochs) return epochs_to_steps(cfg, epochs_path);
+  throw ConfigError(steps_path, std::string("tpusim train needs ") + what + ": give " + steps_path +
+                                    " (> 0) or " + epochs_path + " (> 0)");
+}
+
+double mean_own(const std::vector<double>& own, std::size_t from, std::size_t to) {
+  double s = 0;
+  for (std::size_t i = from; i < to; ++i) s += own[i];
+  return s / static_cast<double>(to - from);
+}
+
+}  // namespace
+
+std::vector<bool> TrainSchedule::simulated_sequence() const {
+  std::vector<bool> seq(static_cast<std::size_t>(simulated_train_steps), false);
+  seq.insert(seq.end(), static_cast<std::size_t>(simulated_eval_steps), true);
+  seq.push_back(false);
+  return seq;
+}
+
+TrainSchedule read_train_schedule(const Config& cfg) {
+  TrainSchedule s;
+  s.global_batch = cfg.integer("workload.global_batch");
+  s.eval_batch = step_examples(cfg, ProgramKind::Eval);
+  s.target_steps = steps_or_epochs(cfg, "train.target_steps", "train.target_epochs",
+                                   "the steps to the quality target");
+  s.steps_per_loop = steps_or_epochs(cfg, "train.eval_every_steps", "train.eval_every_epochs",
+                                     "the evaluation cadence");
+  if (s.target_steps % s.steps_per_loop != 0)
+    throw ConfigError(
+        cfg.integer("train.target_steps") > 0 ? "train.target_steps" : "train.target_epochs",
+        std::to_string(s.target_steps) + " steps to the target are not a multiple of the " +
+            std::to_string(s.steps_per_loop) +
+            " steps between evaluations (the target is detected at an evaluation); allowed: a "
+            "multiple of " +
+            std::to_string(s.steps_per_loop) + " steps");
+  s.evaluations = s.target_steps / s.steps_per_loop;
+  s.eval_examples = cfg.integer("train.eval_examples");
+  if (s.eval_examples <= 0)
+    throw ConfigError("train.eval_examples",
+                      "tpusim train needs the examples of one evaluation (> 0)");
+  const std::int64_t needed = (s.eval_examples + s.eval_batch - 1) / s.eval_batch;
+  s.eval_steps = cfg.integer("train.eval_steps");
+  if (s.eval_steps == 0) s.eval_steps = needed;
+  if (s.eval_steps < needed)
+    throw ConfigError("train.eval_steps",
+                      std::to_string(s.eval_steps) + " eval steps of " +
+                          std::to_string(s.eval_batch) + " examples cannot cover " +
+                          std::to_string(s.eval_examples) +
+                          " eval examples; allowed: 0 or >= " + std::to_string(needed));
+  s.simulated_train_steps = static_cast<int>(
+      std::min<std::int64_t>(cfg.integer("train.simulated_train_steps"), s.steps_per_loop));
+  s.simulated_eval_steps = static_cast<int>(
+      std::min<std::int64_t>(cfg.integer("train.simulated_eval_steps"), s.eval_steps));
+  return s;
+}
+
+TimeToTrain compose_time_to_train(const TrainSchedule& s, const std::vector<SimulatedStep>& steps,
+                                  Duration end) {
+  const std::size_t n = static_cast<std::size_t>(s.simulated_train_steps);
+  const std::size_t m = static_cast<std::size_t>(s.simulated_eval_steps);
+  assert(steps.size() == n + m + 1);
+  std::vector<double> own(steps.size()), stall(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Duration next = i + 1 < steps.size() ? steps[i + 1].start - steps[i + 1].stall : end;
+    own[i] = (next - steps[i].start).seconds();
+    stall[i] = steps[i].stall.seconds();
+  }
+  TimeToTrain t;
+  t.startup_s = steps[0].start.seconds();
+  t.first_train_step_s = own[0];
+  t.train_step_s = n > 1 ? mean_own(own, 1, n) : own[n + m];
+  t.train_stall_s = n > 1 ? mean_own(stall, 1, n) : stall[n + m];
+  t.first_eval_step_s = own[n];
+  t.first_eval_stall_s = stall[n];
+  t.eval_step_s = m > 1 ? mean_own(own, n + 1, n + m) : own[n];
+  t.eval_stall_s = m > 1 ? mean_own(stall, n + 1, n + m) : stall[n];
+  t.loop_first_train_step_s = own[n + m];
+  t.loop_first_train_stall_s = stall[n + m];
+
+  const double N = static_cast<double>(s.steps_per_loop);
+  const double M = static_cast<double>(s.eval_steps);
+  const double V = static_cast<double>(s.evaluations);
+  t.training_s =
+      t.first_train_step_s + (V - 1) * t.loop_first_train_step_s + V * (N - 1) * t.train_step_s;
+  t.evaluation_s = V * (t.first_eval_step_s + (M - 1) * t.eval_step_s);
+  t.input_stall_s = (V - 1) * t.loop_first_train_stall_s + V * (N - 1) * t.train_stall_s +
+                    V * (t.first_eval_stall_s + (M - 1) * t.eval_stall_s);
+  t.total_s = t.startup_s + t.training_s + t.evaluation_s + t.input_stall_s;
+  return t;
+}
+
+}  // namespace tpusim

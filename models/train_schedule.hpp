@@ -1,0 +1,73 @@
+#pragma once
+// Time to train: the schedule of a training run (steps to the quality target, evaluation
+// cadence, device loops) and the composition of a simulated device loop into the whole run.
+// Plain arithmetic: the simulation that measures the loop lives in sim/ and tools/.
+#include <cstdint>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/units.hpp"
+
+namespace tpusim {
+
+/// The run, from the study's train.* keys (declared in models/train_schedule.cpp).
+struct TrainSchedule {
+  std::int64_t global_batch = 0;
+  std::int64_t eval_batch = 0;
+  std::int64_t target_steps = 0;    ///< training steps until the target is detected
+  std::int64_t steps_per_loop = 0;  ///< training steps between two evaluations (one device loop)
+  std::int64_t evaluations = 0;     ///< = device loops; the last one detects the target
+  std::int64_t eval_examples = 0;   ///< examples of one evaluation
+  std::int64_t eval_steps = 0;      ///< eval steps per evaluation
+  int simulated_train_steps = 0;    ///< training steps simulated at the start of the loop
+  int simulated_eval_steps = 0;     ///< eval steps simulated
+
+  /// The simulated sequence of steps: simulated_train_steps training steps, simulated_eval_steps
+  /// eval steps, then the first training step of the next loop. true = an eval step.
+  std::vector<bool> simulated_sequence() const;
+};
+
+/// Reads train.* and the batches. Throws ConfigError naming the JSON path when the target or
+/// the cadence is missing, or when the target is not at an evaluation (a cadence that does not
+/// divide the steps to the target).
+TrainSchedule read_train_schedule(const Config& cfg);
+
+/// One simulated step: when its last core began it (dequeued its batch) and how long the
+/// longest-waiting core stood at its infeed op before that.
+struct SimulatedStep {
+  Duration start;
+  Duration stall;
+};
+
+/// The whole run composed from the simulated sequence (all in seconds).
+struct TimeToTrain {
+  double total_s = 0;
+  double startup_s = 0;      ///< run_start until the first training step begins (first batch)
+  double training_s = 0;     ///< training steps, without input stalls
+  double evaluation_s = 0;   ///< eval steps, without input stalls
+  double input_stall_s = 0;  ///< waiting at infeed ops after the first step
+  // Per step, as composed:
+  double train_step_s = 0;             ///< steady training step, without stall
+  double train_stall_s = 0;            ///< steady input stall per training step
+  double first_train_step_s = 0;       ///< the run's first training step
+  double loop_first_train_step_s = 0;  ///< first training step of a later loop
+  double loop_first_train_stall_s = 0;
+  double eval_step_s = 0;        ///< steady eval step, without stall
+  double eval_stall_s = 0;       ///< steady stall per eval step
+  double first_eval_step_s = 0;  ///< first eval step of an evaluation
+  double first_eval_stall_s = 0;
+};
+
+/// Composes the run from the simulated sequence (TrainSchedule::simulated_sequence()): `steps`
+/// in that order, `end` when the last one ended. With own(i) = start(i+1) - stall(i+1) - start(i)
+/// (end - start(i) for the last):
+///   loop 1:       stall(T1) [start-up] + own(T1) + (N-1) (stall_T + own_T) + E
+///   loops 2..V:   stall(T') + own(T') + (N-1) (stall_T + own_T) + E
+///   E = stall(E1) + own(E1) + (M-1) (stall_E + own_E)
+/// where _T and _E are means over the simulated training steps after the first and the eval
+/// steps after the first (the first's own values when only one was simulated), T' the trailing
+/// training step, N = steps_per_loop, M = eval_steps, V = evaluations.
+TimeToTrain compose_time_to_train(const TrainSchedule& s, const std::vector<SimulatedStep>& steps,
+                                  Duration end);
+
+}  // namespace tpusim

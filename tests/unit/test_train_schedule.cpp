@@ -1,0 +1,166 @@
+// The schedule of a training run (train.*) and the composition of a simulated device loop into
+// the time to train, against closed forms.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "core/errors.hpp"
+#include "model_study.hpp"
+#include "models/device_loop.hpp"
+#include "models/train_schedule.hpp"
+
+using namespace tpusim;
+using tpusim::test::model_study;
+using tpusim::test::program_of;
+
+namespace {
+
+Config train_study(nlohmann::json train, long long batch = 32,
+                   nlohmann::json workload = nlohmann::json::object()) {
+  nlohmann::json w{{"model", "bert_large"}, {"global_batch", batch}};
+  w.update(workload);
+  return load_config({{"topology", "4x4"}, {"workload", w}, {"train", train}});
+}
+
+std::string error_path(const nlohmann::json& train, long long batch = 32) {
+  try {
+    read_train_schedule(train_study(train, batch));
+  } catch (const ConfigError& e) {
+    return e.problems().front().where;
+  }
+  return "(no error)";
+}
+
+Duration ms(double v) { return Duration::ns(v * 1e6); }
+
+}  // namespace
+
+TEST_CASE("the schedule: steps or epochs to the target, loops of eval_every steps") {
+  const auto s = read_train_schedule(
+      train_study({{"target_steps", 496}, {"eval_every_steps", 62}, {"eval_examples", 10000}}, 32,
+                  {{"eval_batch", 4096}}));
+  CHECK(s.evaluations == 8);
+  CHECK(s.eval_steps == 3);  // ceil(10000 / 4096)
+  CHECK(s.simulated_sequence() == std::vector<bool>{false, false, false, true, true, false});
+  // Epochs: ceil(dataset / batch) steps each. 1000 examples at batch 32: 32 steps per epoch.
+  const auto e = read_train_schedule(train_study({{"target_epochs", 12},
+                                                  {"eval_every_epochs", 4},
+                                                  {"dataset_examples", 1000},
+                                                  {"eval_examples", 64}}));
+  CHECK(e.target_steps == 12 * 32);
+  CHECK(e.steps_per_loop == 4 * 32);
+  CHECK(e.evaluations == 3);
+  CHECK(e.eval_steps == 2);
+  // A short loop simulates only what it has.
+  const auto one = read_train_schedule(
+      train_study({{"target_steps", 4}, {"eval_every_steps", 1}, {"eval_examples", 1}}));
+  CHECK(one.simulated_train_steps == 1);
+  CHECK(one.simulated_eval_steps == 1);
+}
+
+TEST_CASE("schedule errors name the JSON path") {
+  CHECK(error_path({{"eval_every_steps", 62}, {"eval_examples", 1}}) == "train.target_steps");
+  // A cadence that does not divide the steps to the target.
+  CHECK(error_path({{"target_steps", 500}, {"eval_every_steps", 62}, {"eval_examples", 1}}) ==
+        "train.target_steps");
+  CHECK(error_path({{"target_epochs", 10},
+                    {"eval_every_epochs", 4},
+                    {"dataset_examples", 320},
+                    {"eval_examples", 1}}) == "train.target_epochs");
+  CHECK(error_path({{"target_epochs", 10}, {"eval_every_steps", 5}, {"eval_examples", 1}}) ==
+        "train.dataset_examples");
+  CHECK(error_path({{"target_steps", 10},
+                    {"target_epochs", 1},
+                    {"eval_every_steps", 5},
+                    {"eval_examples", 1}}) == "train.target_steps");
+  CHECK(error_path({{"target_steps", 10}, {"eval_every_steps", 5}}) == "train.eval_examples");
+  CHECK(error_path({{"target_steps", 10},
+                    {"eval_every_steps", 5},
+                    {"eval_examples", 100},
+                    {"eval_steps", 2}}) == "train.eval_steps");  // 100 / 32 needs 4
+  // Half a step per epoch fraction: 1.5 epochs of 3 steps is 4.5 steps.
+  CHECK(error_path({{"target_steps", 9},
+                    {"eval_every_epochs", 1.5},
+                    {"dataset_examples", 96},
+                    {"eval_examples", 1}}) == "train.eval_every_epochs");
+}
+
+TEST_CASE("loop composition: startup + V loops of N training steps and M eval steps") {
+  TrainSchedule s;
+  s.steps_per_loop = 10;
+  s.eval_steps = 4;
+  s.evaluations = 5;
+  s.simulated_train_steps = 3;
+  s.simulated_eval_steps = 2;
+  // Simulated: T1 T2 T3 E1 E2 T'. Own times: T1 7, T2/T3 5, E1 3, E2 2, T' 6 ms; stalls before
+  // each: 1 (start-up), 0.5, 0.5, 0.25, 0.75, 1.5 ms.
+  const double own[] = {7, 5, 5, 3, 2, 6};
+  const double stall[] = {1, 0.5, 0.5, 0.25, 0.75, 1.5};
+  std::vector<SimulatedStep> steps;
+  double t = 0;
+  for (int i = 0; i < 6; ++i) {
+    t += stall[i];
+    steps.push_back({ms(t), ms(stall[i])});
+    t += own[i];
+  }
+  const TimeToTrain r = compose_time_to_train(s, steps, ms(t));
+  const double N = 10, M = 4, V = 5;
+  CHECK(r.startup_s == Approx(1e-3));
+  CHECK(r.train_step_s == Approx(5e-3));
+  CHECK(r.eval_step_s == Approx(2e-3));
+  CHECK(r.training_s == Approx(1e-3 * (7 + (V - 1) * 6 + V * (N - 1) * 5)));
+  CHECK(r.evaluation_s == Approx(1e-3 * V * (3 + (M - 1) * 2)));
+  CHECK(r.input_stall_s ==
+        Approx(1e-3 * ((V - 1) * 1.5 + V * (N - 1) * 0.5 + V * (0.25 + (M - 1) * 0.75))));
+  CHECK(r.total_s == Approx(r.startup_s + r.training_s + r.evaluation_s + r.input_stall_s));
+  // A loop simulated in full (N = 3, M = 2, V = 1) composes to exactly its simulated time
+  // without the trailing step.
+  s.steps_per_loop = 3;
+  s.eval_steps = 2;
+  s.evaluations = 1;
+  const TimeToTrain full = compose_time_to_train(s, steps, ms(t));
+  CHECK(full.total_s == Approx((steps[5].start - steps[5].stall).seconds()));
+}
+
+TEST_CASE("a device loop: each step's infeed op waits for all of the previous step") {
+  const Config cfg = model_study("bert_large", "4x4", 32, {{"model", 2}}, {{"vocab", 30528}});
+  const Program train = program_of(cfg);
+  const DeviceLoop loop = make_device_loop({&train, &train});
+  REQUIRE(loop.program.ops.size() == 2 * train.ops.size() + 2);
+  CHECK(loop.infeed_op == std::vector<int>{0, static_cast<int>(train.ops.size()) + 1});
+  CHECK(loop.op_batch[0] == 0);
+  CHECK(loop.op_batch[loop.infeed_op[1]] == 1);
+  const Op& second = loop.program.ops[loop.infeed_op[1]];
+  CHECK(second.kind == "infeed");
+  CHECK(second.compute.measured_ns == 0.0);
+  CHECK(second.deps.size() == train.num_collectives() + 1);
+  for (int d : second.deps) CHECK(d < loop.infeed_op[1]);
+  // The steps' own dependencies move with them.
+  for (std::size_t i = 0; i < train.ops.size(); ++i)
+    CHECK(loop.program.ops[loop.infeed_op[1] + 1 + i].deps.size() == train.ops[i].deps.size());
+}
+
+TEST_CASE("the five MLPerf studies carry their schedules (issue table)") {
+  auto schedule = [](const char* study) {
+    return read_train_schedule(load_config_file(config_dir() + "/studies/" + study + ".json"));
+  };
+  const auto bert = schedule("bert_large_4096");
+  CHECK(bert.target_steps == 496);
+  CHECK(bert.evaluations == 8);
+  CHECK(bert.eval_steps == 2);  // 10,000 samples at 8192
+  const auto resnet = schedule("resnet50_4096");
+  CHECK(resnet.steps_per_loop == 4 * 20);  // 4 epochs of ceil(1281167 / 65536) steps
+  CHECK(resnet.target_steps == 84 * 20);
+  CHECK(resnet.eval_steps == 1);
+  const auto ssd = schedule("ssd_4096");
+  CHECK(ssd.steps_per_loop == 145);
+  CHECK(ssd.eval_steps == 2);
+  CHECK(ssd.evaluations == 19);
+  const auto transformer = schedule("transformer_big_4096");
+  CHECK(transformer.steps_per_loop == 277);
+  CHECK(transformer.evaluations == 4);
+  CHECK(transformer.eval_steps == 1);
+  const auto maskrcnn = schedule("maskrcnn_512");
+  CHECK(maskrcnn.steps_per_loop == 462);
+  CHECK(maskrcnn.evaluations == 18);
+  CHECK(maskrcnn.eval_steps == 11);
+}
