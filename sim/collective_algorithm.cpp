@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/params.hpp"
 #include "sim/machine.hpp"
 
@@ -91,6 +92,13 @@ GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shif
 GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group) {
   // n-1 rounds; in round k member i sends its piece (1/n of its buffer) to member i+k.
   const int n = static_cast<int>(group.size());
+  const std::int64_t transfers = static_cast<std::int64_t>(n) * (n - 1);
+  if (transfers > kMaxCollectiveTransfers)
+    throw ConfigError("all-to-all", "over " + std::to_string(n) + " cores it is " +
+                                        std::to_string(transfers) + " point-to-point transfers, " +
+                                        past_limit(static_cast<double>(kMaxCollectiveTransfers),
+                                                   "transfers", "kMaxCollectiveTransfers") +
+                                        "; use a smaller group (mesh axes)");
   GroupPlan plan;
   for (int k = 1; k < n; ++k) {
     GroupPlan round = permute_plan(m, group, k, true);

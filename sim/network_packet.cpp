@@ -6,6 +6,8 @@
 #include <cmath>
 #include <memory>
 
+#include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "sim/network.hpp"
 
 namespace tpusim {
@@ -21,7 +23,15 @@ class PacketNetwork : public Network {
     const Duration now = sim_now();
     for (const auto& t : transfers) {
       if (t.route->empty() || t.bytes <= 0) continue;
-      const auto packets = static_cast<std::int64_t>(std::ceil(t.bytes / opts_.packet_bytes));
+      const double count = std::ceil(t.bytes / opts_.packet_bytes);
+      created_ += count;
+      if (created_ > kMaxPackets)
+        throw ConfigError("network.packet_bytes",
+                          "the run needs at least " + format_number(created_) + " packets of " +
+                              format_number(opts_.packet_bytes) + " bytes, " +
+                              past_limit(kMaxPackets, "packets", "kMaxPackets") +
+                              "; use larger packets or network.fidelity=message");
+      const auto packets = static_cast<std::int64_t>(count);
       const LinkModule& first = *t.route->front();
       for (std::int64_t p = 0; p < packets; ++p) {
         const double size =
@@ -68,6 +78,7 @@ class PacketNetwork : public Network {
   EventQueue& queue_;
   NetworkOptions opts_;
   std::uint64_t packet_hops_ = 0;
+  double created_ = 0;  ///< packets created so far (bounded by kMaxPackets)
 };
 
 const NetworkRegistrar kRegister{

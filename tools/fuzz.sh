@@ -21,6 +21,7 @@ seeds() {  # target name -> seed directories
     trace_reader | profile_import) echo traces/examples ;;
     study_config) echo configs/studies configs/topologies ;;
     sweep_spec) echo configs/studies/sweeps ;;
+    topology_mesh) echo configs/topologies tests/data ;;
     *) echo tests/data ;;
   esac
 }

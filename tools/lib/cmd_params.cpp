@@ -1,5 +1,6 @@
 // tpusim params: every declared parameter with its unit, default and meaning.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -22,11 +23,15 @@ void run_params(bool as_json, const std::string& filter) {
                        {"meaning", s.meaning}};
       if (!s.choices.empty()) j["choices"] = s.choices;
       if (!s.when_path.empty()) j["when"] = s.when_path + "=" + s.when_value;
+      if (std::isfinite(s.min)) j["min"] = s.min;
+      if (std::isfinite(s.max)) j["max"] = s.max;
+      if (s.label) j["label"] = true;
       out.push_back(j);
       continue;
     }
     std::string when =
         s.when_path.empty() ? "" : "  [when " + s.when_path + "=" + s.when_value + "]";
+    if (s.label) when += "  [label: for reports only]";
     std::string choices;
     for (const auto& c : s.choices) choices += (choices.empty() ? " (one of " : ", ") + c;
     if (!choices.empty()) choices += ")";

@@ -38,6 +38,17 @@ Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled
     doc = rec["config"];
   else if (recorded("hardware"))
     doc["hardware"] = rec["hardware"];
+  // What the trace recorded is checked alone first, so that its errors name the trace file and
+  // where in it they are (an error of --set or --topology is the command line's).
+  try {
+    load_config(doc);
+  } catch (const ConfigError& e) {
+    std::vector<Problem> problems = e.problems();
+    const std::string in = a.trace + ": recorded_on" + (recorded("config") ? ".config" : "");
+    for (auto& p : problems)
+      p.where = in + (p.where.empty() || p.where[0] == '(' ? "" : "." + p.where);
+    throw ConfigError(problems);
+  }
   if (!a.topology.empty())
     doc["topology"] = a.topology;
   else if (recorded("topology") && !rescaled)
