@@ -62,7 +62,11 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "name" && it.key() != "dims" && it.key() != "wrap" && it.key()[0] != '_')
       problems.add(where + "." + it.key(), "unknown key; allowed: name, dims, wrap");
-  spec.name = j.value("name", "custom");
+  // Found by fuzz_topology_mesh: a name that is not a string was a JSON type error (exit 3).
+  if (auto name = j.find("name"); name != j.end() && !name->is_string())
+    problems.add(where + ".name", name->dump() + " is not allowed; expected a string");
+  else
+    spec.name = j.value("name", "custom");
   auto dims = j.find("dims");
   if (dims == j.end() || !dims->is_array() || dims->empty() || dims->size() > 4) {
     problems.add(where + ".dims", "expected a list of 1 to 4 chip counts");
