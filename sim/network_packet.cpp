@@ -21,17 +21,18 @@ class PacketNetwork : public Network {
     auto batch = std::make_shared<Batch>();
     batch->done = std::move(on_arrival);
     const Duration now = sim_now();
+    // The whole batch is counted before any of its packets is queued.
+    for (const auto& t : transfers)
+      if (!t.route->empty() && t.bytes > 0) created_ += std::ceil(t.bytes / opts_.packet_bytes);
+    if (created_ > kMaxPackets)
+      throw ConfigError("network.packet_bytes",
+                        "the run needs at least " + format_number(created_) + " packets of " +
+                            format_number(opts_.packet_bytes) + " bytes, " +
+                            past_limit(kMaxPackets, "packets", "kMaxPackets") +
+                            "; use larger packets or network.fidelity=message");
     for (const auto& t : transfers) {
       if (t.route->empty() || t.bytes <= 0) continue;
-      const double count = std::ceil(t.bytes / opts_.packet_bytes);
-      created_ += count;
-      if (created_ > kMaxPackets)
-        throw ConfigError("network.packet_bytes",
-                          "the run needs at least " + format_number(created_) + " packets of " +
-                              format_number(opts_.packet_bytes) + " bytes, " +
-                              past_limit(kMaxPackets, "packets", "kMaxPackets") +
-                              "; use larger packets or network.fidelity=message");
-      const auto packets = static_cast<std::int64_t>(count);
+      const auto packets = static_cast<std::int64_t>(std::ceil(t.bytes / opts_.packet_bytes));
       const LinkModule& first = *t.route->front();
       for (std::int64_t p = 0; p < packets; ++p) {
         const double size =
