@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/params.hpp"
 
 namespace tpusim {
@@ -17,42 +18,29 @@ std::string config_dir() {
   return TPUSIM_CONFIG_DIR;
 }
 
-nlohmann::json parse_json_text(const std::string& text, const std::string& name, int max_depth) {
-  auto depth_guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > max_depth)
-      throw ConfigError(name, "JSON nested deeper than " + std::to_string(max_depth) + " levels");
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, depth_guard);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Turn the byte offset into line:column.
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string msg = e.what();
-    auto pos = msg.find("error while parsing");
-    if (pos != std::string::npos) msg = msg.substr(pos);
-    throw ConfigError(name + ":" + std::to_string(line) + ":" + std::to_string(col),
-                      "malformed JSON (" + msg + ")");
-  } catch (const nlohmann::json::exception& e) {
-    // Not a parse_error but still bad input: a number such as 1e999 that overflows a double.
-    throw ConfigError(name, std::string("malformed JSON (") + e.what() + ")");
+std::string read_file_bounded(const std::string& path, std::size_t max_bytes,
+                              const char* limit_name) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (fs::is_directory(status)) throw ConfigError(path, "is a directory; expected a file");
+  if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_fifo(status))
+    throw ConfigError(path, "is not a regular file (a device?); expected a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, "cannot open file");
+  std::string out;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    out.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (out.size() > max_bytes)
+      throw ConfigError(path, "is larger than " + format_bytes(static_cast<double>(max_bytes)) +
+                                  ", " +
+                                  past_limit(static_cast<double>(max_bytes), "bytes", limit_name));
   }
+  return out;
 }
 
 nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_json_text(ss.str(), path);
+  return parse_json_text(read_file_bounded(path, kMaxTraceFileBytes, "kMaxTraceFileBytes"), path);
 }
 
 void deep_merge(nlohmann::json& base, const nlohmann::json& over) {
@@ -88,27 +76,36 @@ std::string find_preset(const std::string& name, const std::string& where) {
                     "unknown preset '" + name + "'; presets in " + dir.string() + ": " + list);
 }
 
-void resolve(nlohmann::json& doc, const std::string& where, int depth) {
+void resolve(nlohmann::json& doc, const std::string& where, int depth, int& files) {
   if (!doc.is_object()) return;
   if (depth > 16)
     throw ConfigError(where, "presets nest more than 16 deep (a preset includes itself?)");
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     if (it.key() == "preset") continue;
-    resolve(it.value(), where.empty() ? it.key() : where + "." + it.key(), depth);
+    resolve(it.value(), where.empty() ? it.key() : where + "." + it.key(), depth, files);
   }
   auto p = doc.find("preset");
   if (p == doc.end()) return;
   const std::string path = where.empty() ? "preset" : where + ".preset";
   if (!p->is_string()) throw ConfigError(path, "expected a preset name (string), got " + p->dump());
+  // Depth alone does not bound the work: presets that each include the next under several keys
+  // fan out exponentially. Every file read counts.
+  if (++files > kMaxPresetFiles)
+    throw ConfigError(path, "the presets include more than " + std::to_string(kMaxPresetFiles) +
+                                " preset files in all, " +
+                                past_limit(kMaxPresetFiles, "files", "kMaxPresetFiles"));
   nlohmann::json base = read_json_file(find_preset(p->get<std::string>(), path));
-  resolve(base, where, depth + 1);
+  resolve(base, where, depth + 1, files);
   doc.erase("preset");
   deep_merge(base, doc);
   doc = std::move(base);
 }
 }  // namespace
 
-void resolve_presets(nlohmann::json& doc, const std::string& where) { resolve(doc, where, 0); }
+void resolve_presets(nlohmann::json& doc, const std::string& where) {
+  int files = 0;
+  resolve(doc, where, 0, files);
+}
 
 void apply_set(nlohmann::json& doc, const std::string& assignment) {
   auto eq = assignment.find('=');
@@ -123,8 +120,19 @@ void apply_set(nlohmann::json& doc, const std::string& assignment) {
 
 Config load_config(const nlohmann::json& input, const std::vector<std::string>& sets) {
   nlohmann::json doc = input;
+  // A --set of a preset ("preset=tpu_v4", "hardware.preset=...") replaces the preset the file
+  // names before presets are resolved, as if written in the file: the file's own keys still
+  // override it. Every other --set applies after, over everything.
+  auto names_preset = [](const std::string& s) {
+    const std::string path = s.substr(0, s.find('='));
+    return path == "preset" ||
+           (path.size() > 7 && path.compare(path.size() - 7, 7, ".preset") == 0);
+  };
+  for (const auto& s : sets)
+    if (names_preset(s)) apply_set(doc, s);
   resolve_presets(doc);
   for (const auto& s : sets) {
+    if (names_preset(s)) continue;
     apply_set(doc, s);
     resolve_presets(doc);
   }

@@ -18,12 +18,19 @@ std::string config_dir();
 nlohmann::json parse_json_text(const std::string& text, const std::string& name,
                                int max_depth = 256);
 
-/// Parses a JSON file. Errors name the file, line and column.
+/// The bytes of a file (a regular file or a pipe), refused past `max_bytes` (a limit of
+/// core/limits.hpp, named `limit_name`) before more is read: a device such as /dev/zero or an
+/// endless pipe ends in an error, not in exhausted memory.
+std::string read_file_bounded(const std::string& path, std::size_t max_bytes,
+                              const char* limit_name);
+
+/// Parses a JSON file (at most kMaxTraceFileBytes). Errors name the file, line and column.
 nlohmann::json read_json_file(const std::string& path);
 
 /// Replaces every "preset": NAME key (at any depth) by the contents of the preset file, with the
 /// object's other keys merged over it. NAME is looked up as configs/NAME.json, then
-/// configs/*/NAME.json. `where` is the JSON path used in errors.
+/// configs/*/NAME.json. `where` is the JSON path used in errors. At most kMaxPresetFiles files
+/// are read in one call, however the presets nest.
 void resolve_presets(nlohmann::json& doc, const std::string& where = "");
 
 /// Recursively merges `over` into `base`: objects merge key by key, anything else replaces.

@@ -9,9 +9,8 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kParams{{
-    {"hardware.name", T::String, "", "tpu_v3", "name of the chip generation, for reports"},
+    label_param("hardware.name", "tpu_v3", "name of the chip generation, for reports"),
     {"hardware.cores_per_chip", T::Integer, "", 2, "TensorCores per chip", 1, 8},
-    {"hardware.ici_ports_per_chip", T::Integer, "", 4, "ICI ports per chip (2 per grid dimension)", 2, 12},
     {"hardware.clock_MHz", T::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},
     {"hardware.mxu.count", T::Integer, "", 2, "MXUs (systolic arrays) per TensorCore", 1, 64},
     {"hardware.mxu.dim", T::Integer, "", 128, "side of the square systolic array", 8, 1024},
@@ -43,7 +42,6 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   HardwareSpec h;
   h.name = c.string("hardware.name");
   h.cores_per_chip = static_cast<int>(c.integer("hardware.cores_per_chip"));
-  h.ici_ports_per_chip = static_cast<int>(c.integer("hardware.ici_ports_per_chip"));
   h.clock_hz = c.number("hardware.clock_MHz") * 1e6;
   h.mxu.count = static_cast<int>(c.integer("hardware.mxu.count"));
   h.mxu.dim = static_cast<int>(c.integer("hardware.mxu.dim"));

@@ -20,7 +20,6 @@ struct MxuSpec {
 struct HardwareSpec {
   std::string name;
   int cores_per_chip = 2;
-  int ici_ports_per_chip = 4;
   double clock_hz = 940e6;
   MxuSpec mxu;
   int vpu_lanes = 128;

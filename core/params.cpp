@@ -39,6 +39,16 @@ ParamRegistrar::ParamRegistrar(std::initializer_list<ParamSpec> specs) {
   for (const auto& s : specs) r.specs_.push_back(s);
 }
 
+ParamSpec label_param(std::string path, std::string default_value, std::string meaning) {
+  ParamSpec s;
+  s.path = std::move(path);
+  s.type = ParamType::String;
+  s.default_value = std::move(default_value);
+  s.meaning = std::move(meaning);
+  s.label = true;
+  return s;
+}
+
 std::vector<const ParamSpec*> ParamRegistry::find(const std::string& path) const {
   std::vector<const ParamSpec*> out;
   for (const auto& s : specs_)
@@ -135,7 +145,11 @@ std::string allowed_text(const ParamSpec& s) {
     t = "one of";
     for (std::size_t i = 0; i < s.choices.size(); ++i) t += (i ? ", " : " ") + s.choices[i];
   }
-  return t + range_text(s);
+  // A range applies to numbers (and list elements); choices of a string have none.
+  return s.type == ParamType::String || s.type == ParamType::Boolean ||
+                 s.type == ParamType::BooleanList
+             ? t
+             : t + range_text(s);
 }
 
 bool number_ok(const ParamSpec& s, const nlohmann::json& v, bool integer) {
@@ -250,9 +264,16 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
   };
   walk(doc, "");
 
-  // Fill defaults; report missing required values.
+  // Fill defaults; report missing required values. Not under a section given as something other
+  // than an object: the walk reported that once ("hardware: expected an object"), and every
+  // parameter under it would only repeat it.
+  auto under_non_object = [&](const std::string& path) {
+    for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1))
+      if (const auto* v = json_at(doc, path.substr(0, dot)); v && !v->is_object()) return true;
+    return false;
+  };
   for (const auto& s : specs_) {
-    if (!applies(s) || json_at(doc, s.path)) continue;
+    if (!applies(s) || json_at(doc, s.path) || under_non_object(s.path)) continue;
     if (s.default_value.is_null()) {
       problems.add(s.path, "is required: " + s.meaning + "; expected " + allowed_text(s));
       continue;
@@ -260,7 +281,7 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
     try {
       json_set(doc, s.path, s.default_value);
     } catch (const ConfigError& e) {
-      problems.add(s.path, e.what());
+      for (const auto& p : e.problems()) problems.add(p.where, p.what);
     }
   }
 }

@@ -29,7 +29,13 @@ struct ParamSpec {
   std::vector<std::string> choices;  ///< for strings: the allowed values (empty: any)
   std::string when_path;             ///< applies only when this parameter...
   std::string when_value;            ///< ...has this value (e.g. workload.model = bert_large)
+  /// Names something for reports only; no result depends on it. Every other parameter must
+  /// change some output of some study (tests/cli/test_param_effect.cpp).
+  bool label = false;
 };
+
+/// A string parameter that is a label (see ParamSpec::label).
+ParamSpec label_param(std::string path, std::string default_value, std::string meaning);
 
 /// Every declared parameter. Filled by ParamRegistrar objects during static initialisation and
 /// read-only afterwards.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 
 namespace tpusim {
 
@@ -25,8 +26,11 @@ ByteCount parse_bytes(const std::string& text, const std::string& where) {
   for (const auto& [name, scale] : kSuffixes) {
     if (suffix == name) {
       double bytes = value * scale;
-      if (!(bytes >= 1.0) || !std::isfinite(bytes) || bytes > 1e18)
+      if (!(bytes >= 1.0) || !std::isfinite(bytes))
         throw ConfigError(where, "'" + text + "' is not a usable size; expected " + allowed);
+      if (bytes > kMaxBytes)
+        throw ConfigError(where,
+                          "'" + text + "' is " + past_limit(kMaxBytes, "bytes", "kMaxBytes"));
       return static_cast<ByteCount>(std::llround(bytes));
     }
   }
@@ -44,6 +48,21 @@ std::string format_bytes(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.3g %s", bytes, kUnits[u]);
   return buf;
+}
+
+std::string format_number(double v) {
+  char buf[32];
+  // Whole numbers up to 10^9 in full (2097152, not 2.09715e+06); others in 6 digits.
+  if (std::fabs(v) < 1e9 && v == std::floor(v))
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string past_limit(double limit, const std::string& unit, const char* name) {
+  return "past the limit of " + format_number(limit) + (unit.empty() ? "" : " " + unit) + " (" +
+         name + ", docs/limits.md)";
 }
 
 }  // namespace tpusim

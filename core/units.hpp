@@ -46,7 +46,12 @@ class Duration {
  private:
   constexpr explicit Duration(std::int64_t v) : ps_(v) {}
   // Round half away from zero; a cast is much cheaper than llround in the network's hot path.
+  // Saturates at +-4e18 ps (NaN goes high), far past kMaxSimulatedSeconds (core/limits.hpp), so
+  // an absurd time is caught by the limit checks instead of wrapping around.
   static std::int64_t round_ps(double v) {
+    constexpr double kSaturate = 4e18;
+    if (!(v < kSaturate)) return static_cast<std::int64_t>(kSaturate);
+    if (v <= -kSaturate) return -static_cast<std::int64_t>(kSaturate);
     return static_cast<std::int64_t>(v >= 0 ? v + 0.5 : v - 0.5);
   }
   std::int64_t ps_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 
 namespace tpusim {
 
@@ -108,7 +109,20 @@ void Program::validate() const {
                                      static_cast<std::size_t>(op.output.last_use) >= ops.size()))
       throw ConfigError(where, "output last used by op " + std::to_string(op.output.last_use) +
                                    ", which is not this op or a later one");
-    if (!op.is_collective) continue;
+    if (!op.is_collective) {
+      const ComputeCost& c = op.compute;
+      if (!(c.flops <= kMaxOpFlops))
+        throw ConfigError(where, "flops " + past_limit(kMaxOpFlops, "FLOPs", "kMaxOpFlops"));
+      if (!(c.bytes_read <= kMaxBytes) || !(c.bytes_written <= kMaxBytes))
+        throw ConfigError(where,
+                          "bytes read or written " + past_limit(kMaxBytes, "bytes", "kMaxBytes"));
+      if (c.measured_ns && !(*c.measured_ns <= kMaxSimulatedSeconds * 1e9))
+        throw ConfigError(where, "measured_ns " + past_limit(kMaxSimulatedSeconds * 1e9, "ns",
+                                                             "kMaxSimulatedSeconds"));
+      continue;
+    }
+    if (!(op.collective.bytes <= kMaxBytes))
+      throw ConfigError(where, "collective bytes " + past_limit(kMaxBytes, "bytes", "kMaxBytes"));
     for (const auto& a : op.collective.axes)
       if (std::none_of(mesh.begin(), mesh.end(), [&](const MeshAxis& m) { return m.name == a; }))
         throw ConfigError(where, "names mesh axis '" + a + "', which the mesh does not have");

@@ -1,5 +1,6 @@
 #include "models/workload.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -26,25 +27,26 @@ int num_cores(const Topology& topology, const HardwareSpec& hw) {
 }
 
 // The layout errors that depend on the model: supported axes, batch and dimension divisibility.
-void check_layout(const Config& cfg, const ModelBuilder& builder, const Layout& l) {
+// Added to `problems`, so that all of them are reported at once.
+void check_layout(const Config& cfg, const ModelBuilder& builder, const Layout& l,
+                  ProblemList& problems) {
   const std::string model = cfg.string("workload.model");
   if (l.model > 1 && !builder.supports_model_parallel())
-    throw ConfigError("parallelism.model", std::to_string(l.model) + ": " + model +
-                                               " has no model-parallel split; allowed: 1");
+    problems.add("parallelism.model", std::to_string(l.model) + ": " + model +
+                                          " has no model-parallel split; allowed: 1");
   if (l.spatial > 1 && !builder.supports_spatial())
-    throw ConfigError("parallelism.spatial", std::to_string(l.spatial) + ": " + model +
-                                                 " has no spatial partitioning; allowed: 1");
+    problems.add("parallelism.spatial", std::to_string(l.spatial) + ": " + model +
+                                            " has no spatial partitioning; allowed: 1");
 }
 
-void check_batch(const std::string& path, std::int64_t batch, const Layout& l) {
+void check_batch(const std::string& path, std::int64_t batch, const Layout& l,
+                 ProblemList& problems) {
   if (batch % l.data != 0)
-    throw ConfigError(path, std::to_string(batch) + " examples do not divide over the " +
-                                l.describe() + "; allowed: a multiple of " +
-                                std::to_string(l.data));
+    problems.add(path, std::to_string(batch) + " examples do not divide over the " + l.describe() +
+                           "; allowed: a multiple of " + std::to_string(l.data));
 }
 
-void check_constraints(const OpGraph& g, const Layout& l) {
-  ProblemList problems;
+void check_constraints(const OpGraph& g, const Layout& l, ProblemList& problems) {
   for (const auto& c : g.constraints()) {
     const int degree = l.degree(c.axis);
     if (degree > 1 && c.size % degree != 0)
@@ -54,7 +56,6 @@ void check_constraints(const OpGraph& g, const Layout& l) {
                        std::to_string(c.size) + " that also divides the cores, or set " + c.path +
                        " to a multiple of " + std::to_string(degree) + " (padding)");
   }
-  problems.throw_if_any();
 }
 
 }  // namespace
@@ -81,24 +82,35 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
                          ProgramKind kind) {
   const Layout layout = read_layout(cfg, num_cores(topology, hw));
   const auto builder = model_builder_for(cfg);
-  check_layout(cfg, *builder, layout);
+  ProblemList problems;
+  check_layout(cfg, *builder, layout, problems);
   const bool eval = kind == ProgramKind::Eval;
   const std::int64_t batch = step_examples(cfg, kind);
   check_batch(eval && cfg.integer("workload.eval_batch") > 0 ? "workload.eval_batch"
                                                              : "workload.global_batch",
-              batch, layout);
-  const std::int64_t replica_batch = batch / layout.data;
+              batch, layout, problems);
+  // The graph of one replica is built even if the batch does not divide (its share rounded up),
+  // so that the layout's dimension constraints are reported together with the batch.
+  const std::int64_t replica_batch =
+      std::max<std::int64_t>(1, (batch + layout.data - 1) / layout.data);
+  if (layout.model > 1 && !builder->supports_model_parallel()) problems.throw_if_any();
+  if (layout.spatial > 1 && !builder->supports_spatial()) problems.throw_if_any();
   std::optional<OpGraph> graph;
-  if (eval) {
-    graph = builder->build_eval(cfg, replica_batch);
-    if (!graph)
-      throw ConfigError("workload.program", "eval: " + cfg.string("workload.model") +
-                                                " has no evaluation program in this build; "
-                                                "allowed: train");
-  } else {
-    graph = builder->build(cfg, replica_batch);
+  try {
+    if (eval) {
+      graph = builder->build_eval(cfg, replica_batch);
+      if (!graph)
+        problems.add("workload.program", "eval: " + cfg.string("workload.model") +
+                                             " has no evaluation program in this build; "
+                                             "allowed: train");
+    } else {
+      graph.emplace(builder->build(cfg, replica_batch));
+    }
+  } catch (const ConfigError& e) {
+    for (const auto& p : e.problems()) problems.add(p.where, p.what);
   }
-  check_constraints(*graph, layout);
+  if (graph) check_constraints(*graph, layout, problems);
+  problems.throw_if_any();
   Program program = partition(*graph, layout);
   program.model = cfg.string("workload.model");
   program.validate();

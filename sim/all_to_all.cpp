@@ -3,6 +3,7 @@
 // ring of n chips the busiest link then carries (S/n) x (1 + 2 + ... + n/2) bytes, against the
 // bisection bound n S / 8 per direction (see docs/network.md).
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "sim/collective_algorithm.hpp"
 #include "sim/machine.hpp"
 
@@ -12,6 +13,15 @@ namespace {
 /// One ring-shaped exchange among `members`: each sends a piece to every other member.
 Ring all_pairs(const Machine& m, const std::vector<int>& members) {
   const std::size_t n = members.size();
+  const double transfers = static_cast<double>(n) * static_cast<double>(n - 1);
+  if (transfers > static_cast<double>(kMaxCollectiveTransfers))
+    throw ConfigError(
+        "all-to-all",
+        "over " + std::to_string(n) + " cores it is " +
+            std::to_string(static_cast<std::int64_t>(transfers)) + " point-to-point transfers, " +
+            past_limit(static_cast<double>(kMaxCollectiveTransfers), "transfers",
+                       "kMaxCollectiveTransfers") +
+            "; use collectives.all_to_all_algorithm=per_dimension or a smaller group");
   std::vector<std::vector<int>> partners(n);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 1; j < n; ++j) partners[i].push_back(static_cast<int>((i + j) % n));

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/params.hpp"
 #include "sim/machine.hpp"
 

@@ -11,9 +11,9 @@
 
 namespace tpusim {
 
-inline sc_core::sc_time to_sc(Duration d) {
-  return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(d.ps()));
-}
+/// A delay from now as a kernel time. Throws ConfigError if now + d passes
+/// kMaxSimulatedSeconds (core/limits.hpp): the kernel's clock must never wrap.
+sc_core::sc_time to_sc(Duration d);
 inline Duration from_sc(const sc_core::sc_time& t) {
   return Duration::ps(static_cast<std::int64_t>(t.value()));
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <memory>
 
+#include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "sim/network.hpp"
 
 namespace tpusim {
@@ -19,6 +21,15 @@ class PacketNetwork : public Network {
     auto batch = std::make_shared<Batch>();
     batch->done = std::move(on_arrival);
     const Duration now = sim_now();
+    // The whole batch is counted before any of its packets is queued.
+    for (const auto& t : transfers)
+      if (!t.route->empty() && t.bytes > 0) created_ += std::ceil(t.bytes / opts_.packet_bytes);
+    if (created_ > kMaxPackets)
+      throw ConfigError("network.packet_bytes",
+                        "the run needs at least " + format_number(created_) + " packets of " +
+                            format_number(opts_.packet_bytes) + " bytes, " +
+                            past_limit(kMaxPackets, "packets", "kMaxPackets") +
+                            "; use larger packets or network.fidelity=message");
     for (const auto& t : transfers) {
       if (t.route->empty() || t.bytes <= 0) continue;
       const auto packets = static_cast<std::int64_t>(std::ceil(t.bytes / opts_.packet_bytes));
@@ -68,6 +79,7 @@ class PacketNetwork : public Network {
   EventQueue& queue_;
   NetworkOptions opts_;
   std::uint64_t packet_hops_ = 0;
+  double created_ = 0;  ///< packets created so far (bounded by kMaxPackets)
 };
 
 const NetworkRegistrar kRegister{

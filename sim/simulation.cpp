@@ -8,6 +8,7 @@
 #include <systemc>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "sim/collective_engine.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/failure.hpp"
@@ -81,6 +82,9 @@ SimOptions SimOptions::from_config(const Config& cfg) {
 std::vector<Duration> compute_times(const Program& program, const HardwareSpec& hw,
                                     bool use_measured) {
   std::vector<Duration> t(program.ops.size());
+  // A core runs every compute op once, so their sum bounds its compute time; checked here,
+  // before anything is elaborated, against the kernel's range.
+  double total_s = 0;
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
     if (op.is_collective) continue;
@@ -88,7 +92,14 @@ std::vector<Duration> compute_times(const Program& program, const HardwareSpec& 
       t[i] = Duration::ns(*op.compute.measured_ns);
     else
       t[i] = compute_op_time(hw, op.compute).total;
+    total_s += t[i].seconds();
   }
+  const double slowest = hw.slow_chips.empty() ? 1.0 : std::max(1.0, hw.slow_chip_factor);
+  if (total_s * slowest > kMaxSimulatedSeconds)
+    throw ConfigError("workload",
+                      "the compute ops of one step take " + format_number(total_s * slowest) +
+                          " s on one core, " +
+                          past_limit(kMaxSimulatedSeconds, "s", "kMaxSimulatedSeconds"));
   return t;
 }
 
@@ -158,6 +169,10 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
         }
   const auto wall1 = std::chrono::steady_clock::now();
 
+  // A failure stops the kernel (sc_stop); its "Info: simulation stopped by user" would come
+  // before tpusim's own error line. SystemC's infos are not for tpusim's users.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
   sc_core::sc_start();
   if (auto failure = take_failure()) std::rethrow_exception(failure);
 

@@ -1,23 +1,55 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (separate clang build in build-fuzz/) and runs each for
-# SECONDS_PER_TARGET seconds (default 300), one at a time, seeded from the example files.
-# Usage: tools/fuzz.sh [SECONDS_PER_TARGET]   Crashes land in build-fuzz/artifacts/.
+# Runs every libFuzzer target of a sanitizer build (TPUSIM_SANITIZE=ON, TPUSIM_FUZZ=ON; tools/test.sh
+# makes one in build-san/) for SECONDS each, two at a time, seeded from the repository's own files
+# (seeds() below: example traces, studies, sweeps, topologies).
+# First every saved input of tests/fuzz/regressions/NAME/ is replayed: an input that once crashed
+# a target stays a test. A crash lands in BUILD/fuzz/artifacts/; copy it into the regressions.
+# Usage: tools/fuzz.sh [BUILD_DIR] [SECONDS]      (defaults: build-san 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-300}
-CC=${CC:-clang-14} CXX=${CXX:-clang++-14} cmake -S . -B build-fuzz -DTPUSIM_FUZZ=ON -DTPUSIM_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j2 --target fuzz_trace_reader fuzz_profile_import
+build=${1:-build-san}
+seconds=${2:-30}
+targets=$(cd "$build/bin" && ls fuzz_* 2>/dev/null || true)
+if [ -z "$targets" ]; then
+  echo "fuzz.sh: no fuzz_* targets in $build/bin (configure with -DTPUSIM_SANITIZE=ON -DTPUSIM_FUZZ=ON)" >&2
+  exit 2
+fi
+mkdir -p "$build/fuzz/artifacts"
 
-run() {  # target, seed files...
-  local target=$1
-  shift
-  local corpus=build-fuzz/corpus/$target
-  mkdir -p "$corpus" build-fuzz/artifacts
-  cp "$@" "$corpus/"
-  build-fuzz/bin/$target "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix=build-fuzz/artifacts/$target- -print_final_stats=1
+seeds() {  # target name -> seed directories
+  case $1 in
+    trace_reader | profile_import) echo traces/examples ;;
+    study_config) echo configs/studies configs/topologies ;;
+    sweep_spec) echo configs/studies/sweeps ;;
+    topology_mesh) echo configs/topologies tests/data ;;
+    *) echo tests/data ;;
+  esac
 }
-mkdir -p build-fuzz/seeds
-gzip -nc traces/examples/small_data_model.trace.json >build-fuzz/seeds/small_data_model.trace.json.gz
-run fuzz_trace_reader traces/examples/*.trace.json build-fuzz/seeds/small_data_model.trace.json.gz
-run fuzz_profile_import traces/examples/profile_*.json traces/examples/profile_tpu_v3_8.json.gz
+
+run() {  # target
+  local t=$1 name=${1#fuzz_}
+  local corpus=$build/fuzz/corpus/$name regress=tests/fuzz/regressions/$name
+  mkdir -p "$corpus"
+  if [ -d "$regress" ] && [ -n "$(ls -A "$regress")" ]; then
+    "$build/bin/$t" -runs=0 "$regress"/* >"$build/fuzz/$t.regress.log" 2>&1 ||
+      { cat "$build/fuzz/$t.regress.log"; echo "fuzz.sh: $t fails on a saved regression input" >&2; return 1; }
+  fi
+  # -rss_limit_mb: an input that needs more memory than this is a finding (unbounded allocation).
+  "$build/bin/$t" "$corpus" $(seeds "$name") -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$build/fuzz/artifacts/$t-" -print_final_stats=1 \
+    >"$build/fuzz/$t.log" 2>&1 || { tail -n 60 "$build/fuzz/$t.log"; echo "fuzz.sh: $t found a failure" >&2; return 1; }
+  echo "$t: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/fuzz/$t.log" | grep -o '[0-9]*$') runs in ${seconds} s, no failure"
+}
+
+status=0
+pids=()
+for t in $targets; do
+  run "$t" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge 2 ]; then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
+done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+exit $status

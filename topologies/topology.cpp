@@ -9,6 +9,7 @@
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/params.hpp"
 
 namespace tpusim {
@@ -17,7 +18,7 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kParams{{
-    {"topology.name", T::String, "", "tpu_v3_multipod", "name of the topology, for reports"},
+    label_param("topology.name", "tpu_v3_multipod", "name of the topology, for reports"),
     {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}), "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
     {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}), "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},
 }};
@@ -61,7 +62,11 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "name" && it.key() != "dims" && it.key() != "wrap" && it.key()[0] != '_')
       problems.add(where + "." + it.key(), "unknown key; allowed: name, dims, wrap");
-  spec.name = j.value("name", "custom");
+  // Found by fuzz_topology_mesh: a name that is not a string was a JSON type error (exit 3).
+  if (auto name = j.find("name"); name != j.end() && !name->is_string())
+    problems.add(where + ".name", name->dump() + " is not allowed; expected a string");
+  else
+    spec.name = j.value("name", "custom");
   auto dims = j.find("dims");
   if (dims == j.end() || !dims->is_array() || dims->empty() || dims->size() > 4) {
     problems.add(where + ".dims", "expected a list of 1 to 4 chip counts");
@@ -93,8 +98,10 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
   problems.throw_if_any();
   long long chips = 1;
   for (int d : spec.dims) chips *= d;
-  if (chips > 65536)
-    throw ConfigError(where + ".dims", "more than 65536 chips (" + std::to_string(chips) + ")");
+  if (chips > kMaxChips)
+    throw ConfigError(where + ".dims",
+                      std::to_string(chips) + " chips is " +
+                          past_limit(static_cast<double>(kMaxChips), "chips", "kMaxChips"));
   return spec;
 }
 

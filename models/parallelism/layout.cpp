@@ -62,22 +62,24 @@ Layout read_layout(const Config& cfg, int cores) {
   l.grad_bucket_bytes = cfg.number("parallelism.grad_bucket_MiB") * 1048576.0;
   l.grad_dtype = *parse_dtype(cfg.string("parallelism.grad_dtype"));
 
+  // Every problem of the layout at once.
+  ProblemList problems;
   const long long replica_cores = static_cast<long long>(l.model) * l.spatial;
   if (replica_cores > cores)
-    throw ConfigError("parallelism",
-                      "one replica needs model " + std::to_string(l.model) + " x spatial " +
-                          std::to_string(l.spatial) + " = " + std::to_string(replica_cores) +
-                          " cores, more than the topology's " + std::to_string(cores) + " cores");
+    problems.add("parallelism",
+                 "one replica needs model " + std::to_string(l.model) + " x spatial " +
+                     std::to_string(l.spatial) + " = " + std::to_string(replica_cores) +
+                     " cores, more than the topology's " + std::to_string(cores) + " cores");
   if (cores % l.model != 0)
-    throw ConfigError("parallelism.model",
-                      std::to_string(l.model) + " does not divide the " + std::to_string(cores) +
-                          " cores; allowed: a divisor of " + std::to_string(cores));
-  if (cores % replica_cores != 0)
-    throw ConfigError("parallelism.spatial",
-                      "model " + std::to_string(l.model) + " x spatial " +
-                          std::to_string(l.spatial) + " does not divide the " +
-                          std::to_string(cores) +
-                          " cores; allowed: spatial such that model x spatial divides them");
+    problems.add("parallelism.model", std::to_string(l.model) + " does not divide the " +
+                                          std::to_string(cores) + " cores; allowed: a divisor of " +
+                                          std::to_string(cores));
+  else if (cores % replica_cores != 0)
+    problems.add("parallelism.spatial",
+                 "model " + std::to_string(l.model) + " x spatial " + std::to_string(l.spatial) +
+                     " does not divide the " + std::to_string(cores) +
+                     " cores; allowed: spatial such that model x spatial divides them");
+  problems.throw_if_any();
   l.data = static_cast<int>(cores / replica_cores);
   l.bn_group = read_bn_group(cfg, l);
   l.spatial_w = read_spatial_w(cfg, l);

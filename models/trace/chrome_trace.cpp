@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "models/trace/json_field.hpp"
 
 namespace tpusim::trace {
@@ -41,7 +42,8 @@ SpanEvent read_span(const JsonField& e, std::size_t index) {
   s.index = index;
   s.name = e["name"].string();
   s.ts_us = e["ts"].number();
-  s.dur_us = e["dur"].non_negative("a duration");
+  s.dur_us =
+      e["dur"].bounded("a duration", kMaxSimulatedSeconds * 1e6, "us", "kMaxSimulatedSeconds");
   if (auto args = e.optional("args")) {
     if (!args->is_object())
       args->fail(brief(args->json()) + " is not an object; expected the event's arguments");

@@ -2,11 +2,14 @@
 
 #include <zlib.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
+#include "core/limits.hpp"
+#include "core/units.hpp"
 
 namespace tpusim::trace {
 
@@ -30,9 +33,12 @@ std::string gunzip(const std::string& bytes, const std::string& name) {
     zs.avail_out = sizeof buf;
     rc = inflate(&zs, Z_NO_FLUSH);
     out.append(buf, sizeof buf - zs.avail_out);
-    if (out.size() > kMaxInflatedBytes) {
+    if (out.size() > kMaxTraceFileBytes) {
       inflateEnd(&zs);
-      throw ConfigError(name, "decompresses to more than 4 GiB; refusing to read it");
+      throw ConfigError(
+          name,
+          "decompresses to more than " + format_bytes(kMaxTraceFileBytes) + ", " +
+              past_limit(static_cast<double>(kMaxTraceFileBytes), "bytes", "kMaxTraceFileBytes"));
     }
     if (rc == Z_STREAM_END) {
       if (zs.avail_in == 0) break;
@@ -73,11 +79,7 @@ std::string gzip(const std::string& bytes) {
 }
 
 std::string read_file_maybe_gzip(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string bytes = ss.str();
+  std::string bytes = read_file_bounded(path, kMaxTraceFileBytes, "kMaxTraceFileBytes");
   return is_gzip(bytes) ? gunzip(bytes, path) : bytes;
 }
 

@@ -11,16 +11,13 @@ bool is_gzip(const std::string& bytes);
 
 /// Decompresses a gzip stream (several concatenated members are allowed). `name` names the
 /// input in errors. Throws ConfigError on a truncated or corrupt stream, or if the output would
-/// exceed kMaxInflatedBytes.
+/// exceed kMaxTraceFileBytes (core/limits.hpp); it stops inflating there.
 std::string gunzip(const std::string& bytes, const std::string& name);
 /// Compresses `bytes` as one gzip member.
 std::string gzip(const std::string& bytes);
 
-/// Refuses to inflate more than this (a 4 GiB trace is far beyond any real step; a bound keeps a
-/// corrupt or hostile file from exhausting memory).
-constexpr std::size_t kMaxInflatedBytes = std::size_t{4} << 30;
-
-/// The file's contents, decompressed if they start with the gzip magic bytes.
+/// The file's contents, decompressed if they start with the gzip magic bytes. A file or its
+/// decompressed contents past kMaxTraceFileBytes is refused before it is read whole.
 std::string read_file_maybe_gzip(const std::string& path);
 /// Writes `bytes` to `path`, gzip-compressed if the path ends in ".gz".
 void write_file_maybe_gzip(const std::string& path, const std::string& bytes);

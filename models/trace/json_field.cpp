@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 
 namespace tpusim::trace {
 
@@ -89,6 +90,13 @@ double JsonField::number() const {
 double JsonField::non_negative(const char* what_kind) const {
   double v = number();
   if (v < 0) fail(brief(*value_) + " is negative; expected " + what_kind + " >= 0");
+  return v;
+}
+
+double JsonField::bounded(const char* what_kind, double limit, const char* unit,
+                          const char* limit_name) const {
+  double v = non_negative(what_kind);
+  if (v > limit) fail(brief(*value_) + " is " + past_limit(limit, unit, limit_name));
   return v;
 }
 

@@ -42,6 +42,10 @@ class JsonField {
   bool boolean() const;
   double number() const;                                        ///< a finite number
   double non_negative(const char* what_kind = "a size") const;  ///< finite, >= 0
+  /// Finite, >= 0 and at most `limit` (a named limit of core/limits.hpp, `limit_name`), so that
+  /// what the model computes from it stays representable.
+  double bounded(const char* what_kind, double limit, const char* unit,
+                 const char* limit_name) const;
   /// An integer in [lo, hi].
   std::int64_t integer(std::int64_t lo, std::int64_t hi) const;
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "models/trace/json_field.hpp"
 
 namespace tpusim::trace {
@@ -36,6 +37,13 @@ std::optional<double> arg_non_negative(const std::string& file, const SpanEvent&
   if (v < 0)
     throw ConfigError(event_where(file, e, key),
                       brief(*it) + " is negative; expected a value >= 0");
+  const bool flops = std::string(key) == "flops";  // every other numeric arg is a size in bytes
+  const double limit = flops ? kMaxOpFlops : kMaxBytes;
+  if (v > limit)
+    throw ConfigError(
+        event_where(file, e, key),
+        brief(*it) + " is " +
+            past_limit(limit, flops ? "FLOPs" : "bytes", flops ? "kMaxOpFlops" : "kMaxBytes"));
   return v;
 }
 

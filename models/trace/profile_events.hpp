@@ -15,7 +15,8 @@ std::string event_where(const std::string& file, const SpanEvent& e,
                         const std::string& arg_key = "");
 
 /// args[key] as a non-negative number; profilers write numbers or numeric strings ("4096").
-/// nullopt if absent; ConfigError naming the arg if it is not a number or is negative.
+/// nullopt if absent; ConfigError naming the arg if it is not a number, is negative, or is past
+/// kMaxOpFlops ("flops") or kMaxBytes (every other key: sizes).
 std::optional<double> arg_non_negative(const std::string& file, const SpanEvent& e,
                                        const char* key);
 /// args[key] if it is a string; nullopt if absent; ConfigError if it is not a string.

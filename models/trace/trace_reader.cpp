@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "models/trace/json_field.hpp"
 #include "models/trace/trace_format.hpp"
 #include "topologies/topology.hpp"
@@ -52,10 +53,11 @@ ComputeCost read_compute(const JsonField& f) {
   f.only_keys({"flops", "bytes_read", "bytes_written", "vpu_elements", "vpu_ops_per_element",
                "matmul", "measured_ns"});
   ComputeCost c;
-  c.flops = f["flops"].non_negative("a FLOP count");
-  c.bytes_read = f["bytes_read"].non_negative();
-  c.bytes_written = f["bytes_written"].non_negative();
-  if (auto v = f.optional("vpu_elements")) c.vpu_elements = v->non_negative("an element count");
+  c.flops = f["flops"].bounded("a FLOP count", kMaxOpFlops, "FLOPs", "kMaxOpFlops");
+  c.bytes_read = f["bytes_read"].bounded("a size", kMaxBytes, "bytes", "kMaxBytes");
+  c.bytes_written = f["bytes_written"].bounded("a size", kMaxBytes, "bytes", "kMaxBytes");
+  if (auto v = f.optional("vpu_elements"))
+    c.vpu_elements = v->bounded("an element count", kMaxBytes, "elements", "kMaxBytes");
   if (auto v = f.optional("vpu_ops_per_element"))
     c.vpu_ops_per_element = v->non_negative("a count");
   if (auto m = f.optional("matmul")) {
@@ -67,7 +69,9 @@ ComputeCost read_compute(const JsonField& f) {
     s.n = (*m)["n"].integer(0, kMaxDim);
     c.matmul = s;
   }
-  if (auto v = f.optional("measured_ns")) c.measured_ns = v->non_negative("a duration");
+  if (auto v = f.optional("measured_ns"))
+    c.measured_ns =
+        v->bounded("a duration", kMaxSimulatedSeconds * 1e9, "ns", "kMaxSimulatedSeconds");
   return c;
 }
 
@@ -108,7 +112,7 @@ CollectiveSpec read_collective(const JsonField& f, const std::vector<MeshAxis>& 
               "' is not a collective kind; expected one of all-reduce, "
               "reduce-scatter, all-gather, all-to-all, collective-permute");
   c.kind = *k;
-  c.bytes = f["bytes"].non_negative();
+  c.bytes = f["bytes"].bounded("a size", kMaxBytes, "bytes", "kMaxBytes");
   c.dtype = read_dtype(f["dtype"]);
   auto axes = f.optional("axes");
   auto groups = f.optional("replica_groups");
@@ -235,6 +239,9 @@ TraceFile trace_from_json(const nlohmann::json& doc, const std::string& name) {
   }
   JsonField ops = root["ops"];
   const std::size_t n = ops.array_size();
+  if (n > kMaxTraceOps)
+    ops.fail("has " + std::to_string(n) + " ops, " +
+             past_limit(static_cast<double>(kMaxTraceOps), "ops", "kMaxTraceOps"));
   p.ops.reserve(n);
   for (std::size_t i = 0; i < n; ++i) p.ops.push_back(read_op(ops.at(i), i, p.mesh));
   return out;

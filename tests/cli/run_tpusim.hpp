@@ -34,12 +34,13 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-/// Runs tpusim with `args` in the source tree (so relative config paths work).
-inline TpusimResult run_tpusim(const std::vector<std::string>& args,
-                               const std::string& stdin_text = "") {
+/// Runs tpusim with `args` in the source tree (so relative config paths work), with the
+/// environment assignments `env` ("NAME=value ...", already quoted) in front.
+inline TpusimResult run_tpusim_env(const std::string& env, const std::vector<std::string>& args) {
   char tmpl[] = "/tmp/tpusim_cli_XXXXXX";
   std::string dir = mkdtemp(tmpl);
-  std::string cmd = "cd " + shell_quote(TPUSIM_SOURCE_DIR) + " && " + shell_quote(TPUSIM_BIN);
+  std::string cmd =
+      "cd " + shell_quote(TPUSIM_SOURCE_DIR) + " && " + env + " " + shell_quote(TPUSIM_BIN);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " >" + dir + "/out 2>" + dir + "/err </dev/null";
   int status = std::system(cmd.c_str());
@@ -49,4 +50,10 @@ inline TpusimResult run_tpusim(const std::vector<std::string>& args,
   r.err = slurp(dir + "/err");
   std::system(("rm -rf " + shell_quote(dir)).c_str());
   return r;
+}
+
+/// Runs tpusim with `args` in the source tree (so relative config paths work).
+inline TpusimResult run_tpusim(const std::vector<std::string>& args,
+                               const std::string& stdin_text = "") {
+  return run_tpusim_env("", args);
 }

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "tools/sweep/expr.hpp"
 
 using tpusim::ConfigError;
@@ -46,4 +47,20 @@ TEST_CASE("sweep expressions reject anything but arithmetic") {
 TEST_CASE("sweep expressions report division by zero and unknown variables when evaluated") {
   CHECK_THROWS_WITH(eval("1 / (chips - 4)", {{"chips", 4}}), Catch::Contains("divides by zero"));
   CHECK_THROWS_WITH(eval("cores * 2"), Catch::Contains("'cores'"));
+}
+
+TEST_CASE("expressions nest up to kMaxExprDepth levels and no deeper") {
+  using tpusim::kMaxExprDepth;
+  const int ok = kMaxExprDepth / 2 - 1;  // each parenthesis level and each chain link counts one
+  CHECK(eval(std::string(ok, '(') + "1" + std::string(ok, ')')) == 1);
+  std::string chain = "1";
+  for (int i = 1; i < ok; ++i) chain += "+1";
+  CHECK(eval(chain) == ok);
+  CHECK(eval(std::string(ok, '-') + "1") == (ok % 2 ? -1 : 1));
+  const int deep = kMaxExprDepth + 1;
+  std::string long_chain = "1";
+  for (int i = 1; i < deep; ++i) long_chain += "+1";
+  for (const std::string& text : {std::string(deep, '(') + "1" + std::string(deep, ')'),
+                                  std::string(deep, '-') + "1", long_chain})
+    CHECK_THROWS_WITH(Expr::parse(text, "x"), Catch::Contains("kMaxExprDepth"));
 }

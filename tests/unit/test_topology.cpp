@@ -59,3 +59,10 @@ TEST_CASE("the innermost mesh axis lands on the cores of a chip, then neighbouri
   CHECK(mesh.groups({"data"}).size() == 4);
   CHECK_THROWS_AS(DeviceMesh(t, 2, {{"data", 16}}), ConfigError);
 }
+
+TEST_CASE("a topology name that is not a string is a ConfigError naming it") {
+  // Found by fuzz_topology_mesh (tests/fuzz/regressions/topology_mesh/).
+  CHECK_THROWS_WITH(tpusim::topology_from_json(
+                        nlohmann::json::parse(R"({"name": [false, true], "dims": [2, 2]})")),
+                    Catch::Contains("topology.name") && Catch::Contains("expected a string"));
+}

@@ -200,8 +200,14 @@ TEST_CASE("deeply nested JSON is refused instead of exhausting the stack") {
   CHECK_THAT(error_of_bytes(deep), Catch::Contains("nested deeper than"));
 }
 
-TEST_CASE("a number too large for a double is malformed JSON and not a crash") {
-  // Found by fuzz_trace_reader: nlohmann::json throws out_of_range (not parse_error) for it.
+TEST_CASE("a number too large for a double is malformed JSON at its position, not a crash") {
+  // Found by fuzz_trace_reader: nlohmann::json reports it as out_of_range, not parse_error.
   CHECK_THAT(error_of_bytes("{\"format\": 32e768}"),
-             Catch::StartsWith("trace.json: malformed JSON") && Catch::Contains("number overflow"));
+             Catch::StartsWith("trace.json:1:") && Catch::Contains("malformed JSON") &&
+                 Catch::Contains("number overflow") && !Catch::Contains("json.exception"));
+}
+
+TEST_CASE("duplicate keys in a trace are an error naming the path") {
+  CHECK_THAT(error_of_bytes(R"({"format": "tpusim-trace", "mesh": [{"name": "a", "name": "b"}]})"),
+             Catch::StartsWith("trace.json: mesh[0].name: duplicate key"));
 }

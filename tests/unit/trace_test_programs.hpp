@@ -8,9 +8,7 @@
 
 namespace tpusim::testing {
 
-inline std::string example_trace_dir() {
-  return config_dir() + "/../traces/examples/";
-}
+inline std::string example_trace_dir() { return config_dir() + "/../traces/examples/"; }
 
 /// A Program that sets every field the trace format stores, with values that differ from the
 /// defaults: mesh data 4 x model 2, compute ops with and without matmul and measured duration,

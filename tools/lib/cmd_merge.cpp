@@ -31,6 +31,16 @@ void run_merge(const std::vector<std::string>& dirs, const std::string& out) {
   }
   problems.throw_if_any();
   const sweep::Plan& first = plans.front();
+  auto set_list = [](const sweep::Plan& p) {
+    std::string s;
+    for (const auto& x : p.sets) s += (s.empty() ? "--set " : " --set ") + x;
+    return s.empty() ? std::string("no --set") : s;
+  };
+  for (std::size_t i = 1; i < plans.size(); ++i)
+    if (plans[i].sets != first.sets)
+      problems.add(dirs[i], "ran with " + set_list(plans[i]) + ", but " + dirs[0] + " with " +
+                                set_list(first) + "; merge only shards run with the same --set");
+  problems.throw_if_any();
   for (std::size_t i = 1; i < plans.size(); ++i)
     if (plans[i].points_digest() != first.points_digest() || plans[i].columns != first.columns)
       problems.add(dirs[i], "holds a different sweep than " + dirs[0] + " (" + plans[i].sweep_file +
@@ -38,7 +48,7 @@ void run_merge(const std::vector<std::string>& dirs, const std::string& out) {
                                 ", or other points); merge only shards of one sweep");
   problems.throw_if_any();
 
-  make_sweep_dir(out);
+  const SweepDirLock lock = make_sweep_dir(out);
   sweep::Plan merged = first;
   merged.shard = merged.shard_count = 1;
   std::size_t ok = 0, oom = 0, failed = 0, missing = 0;

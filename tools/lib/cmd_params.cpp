@@ -86,11 +86,13 @@ void run_params(bool as_json, const std::string& filter) {
       if (numeric(s.type) && std::isfinite(s.max)) j["max"] = whole_numbers_as_integers(s.max);
       if (!s.choices.empty()) j["choices"] = s.choices;
       if (!s.when_path.empty()) j["when"] = s.when_path + "=" + s.when_value;
+      if (s.label) j["label"] = true;
       out.push_back(j);
       continue;
     }
     std::string when =
         s.when_path.empty() ? "" : "  [when " + s.when_path + "=" + s.when_value + "]";
+    if (s.label) when += "  [label: for reports only]";
     std::string choices;
     for (const auto& c : s.choices) choices += (choices.empty() ? " (one of " : ", ") + c;
     if (!choices.empty()) choices += ")";

@@ -33,6 +33,18 @@ struct ReplayArgs {
 Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled) {
   const nlohmann::json& rec = t.recorded_on;
   nlohmann::json doc = recorded_study_doc(rec);
+  const bool has_config = rec.is_object() && rec.contains("config") && rec["config"].is_object();
+  // What the trace recorded is checked alone first, so that its errors name the trace file and
+  // where in it they are (an error of --set or --topology is the command line's).
+  try {
+    load_config(doc);
+  } catch (const ConfigError& e) {
+    std::vector<Problem> problems = e.problems();
+    const std::string in = a.trace + ": recorded_on" + (has_config ? ".config" : "");
+    for (auto& p : problems)
+      p.where = in + (p.where.empty() || p.where[0] == '(' ? "" : "." + p.where);
+    throw ConfigError(problems);
+  }
   if (!a.topology.empty())
     doc["topology"] = a.topology;
   else if (rec.is_object() && rec.contains("topology") && rec["topology"].is_object() && !rescaled)

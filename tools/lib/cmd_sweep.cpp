@@ -104,9 +104,10 @@ void run_sweep(SweepArgs a) {
   plan.series_axes = spec.series_axes();
   plan.shard = shard;
   plan.shard_count = shard_count;
+  plan.sets = a.sets;
   for (const auto& p : points) plan.points.push_back({p.index, p.id, p.values});
 
-  make_sweep_dir(a.out_dir);
+  const SweepDirLock lock = make_sweep_dir(a.out_dir);
   write_plan(a.out_dir, plan);
   std::vector<std::size_t> todo;
   std::size_t done = 0;

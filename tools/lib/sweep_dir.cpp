@@ -1,5 +1,11 @@
 #include "tools/lib/sweep_dir.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "core/config.hpp"
@@ -8,14 +14,30 @@
 namespace tpusim::cli {
 namespace fs = std::filesystem;
 
-void make_sweep_dir(const std::string& dir) {
+SweepDirLock::~SweepDirLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+SweepDirLock make_sweep_dir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "points", ec);
   if (ec) throw ConfigError("--out " + dir, "cannot create the directory: " + ec.message());
+  // Two sweeps writing one directory would overwrite each other's points. Close-on-exec: the
+  // point processes do not hold the lock after their parent is gone.
+  const std::string lock_path = (fs::path(dir) / ".lock").string();
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw ConfigError("--out " + dir, "cannot open " + lock_path + ": " + std::strerror(errno));
+  SweepDirLock lock(fd);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+    throw ConfigError("--out " + dir,
+                      "another tpusim sweep or merge is writing into this directory; wait for it "
+                      "to end or give another --out");
   // Temporary files of a run that was killed outright (its children's output, half-written
   // results): never results, so they go. One sweep at a time may use a directory.
   for (const auto& e : fs::directory_iterator(fs::path(dir) / "points", ec))
     if (e.path().filename().string().find(".tmp") != std::string::npos) fs::remove(e.path(), ec);
+  return lock;
 }
 
 void write_plan(const std::string& dir, const sweep::Plan& plan) {

@@ -6,9 +6,23 @@
 
 namespace tpusim::cli {
 
-/// Creates DIR and DIR/points and removes temporary files a killed run left there. Throws
-/// ConfigError naming --out if it cannot.
-void make_sweep_dir(const std::string& dir);
+/// Holds DIR/.lock (flock, released when the object goes or the process ends, however it ends).
+class SweepDirLock {
+ public:
+  explicit SweepDirLock(int fd) : fd_(fd) {}
+  SweepDirLock(SweepDirLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  SweepDirLock(const SweepDirLock&) = delete;
+  SweepDirLock& operator=(const SweepDirLock&) = delete;
+  ~SweepDirLock();
+
+ private:
+  int fd_;
+};
+
+/// Creates DIR and DIR/points, takes the directory's lock (one sweep or merge at a time writes
+/// into it) and removes temporary files a killed run left there. Throws ConfigError naming --out
+/// if it cannot, or if another process holds the lock.
+[[nodiscard]] SweepDirLock make_sweep_dir(const std::string& dir);
 /// DIR/sweep.json (atomic).
 void write_plan(const std::string& dir, const sweep::Plan& plan);
 /// Reads DIR/sweep.json. Throws ConfigError if DIR holds no sweep.

@@ -1,10 +1,12 @@
 #include "tools/sweep/expr.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 
 namespace tpusim::sweep {
 
@@ -13,6 +15,7 @@ struct Expr::Node {
   double number = 0;
   std::string name;  ///< variable or function name
   std::vector<std::shared_ptr<const Node>> args;
+  int depth = 1;  ///< levels of the subtree (bounded by kMaxExprDepth)
 };
 
 namespace {
@@ -39,7 +42,9 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(where_, "in expression \"" + text_ + "\" at column " +
+    // A long expression is cut in the message; the column still points into the whole text.
+    const std::string shown = text_.size() > 80 ? text_.substr(0, 77) + "..." : text_;
+    throw ConfigError(where_, "in expression \"" + shown + "\" at column " +
                                   std::to_string(pos_ + 1) + ": " + what +
                                   " (allowed: numbers, variables, + - * /, parentheses, min, max, "
                                   "floor, ceil)");
@@ -55,13 +60,29 @@ class Parser {
     }
     return false;
   }
-  static NodePtr make(Expr::Node::Kind k, std::vector<NodePtr> args) {
+  NodePtr make(Expr::Node::Kind k, std::vector<NodePtr> args) const {
     auto n = std::make_shared<Expr::Node>();
     n->kind = k;
+    for (const auto& a : args) n->depth = std::max(n->depth, a->depth + 1);
+    if (n->depth > kMaxExprDepth) too_deep();
     n->args = std::move(args);
     return n;
   }
 
+  // Recursion is bounded twice: parsing nests one level per parenthesis and unary minus (Level),
+  // and evaluating and freeing the tree recurse as deep as it is, which a chain of operators
+  // makes left-deep (make() checks each node's depth).
+  [[noreturn]] void too_deep() const {
+    fail("nested deeper than " + std::to_string(kMaxExprDepth) + " levels, " +
+         past_limit(kMaxExprDepth, "levels", "kMaxExprDepth"));
+  }
+  struct Level {
+    Parser& p;
+    explicit Level(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxExprDepth) p.too_deep();
+    }
+    ~Level() { --p.depth_; }
+  };
   NodePtr sum() {
     NodePtr left = product();
     for (;;) {
@@ -85,7 +106,10 @@ class Parser {
     }
   }
   NodePtr unary() {
-    if (take('-')) return make(Expr::Node::Neg, {unary()});
+    if (take('-')) {
+      Level level(*this);
+      return make(Expr::Node::Neg, {unary()});
+    }
     return primary();
   }
   NodePtr primary() {
@@ -93,6 +117,7 @@ class Parser {
     if (pos_ >= text_.size()) fail("expression ends too early");
     const char c = text_[pos_];
     if (c == '(') {
+      Level level(*this);
       ++pos_;
       NodePtr inner = sum();
       if (!take(')')) fail("expected ')'");
@@ -132,6 +157,7 @@ class Parser {
       pos_ = start;
       fail("unknown function '" + id + "'");
     }
+    Level level(*this);
     std::vector<NodePtr> args{sum()};
     while (take(',')) args.push_back(sum());
     if (!take(')')) fail("expected ')' after the arguments of " + id);
@@ -147,6 +173,7 @@ class Parser {
   const std::string& where_;
   std::set<std::string>& vars_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  ///< nesting of parentheses and unary minus being parsed
 };
 
 double eval_node(const Expr::Node& n, const std::map<std::string, double>& vars,

@@ -19,7 +19,7 @@ nlohmann::json Plan::to_json() const {
   return {{"schema_version", 1}, {"sweep_file", sweep_file},
           {"columns", columns},  {"series_axes", series_axes},
           {"shard", shard},      {"shard_count", shard_count},
-          {"points", pts}};
+          {"sets", sets},        {"points", pts}};
 }
 
 Plan Plan::from_json(const nlohmann::json& j, const std::string& where) {
@@ -30,6 +30,7 @@ Plan Plan::from_json(const nlohmann::json& j, const std::string& where) {
     p.series_axes = j.at("series_axes").get<std::vector<std::string>>();
     p.shard = j.at("shard").get<int>();
     p.shard_count = j.at("shard_count").get<int>();
+    p.sets = j.value("sets", std::vector<std::string>{});  // absent in plans of older builds
     for (const auto& q : j.at("points")) {
       PlanPoint pp{q.at("index").get<std::size_t>(), q.at("id").get<std::string>(),
                    q.at("values").get<std::vector<nlohmann::json>>()};

@@ -28,6 +28,7 @@ struct Plan {
   std::vector<std::string> series_axes;  ///< columns that tell curves apart
   std::vector<PlanPoint> points;         ///< all points of the sweep, shard or not
   int shard = 1, shard_count = 1;
+  std::vector<std::string> sets;  ///< the sweep's --set options, in order (merge compares them)
 
   nlohmann::json to_json() const;
   /// Throws ConfigError(where, ...) if `j` is not a plan.

@@ -8,6 +8,7 @@
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "tools/sweep/columns.hpp"
 
 namespace tpusim::sweep {
@@ -287,6 +288,14 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
     parse_axes(*a, spec, problems);
     if (spec.groups.empty() && problems.empty())
       problems.add("axes", "no axis has values; at least one axis must list \"values\"");
+    // Checked before anything is expanded: the product of the axes' lengths, saturating.
+    double points = 1;
+    for (const auto& g : spec.groups) points *= static_cast<double>(g.size());
+    if (points > static_cast<double>(kMaxSweepPoints))
+      problems.add("axes", "the axes make " + format_number(points) + " points, " +
+                               past_limit(static_cast<double>(kMaxSweepPoints), "points",
+                                          "kMaxSweepPoints") +
+                               "; split the sweep into several files");
   }
 
   if (auto s = doc.find("series"); s != doc.end()) {

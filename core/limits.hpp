@@ -1,0 +1,44 @@
+#pragma once
+// The largest inputs tpusim represents. Each limit is checked before anything is simulated or
+// allocated in proportion to it, and an input past it is a ConfigError that names the limit
+// (docs/limits.md lists them and the reasons for each value).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tpusim {
+
+/// Simulated time: durations are integer picoseconds in a signed 64-bit count (at most 9.2e6 s);
+/// 10^6 s (11.6 days) leaves room to add several of them without overflow.
+inline constexpr double kMaxSimulatedSeconds = 1e6;
+/// Bytes of one tensor, message or collective: 10^15 (1 PB), 200 times the HBM of a Multipod.
+/// Sizes stay exact in a double (2^53) and byte counts of a whole run fit 64 bits.
+inline constexpr double kMaxBytes = 1e15;
+/// FLOPs of one op: 10^21, more than a TPU-v3 core does in kMaxSimulatedSeconds.
+inline constexpr double kMaxOpFlops = 1e21;
+/// Chips of one topology: 65,536 (16 times a Multipod). Elaboration is linear in chips and links.
+inline constexpr std::int64_t kMaxChips = 1 << 16;
+/// Point-to-point transfers one collective's plan may hold (an all-to-all over n cores is n(n-1),
+/// each with its route): 2^21, a few hundred MB of plan at most.
+inline constexpr std::int64_t kMaxCollectiveTransfers = 1 << 21;
+/// Packets the packet-level network may create in one run: 2^23 (each pending packet is an event
+/// of about 100 bytes, so at most about 1 GB).
+inline constexpr double kMaxPackets = 8388608.0;
+/// Bytes of a trace or profile file after decompression: 512 MiB (a 1 M-op trace is about 140 MB).
+inline constexpr std::size_t kMaxTraceFileBytes = std::size_t{512} << 20;
+/// Ops of one Program read from a trace or imported from a profile: 2^20.
+inline constexpr std::size_t kMaxTraceOps = std::size_t{1} << 20;
+/// Points of one sweep (the product of its axes' lengths), checked before any is expanded: 10^4
+/// (every point is a simulation of seconds to minutes, and all are validated before any runs).
+inline constexpr std::int64_t kMaxSweepPoints = 10000;
+/// Preset files one study may include in all (counting repeats), however they nest.
+inline constexpr int kMaxPresetFiles = 64;
+/// Nesting depth of a sweep expression (parentheses, unary operators, chained operators).
+inline constexpr int kMaxExprDepth = 200;
+
+/// A number for messages, %g style: "1.2e+07", "4096".
+std::string format_number(double v);
+/// "past the limit of 1e+15 bytes (kMaxBytes, docs/limits.md)".
+std::string past_limit(double limit, const std::string& unit, const char* name);
+
+}  // namespace tpusim

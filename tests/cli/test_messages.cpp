@@ -1,0 +1,123 @@
+// Error messages of issue 15: one line per problem, naming the value or JSON path and what is
+// allowed, without library internals; all problems of a layout at once; a --set of a preset
+// really selects that preset.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/sweep_fixture.hpp"
+
+namespace {
+std::string tmp(const std::string& name) {
+  return "/tmp/tpusim_cli_messages_" + std::to_string(::getpid()) + "_" + name;
+}
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+}  // namespace
+
+TEST_CASE(
+    "a preset given with --set runs the study with that preset, the file's own keys winning") {
+  auto v3 = run_tpusim({"run", "configs/studies/bert_large_16.json", "--json"});
+  auto v4 =
+      run_tpusim({"run", "configs/studies/bert_large_16.json", "--set", "preset=tpu_v4", "--json"});
+  INFO(v4.err);
+  REQUIRE(v3.exit_code == 0);
+  REQUIRE(v4.exit_code == 0);
+  const auto a = nlohmann::json::parse(v3.out), b = nlohmann::json::parse(v4.out);
+  const auto v4_preset =
+      nlohmann::json::parse(slurp(std::string(TPUSIM_SOURCE_DIR) + "/configs/tpu_v4.json"));
+  // The v4 preset's values, except what the study file sets itself (its topology).
+  CHECK(b["config"]["hardware"]["name"] == v4_preset["hardware"]["name"]);
+  CHECK(b["config"]["hardware"]["clock_MHz"] == v4_preset["hardware"]["clock_MHz"]);
+  CHECK(b["config"]["hardware"]["ici"]["bandwidth_GBps"] ==
+        v4_preset["hardware"]["ici"]["bandwidth_GBps"]);
+  CHECK(b["config"]["topology"] == a["config"]["topology"]);
+  CHECK(a["config"]["hardware"]["name"] == "tpu_v3");
+}
+
+TEST_CASE("a section given as a value is one problem, not one per parameter under it") {
+  auto r = run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set", "hardware=1"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::Contains("hardware: expected an object"));
+}
+
+TEST_CASE("a choice error lists the choices and no numeric range") {
+  auto r = run_tpusim(
+      {"validate", "configs/studies/bert_large_16.json", "--set", "network.fidelity=flow_x"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("one of message, flow, packet"));
+  CHECK_THAT(r.err, !Catch::Contains("1e+300"));
+}
+
+TEST_CASE("a directory given as a study is named as such") {
+  auto r = run_tpusim({"run", "configs"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("configs: is a directory"));
+}
+
+TEST_CASE("a number a double cannot hold is a JSON error with its position") {
+  const std::string f = tmp("overflow.json");
+  write(f, "{\"preset\": \"tpu_v3\",\n \"hardware\": {\"clock_MHz\": 1e400}}");
+  auto r = run_tpusim({"validate", f});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(f + ":2:"));
+  CHECK_THAT(r.err, Catch::Contains("number overflow"));
+  CHECK_THAT(r.err, !Catch::Contains("json.exception"));
+  std::remove(f.c_str());
+}
+
+TEST_CASE("duplicate JSON keys are an error naming the path") {
+  const std::string f = tmp("dup.json");
+  write(
+      f,
+      R"({"preset": "tpu_v3", "hardware": {"ici": {"bandwidth_GBps": 50, "bandwidth_GBps": 70}}})");
+  auto r = run_tpusim({"validate", f});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("hardware.ici.bandwidth_GBps: duplicate key"));
+  std::remove(f.c_str());
+}
+
+TEST_CASE("every layout problem is reported at once") {
+  // BERT on 2x2 (8 cores) with spatial 2: BERT has no spatial partitioning, and batch 7 does
+  // not divide over the 4 data replicas.
+  auto r = run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set", "topology=2x2",
+                       "--set", "parallelism.spatial=2", "--set", "workload.global_batch=7"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("workload.global_batch"));
+  CHECK_THAT(r.err, Catch::Contains("parallelism.spatial"));
+  CHECK(r.err_lines() >= 2);
+}
+
+TEST_CASE("a merge of shards run with different --set names the difference") {
+  SweepScratch s;
+  s.write("study.json", small_bert_study());
+  const std::string sweep = s.write(
+      "sweep.json", {{"base", "study.json"},
+                     {"axes", {{{"path", "hardware.ici.latency_ns"}, {"values", {100, 200}}}}}});
+  auto a = run_tpusim({"sweep", sweep, "--shard", "1/2", "--out", s.path("a")});
+  auto b = run_tpusim({"sweep", sweep, "--shard", "2/2", "--out", s.path("b"), "--set",
+                       "hardware.onchip.latency_ns=300"});
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  auto m = run_tpusim({"merge", s.path("a"), s.path("b"), "--out", s.path("m")});
+  CHECK(m.exit_code == 2);
+  CHECK_THAT(m.err, Catch::Contains("--set hardware.onchip.latency_ns=300"));
+  CHECK_THAT(m.err, Catch::Contains("no --set"));
+}
+
+TEST_CASE("an error in a trace's recorded hardware names the trace file") {
+  const std::string src =
+      std::string(TPUSIM_SOURCE_DIR) + "/traces/examples/small_data_model.trace.json";
+  auto t = nlohmann::json::parse(slurp(src));
+  t["recorded_on"]["hardware"]["clock_MHz"] = -5;
+  const std::string f = tmp("bad_recorded.json");
+  write(f, t.dump());
+  auto r = run_tpusim({"replay", f});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(f + ": recorded_on.hardware.clock_MHz"));
+  std::remove(f.c_str());
+}
