@@ -70,14 +70,6 @@ CoreResources::CoreResources(sc_core::sc_module_name name, const HardwareSpec& h
     : sc_core::sc_module(name), mxu("mxu"), vpu("vpu"), hbm("hbm"), hw_(hw), shared_(shared) {}
 
 Duration CoreResources::compute(Duration start, const OpDemand& d, Duration natural) {
-  // Unshared and idle (always so with synchronous collectives: a core's collective steps are
-  // over before it computes again): uncontended, nothing to keep for later requests.
-  if (!shared_ && mxu.idle_after(start) && vpu.idle_after(start) && hbm.idle_after(start)) {
-    mxu.count(d.mxu);
-    vpu.count(d.vpu);
-    hbm.count(d.hbm);
-    return start + natural;
-  }
   const Duration m = mxu.grant(start, d.mxu);
   const Duration v = vpu.grant(start, d.vpu);
   const Duration h = d.hbm > Duration{} ? hbm.grant(start, d.hbm) + d.hbm_latency : start;

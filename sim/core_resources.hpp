@@ -38,9 +38,20 @@ class CoreResource : public sc_core::sc_module {
 
 class CoreResources : public sc_core::sc_module {
  public:
-  /// `shared`: collective steps may run while the core computes (async collectives). If not,
-  /// a compute op finds its resources free, and its grants are counted but not kept.
+  /// `shared`: collective steps may run while the core computes (async collectives).
   CoreResources(sc_core::sc_module_name name, const HardwareSpec& hw, bool shared);
+
+  /// True if a run of compute from `t` cannot meet other work: not shared, and nothing granted
+  /// after `t` (always so with synchronous collectives: a core's collective steps are over
+  /// before it computes again). Such a run takes its uncontended time; it only `count`s.
+  bool exclusive_from(Duration t) const {
+    return !shared_ && mxu.idle_after(t) && vpu.idle_after(t) && hbm.idle_after(t);
+  }
+  void count(const OpDemand& d) {
+    mxu.count(d.mxu);
+    vpu.count(d.vpu);
+    hbm.count(d.hbm);
+  }
 
   /// A compute op starting at `start` that takes `natural` uncontended: MXUs, vector unit and
   /// HBM work at once (as in the cost model); it ends at the later of start + natural and its

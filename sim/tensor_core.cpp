@@ -82,14 +82,22 @@ void TensorCore::step() {
     const int first = pc_;
     Duration end = now, natural;
     run_ends_.clear();
+    const bool exclusive = resources_.exclusive_from(now);
+    OpDemand counted;  // an exclusive run's demands, counted once
     while (pc_ < n && !ops[pc_].is_collective && ready(ops[pc_])) {
       const Duration t = op_duration(pc_);
       const OpDemand& d = ctx_.op_demand[pc_];
-      end = resources_.compute(end, compute_scale_ == 1.0 ? d : d * compute_scale_, t);
+      if (exclusive) {
+        end += t;
+        counted += d;
+      } else {
+        end = resources_.compute(end, compute_scale_ == 1.0 ? d : d * compute_scale_, t);
+      }
       natural += t;
       if (traced_) run_ends_.push_back(end);
       ++pc_;
     }
+    if (exclusive) resources_.count(compute_scale_ == 1.0 ? counted : counted * compute_scale_);
     running_ = true;
     slowdown_ += end - now - natural;
     if (traced_) trace_run(now, first);

@@ -36,6 +36,13 @@ OpTiming compute_op_time(const HardwareSpec& hw, const ComputeCost& cost);
 struct OpDemand {
   Duration mxu, vpu, hbm, hbm_latency;
   OpDemand operator*(double f) const { return {mxu * f, vpu * f, hbm * f, hbm_latency * f}; }
+  OpDemand& operator+=(const OpDemand& o) {
+    mxu += o.mxu;
+    vpu += o.vpu;
+    hbm += o.hbm;
+    hbm_latency += o.hbm_latency;
+    return *this;
+  }
 };
 
 /// The demand of an op that takes `natural` uncontended: the cost model's parts, scaled down
