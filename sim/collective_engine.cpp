@@ -5,6 +5,7 @@
 
 #include "core/errors.hpp"
 #include "core/params.hpp"
+#include "sim/core_resources.hpp"
 #include "sim/machine.hpp"
 #include "sim/tensor_core_cost.hpp"
 
@@ -17,6 +18,7 @@ const ParamRegistrar kParams{{
     {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per group and size, the one of least predicted time), ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, halving_doubling, one_shot", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip", "recursive_doubling", "halving_doubling", "one_shot"}},
     {"collectives.all_to_all_algorithm", T::String, "", "auto", "all-to-all: direct (all pieces at once, contending for links), per_dimension (one exchange per grid dimension), auto (the one of least predicted time; direct only up to 512 members)", -1e300, 1e300, {"auto", "direct", "per_dimension"}},
     {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
+    {"collectives.dma_hbm_traffic", T::Boolean, "", true, "the DMA engines read every byte a core sends from its HBM and write every byte it receives into it, sharing the HBM port with compute and reductions (false: free, to compare with tools that ignore it)"},
 }};
 // clang-format on
 
@@ -34,6 +36,7 @@ CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   o.algorithm = c.string("collectives.algorithm");
   o.all_to_all_algorithm = c.string("collectives.all_to_all_algorithm");
   o.reduction_compute = c.boolean("collectives.reduction_compute");
+  o.dma_hbm_traffic = c.boolean("collectives.dma_hbm_traffic");
   return o;
 }
 
@@ -209,10 +212,15 @@ Duration CollectiveEngine::predicted_time(const GroupPlan& plan, double bytes, D
     const double per_member = p.step_fraction * bytes;
     const double each_way = p.bidirectional ? per_member / 2 : per_member;
     const Duration transfer = Duration::seconds(each_way * p.link_s_per_byte) + p.path_latency;
-    const Duration reduce = p.kind == StepKind::ReduceScatter
-                                ? reduction_time(per_member * p.reduce_pieces, dtype)
-                                : Duration{};
-    total += (max(transfer, reduce) + hw_.collective_step_overhead) * p.steps;
+    // A member's core: the DMA engines read what it sends and write what it receives (as much
+    // as it sends), plus the reduction; uncontended by compute.
+    const bool rs = p.kind == StepKind::ReduceScatter;
+    const double summed = rs ? per_member * p.reduce_pieces : 0;
+    const double hbm_bytes = dma_hbm_bytes(per_member) + reduction_hbm_bytes(summed);
+    Duration core = (hw_.hbm_bandwidth_per_core * hw_.hbm_efficiency).time_for(hbm_bytes);
+    if (reduction_hbm_bytes(summed) > 0) core += hw_.hbm_latency;
+    core = max(core, reduction_vpu(summed, dtype));
+    total += (max(transfer, core) + hw_.collective_step_overhead) * p.steps;
   }
   return total;
 }
@@ -302,16 +310,27 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
     for (const auto& r : *routes)
       if (!r.empty()) batch_.push_back({&r, each_way * steps});
   const Duration start = sim_now();
-  const Duration reduce = phase.kind == StepKind::ReduceScatter
-                              ? reduction_time(per_member * phase.reduce_pieces, run->dtype)
-                              : Duration{};
+  // Each member's core grants the step's work from now: its share of the DMA traffic (the
+  // batch's bytes over the members, read once at the sender and written once at the receiver)
+  // and the reduction of what it receives.
+  double sent = 0;
+  for (const Transfer& t : batch_) sent += t.bytes;
+  const double summed =
+      phase.kind == StepKind::ReduceScatter ? per_member * phase.reduce_pieces : 0;
+  const double hbm_bytes = dma_hbm_bytes(sent / static_cast<double>(ring.members.size())) +
+                           reduction_hbm_bytes(summed) * steps;
+  const Duration vpu = reduction_vpu(summed, run->dtype) * steps;
+  const int latencies = reduction_hbm_bytes(summed) > 0 ? steps : 0;
+  Duration cores_done = start;
+  for (int core : ring.members)
+    cores_done =
+        max(cores_done, listener_.resources(core).communicate(start, hbm_bytes, vpu, latencies));
   network_.send_batch(
-      batch_, [this, run, ring_index, step, steps, start, reduce, path_latency](Duration arrival) {
-        // Received data is summed as it streams in: a step ends when both the transfer and the
-        // reduction are through, plus the fixed synchronisation cost of a step.
+      batch_, [this, run, ring_index, step, steps, cores_done, path_latency](Duration arrival) {
+        // Data moves and is summed as it streams in: a step ends when both the transfer and
+        // every member's HBM and vector work are through, plus the fixed synchronisation cost.
         const Duration transfers = arrival + path_latency * (steps - 1);
-        const Duration end =
-            max(transfers, start + reduce * steps) + hw_.collective_step_overhead * steps;
+        const Duration end = max(transfers, cores_done) + hw_.collective_step_overhead * steps;
         queue_.at(
             end, [this, run, ring_index, step, steps] { run_step(run, ring_index, step + steps); });
       });
@@ -334,13 +353,20 @@ void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
     pending_.erase(it);
 }
 
-Duration CollectiveEngine::reduction_time(double bytes, DType dtype) const {
+Duration CollectiveEngine::reduction_vpu(double bytes, DType dtype) const {
   if (!options_.reduction_compute || bytes <= 0) return Duration{};
-  // Sum into the local buffer: read both operands and write the result (3 passes over HBM);
-  // one vector add per element.
-  const double elements = bytes / dtype_bytes(dtype);
-  const Duration vpu = hw_.cycles(vpu_cycles(hw_, elements, 1.0));
-  return max(vpu, hbm_time(hw_, 3 * bytes));
+  // One vector add per element.
+  return hw_.cycles(vpu_cycles(hw_, bytes / dtype_bytes(dtype), 1.0));
+}
+
+double CollectiveEngine::dma_hbm_bytes(double sent) const {
+  // Read once where it leaves, written once where it arrives; a member receives what it sends.
+  return options_.dma_hbm_traffic ? 2 * sent : 0;
+}
+
+double CollectiveEngine::reduction_hbm_bytes(double bytes) const {
+  // Sum into the local buffer: read both operands and write the result (3 passes over HBM).
+  return options_.reduction_compute && bytes > 0 ? 3 * bytes : 0;
 }
 
 std::vector<std::string> CollectiveEngine::waiting() const {

@@ -1,7 +1,10 @@
 #pragma once
 // Plays collectives: a group starts when all its members have arrived, then runs its plan's
 // phases; every ring of a phase steps independently; a step sends one batch over the network,
-// and a reduce-scatter step also costs the receivers vector-unit and HBM time to sum what came.
+// its DMA engines read what is sent from HBM and write what arrives into it, and a
+// reduce-scatter step also costs the receivers vector-unit and HBM time to sum what came. That
+// work is granted by each member's core resources (CoreResources), where it contends with the
+// core's compute.
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,20 +22,23 @@
 namespace tpusim {
 
 class Machine;
+class CoreResources;
 
 struct CollectiveOptions {
   std::string algorithm = "auto";
   std::string all_to_all_algorithm = "auto";
   bool reduction_compute =
       true;  ///< false: summing received data is free (as in tools that ignore it)
+  bool dma_hbm_traffic = true;  ///< false: the DMA engines' HBM reads and writes are free
   static CollectiveOptions from_config(const Config& cfg);
 };
 
-/// Told when a core's part in a collective is over.
+/// Told when a core's part in a collective is over; lends the cores' resources to the steps.
 class CollectiveListener {
  public:
   virtual ~CollectiveListener() = default;
   virtual void collective_done(int core, int op_index) = 0;
+  virtual CoreResources& resources(int core) = 0;
 };
 
 struct CollectiveOpStats {
@@ -93,7 +99,12 @@ class CollectiveEngine {
   void run_phase(const std::shared_ptr<Running>& run);
   void run_step(const std::shared_ptr<Running>& run, std::size_t ring, int step);
   void finish_group(const std::shared_ptr<Running>& run);
-  Duration reduction_time(double bytes, DType dtype) const;
+  /// Per step and member: the reduction's vector time and its HBM bytes (read both operands,
+  /// write the sum), zero unless a reduce-scatter step with collectives.reduction_compute.
+  Duration reduction_vpu(double bytes, DType dtype) const;
+  double reduction_hbm_bytes(double bytes) const;
+  /// A member's DMA bytes in HBM when it sends `sent` bytes (zero if not dma_hbm_traffic).
+  double dma_hbm_bytes(double sent) const;
 
   const Program& program_;
   const DeviceMesh& mesh_;

@@ -39,6 +39,7 @@ class CoreDispatch : public CollectiveListener {
   void collective_done(int core, int op_index) override {
     (*cores)[core]->collective_done(op_index);
   }
+  CoreResources& resources(int core) override { return (*cores)[core]->resources(); }
 };
 
 /// The busy intervals of a link of a traced chip.
@@ -115,7 +116,12 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   DeviceMesh mesh(topology, hw.cores_per_chip, program.mesh);
   ExecutionContext ctx;
   ctx.program = &program;
+  ctx.hardware = &hw;
   ctx.op_time = compute_times(program, hw, options.use_measured_durations);
+  ctx.op_demand.resize(program.ops.size());
+  for (std::size_t i = 0; i < program.ops.size(); ++i)
+    if (!program.ops[i].is_collective)
+      ctx.op_demand[i] = op_demand(hw, program.ops[i].compute, ctx.op_time[i]);
   ctx.timeline = options.timeline;
   ctx.async_collectives = hw.async_collectives;
 
@@ -207,6 +213,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   r.compute = last->busy();
   r.communication = last->communicating();
   r.exposed_communication = last->exposed();
+  r.compute_slowdown = last->compute_slowdown();
   r.comm_split = engine.split(static_cast<int>(last_index));
   for (const auto& op : program.ops)
     if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;

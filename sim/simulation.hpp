@@ -60,7 +60,10 @@ struct SimReport {
   Duration compute;                ///< computing, on the core that finished last
   Duration communication;          ///< at least one collective in flight, same core
   Duration exposed_communication;  ///< waiting on collectives and not computing, same core
-  CommSplit comm_split;            ///< that core's time inside collectives, by cause
+  /// Compute time lost to collective steps holding that core's HBM port or vector unit (part of
+  /// `compute`); zero unless collectives overlap compute (hardware.async_collectives).
+  Duration compute_slowdown;
+  CommSplit comm_split;  ///< that core's time inside collectives, by cause
   double useful_flops_per_core = 0;
   double mxu_utilization = 0;
   std::vector<OpTime> top_ops;  ///< compute ops and collectives, longest first

@@ -12,7 +12,12 @@ namespace tpusim {
 
 TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx,
                        bool traced, double compute_scale)
-    : sc_core::sc_module(name), id_(id), ctx_(ctx), traced_(traced), compute_scale_(compute_scale) {
+    : sc_core::sc_module(name),
+      id_(id),
+      ctx_(ctx),
+      traced_(traced),
+      compute_scale_(compute_scale),
+      resources_("resources", *ctx.hardware, ctx.async_collectives) {
   SC_METHOD(guarded_step);
   sensitive << wake_;
 }
@@ -74,21 +79,35 @@ void TensorCore::step() {
       continue;
     }
     // A run: this op and every following compute op whose inputs are ready (earlier ops of the
-    // run count as ready: they run first), settled in one wait.
+    // run count as ready: they run first), granted their resources in order, settled in one wait.
     account(now);
     const int first = pc_;
-    Duration total;
+    Duration end = now, natural;
+    run_ends_.clear();
+    const bool exclusive = resources_.exclusive_from(now);
+    OpDemand counted;  // an exclusive run's demands, counted once
     // An infeed op begins a run, so that its batch is asked for at the time the core gets there.
     while (pc_ < n && !ops[pc_].is_collective && (pc_ == first || infeed_batch(pc_) < 0) &&
            ready(pc_)) {
       if (infeed_batch(pc_) >= 0) ctx_.infeed->dequeue(id_, infeed_batch(pc_), now);
-      total += op_duration(pc_);
+      const Duration t = op_duration(pc_);
+      const OpDemand& d = ctx_.op_demand[pc_];
+      if (exclusive) {
+        end += t;
+        counted += d;
+      } else {
+        end = resources_.compute(end, compute_scale_ == 1.0 ? d : d * compute_scale_, t);
+      }
+      natural += t;
+      if (traced_) run_ends_.push_back(end);
       ++pc_;
     }
+    if (exclusive) resources_.count(compute_scale_ == 1.0 ? counted : counted * compute_scale_);
     running_ = true;
-    if (traced_) trace_run(now, first, pc_);
-    run_end_ = now + total;
-    wake_.notify(to_sc(total));
+    slowdown_ += end - now - natural;
+    if (traced_) trace_run(now, first);
+    run_end_ = end;
+    wake_.notify(to_sc(end - now));
     return;
   }
   if (outstanding_.empty() && !finished_) {
@@ -115,14 +134,13 @@ void TensorCore::collective_done(int op_index) {
   wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
-void TensorCore::trace_run(Duration start, int from, int to) const {
+void TensorCore::trace_run(Duration start, int from) const {
   if (!ctx_.timeline) return;
   Duration t = start;
-  for (int i = from; i < to; ++i) {
-    const Op& op = ctx_.program->ops[i];
-    const Duration d = op_duration(i);
-    ctx_.timeline->span(id_, i, op.name, op.kind, t, t + d);
-    t += d;
+  for (std::size_t k = 0; k < run_ends_.size(); ++k) {
+    const Op& op = ctx_.program->ops[from + static_cast<int>(k)];
+    ctx_.timeline->span(id_, from + static_cast<int>(k), op.name, op.kind, t, run_ends_[k]);
+    t = run_ends_[k];
   }
 }
 

@@ -1,15 +1,17 @@
 #pragma once
 // A TensorCore playing the SPMD Program. One SC_METHOD per core, woken when a run of compute
 // ends or a collective it waits for completes. Consecutive compute ops whose inputs are ready
-// are settled in one wait (their per-op times are known from the cost model), so kernel events
-// grow with communication points, not with ops or cycles. Collectives are issued as soon as
-// their inputs exist and proceed while the core computes; an op that needs a collective's
-// result waits for it.
+// are settled in one wait: each op is granted its MXU, vector-unit and HBM time by the core's
+// resource modules (CoreResources) at once, so kernel events grow with communication points, not
+// with ops or cycles. Collectives are issued as soon as their inputs exist; their steps take HBM
+// and vector time from the same resources; an op that needs a collective's result waits for it.
 #include <systemc>
 #include <vector>
 
+#include "core/hardware.hpp"
 #include "core/units.hpp"
 #include "models/program.hpp"
+#include "sim/core_resources.hpp"
 
 namespace tpusim {
 
@@ -20,7 +22,9 @@ class TimelineSink;
 /// What every core shares: the Program and its per-op compute times.
 struct ExecutionContext {
   const Program* program = nullptr;
-  std::vector<Duration> op_time;  ///< per op; zero for collectives
+  const HardwareSpec* hardware = nullptr;
+  std::vector<Duration> op_time;    ///< per op, uncontended; zero for collectives
+  std::vector<OpDemand> op_demand;  ///< per op: what it asks of MXUs, vector unit and HBM
   CollectiveEngine* engine = nullptr;
   /// false: a core waits for each collective it issues before doing anything else (the core
   /// drives its collectives itself); true: it computes while collectives are in flight.
@@ -50,7 +54,11 @@ class TensorCore : public sc_core::sc_module {
   Duration busy() const { return busy_; }           ///< computing
   Duration communicating() const { return comm_; }  ///< at least one collective in flight
   Duration exposed() const { return exposed_; }     ///< waiting on collectives, not computing
+  /// Time compute runs took beyond their uncontended time because collective steps held the
+  /// core's HBM port or vector unit.
+  Duration compute_slowdown() const { return slowdown_; }
   std::uint64_t activations() const { return activations_; }
+  CoreResources& resources() { return resources_; }
   const std::vector<int>& outstanding() const { return outstanding_; }
 
  private:
@@ -61,12 +69,14 @@ class TensorCore : public sc_core::sc_module {
   bool in_flight(int op_index) const;
   Duration op_duration(int op_index) const;
   void account(Duration now);
-  void trace_run(Duration start, int from, int to) const;
+  void trace_run(Duration start, int from) const;
 
   const int id_;
   const ExecutionContext& ctx_;
   const bool traced_;
   const double compute_scale_;
+  CoreResources resources_;
+  std::vector<Duration> run_ends_;  ///< per op of the current run, when traced
   sc_core::sc_event wake_;
   int pc_ = 0;
   bool running_ = false;
@@ -76,7 +86,7 @@ class TensorCore : public sc_core::sc_module {
   bool finished_ = false;
   Duration finish_time_;
   Duration last_account_;
-  Duration busy_, comm_, exposed_;
+  Duration busy_, comm_, exposed_, slowdown_;
   std::uint64_t activations_ = 0;
 };
 

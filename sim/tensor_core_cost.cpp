@@ -36,4 +36,17 @@ OpTiming compute_op_time(const HardwareSpec& hw, const ComputeCost& c) {
   return t;
 }
 
+OpDemand op_demand(const HardwareSpec& hw, const ComputeCost& cost, Duration natural) {
+  const OpTiming t = compute_op_time(hw, cost);
+  OpDemand d{t.mxu, t.vpu, Duration{}, Duration{}};
+  if (t.hbm > Duration{}) {
+    d.hbm = t.hbm - hw.hbm_latency;
+    d.hbm_latency = hw.hbm_latency;
+  }
+  const Duration longest = t.total - hw.op_overhead;
+  if (natural >= t.total || longest <= Duration{}) return d;
+  const Duration room = natural - hw.op_overhead;
+  return room > Duration{} ? d * (room.seconds() / longest.seconds()) : OpDemand{};
+}
+
 }  // namespace tpusim

@@ -31,4 +31,23 @@ struct OpTiming {
 /// launch overhead.
 OpTiming compute_op_time(const HardwareSpec& hw, const ComputeCost& cost);
 
+/// What a compute op asks of a core's resources, uncontended. `hbm` is the busy time of its
+/// bytes at the achievable bandwidth; the HBM latency comes after it and occupies nothing.
+struct OpDemand {
+  Duration mxu, vpu, hbm, hbm_latency;
+  OpDemand operator*(double f) const { return {mxu * f, vpu * f, hbm * f, hbm_latency * f}; }
+  OpDemand& operator+=(const OpDemand& o) {
+    mxu += o.mxu;
+    vpu += o.vpu;
+    hbm += o.hbm;
+    hbm_latency += o.hbm_latency;
+    return *this;
+  }
+};
+
+/// The demand of an op that takes `natural` uncontended: the cost model's parts, scaled down
+/// when `natural` (a measured duration) is shorter than the model's, so that the largest part
+/// plus the op overhead never exceeds `natural`.
+OpDemand op_demand(const HardwareSpec& hw, const ComputeCost& cost, Duration natural);
+
 }  // namespace tpusim

@@ -125,12 +125,16 @@ inline Config uncontended_8x8(const char* fidelity) {
       {{"hardware", {{"cores_per_chip", 1}}},
        {"topology", "8x8"},
        {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}},
-       {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
+       {"collectives",
+        {{"algorithm", "per_dimension"},
+         {"reduction_compute", false},
+         {"dma_hbm_traffic", false}}}});
 }
 
 struct Run {
   double step_s = 0;
-  std::vector<double> op_end_s;  ///< per op: latest group end
+  double compute_slowdown_s = 0;  ///< of the core that finished last
+  std::vector<double> op_end_s;   ///< per op: latest group end
 };
 
 /// Simulates `program` on `cfg` in a child process.
@@ -139,7 +143,7 @@ inline Run simulate_child(const Program& program, const Config& cfg) {
     HardwareSpec hw = HardwareSpec::from_config(cfg);
     Topology topo(topology_from_json(cfg.json()["topology"]));
     SimReport r = simulate(program, topo, hw, SimOptions::from_config(cfg));
-    std::vector<double> out{r.step_time.seconds()};
+    std::vector<double> out{r.step_time.seconds(), r.compute_slowdown.seconds()};
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
       auto it = r.collectives.find(static_cast<int>(i));
       out.push_back(it == r.collectives.end() ? 0 : it->second.last_end.seconds());
@@ -148,7 +152,8 @@ inline Run simulate_child(const Program& program, const Config& cfg) {
   });
   Run run;
   run.step_s = v.at(0);
-  run.op_end_s.assign(v.begin() + 1, v.end());
+  run.compute_slowdown_s = v.at(1);
+  run.op_end_s.assign(v.begin() + 2, v.end());
   return run;
 }
 

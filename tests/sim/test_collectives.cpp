@@ -30,10 +30,11 @@ TEST_CASE("a transfer of S bytes over h hops takes S/B + (h-1) chunk/B + h L") {
 
 TEST_CASE("one-way ring all-reduce on a 1D ring matches 2(n-1)/n S/B + 2(n-1) L") {
   for (int n : {4, 8, 16}) {
-    auto cfg =
-        config_with({{"hardware", {{"cores_per_chip", 1}}},
-                     {"topology", std::to_string(n)},
-                     {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
+    auto cfg = config_with(
+        {{"hardware", {{"cores_per_chip", 1}}},
+         {"topology", std::to_string(n)},
+         {"collectives",
+          {{"algorithm", "ring"}, {"reduction_compute", false}, {"dma_hbm_traffic", false}}}});
     auto p = params_of(cfg);
     Run r = simulate_child(one_op(n, collective_op(CollectiveKind::AllReduce, S)), cfg);
     const double steps = 2.0 * (n - 1);
@@ -44,10 +45,12 @@ TEST_CASE("one-way ring all-reduce on a 1D ring matches 2(n-1)/n S/B + 2(n-1) L"
 
 TEST_CASE("a ring both ways halves the bandwidth term") {
   const int n = 8;
-  auto cfg = config_with(
-      {{"hardware", {{"cores_per_chip", 1}}},
-       {"topology", "8"},
-       {"collectives", {{"algorithm", "bidirectional_ring"}, {"reduction_compute", false}}}});
+  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+                          {"topology", "8"},
+                          {"collectives",
+                           {{"algorithm", "bidirectional_ring"},
+                            {"reduction_compute", false},
+                            {"dma_hbm_traffic", false}}}});
   auto p = params_of(cfg);
   Run r = simulate_child(one_op(n, collective_op(CollectiveKind::AllReduce, S)), cfg);
   const double steps = 2.0 * (n - 1);
@@ -55,10 +58,12 @@ TEST_CASE("a ring both ways halves the bandwidth term") {
 }
 
 TEST_CASE("per-dimension all-reduce on a 2D torus composes the rings on shrinking data") {
-  auto cfg = config_with(
-      {{"hardware", {{"cores_per_chip", 1}}},
-       {"topology", "8x4"},
-       {"collectives", {{"algorithm", "per_dimension"}, {"reduction_compute", false}}}});
+  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+                          {"topology", "8x4"},
+                          {"collectives",
+                           {{"algorithm", "per_dimension"},
+                            {"reduction_compute", false},
+                            {"dma_hbm_traffic", false}}}});
   auto p = params_of(cfg);
   Run r = simulate_child(one_op(32, collective_op(CollectiveKind::AllReduce, S)), cfg);
   // Both dimensions are torus rings (both ways); X (8) first on S, then Y (4) on S/8; the
@@ -75,9 +80,10 @@ TEST_CASE("per-dimension on the Multipod: on-chip step then the Y ring then the 
   // walked as a snake (2 hops per step, one way) on S/64 per core. Along Y and X the chip's two
   // cores run separate rings over the same links.
   for (bool coalesce : {false, true}) {
-    auto cfg = config_with({{"topology", "tpu_v3_multipod"},
-                            {"network", {{"coalesce_ring_steps", coalesce}}},
-                            {"collectives", {{"reduction_compute", false}}}});
+    auto cfg =
+        config_with({{"topology", "tpu_v3_multipod"},
+                     {"network", {{"coalesce_ring_steps", coalesce}}},
+                     {"collectives", {{"reduction_compute", false}, {"dma_hbm_traffic", false}}}});
     auto p = params_of(cfg);
     const double Bon = cfg.number("hardware.onchip.bandwidth_GBps") * 1e9;
     const double Lon = cfg.number("hardware.onchip.latency_ns") * 1e-9;
@@ -106,20 +112,23 @@ TEST_CASE("per-dimension on the Multipod: on-chip step then the Y ring then the 
 
 TEST_CASE("two all-reduces sharing the same links take twice as long as one") {
   // Cores keep issuing while collectives are in flight, so both run at once.
-  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
-                          {"topology", "8"},
-                          {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
+  auto cfg = config_with(
+      {{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
+       {"topology", "8"},
+       {"collectives",
+        {{"algorithm", "ring"}, {"reduction_compute", false}, {"dma_hbm_traffic", false}}}});
   Run one = simulate_child(one_op(8, collective_op(CollectiveKind::AllReduce, S)), cfg);
   Program two = one_op(8, collective_op(CollectiveKind::AllReduce, S));
   two.ops.push_back(collective_op(CollectiveKind::AllReduce, S));
   Run both = simulate_child(two, cfg);
   CHECK(both.step_s == Approx(2 * one.step_s).epsilon(0.03));
   // Without contention they would overlap completely.
-  auto free_cfg =
-      config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
-                   {"topology", "8"},
-                   {"network", {{"contention", false}}},
-                   {"collectives", {{"algorithm", "ring"}, {"reduction_compute", false}}}});
+  auto free_cfg = config_with(
+      {{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
+       {"topology", "8"},
+       {"network", {{"contention", false}}},
+       {"collectives",
+        {{"algorithm", "ring"}, {"reduction_compute", false}, {"dma_hbm_traffic", false}}}});
   Run free = simulate_child(two, free_cfg);
   CHECK(free.step_s == Approx(one.step_s).epsilon(0.01));
 }
@@ -133,9 +142,10 @@ TEST_CASE("summing received data costs vector-unit and HBM time") {
   Program ar = one_op(8, collective_op(CollectiveKind::AllReduce, S));
   Run with = simulate_child(ar, config_with(base));
   Run without = simulate_child(ar, config_with(off));
-  // A reduce-scatter step reads both operands and writes the sum: 3 x S/n bytes of HBM, which
-  // at the default rates (450 GB/s x 0.85 vs 100 GB/s links) is faster than the transfer, so
-  // streaming hides it; slow the HBM below a third of... a link and it shows.
+  // A reduce-scatter step reads both operands and writes the sum (3 x S/n bytes of HBM), and
+  // the DMA engines read what a member sends and write what it receives (2 x S/n). At the
+  // default rates (450 GB/s x 0.85 vs 100 GB/s links) a one-way ring hides both behind the
+  // transfer; slow the HBM to a link's rate and they set every step.
   CHECK(with.step_s >= without.step_s);
   auto slow = base;
   slow["hardware"]["hbm"] = {{"bandwidth_GBps_per_core", 100.0}};
@@ -143,8 +153,9 @@ TEST_CASE("summing received data costs vector-unit and HBM time") {
   auto cfg = config_with(slow);
   const double hbm = 100e9 * cfg.number("hardware.calibration.hbm_efficiency");
   const double n = 8, chunk = S / n;
-  const double rs_step = cfg.number("hardware.hbm.latency_ns") * 1e-9 + 3 * chunk / hbm;
-  const double ag_step = chunk / 100e9 + 1e-9 * cfg.number("hardware.ici.latency_ns");
+  const double rs_step = cfg.number("hardware.hbm.latency_ns") * 1e-9 + (3 + 2) * chunk / hbm;
+  const double ag_step =
+      std::max(chunk / 100e9 + 1e-9 * cfg.number("hardware.ici.latency_ns"), 2 * chunk / hbm);
   const double O = 1e-9 * cfg.number("hardware.calibration.collective_step_overhead_ns");
   CHECK(slow_run.step_s == Approx((n - 1) * (rs_step + O) + (n - 1) * (ag_step + O)).epsilon(0.02));
 }

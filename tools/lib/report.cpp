@@ -81,6 +81,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"communication_waiting_ms", r.comm_split.waiting.ms()},
       {"communication_transfer_ms", r.comm_split.transfer.ms()},
       {"communication_sync_ms", r.comm_split.synchronisation.ms()},
+      {"compute_slowdown_by_communication_ms", r.compute_slowdown.ms()},
       {"comm_share", step_s > 0 ? r.communication.seconds() / step_s : 0.0},
       {"exposed_comm_share", step_s > 0 ? r.exposed_communication.seconds() / step_s : 0.0},
       {"mxu_utilization", r.mxu_utilization},
@@ -122,6 +123,10 @@ void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
         "synchronisation {:.3f} ms\n",
         j["communication_transfer_ms"].get<double>(), j["communication_waiting_ms"].get<double>(),
         j["communication_sync_ms"].get<double>());
+  if (j.contains("compute_slowdown_by_communication_ms") &&
+      j["compute_slowdown_by_communication_ms"].get<double>() > 0)
+    out << fmt::format("    compute slowed by collectives sharing HBM and vector unit {:.3f} ms\n",
+                       j["compute_slowdown_by_communication_ms"].get<double>());
   out << fmt::format("  MXU utilization         {:10.1f} %\n",
                      100 * j["mxu_utilization"].get<double>())
       << fmt::format("  examples per second     {:10.0f}  ({:.1f} per chip)\n",

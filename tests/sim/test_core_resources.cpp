@@ -1,0 +1,114 @@
+// A TensorCore's resources (MXUs, vector unit, HBM port) shared by compute and collective steps,
+// against closed forms. Bh: the achievable HBM bandwidth of a core, read from the config.
+#include <catch2/catch.hpp>
+#include <systemc>
+
+#include "sim/core_resources.hpp"
+#include "sim/tensor_core_cost.hpp"
+#include "tests/sim/sim_fixture.hpp"
+
+using namespace tpusim;
+using namespace tpusim::test;
+
+namespace {
+Duration us(double v) { return Duration::ns(v * 1e3); }
+
+/// Grants (from_us, work_us) in order on one resource in a child process; returns the ends in us.
+std::vector<double> grants(const std::vector<std::pair<double, double>>& asks) {
+  return in_child([&] {
+    CoreResource r("r");
+    std::vector<double> out;
+    for (const auto& [from, work] : asks) out.push_back(r.grant(us(from), us(work)).us());
+    out.push_back(r.busy().us());
+    out.push_back(static_cast<double>(r.intervals()));
+    return out;
+  });
+}
+
+/// An op that only moves `bytes` through HBM.
+Op hbm_op(const std::string& name, double bytes) {
+  Op op;
+  op.name = name;
+  op.kind = "elementwise";
+  op.compute.bytes_read = bytes;
+  return op;
+}
+}  // namespace
+
+TEST_CASE("a resource serves requests in the order granted and fills the gaps left") {
+  // Two requests from 0: the first ends at its work, the second after both.
+  auto v = grants({{0, 3}, {0, 5}});
+  CHECK(v[0] == Approx(3));
+  CHECK(v[1] == Approx(8));
+  // A request from 10 (an op booked ahead), then one from 0 fills [0, 10) first and goes on
+  // after the booked interval: 4 of its 12 units wait until 14.
+  v = grants({{10, 4}, {0, 12}});
+  CHECK(v[0] == Approx(14));
+  CHECK(v[1] == Approx(16));
+  // Occupancy is the sum of the work; adjacent grants merge into one interval.
+  CHECK(v[2] == Approx(16));
+  CHECK(v[3] == 1);
+  // Gaps between several bookings are filled in time order.
+  v = grants({{2, 1}, {5, 1}, {9, 1}, {0, 6}});
+  CHECK(v[3] == Approx(8));  // 6 units in [0,2) [3,5) [6,8)
+  CHECK(v[4] == Approx(9));
+}
+
+TEST_CASE("an HBM-bound op and a DMA stream on the same core finish at (H + D) / Bh") {
+  // Two one-core chips exchange X bytes (a permute both ways) while each runs an op that reads
+  // H bytes from HBM. The DMA engines of a core read the X it sends and write the X it receives:
+  // D = 2X. Core 0 books its op before core 1 arrives and the group starts; on core 1 the DMA
+  // comes first. Either way the later of the two ends at (H + D) / Bh on each core (plus the HBM
+  // latency and launch overhead of the op), where each alone would take H / Bh or D / Bh.
+  const double X = 1 << 20, H = 4 << 20, D = 2 * X;
+  auto doc = nlohmann::json{{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
+                            {"topology", "2:wrap=0"}};
+  auto cfg = config_with(doc);
+  const double Bh = cfg.number("hardware.hbm.bandwidth_GBps_per_core") * 1e9 *
+                    cfg.number("hardware.calibration.hbm_efficiency");
+  const double lat = cfg.number("hardware.hbm.latency_ns") * 1e-9;
+  const double ov = cfg.number("hardware.calibration.op_overhead_ns") * 1e-9;
+  const double Bl = cfg.number("hardware.ici.bandwidth_GBps") * 1e9;
+  REQUIRE(X / Bl < (H + D) / Bh);  // the link is not what sets the time
+  Program p;
+  p.mesh = {{"all", 2}};
+  Op permute = collective_op(CollectiveKind::CollectivePermute, X);
+  permute.collective.shift = 1;
+  permute.collective.wrap = true;
+  p.ops.push_back(permute);
+  p.ops.push_back(hbm_op("read", H));
+  Run r = simulate_child(p, cfg);
+  CHECK(r.step_s == Approx((H + D) / Bh + lat + ov).epsilon(1e-6));
+  // Core 1 finishes last; its op waited for the DMA's D bytes.
+  CHECK(r.compute_slowdown_s == Approx(D / Bh).epsilon(1e-6));
+  // Without the DMA traffic in HBM the two overlap completely.
+  doc["collectives"] = {{"dma_hbm_traffic", false}};
+  Run free = simulate_child(p, config_with(doc));
+  CHECK(free.step_s == Approx(H / Bh + lat + ov).epsilon(1e-6));
+  CHECK(free.compute_slowdown_s == 0);
+}
+
+TEST_CASE("an MXU-bound op leaves its HBM slack to the DMA and is not slowed") {
+  // A [m,k]x[k,n] product whose MXU time exceeds its HBM time plus the DMA's: the DMA fits in
+  // the HBM time the op does not use.
+  auto cfg = config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
+                          {"topology", "2:wrap=0"}});
+  Program p;
+  p.mesh = {{"all", 2}};
+  Op permute = collective_op(CollectiveKind::CollectivePermute, 64 * 1024);
+  permute.collective.shift = 1;
+  permute.collective.wrap = true;
+  p.ops.push_back(permute);
+  Op mm;
+  mm.name = "matmul";
+  mm.kind = "matmul";
+  mm.compute.matmul = MatmulShape{1, 4096, 4096, 4096};
+  mm.compute.bytes_read = 2.0 * 2 * 4096 * 4096;
+  p.ops.push_back(mm);
+  const HardwareSpec hw = HardwareSpec::from_config(cfg);
+  const OpTiming t = compute_op_time(hw, mm.compute);
+  REQUIRE(t.mxu > t.hbm + (hw.hbm_bandwidth_per_core * hw.hbm_efficiency).time_for(2 * 64 * 1024));
+  Run r = simulate_child(p, cfg);
+  CHECK(r.step_s == Approx(t.total.seconds()).epsilon(1e-9));
+  CHECK(r.compute_slowdown_s == 0);
+}
