@@ -94,6 +94,9 @@ struct OpNode {
   bool weight_grad = false;  ///< computes (a contribution to) the gradient of forward_of's weights
                              ///< (or of tied_to's weights)
   int param_owner = -1;      ///< optimizer op: the forward op whose parameters it updates
+  /// Optimizer op: bytes per weight of the output its next phase reads (LAMB's f32 update
+  /// direction); 0 for an op that updates weights and slots in place.
+  double out_bytes_per_param = 0;
 };
 
 struct OpEdge {
@@ -134,6 +137,13 @@ class OpGraph {
 
   std::string model;               ///< builder name
   std::int64_t replica_batch = 0;  ///< examples one replica processes per step
+  /// f32 optimizer slots kept per weight (momentum 1, Adam and LAMB 2); set by
+  /// derive_training_graph.
+  int optimizer_slots = 0;
+  std::string optimizer;  ///< "adam", "lamb", ... (set by derive_training_graph)
+  /// Bytes of one example as the infeed delivers it (ids, images, labels); set by the builder.
+  double infeed_bytes_per_example = 0;
+  DType infeed_dtype = DType::BF16;  ///< dtype of the largest infeed tensor
 
   // Totals over ops (per replica).
   double total_flops() const;

@@ -67,6 +67,34 @@ std::optional<CollectiveKind> parse_collective_kind(const std::string& s) {
   return std::nullopt;
 }
 
+const char* to_string(MemoryClass c) {
+  switch (c) {
+    case MemoryClass::MasterWeights:
+      return "master_weights";
+    case MemoryClass::WeightCopies:
+      return "weight_copies";
+    case MemoryClass::OptimizerState:
+      return "optimizer_state";
+    case MemoryClass::Infeed:
+      return "infeed";
+    case MemoryClass::Activations:
+      return "activations";
+    case MemoryClass::ActivationGradients:
+      return "activation_gradients";
+    case MemoryClass::WeightGradients:
+      return "weight_gradients";
+    case MemoryClass::GradientBuckets:
+      return "gradient_buckets";
+    case MemoryClass::OptimizerUpdates:
+      return "optimizer_updates";
+    case MemoryClass::CollectiveBuffers:
+      return "collective_buffers";
+    case MemoryClass::Halos:
+      return "halos";
+  }
+  return "?";
+}
+
 void Program::validate() const {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
@@ -76,6 +104,10 @@ void Program::validate() const {
         throw ConfigError(where,
                           "depends on op " + std::to_string(d) +
                               ", which is not an earlier op (dependencies must point backwards)");
+    if (op.output.last_use != -1 && (op.output.last_use < static_cast<int>(i) ||
+                                     static_cast<std::size_t>(op.output.last_use) >= ops.size()))
+      throw ConfigError(where, "output last used by op " + std::to_string(op.output.last_use) +
+                                   ", which is not this op or a later one");
     if (!op.is_collective) continue;
     for (const auto& a : op.collective.axes)
       if (std::none_of(mesh.begin(), mesh.end(), [&](const MeshAxis& m) { return m.name == a; }))

@@ -63,6 +63,40 @@ struct CollectiveSpec {
   bool wrap = false;  ///< permute: the group is a ring (the last sends to the first)
 };
 
+/// What a per-core buffer holds, for the memory model (models/memory/memory_model.hpp;
+/// docs/memory.md has the table of classes with their dtypes and sources).
+enum class MemoryClass {
+  MasterWeights,        ///< f32 master weights (resident; sharded with weight-update sharding)
+  WeightCopies,         ///< bf16 copies the forward and backward passes read (resident)
+  OptimizerState,       ///< f32 optimizer slots (resident; sharded like the master weights)
+  Infeed,               ///< the double-buffered input batch (resident)
+  Activations,          ///< forward outputs, live until their last reader (often a backward op)
+  ActivationGradients,  ///< backward outputs flowing towards the inputs
+  WeightGradients,      ///< f32 weight gradients, live until their bucket's collective
+  GradientBuckets,      ///< reduced gradients in the reduction dtype, live until the optimizer
+  OptimizerUpdates,     ///< LAMB's f32 update direction and norms between its two phases
+  CollectiveBuffers,    ///< partial sums staged for their all-reduce; norms in flight
+  Halos,                ///< rows or columns received from spatial neighbours
+};
+constexpr int kMemoryClasses = 11;
+const char* to_string(MemoryClass c);  ///< "master_weights", ...
+
+/// The tensor an op produces on each core, with its lifetime along the program order.
+struct OpOutput {
+  double bytes = 0;  ///< per core, padded shards included; 0: the op writes in place
+  DType dtype = DType::BF16;
+  MemoryClass cls = MemoryClass::Activations;
+  int last_use = -1;  ///< index of the last op reading it; -1: freed right after this op
+};
+
+/// A buffer that lives through the whole step on every core.
+struct ResidentBuffer {
+  std::string name;  ///< e.g. "encoder.3.mlp.in master weights"
+  MemoryClass cls = MemoryClass::MasterWeights;
+  DType dtype = DType::F32;
+  double bytes = 0;  ///< per core
+};
+
 struct Op {
   std::string name;  ///< e.g. "encoder.3.mlp.in.bwd_weight"
   std::string kind;  ///< "matmul", "layer_norm", "softmax", "all-reduce", ...
@@ -73,15 +107,24 @@ struct Op {
   DType dtype = DType::BF16;
   std::vector<std::vector<std::int64_t>> shapes;  ///< tensor shapes, for reports and traces
   std::vector<int> deps;                          ///< indices of earlier ops this one waits for
+  OpOutput output;                                ///< for the memory model
 };
 
 struct Program {
   std::string model;                   ///< e.g. "bert_large"
   std::vector<MeshAxis> mesh;          ///< the mesh the Program was partitioned for
   std::int64_t examples_per_step = 0;  ///< global batch
+  /// Bytes of one example as the infeed delivers it (the builder's OpGraph says); 0: unknown.
+  double infeed_bytes_per_example = 0;
   std::vector<Op> ops;
+  /// Buffers that live through the step (weights, optimizer slots, infeed), per core.
+  std::vector<ResidentBuffer> resident;
+  /// True when the ops' outputs and the resident buffers describe the step's memory (the
+  /// partitioner sets them); false for a Program read from a trace, which carries no sizes.
+  bool has_memory = false;
 
-  /// Checks dependencies point backwards and collectives name mesh axes that exist.
+  /// Checks dependencies point backwards, outputs are freed at or after their producer and
+  /// collectives name mesh axes that exist.
   /// Throws ConfigError naming the op.
   void validate() const;
   std::size_t num_collectives() const;

@@ -21,6 +21,10 @@ const char* to_string(OptimizerKind k) {
   return "?";
 }
 
+int optimizer_slots(OptimizerKind k) {
+  return k == OptimizerKind::Adam || k == OptimizerKind::Lamb ? 2 : 1;
+}
+
 namespace {
 
 // How a split of a forward matmul maps onto its gradient matmuls. The gradient's dimensions are
@@ -191,7 +195,8 @@ class Deriver {
       case OptimizerKind::Sgd:
         return {4, 12, 10};
       case OptimizerKind::Lamb:  // moments + update + norm partial sums | ratio, step, convert
-        return apply_phase ? OptimizerOpCost{4, 8, 6} : OptimizerOpCost{16, 16, 12};
+        // The update phase writes both moments and the f32 update direction the apply reads.
+        return apply_phase ? OptimizerOpCost{4, 8, 6} : OptimizerOpCost{16, 16, 12, 4};
       case OptimizerKind::Lars:  // norms of w and g | momentum step with the trust ratio
         return apply_phase ? OptimizerOpCost{8, 12, 10} : OptimizerOpCost{4, 8, 0};
     }
@@ -212,6 +217,7 @@ class Deriver {
     op.vpu_ops_per_element = c.ops_per_element;
     op.bytes_read = n * c.bytes_read_per_param;
     op.bytes_written = n * c.bytes_written_per_param;
+    op.out_bytes_per_param = c.out_bytes_per_param;
     op.forward_of = owner;
     op.param_owner = owner;
     // Weights divided over the model axis divide their update; a norm over them is partial.
@@ -247,6 +253,10 @@ class Deriver {
 
 }  // namespace
 
-void derive_training_graph(OpGraph& g, OptimizerKind optimizer) { Deriver(g, optimizer).run(); }
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer) {
+  g.optimizer = to_string(optimizer);
+  g.optimizer_slots = optimizer_slots(optimizer);
+  Deriver(g, optimizer).run();
+}
 
 }  // namespace tpusim

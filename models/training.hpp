@@ -30,6 +30,10 @@ struct OptimizerOpCost {
   double ops_per_element = 0;
   double bytes_read_per_param = 0;
   double bytes_written_per_param = 0;
+  double out_bytes_per_param = 0;  ///< of those, the output the next phase reads (not in place)
 };
+
+/// f32 state slots per weight: momentum 1 (SGD, LARS), Adam and LAMB 2 moments.
+int optimizer_slots(OptimizerKind k);
 
 }  // namespace tpusim

@@ -40,16 +40,21 @@ class CoreDispatch : public CollectiveListener {
   }
 };
 
+/// The busy intervals of a link of a traced chip.
+struct LinkLog {
+  int chip = -1;
+  std::vector<std::pair<Duration, Duration>> intervals;
+};
+
 /// Utilisation of each logged link in fixed time bins, as timeline counters (0..1).
-void emit_link_counters(
-    TimelineSink& sink,
-    const std::map<LinkModule*, std::vector<std::pair<Duration, Duration>>>& logs, Duration step) {
+void emit_link_counters(TimelineSink& sink, const std::map<LinkModule*, LinkLog>& logs,
+                        Duration step) {
   const int bins = 200;
   if (step <= Duration{}) return;
   const double bin_ps = static_cast<double>(step.ps()) / bins;
-  for (const auto& [link, intervals] : logs) {
+  for (const auto& [link, log] : logs) {
     std::vector<double> busy(bins, 0.0);
-    for (const auto& [a, b] : intervals) {
+    for (const auto& [a, b] : log.intervals) {
       double s = static_cast<double>(a.ps()), e = static_cast<double>(b.ps());
       for (int k = std::max(0, static_cast<int>(s / bin_ps)); k < bins && k * bin_ps < e; ++k) {
         const double lo = std::max(s, k * bin_ps), hi = std::min(e, (k + 1) * bin_ps);
@@ -57,7 +62,8 @@ void emit_link_counters(
       }
     }
     for (int k = 0; k < bins; ++k)
-      sink.counter(link->name(), "utilization", Duration::ps(static_cast<std::int64_t>(k * bin_ps)),
+      sink.counter(log.chip, link->basename(), "utilization",
+                   Duration::ps(static_cast<std::int64_t>(k * bin_ps)),
                    std::min(1.0, busy[k] / bin_ps));
   }
 }
@@ -141,11 +147,14 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
     ctx.infeed_batch = &options.infeed->op_batch;
   }
   // Links of traced chips log their busy intervals for the timeline's utilisation counters.
-  std::map<LinkModule*, std::vector<std::pair<Duration, Duration>>> link_logs;
+  std::map<LinkModule*, LinkLog> link_logs;
   if (options.timeline)
     for (int c : options.traced_cores)
       if (c >= 0 && c < machine.num_cores())
-        for (LinkModule* l : machine.links_of_chip(machine.chip_of(c))) l->busy_log = &link_logs[l];
+        for (LinkModule* l : machine.links_of_chip(machine.chip_of(c))) {
+          link_logs[l].chip = machine.chip_of(c);
+          l->busy_log = &link_logs[l].intervals;
+        }
   const auto wall1 = std::chrono::steady_clock::now();
 
   sc_core::sc_start();

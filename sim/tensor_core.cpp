@@ -106,8 +106,9 @@ void TensorCore::collective_done(int op_index) {
   const auto i = it - outstanding_.begin();
   if (traced_ && ctx_.timeline) {
     const Op& op = ctx_.program->ops[op_index];
-    ctx_.timeline->span(id_, op.name, std::string("collective:") + to_string(op.collective.kind),
-                        issued_at_[i], now);
+    ctx_.timeline->span(id_, op_index, op.name,
+                        std::string("collective:") + to_string(op.collective.kind), issued_at_[i],
+                        now);
   }
   outstanding_.erase(it);
   issued_at_.erase(issued_at_.begin() + i);
@@ -120,7 +121,7 @@ void TensorCore::trace_run(Duration start, int from, int to) const {
   for (int i = from; i < to; ++i) {
     const Op& op = ctx_.program->ops[i];
     const Duration d = op_duration(i);
-    ctx_.timeline->span(id_, op.name, op.kind, t, t + d);
+    ctx_.timeline->span(id_, i, op.name, op.kind, t, t + d);
     t += d;
   }
 }

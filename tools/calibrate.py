@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints predicted against measured for the calibration points of
-shared/reference/tpu-v3-multipod.md, for the current configs (or with --set overrides).
+docs/reference.md, for the current configs (or with --set overrides).
 Usage: tools/calibrate.py [--bin build/bin/tpusim] [--set path=value]... [--markdown]"""
 import argparse, json, subprocess, sys, os
 

@@ -151,6 +151,11 @@ class BertLarge final : public ModelBuilder {
               {pooled});
     const int cls = g.add(weight_matmul("nsp.classifier", batch, h, 2, true), {tanh});
     g.add(cross_entropy_loss("nsp.loss", batch, 2), {cls});
+
+    // Infeed per sequence (MLPerf reference features): input_ids, input_mask, segment_ids per
+    // token; masked_lm_positions, _ids, _weights per masked position; next_sentence_labels.
+    g.infeed_bytes_per_example = static_cast<double>(3 * seq + 3 * masked + 1) * 4;
+    g.infeed_dtype = DType::I32;
     f.mlm_logits = logits;
     f.mlm_rows = rows;
     f.vocab = vocab;

@@ -136,6 +136,12 @@ class MaskRcnn final : public ModelBuilder {
       anchors += static_cast<double>(p[l].map.height) * p[l].map.width * kAnchors;
     }
     const double n_anchors = batch * anchors;
+    // Infeed per image: the bf16 image, the host's anchor labels (an i32 score target and 4 f32
+    // box targets per anchor) and the padded ground truth (4 f32 box corners, an i32 class and a
+    // 28x28 f32 mask target per box).
+    g.infeed_bytes_per_example =
+        static_cast<double>(h) * w * 3 * 2 + anchors * 5 * 4 +
+        static_cast<double>(cfg.integer("workload.max_gt_boxes")) * (5 + 28 * 28) * 4;
     // RPN loss over all anchors (labels from the host; sampled anchors masked in).
     OpNode rpn_loss = vector(OpKind::Loss, "rpn.loss", n_anchors * 5,
                              (vpu_ops::kSigmoidCrossEntropy + 4 * vpu_ops::kSmoothL1) / 5,

@@ -78,6 +78,8 @@ class ResNet50 final : public ModelBuilder {
     pool.split.spatial = SplitDim::K;
     const int pooled = g.add(std::move(pool), {x.op});
     const int fc = g.add(weight_matmul("head.fc", batch, x.map.channels, classes, true), {pooled});
+    // Infeed per image: the bf16 image (space-to-depth keeps its bytes) and an i32 label.
+    g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + 4;
     if (!training) {
       g.add(top_k_select("head.top1", batch, classes, 1, false), {fc});
       return g;

@@ -116,6 +116,9 @@ class Ssd final : public ModelBuilder {
     mining.bytes_written = 4;
     g.add(std::move(mining), {per_box_v});
 
+    // Infeed per image: the bf16 image and the host-encoded targets of every default box (4 f32
+    // box offsets and an i32 class), plus the matched-box count.
+    g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + boxes * 5.0 * 4 + 4;
     derive_training_graph(g, OptimizerKind::Sgd);
     finish_conv_training_graph(g);
     return g;

@@ -72,6 +72,9 @@ class TransformerBig final : public ModelBuilder {
     loss.split.model = SplitDim::K;
     g.add(std::move(loss), {lv});
 
+    // Infeed per packed pair: inputs and targets with their packing segment ids and positions.
+    g.infeed_bytes_per_example = static_cast<double>(6 * seq) * 4;
+    g.infeed_dtype = DType::I32;
     derive_training_graph(g, OptimizerKind::Adam);
     return std::move(enc.graph);
   }
@@ -88,6 +91,8 @@ class TransformerBig final : public ModelBuilder {
     Encoded enc = encode(cfg, batch, b.source_len);
     b.dims = enc.dims;
     add_beam_search(enc.graph, enc.memory, enc.table, b);
+    enc.graph.infeed_bytes_per_example = static_cast<double>(b.source_len) * 4;  // source ids
+    enc.graph.infeed_dtype = DType::I32;
     return std::move(enc.graph);
   }
 

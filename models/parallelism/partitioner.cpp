@@ -19,12 +19,19 @@ struct Bucket {
 class Partitioner {
  public:
   Partitioner(const OpGraph& g, const Layout& l)
-      : g_(g), l_(l), result_(g.size(), -1), pending_(g.size(), 0), optimizer_ops_(g.size()) {}
+      : g_(g),
+        l_(l),
+        result_(g.size(), -1),
+        compute_op_(g.size(), -1),
+        bucket_of_(g.size(), -1),
+        pending_(g.size(), 0),
+        optimizer_ops_(g.size()) {}
 
   Program run() {
     p_.model = g_.model;
     p_.mesh = l_.mesh_axes();
     p_.examples_per_step = g_.replica_batch * l_.data;
+    p_.infeed_bytes_per_example = g_.infeed_bytes_per_example;
     count_contributors();
     for (int v = 0; v < g_.size(); ++v) {
       if (g_.node(v).phase == Phase::Optimizer)
@@ -34,6 +41,9 @@ class Partitioner {
     }
     close_bucket();
     emit_optimizer();
+    set_lifetimes();
+    add_resident_buffers();
+    p_.has_memory = true;
     return std::move(p_);
   }
 
@@ -63,6 +73,38 @@ class Partitioner {
     return static_cast<int>(p_.ops.size()) - 1;
   }
 
+  double shard() const { return l_.weight_update_sharding ? l_.replicas() : 1; }
+
+  // A weight-gradient op whose output only the optimizer reads (a matmul's dW, an embedding's
+  // table gradient). Vector ops that own scale and shift (layer and batch norm) output the input
+  // gradient, with their small parameter gradients alongside.
+  bool only_weight_gradient(int v) const {
+    if (!g_.node(v).weight_grad) return false;
+    for (const auto& [reader, slot] : g_.consumers(v))
+      if (g_.node(reader).phase != Phase::Optimizer) return false;
+    return true;
+  }
+
+  MemoryClass output_class(int v) const {
+    const OpNode& n = g_.node(v);
+    if (n.phase == Phase::Forward) return MemoryClass::Activations;
+    if (n.phase == Phase::Optimizer) return MemoryClass::OptimizerUpdates;
+    return only_weight_gradient(v) ? MemoryClass::WeightGradients
+                                   : MemoryClass::ActivationGradients;
+  }
+
+  double output_bytes(int v, const ComputeCost& cost, double shard) const {
+    const OpNode& n = g_.node(v);
+    // An optimizer op updates weights and slots in place (resident buffers); what it keeps for
+    // its next phase is its update direction and its partial norms.
+    if (n.phase == Phase::Optimizer)
+      return params_per_core(n.param_owner) / shard * n.out_bytes_per_param + n.partial_bytes;
+    if (!only_weight_gradient(v)) return cost.bytes_written;
+    double params = 0;  // the gradient of every parameter the op owns, biases included
+    for (int o : owners_of(n)) params += params_per_core(o);
+    return params * dtype_bytes(n.out_dtype);
+  }
+
   int emit_compute(int v, std::vector<int> deps, double shard = 1) {
     const OpNode& n = g_.node(v);
     Op op;
@@ -73,7 +115,11 @@ class Partitioner {
     op.dtype = n.dtype;
     op.shapes = n.shapes;
     op.deps = std::move(deps);
-    return push(std::move(op));
+    op.output.dtype = n.out_dtype;
+    op.output.cls = output_class(v);
+    op.output.bytes = output_bytes(v, op.compute, shard);
+    compute_op_[v] = push(std::move(op));
+    return compute_op_[v];
   }
 
   int emit_collective(std::string name, CollectiveKind kind, Phase phase, double bytes, DType dtype,
@@ -89,6 +135,7 @@ class Partitioner {
     op.collective.axes = std::move(axes);
     op.dtype = dtype;
     op.deps = std::move(deps);
+    op.output = {bytes, dtype, MemoryClass::CollectiveBuffers, -1};
     return push(std::move(op));
   }
 
@@ -103,8 +150,11 @@ class Partitioner {
   void emit_step_op(int v) {
     const OpNode& n = g_.node(v);
     std::vector<int> deps = input_deps(v);
+    const std::size_t first_halo = p_.ops.size();
     deps = emit_halos(n, std::move(deps));
     const int op = emit_compute(v, deps);
+    for (std::size_t h = first_halo; h < static_cast<std::size_t>(op); ++h)
+      p_.ops[h].output.last_use = op;
     result_[v] = op;
     std::vector<std::string> axes = partial_axes(n, l_);
     if (n.weight_grad) {  // summed over replica axes by the gradient sync
@@ -115,10 +165,15 @@ class Partitioner {
                                 }),
                  axes.end());
     }
-    if (!axes.empty())
+    if (!axes.empty()) {
+      // The partial sum is staged for the all-reduce; the reduced tensor is what readers see.
       result_[v] =
           emit_collective(n.name + ".all-reduce", CollectiveKind::AllReduce, n.phase,
                           partial_result_bytes(n, l_, p_.ops[op].compute), n.out_dtype, axes, {op});
+      p_.ops[result_[v]].output.cls = p_.ops[op].output.cls;
+      p_.ops[op].output.cls = MemoryClass::CollectiveBuffers;
+      p_.ops[op].output.last_use = result_[v];
+    }
     if (!n.weight_grad) return;
     for (int o : owners_of(n))
       if (--pending_[o] == 0) complete_gradient(o, result_[v]);
@@ -135,6 +190,7 @@ class Partitioner {
                                       CollectiveKind::CollectivePermute, n.phase, h.bytes_per_side,
                                       DType::BF16, {"spatial"}, deps);
         p_.ops[p].collective.shift = sign * h.stride;
+        p_.ops[p].output.cls = MemoryClass::Halos;
         out.push_back(p);
       }
     return out;
@@ -143,6 +199,7 @@ class Partitioner {
   void complete_gradient(int owner, int done_op) {
     Bucket& b = open_bucket();
     b.owners.push_back(owner);
+    bucket_of_[owner] = static_cast<int>(buckets_.size()) - 1;
     if (std::find(b.done_ops.begin(), b.done_ops.end(), done_op) == b.done_ops.end())
       b.done_ops.push_back(done_op);
     b.grad_bytes += params_per_core(owner) * dtype_bytes(l_.grad_dtype);
@@ -167,6 +224,9 @@ class Partitioner {
     b.collective = emit_collective(
         "grad.bucket." + std::to_string(buckets_.size() - 1) + "." + to_string(kind), kind,
         Phase::Backward, b.grad_bytes, l_.grad_dtype, l_.replica_axes(), b.done_ops);
+    OpOutput& out = p_.ops[b.collective].output;
+    out.cls = MemoryClass::GradientBuckets;  // its last reader is set with the optimizer
+    if (l_.weight_update_sharding) out.bytes = b.grad_bytes / l_.replicas();
   }
 
   // Axes over which an optimizer op's weights are sharded (its norms are partial over them).
@@ -184,13 +244,14 @@ class Partitioner {
   // bucket), then runs the apply ops. With weight-update sharding each bucket ends with an
   // all-gather of its bf16 weights.
   void emit_optimizer() {
-    const double shard = l_.weight_update_sharding ? l_.replicas() : 1;
+    const double shard = this->shard();
     std::map<std::vector<std::string>, std::pair<double, std::vector<int>>> norms;
     for (const Bucket& b : buckets_) {
       const std::vector<int> gate = b.collective >= 0 ? std::vector<int>{b.collective} : b.done_ops;
       for (int owner : b.owners) {
         const int v = optimizer_ops_[owner].front();
         result_[v] = emit_compute(v, gate, shard);
+        if (b.collective >= 0) p_.ops[b.collective].output.last_use = result_[v];
         if (g_.node(v).partial_bytes > 0 && !shard_axes(owner).empty()) {
           auto& [bytes, deps] = norms[shard_axes(owner)];
           bytes += g_.node(v).partial_bytes;
@@ -214,6 +275,8 @@ class Partitioner {
           auto it = norm_op.find(shard_axes(owner));
           if (it != norm_op.end()) deps.push_back(it->second);
           result_[ops[j]] = emit_compute(ops[j], deps, shard);
+          p_.ops[result_[ops[j - 1]]].output.last_use = result_[ops[j]];
+          if (it != norm_op.end()) p_.ops[it->second].output.last_use = result_[ops[j]];
         }
       }
       emit_all_gather(b);
@@ -235,16 +298,66 @@ class Partitioner {
       deps.push_back(result_[optimizer_ops_[o].back()]);
     }
     const auto index = static_cast<std::size_t>(&b - buckets_.data());
-    emit_collective("opt.bucket." + std::to_string(index) + ".all-gather",
-                    CollectiveKind::AllGather, Phase::Optimizer, weight_bytes, DType::BF16,
-                    l_.replica_axes(), deps);
+    const int gather = emit_collective("opt.bucket." + std::to_string(index) + ".all-gather",
+                                       CollectiveKind::AllGather, Phase::Optimizer, weight_bytes,
+                                       DType::BF16, l_.replica_axes(), deps);
+    p_.ops[gather].output.bytes = 0;  // gathers into the resident bf16 copies
+  }
+
+  // The program op whose output a reader of graph op v's result is: v's compute op, or the
+  // bucket collective that sums a weight gradient for the optimizer.
+  int reader_of(int v, int reader) const {
+    const OpNode& r = g_.node(reader);
+    if (r.phase == Phase::Optimizer && g_.node(v).weight_grad) {
+      const int b = bucket_of_[r.param_owner];
+      if (b >= 0 && buckets_[b].collective >= 0) return buckets_[b].collective;
+    }
+    return compute_op_[reader];
+  }
+
+  // Each step op's result lives until its last reader in the graph (forward tensors saved for
+  // backward live until the backward op that reads them).
+  void set_lifetimes() {
+    for (int v = 0; v < g_.size(); ++v) {
+      if (result_[v] < 0 || g_.node(v).phase == Phase::Optimizer) continue;
+      int last = -1;
+      const bool to_optimizer = only_weight_gradient(v);
+      for (const auto& [reader, slot] : g_.consumers(v))
+        if (to_optimizer || g_.node(reader).phase != Phase::Optimizer)
+          last = std::max(last, reader_of(v, reader));
+      if (last > result_[v]) p_.ops[result_[v]].output.last_use = last;
+    }
+  }
+
+  // Per core, for the whole step: every parameter-owning op's f32 master weights and optimizer
+  // slots (divided over the replicas with weight-update sharding) and its bf16 copy; the
+  // double-buffered infeed batch (divided over the spatial cores).
+  void add_resident_buffers() {
+    for (int o = 0; o < g_.size(); ++o) {
+      const OpNode& f = g_.node(o);
+      if (f.params <= 0 || f.phase != Phase::Forward) continue;
+      const double n = params_per_core(o);
+      const double sharded = n / (optimizer_ops_[o].empty() ? 1 : shard());
+      p_.resident.push_back({f.name + " master weights", MemoryClass::MasterWeights, DType::F32,
+                             sharded * dtype_bytes(DType::F32)});
+      p_.resident.push_back({f.name + " bf16 copy", MemoryClass::WeightCopies, DType::BF16,
+                             n * dtype_bytes(DType::BF16)});
+      if (!optimizer_ops_[o].empty() && g_.optimizer_slots > 0)
+        p_.resident.push_back({f.name + " " + g_.optimizer + " slots", MemoryClass::OptimizerState,
+                               DType::F32, sharded * g_.optimizer_slots * dtype_bytes(DType::F32)});
+    }
+    if (g_.infeed_bytes_per_example > 0)
+      p_.resident.push_back({"infeed (2 batches)", MemoryClass::Infeed, g_.infeed_dtype,
+                             2.0 * g_.replica_batch * g_.infeed_bytes_per_example / l_.spatial});
   }
 
   const OpGraph& g_;
   const Layout& l_;
   Program p_;
-  std::vector<int> result_;   ///< program op holding each graph op's finished output
-  std::vector<int> pending_;  ///< per owner: gradient contributions not yet emitted
+  std::vector<int> result_;      ///< program op holding each graph op's finished output
+  std::vector<int> compute_op_;  ///< program compute op of each graph op
+  std::vector<int> bucket_of_;   ///< per owner: index of its gradient bucket
+  std::vector<int> pending_;     ///< per owner: gradient contributions not yet emitted
   std::vector<std::vector<int>> optimizer_ops_;  ///< per owner, in graph order
   std::vector<Bucket> buckets_;
   bool bucket_open_ = false;

@@ -3,53 +3,207 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
+#include <set>
 
 #include "core/errors.hpp"
+#include "models/trace/file_bytes.hpp"
 
 namespace tpusim::cli {
+namespace {
 
-void ChromeTrace::span(int core, const std::string& name, const std::string& category,
+bool overlap(Duration a0, Duration a1, Duration b0, Duration b1) { return a0 < b1 && b0 < a1; }
+
+std::string group_text(const CollectiveSpec& c) {
+  if (!c.replica_groups.empty())
+    return std::to_string(c.replica_groups.size()) + " replica groups of " +
+           std::to_string(c.replica_groups.front().size());
+  std::string axes;
+  for (const auto& a : c.axes) axes += (axes.empty() ? "" : ",") + a;
+  return "mesh axes " + (axes.empty() ? std::string("(none)") : axes);
+}
+
+}  // namespace
+
+ChromeTrace::ChromeTrace(const Program& program, int cores_per_chip, int cores,
+                         std::vector<int> traced_cores)
+    : program_(program),
+      cores_per_chip_(cores_per_chip),
+      cores_(cores),
+      traced_cores_(std::move(traced_cores)) {}
+
+void ChromeTrace::span(int core, int op_index, const std::string& name, const std::string& category,
                        Duration start, Duration end) {
-  if (std::find(cores_seen_.begin(), cores_seen_.end(), core) == cores_seen_.end())
-    cores_seen_.push_back(core);
-  events_.push_back({{"name", name},
-                     {"cat", category},
-                     {"ph", "X"},
-                     {"ts", start.us()},
-                     {"dur", (end - start).us()},
-                     {"pid", core / cores_per_chip_},
-                     {"tid", core}});
+  spans_.push_back({core, op_index, name, category, start, end});
 }
 
-void ChromeTrace::counter(const std::string& track, const std::string& name, Duration at,
+void ChromeTrace::counter(int chip, const std::string& track, const std::string& name, Duration at,
                           double value) {
-  events_.push_back(
-      {{"name", track}, {"ph", "C"}, {"ts", at.us()}, {"pid", "links"}, {"args", {{name, value}}}});
+  samples_.push_back({chip, track, name, at, value});
 }
 
-void ChromeTrace::write(const std::string& path) const {
+void ChromeTrace::live_bytes_counters(const std::vector<double>& live_bytes) {
+  if (live_bytes.size() != program_.ops.size()) return;
+  std::vector<Sample> added;
+  for (const auto& s : spans_)
+    if (s.op >= 0 && s.op < static_cast<int>(live_bytes.size()))
+      added.push_back({s.core / cores_per_chip_, "HBM live GiB, core " + std::to_string(s.core),
+                       "GiB", s.start, live_bytes[static_cast<std::size_t>(s.op)] / 1073741824.0});
+  samples_.insert(samples_.end(), added.begin(), added.end());
+}
+
+nlohmann::json ChromeTrace::args_of(const Span& s) const {
+  nlohmann::json a{{"core", s.core}};
+  if (s.op < 0 || s.op >= static_cast<int>(program_.ops.size())) return a;
+  const Op& op = program_.ops[static_cast<std::size_t>(s.op)];
+  a["op_index"] = s.op;
+  a["phase"] = to_string(op.phase);
+  a["dtype"] = to_string(op.dtype);
+  if (op.is_collective) {
+    const CollectiveSpec& c = op.collective;
+    a["collective"] = to_string(c.kind);
+    a["bytes_per_core"] = c.bytes;
+    a["group"] = group_text(c);
+    if (auto st = stats_.find(s.op); st != stats_.end()) {
+      a["algorithm"] = st->second.algorithm;
+      a["groups"] = st->second.groups;
+    }
+    if (c.kind == CollectiveKind::CollectivePermute) a["shift"] = c.shift;
+    return a;
+  }
+  const ComputeCost& c = op.compute;
+  a["flops"] = c.flops;
+  a["hbm_bytes_read"] = c.bytes_read;
+  a["hbm_bytes_written"] = c.bytes_written;
+  if (c.matmul) a["matmul_bmkn"] = {c.matmul->batch, c.matmul->m, c.matmul->k, c.matmul->n};
+  if (c.vpu_elements > 0) a["vector_elements"] = c.vpu_elements;
+  if (c.measured_ns) a["measured_ns"] = *c.measured_ns;
+  if (!op.shapes.empty()) a["shapes"] = op.shapes;
+  return a;
+}
+
+nlohmann::json ChromeTrace::document() const {
+  // Lanes per core, then one numeric thread id per (core, lane) in that order.
+  std::map<int, std::vector<std::size_t>> spans_of;
+  for (std::size_t i = 0; i < spans_.size(); ++i) spans_of[spans_[i].core].push_back(i);
+  std::vector<int> lane(spans_.size(), 0);
+  std::map<std::pair<int, int>, int> tid;
+  for (int core : traced_cores_) tid[{core, 0}] = 0;
+  for (const auto& [core, idx] : spans_of) {
+    std::vector<std::tuple<Duration, Duration, bool>> in;
+    for (std::size_t i : idx)
+      in.emplace_back(spans_[i].start, spans_[i].end,
+                      spans_[i].category.rfind("collective:", 0) == 0);
+    const auto lanes = assign_lanes(in);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      lane[idx[k]] = lanes[k];
+      tid[{core, lanes[k]}] = 0;
+    }
+  }
+  int next = 0;
+  for (auto& [key, id] : tid) id = next++;
+
   nlohmann::json events = nlohmann::json::array();
-  for (int core : cores_seen_) {
+  std::set<int> chips;
+  for (const auto& [key, id] : tid) chips.insert(key.first / cores_per_chip_);
+  for (const auto& s : samples_) chips.insert(s.chip);
+  for (int chip : chips) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
-                      {"pid", core / cores_per_chip_},
-                      {"args", {{"name", "chip " + std::to_string(core / cores_per_chip_)}}}});
+                      {"pid", chip},
+                      {"args", {{"name", "chip " + std::to_string(chip)}}}});
+    events.push_back({{"name", "process_sort_index"},
+                      {"ph", "M"},
+                      {"pid", chip},
+                      {"args", {{"sort_index", chip}}}});
+  }
+  for (const auto& [key, id] : tid) {
+    const auto [core, l] = key;
+    std::string name = "core " + std::to_string(core);
+    if (l > 0) name += " collectives" + (l > 1 ? " " + std::to_string(l) : std::string());
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},
                       {"pid", core / cores_per_chip_},
-                      {"tid", core},
-                      {"args", {{"name", "core " + std::to_string(core)}}}});
+                      {"tid", id},
+                      {"args", {{"name", name}}}});
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", core / cores_per_chip_},
+                      {"tid", id},
+                      {"args", {{"sort_index", id}}}});
   }
-  for (const auto& e : events_) events.push_back(e);
+  for (std::size_t i = 0; i < spans_.size(); ++i) {
+    const Span& s = spans_[i];
+    events.push_back({{"name", s.name},
+                      {"cat", s.category},
+                      {"ph", "X"},
+                      {"ts", s.start.us()},
+                      {"dur", (s.end - s.start).us()},
+                      {"pid", s.core / cores_per_chip_},
+                      {"tid", tid.at({s.core, lane[i]})},
+                      {"args", args_of(s)}});
+  }
+  for (const auto& s : samples_)
+    events.push_back({{"name", s.track},
+                      {"ph", "C"},
+                      {"ts", s.at.us()},
+                      {"pid", s.chip},
+                      {"args", {{s.name, s.value}}}});
+  std::vector<int> traced_chips;
+  for (int c : traced_cores_)
+    if (traced_chips.empty() || traced_chips.back() != c / cores_per_chip_)
+      traced_chips.push_back(c / cores_per_chip_);
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ns"},
+          {"otherData",
+           {{"tool", std::string("tpusim ") + TPUSIM_VERSION},
+            {"model", program_.model},
+            {"cores", cores_},
+            {"cores_per_chip", cores_per_chip_},
+            {"traced_cores", traced_cores_},
+            {"traced_chips", traced_chips}}}};
+}
+
+void ChromeTrace::write(const std::string& path) const {
+  std::string bytes = document().dump();
+  if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0) bytes = trace::gzip(bytes);
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp);
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw ConfigError("--timeline", "cannot write '" + path + "'");
-    out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump();
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out) throw ConfigError("--timeline", "error writing '" + path + "'");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw ConfigError("--timeline", "cannot write '" + path + "'");
+}
+
+std::vector<int> assign_lanes(const std::vector<std::tuple<Duration, Duration, bool>>& spans) {
+  std::vector<int> lanes(spans.size(), 0);
+  bool separate = false;
+  for (std::size_t i = 0; i < spans.size() && !separate; ++i) {
+    if (!std::get<2>(spans[i])) continue;
+    for (std::size_t j = 0; j < spans.size() && !separate; ++j)
+      separate = j != i && overlap(std::get<0>(spans[i]), std::get<1>(spans[i]),
+                                   std::get<0>(spans[j]), std::get<1>(spans[j]));
+  }
+  if (!separate) return lanes;
+  // Greedy interval packing by start time: the first lane whose last span has ended.
+  std::vector<std::size_t> order(spans.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::get<0>(spans[a]) < std::get<0>(spans[b]);
+  });
+  std::vector<Duration> lane_end;  // lane k + 1
+  for (std::size_t i : order) {
+    if (!std::get<2>(spans[i])) continue;
+    std::size_t k = 0;
+    while (k < lane_end.size() && std::get<0>(spans[i]) < lane_end[k]) ++k;
+    if (k == lane_end.size()) lane_end.push_back(Duration{});
+    lane_end[k] = std::get<1>(spans[i]);
+    lanes[i] = static_cast<int>(k) + 1;
+  }
+  return lanes;
 }
 
 std::vector<int> timeline_cores(int cores, int cores_per_chip, int all_up_to) {

@@ -9,12 +9,16 @@
 
 #include "core/errors.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/suggest.hpp"
 
 namespace tpusim::cli {
 
 int main(int argc, char** argv) {
   CLI::App app{"tpusim: a cycle-approximate simulator of the TPU-v3 Multipod"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tpusim ") + TPUSIM_VERSION);
+  // Options of the command (--log-level) are accepted after the subcommand too.
+  app.fallthrough();
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -30,8 +34,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tpusim: error: " << e.what() << "\n";
+    const std::string hint = did_you_mean(app, std::vector<std::string>(argv + 1, argv + argc));
+    std::cerr << "tpusim: error: " << (hint.empty() ? e.what() : hint) << "\n";
     return 2;
   } catch (const ConfigError& e) {
     for (const auto& p : e.problems()) std::cerr << "tpusim: error: " << p.line() << "\n";

@@ -11,6 +11,7 @@
 #include "sim/collective_algorithm.hpp"
 #include "sim/simulation.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/readable.hpp"
 #include "tools/lib/study.hpp"
 
 namespace tpusim::cli {
@@ -123,12 +124,12 @@ void run_collective(const CollectiveArgs& a) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("{} of {} per core, {} groups of {} cores\n", a.op, format_bytes(bytes),
-                           st.groups, group)
+  std::cout << fmt::format("{} of {} per core, {} of {}\n", a.op, format_bytes(bytes),
+                           count_of(st.groups, "group"), count_of(group, "core"))
             << fmt::format("  topology          {} ({} cores)\n", topology.describe(), r.cores)
             << fmt::format("  algorithm         {} ({} steps, {} network)\n", st.algorithm,
                            st.steps, options.network.fidelity)
-            << fmt::format("  time              {:.3f} us\n", r.step_time.us())
+            << fmt::format("  time              {}\n", readable_duration_ms(r.step_time.ms()))
             << fmt::format("  algbw / busbw     {:.1f} / {:.1f} GB/s\n", algbw, busbw)
             << fmt::format("  links             busiest {:.1f}% ({}), mean {:.1f}%\n",
                            100 * r.links.busiest_utilization, r.links.busiest_link,

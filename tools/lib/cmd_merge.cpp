@@ -5,6 +5,7 @@
 
 #include "core/errors.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/readable.hpp"
 #include "tools/lib/sweep_dir.hpp"
 
 namespace tpusim::cli {
@@ -60,9 +61,10 @@ void run_merge(const std::vector<std::string>& dirs, const std::string& out) {
   }
   write_plan(out, merged);
   write_results(out, merged);
-  std::cerr << "tpusim merge: " << merged.points.size() << " points from " << dirs.size()
-            << " director" << (dirs.size() == 1 ? "y" : "ies") << ": " << ok << " ok, " << failed
-            << " failed, " << missing << " not run; results in " << out << "/results.csv\n";
+  std::cerr << "tpusim merge: " << count_of(static_cast<long long>(merged.points.size()), "point")
+            << " from " << count_of(static_cast<long long>(dirs.size()), "directory", "directories")
+            << ": " << ok << " ok, " << failed << " failed, " << missing << " not run; results in "
+            << out << "/results.csv\n";
   set_exit_code(ok == merged.points.size() ? 0 : 1);
 }
 

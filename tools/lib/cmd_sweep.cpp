@@ -10,6 +10,7 @@
 #include "models/train_schedule.hpp"
 #include "models/workload.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/readable.hpp"
 #include "tools/lib/study.hpp"
 #include "tools/lib/sweep_dir.hpp"
 #include "tools/lib/sweep_progress.hpp"
@@ -50,19 +51,22 @@ bool check_golden(const SweepArgs& a, const sweep::CsvTable& table, bool all_ok)
       return false;
     }
     sweep::write_csv(a.golden, sweep::golden_from_results(table, a.sweep_file, TPUSIM_VERSION));
-    std::cerr << "tpusim sweep: golden " << a.golden << " rewritten (" << table.rows.size()
-              << " points)\n";
+    std::cerr << "tpusim sweep: golden " << a.golden << " rewritten ("
+              << count_of(static_cast<long long>(table.rows.size()), "point") << ")\n";
     return true;
   }
   auto drifts = sweep::compare_to_golden(sweep::read_csv(a.golden), table, tolerance);
   if (drifts.empty()) {
-    std::cerr << "tpusim sweep: all " << table.rows.size() << " points match " << a.golden
-              << " within " << a.tolerance << "\n";
+    std::cerr << "tpusim sweep: "
+              << (table.rows.size() == 1
+                      ? "the only point matches "
+                      : "all " + std::to_string(table.rows.size()) + " points match ")
+              << a.golden << " within " << a.tolerance << "\n";
     return true;
   }
   std::cout << sweep::drift_table(drifts);
-  std::cerr << "tpusim sweep: " << drifts.size() << " drift(s) from " << a.golden << " beyond "
-            << a.tolerance << "\n";
+  std::cerr << "tpusim sweep: " << count_of(static_cast<long long>(drifts.size()), "drift")
+            << " from " << a.golden << " beyond " << a.tolerance << "\n";
   return false;
 }
 
@@ -127,7 +131,8 @@ void run_sweep(SweepArgs a) {
   std::size_t ok = 0;
   for (std::size_t r = 0; r < table.rows.size(); ++r) ok += table.cell(r, "status") == "ok";
   const bool all_ok = ok == table.rows.size();
-  std::cerr << "tpusim sweep: " << ok << " of " << table.rows.size() << " points ok";
+  std::cerr << "tpusim sweep: " << ok << " of "
+            << count_of(static_cast<long long>(table.rows.size()), "point") << " ok";
   if (shard_count > 1)
     std::cerr << " (shard " << shard << "/" << shard_count << " of " << plan.points.size() << ")";
   std::cerr << "; results in " << a.out_dir << "/results.csv\n";

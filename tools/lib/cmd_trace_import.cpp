@@ -19,6 +19,14 @@ struct ImportArgs {
   trace::ImportOptions options;
 };
 
+/// A trace without a global batch replays with throughput 0: say so where the user can fix it.
+void warn_if_batch_unknown(const Program& program) {
+  if (program.examples_per_step == 0)
+    spdlog::warn(
+        "no --examples-per-step: the trace's global batch is unknown, so replay reports "
+        "throughput (examples per second) as 0; give --examples-per-step N to know it");
+}
+
 void run_import(const ImportArgs& a) {
   trace::ImportOptions options = a.options;
   if (!a.mesh.empty()) options.mesh = trace::parse_mesh_axes(a.mesh, "--mesh");
@@ -27,6 +35,7 @@ void run_import(const ImportArgs& a) {
         trace::parse_json_text(trace::read_file_maybe_gzip(a.sizes), a.sizes), a.sizes);
   const auto result = trace::import_profile_file(a.profile, options);
   for (const auto& w : result.warnings) spdlog::warn("{}", w);
+  warn_if_batch_unknown(result.program);
   nlohmann::json recorded_on = {
       {"source", "tpusim trace import"},
       {"profile", a.profile},

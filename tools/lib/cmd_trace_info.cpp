@@ -7,6 +7,7 @@
 #include "models/trace/trace_format.hpp"
 #include "models/trace/trace_summary.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/readable.hpp"
 #include "tools/lib/trace_command_group.hpp"
 
 namespace tpusim::cli {
@@ -47,7 +48,7 @@ void print_text(const std::string& path, const trace::TraceFile& t,
     std::cout << (std::string(key) == "collectives_by_kind" ? "collectives by kind:\n"
                                                             : "collectives by group:\n");
     for (const auto& [name, b] : s[key].items())
-      std::cout << "  " << name << ": " << b["count"].get<long long>() << " ops, "
+      std::cout << "  " << name << ": " << count_of(b["count"].get<long long>(), "op") << ", "
                 << format_bytes(b["bytes"].get<double>()) << " per core\n";
   }
 }

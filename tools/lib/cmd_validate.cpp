@@ -4,6 +4,7 @@
 
 #include "models/workload.hpp"
 #include "tools/lib/commands.hpp"
+#include "tools/lib/memory_report.hpp"
 #include "tools/lib/report.hpp"
 #include "tools/lib/study.hpp"
 
@@ -24,6 +25,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
     std::cout << "ok: " << *study_path << ": " << program.model << " on " << topology.describe()
               << ", " << layout_string(program, study.config) << ", " << program.ops.size()
               << " ops (" << program.num_collectives() << " collectives)\n";
+    const TimedMemory memory = analyze_timed(program, study.hardware.hbm_bytes_per_core);
+    print_memory(std::cout, memory_json(memory.profile, memory.seconds));
   });
 }};
 

@@ -6,6 +6,9 @@
 #include <ostream>
 
 #include "core/params.hpp"
+#include "core/units.hpp"
+#include "tools/lib/memory_report.hpp"
+#include "tools/lib/readable.hpp"
 
 namespace tpusim::cli {
 
@@ -93,14 +96,15 @@ void print_report(std::ostream& out, const nlohmann::json& j) {
                      j["examples_per_s"].get<double>(), j["examples_per_s_per_chip"].get<double>());
   out << "  collectives:\n";
   for (auto it = j["collectives"].begin(); it != j["collectives"].end(); ++it)
-    out << fmt::format("    {:<20} {:4d} ops  {:10.1f} MiB per core  {:10.3f} ms\n", it.key(),
-                       it.value()["count"].get<int>(),
-                       it.value()["bytes_per_core"].get<double>() / 1048576.0,
-                       it.value()["time_ms"].get<double>());
+    out << fmt::format("    {:<20} {:>9}  {:>10} per core  {:>10}\n", it.key(),
+                       count_of(it.value()["count"].get<int>(), "op"),
+                       format_bytes(it.value()["bytes_per_core"].get<double>()),
+                       readable_duration_ms(it.value()["time_ms"].get<double>()));
   out << "  top ops by time (per core):\n";
   for (const auto& op : j["top_ops"])
     out << fmt::format("    {:10.3f} ms  {:<18} {}\n", op["time_ms"].get<double>(),
                        op["kind"].get<std::string>(), op["op"].get<std::string>());
+  if (j.contains("memory")) print_memory(out, j["memory"]);
   out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n",
                      100 * j["links"]["busiest_utilization"].get<double>(),
                      j["links"]["busiest"].get<std::string>(),

@@ -8,15 +8,10 @@
 
 #include "core/errors.hpp"
 #include "tools/sweep/csv_table.hpp"
+#include "tools/sweep/text_table.hpp"
 
 namespace tpusim::sweep {
 namespace {
-
-std::string key_of(const CsvTable& t, std::size_t row, const std::vector<std::string>& cols) {
-  std::string k;
-  for (const auto& c : cols) k += (k.empty() ? "" : " ") + c + "=" + t.cell(row, c);
-  return k;
-}
 
 std::string percent(double fraction) {
   char buf[32];
@@ -25,6 +20,12 @@ std::string percent(double fraction) {
 }
 
 }  // namespace
+
+std::string point_key(const CsvTable& t, std::size_t row, const std::vector<std::string>& cols) {
+  std::string k;
+  for (const auto& c : cols) k += (k.empty() ? "" : " ") + c + "=" + t.cell(row, c);
+  return k;
+}
 
 std::vector<std::string> swept_columns(const CsvTable& t) {
   std::vector<std::string> out;
@@ -61,10 +62,10 @@ std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& cur
     return drifts;
   }
   std::map<std::string, std::size_t> golden_rows;
-  for (std::size_t r = 0; r < golden.rows.size(); ++r) golden_rows[key_of(golden, r, cols)] = r;
+  for (std::size_t r = 0; r < golden.rows.size(); ++r) golden_rows[point_key(golden, r, cols)] = r;
   std::map<std::string, bool> seen;
   for (std::size_t r = 0; r < current.rows.size(); ++r) {
-    const std::string key = key_of(current, r, cols);
+    const std::string key = point_key(current, r, cols);
     seen[key] = true;
     auto g = golden_rows.find(key);
     const std::string status = current.cell(r, "status");
@@ -107,18 +108,7 @@ std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& cur
 std::string drift_table(const std::vector<Drift>& drifts) {
   std::vector<std::vector<std::string>> rows{{"point", "metric", "expected", "got", "difference"}};
   for (const auto& d : drifts) rows.push_back({d.point, d.metric, d.expected, d.got, d.difference});
-  std::vector<std::size_t> width(5, 0);
-  for (const auto& r : rows)
-    for (std::size_t i = 0; i < 5; ++i) width[i] = std::max(width[i], r[i].size());
-  std::string out;
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < 5; ++i) {
-      out += r[i];
-      if (i + 1 < 5) out += std::string(width[i] - r[i].size() + 2, ' ');
-    }
-    out += "\n";
-  }
-  return out;
+  return text_table(rows);
 }
 
 CsvTable golden_from_results(const CsvTable& results, const std::string& sweep_file,

@@ -30,6 +30,9 @@ std::string drift_table(const std::vector<Drift>& drifts);
 CsvTable golden_from_results(const CsvTable& results, const std::string& sweep_file,
                              const std::string& version);
 
+/// A point's swept values as text, "topology=4x4 batch=64" (how points are matched).
+std::string point_key(const CsvTable& t, std::size_t row, const std::vector<std::string>& cols);
+
 /// The swept columns of a results table (between "status" and "series").
 std::vector<std::string> swept_columns(const CsvTable& t);
 

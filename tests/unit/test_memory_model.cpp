@@ -1,0 +1,164 @@
+// The memory model: resident buffers and output lifetimes from the Program, against closed forms
+// (bytes per weight of each class, the activation peak of a chain of layers, BERT-Large's
+// parameter bytes from its layer list).
+#include <catch2/catch.hpp>
+
+#include "model_study.hpp"
+#include "models/memory/memory_model.hpp"
+#include "models/ops.hpp"
+#include "models/parallelism/layout.hpp"
+#include "models/parallelism/partitioner.hpp"
+#include "models/training.hpp"
+
+using namespace tpusim;
+using tpusim::test::graph_of;
+using tpusim::test::model_study;
+using tpusim::test::program_of;
+
+namespace {
+constexpr double kHuge = 1e18;  // a capacity nothing exceeds
+
+Layout single_core() {
+  Layout l;
+  l.grad_bucket_bytes = 32.0 * 1024 * 1024;
+  return l;
+}
+
+double at_peak(const MemoryProfile& m, MemoryClass c) {
+  return m.bytes_by_class[static_cast<int>(c)];
+}
+
+double resident(const Program& p, MemoryClass c) {
+  double s = 0;
+  for (const auto& r : p.resident)
+    if (r.cls == c) s += r.bytes;
+  return s;
+}
+
+// `layers` bias-free [m, h] x [h, h] layers in a chain, then a loss; trained with `opt`.
+OpGraph chain(int layers, std::int64_t m, std::int64_t h, OptimizerKind opt) {
+  OpGraph g;
+  g.replica_batch = m;
+  int x = -1;
+  for (int i = 0; i < layers; ++i) {
+    OpNode layer = weight_matmul("layer" + std::to_string(i), m, h, h, false);
+    x = x < 0 ? g.add(std::move(layer)) : g.add(std::move(layer), {x});
+  }
+  g.add(cross_entropy_loss("loss", m, h), {x});
+  derive_training_graph(g, opt);
+  return g;
+}
+}  // namespace
+
+TEST_CASE("memory: one dense layer under Adam holds weights, gradient and two moments exactly") {
+  // P = k*n + n parameters: f32 master (4 P), bf16 copy (2 P), Adam's two f32 moments (8 P), and
+  // the f32 gradient (4 P) from dW until the update. The peak is at dW, where the bf16 gradient
+  // of the logits (2 m n bytes) is still read.
+  const std::int64_t m = 8, k = 1024, n = 1024;
+  OpGraph g;
+  g.replica_batch = m;
+  const int dense = g.add(weight_matmul("dense", m, k, n, true));
+  g.add(cross_entropy_loss("loss", m, n), {dense});
+  derive_training_graph(g, OptimizerKind::Adam);
+  const Program p = partition(g, single_core());
+  const double P = static_cast<double>(k * n + n);
+  const MemoryProfile mem = analyze_memory(p, kHuge);
+  REQUIRE(mem.known);
+  CHECK(mem.peak_op_name == "dense.bwd_weight");
+  CHECK(at_peak(mem, MemoryClass::MasterWeights) == 4 * P);
+  CHECK(at_peak(mem, MemoryClass::WeightCopies) == 2 * P);
+  CHECK(at_peak(mem, MemoryClass::OptimizerState) == 8 * P);
+  CHECK(at_peak(mem, MemoryClass::WeightGradients) == 4 * P);
+  CHECK(at_peak(mem, MemoryClass::ActivationGradients) == 2.0 * m * n);
+  CHECK(mem.peak_bytes == 18 * P + 2.0 * m * n);
+  CHECK(mem.fits());
+  CHECK(mem.headroom_bytes() == kHuge - mem.peak_bytes);
+}
+
+TEST_CASE("memory: the activation peak of a chain of N equal layers") {
+  // Each layer's [m, h] bf16 output is kept for the next layer's backward. At the loss gradient
+  // all N outputs, the f32 loss per row and the logits gradient are live:
+  //   peak = 14 N h^2 (Adam: 4 + 2 + 8 bytes per weight) + (N + 1) 2 m h + 4 m.
+  const std::int64_t m = 65536, h = 128;
+  for (int layers : {1, 3, 8}) {
+    const Program p = partition(chain(layers, m, h, OptimizerKind::Adam), single_core());
+    const MemoryProfile mem = analyze_memory(p, kHuge);
+    CHECK(mem.peak_op_name == "loss.bwd");
+    CHECK(mem.peak_bytes == 14.0 * layers * h * h + (layers + 1) * 2.0 * m * h + 4.0 * m);
+    CHECK(at_peak(mem, MemoryClass::Activations) == layers * 2.0 * m * h + 4.0 * m);
+  }
+}
+
+TEST_CASE("memory: optimizer slots per optimizer") {
+  const std::int64_t h = 256;
+  for (auto [opt, slots] : {std::pair{OptimizerKind::Adam, 2},
+                            {OptimizerKind::Lamb, 2},
+                            {OptimizerKind::Sgd, 1},
+                            {OptimizerKind::Lars, 1}}) {
+    const Program p = partition(chain(2, 64, h, opt), single_core());
+    CHECK(resident(p, MemoryClass::OptimizerState) == 2.0 * h * h * slots * 4);
+  }
+}
+
+TEST_CASE("memory: weight-update sharding divides masters and optimizer slots by the replicas") {
+  // 4x4 chips = 32 data replicas; the bf16 copies stay whole on every core.
+  const auto whole = program_of(model_study("bert_large", "4x4", 32));
+  const auto sharded =
+      program_of(model_study("bert_large", "4x4", 32, {{"weight_update_sharding", true}}));
+  CHECK(resident(sharded, MemoryClass::OptimizerState) ==
+        Approx(resident(whole, MemoryClass::OptimizerState) / 32).epsilon(1e-12));
+  CHECK(resident(sharded, MemoryClass::MasterWeights) ==
+        Approx(resident(whole, MemoryClass::MasterWeights) / 32).epsilon(1e-12));
+  CHECK(resident(sharded, MemoryClass::WeightCopies) == resident(whole, MemoryClass::WeightCopies));
+}
+
+TEST_CASE("memory: model parallelism divides exactly the weights it splits") {
+  const auto cfg = model_study("bert_large", "4x4", 16, {{"model", 2}});
+  const OpGraph g = graph_of(cfg, 1);
+  double split = 0, whole = 0;
+  for (int v = 0; v < g.size(); ++v)
+    if (g.node(v).phase == Phase::Forward)
+      (g.node(v).params_split_by_model ? split : whole) += static_cast<double>(g.node(v).params);
+  REQUIRE(split > 0);
+  const Program p = program_of(cfg);
+  CHECK(resident(p, MemoryClass::MasterWeights) == Approx(4 * (split / 2 + whole)).epsilon(1e-12));
+  CHECK(resident(p, MemoryClass::WeightCopies) == Approx(2 * (split / 2 + whole)).epsilon(1e-12));
+}
+
+TEST_CASE("memory: BERT-Large's f32 master weights are 4 bytes times its layer list's parameters") {
+  // Per encoder layer: QKV and output projections with biases (4 h^2 + 4 h), two layer norms
+  // (4 h), the feed-forward pair (2 h f + f + h). Embeddings (vocab + seq + 2 segments) h and
+  // their layer norm (2 h); MLM transform (h^2 + h), its layer norm (2 h) and decoder bias
+  // (vocab); pooler (h^2 + h) and the 2-way classifier (2 h + 2).
+  const double h = 1024, f = 4096, layers = 24, vocab = 30522, seq = 512;
+  const double params = layers * (4 * h * h + 4 * h + 4 * h + 2 * h * f + f + h) +
+                        (vocab + seq + 2) * h + 2 * h + (h * h + h) + 2 * h + vocab + (h * h + h) +
+                        (2 * h + 2);
+  CHECK(params == Approx(335e6).epsilon(0.005));  // "about 335 M" (workloads.md)
+  const Program p = program_of(model_study("bert_large", "4x4", 32));
+  CHECK(resident(p, MemoryClass::MasterWeights) == 4 * params);
+}
+
+TEST_CASE("memory: an exceeded capacity is a verdict naming peak, capacity and largest classes") {
+  const Program p = partition(chain(3, 65536, 128, OptimizerKind::Adam), single_core());
+  const MemoryProfile mem = analyze_memory(p, 1024);
+  CHECK_FALSE(mem.fits());
+  CHECK(mem.headroom_bytes() < 0);
+  const std::string why = describe_oom(mem);
+  CHECK(why.find("exceeds the 1 KiB") != std::string::npos);
+  CHECK(why.find("activations") != std::string::npos);
+  CHECK(why.find("loss.bwd") != std::string::npos);
+  REQUIRE(!mem.largest.empty());
+  for (std::size_t i = 1; i < mem.largest.size(); ++i)
+    CHECK(mem.largest[i - 1].bytes >= mem.largest[i].bytes);
+}
+
+TEST_CASE("memory: live bytes per op never fall below the resident buffers and peak at the peak") {
+  const Program p = program_of(model_study("bert_large", "4x4", 32));
+  const auto live = live_bytes_per_op(p);
+  const MemoryProfile mem = analyze_memory(p, kHuge);
+  REQUIRE(live.size() == p.ops.size());
+  for (double b : live) CHECK(b >= mem.resident_bytes - 1e-3);
+  CHECK(*std::max_element(live.begin(), live.end()) == mem.peak_bytes);
+  CHECK(live[mem.peak_op] == mem.peak_bytes);
+}
