@@ -94,10 +94,12 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
                      b["evaluation_s"].get<double>(), share("evaluation_s"))
       << fmt::format("    input stalls          {:10.2f} s  ({:.1f}%)\n",
                      b["input_stall_s"].get<double>(), share("input_stall_s"))
-      << fmt::format("  {} training steps in {} loops of {} steps + {} eval steps (batch {})\n",
+      << fmt::format("  {} training steps in {} loop{} of {} steps + {} eval step{} (batch {})\n",
                      s["target_steps"].get<std::int64_t>(), s["evaluations"].get<std::int64_t>(),
+                     s["evaluations"].get<std::int64_t>() == 1 ? "" : "s",
                      s["steps_per_loop"].get<std::int64_t>(),
                      s["eval_steps_per_evaluation"].get<std::int64_t>(),
+                     s["eval_steps_per_evaluation"].get<std::int64_t>() == 1 ? "" : "s",
                      j["eval_batch"].get<std::int64_t>())
       << fmt::format(
              "  training step {:.3f} ms + input stall {:.3f} ms; eval step {:.3f} ms + "
