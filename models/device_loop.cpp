@@ -11,6 +11,7 @@ DeviceLoop make_device_loop(const std::vector<const Program*>& steps) {
   p.model = steps.front()->model;
   p.mesh = steps.front()->mesh;
   p.examples_per_step = steps.front()->examples_per_step;
+  p.infeed_bytes_per_example = steps.front()->infeed_bytes_per_example;
   std::vector<int> previous;  // what the next infeed op waits for
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const Program& s = *steps[k];
@@ -34,7 +35,7 @@ DeviceLoop make_device_loop(const std::vector<const Program*>& steps) {
     for (std::size_t i = 0; i < s.ops.size(); ++i) {
       Op op = s.ops[i];
       for (int& d : op.deps) d += base;
-      if (op.output.last_use >= 0) op.output.last_use += base;  // memory: same reader, new index
+      if (op.output.last_use >= 0) op.output.last_use += base;
       const int index = base + static_cast<int>(i);
       if (op.is_collective)
         previous.push_back(index);

@@ -1,16 +1,12 @@
 #pragma once
-// What the hosts feed per model: the preprocessing rate of one host and the infeed bytes of one
-// example (workload.host_examples_per_s, workload.infeed_bytes_per_example; declared with their
-// sources or assumptions in models/input_pipeline.cpp, explained in docs/train.md).
+// The preprocessing rate of one host per model (workload.host_examples_per_s; declared with its
+// assumption in models/input_pipeline.cpp, explained in docs/train.md). The infeed bytes of an
+// example come from the model's builder (Program::infeed_bytes_per_example).
 #include "core/config.hpp"
 
 namespace tpusim {
 
-struct InputPipeline {
-  double examples_per_s_per_host = 0;
-  double bytes_per_example = 0;
-};
-
-InputPipeline read_input_pipeline(const Config& cfg);
+/// Examples one host preprocesses per second, for the study's model.
+double host_examples_per_s(const Config& cfg);
 
 }  // namespace tpusim

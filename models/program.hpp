@@ -114,6 +114,8 @@ struct Program {
   std::string model;                   ///< e.g. "bert_large"
   std::vector<MeshAxis> mesh;          ///< the mesh the Program was partitioned for
   std::int64_t examples_per_step = 0;  ///< global batch
+  /// Bytes of one example as the infeed delivers it (the builder's OpGraph says); 0: unknown.
+  double infeed_bytes_per_example = 0;
   std::vector<Op> ops;
   /// Buffers that live through the step (weights, optimizer slots, infeed), per core.
   std::vector<ResidentBuffer> resident;

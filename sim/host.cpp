@@ -119,7 +119,7 @@ void Host::work() {
     const int chips = static_cast<int>(pcie_free_.size());
     const int cores_per_chip = cores_ / chips;
     const Duration copy =
-        options_.pcie_per_chip.time_for(examples / chips * plan.bytes_per_example);
+        options_.pcie_per_chip.time_for(examples / chips * plan.batch_example_bytes[next_]);
     for (int c = 0; c < chips; ++c) {
       pcie_free_[c] = max(pcie_free_[c], now) + copy;
       for (int k = 0; k < cores_per_chip; ++k)

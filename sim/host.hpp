@@ -20,10 +20,10 @@ class EventQueue;
 
 /// What the hosts feed, in the order the cores dequeue it. Filled by the caller (tools).
 struct InfeedPlan {
-  std::vector<int> op_batch;           ///< per Program op: the batch it dequeues, or -1
-  std::vector<double> batch_examples;  ///< per batch: examples over all hosts
-  double examples_per_s_per_host = 0;  ///< preprocessing rate of one host
-  double bytes_per_example = 0;        ///< infeed bytes of one example
+  std::vector<int> op_batch;                ///< per Program op: the batch it dequeues, or -1
+  std::vector<double> batch_examples;       ///< per batch: examples over all hosts
+  std::vector<double> batch_example_bytes;  ///< per batch: infeed bytes of one of its examples
+  double examples_per_s_per_host = 0;       ///< preprocessing rate of one host
 };
 
 /// The hosts' parameters hardware.host.* (declared in sim/host.cpp).

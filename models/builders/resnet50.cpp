@@ -62,8 +62,6 @@ class ResNet50 final : public ModelBuilder {
     OpGraph g;
     g.model = kModel;
     g.replica_batch = batch;
-    // Infeed per image: the bf16 image (space-to-depth keeps its bytes) and an i32 label.
-    g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + 4;
     CnnBlocks b(g, bn, static_cast<int>(cfg.integer("hardware.mxu.dim")));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
     for (int stage = 0; stage < 4; ++stage)
@@ -80,6 +78,8 @@ class ResNet50 final : public ModelBuilder {
     pool.split.spatial = SplitDim::K;
     const int pooled = g.add(std::move(pool), {x.op});
     const int fc = g.add(weight_matmul("head.fc", batch, x.map.channels, classes, true), {pooled});
+    // Infeed per image: the bf16 image (space-to-depth keeps its bytes) and an i32 label.
+    g.infeed_bytes_per_example = static_cast<double>(size) * size * 3 * 2 + 4;
     if (!training) {
       g.add(top_k_select("head.top1", batch, classes, 1, false), {fc});
       return g;

@@ -93,6 +93,8 @@ class TransformerBig final : public ModelBuilder {
     Encoded enc = encode(cfg, batch, b.source_len);
     b.dims = enc.dims;
     add_beam_search(enc.graph, enc.memory, enc.table, b);
+    enc.graph.infeed_bytes_per_example = static_cast<double>(b.source_len) * 4;  // source ids
+    enc.graph.infeed_dtype = DType::I32;
     return std::move(enc.graph);
   }
 

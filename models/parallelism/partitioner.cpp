@@ -31,6 +31,7 @@ class Partitioner {
     p_.model = g_.model;
     p_.mesh = l_.mesh_axes();
     p_.examples_per_step = g_.replica_batch * l_.data;
+    p_.infeed_bytes_per_example = g_.infeed_bytes_per_example;
     count_contributors();
     for (int v = 0; v < g_.size(); ++v) {
       if (g_.node(v).phase == Phase::Optimizer)

@@ -266,8 +266,8 @@ TEST_CASE("plot skips a standard metric a kind of report leaves empty and draws 
   REQUIRE(run_tpusim({"sweep", topology_by_ici_sweep(s), "-j", "2", "--out", s.path("out")})
               .exit_code == 0);
   auto t = results_of(s.path("out"));
-  // As a sweep of `tpusim train` writes it: no communication share, a time to train (results.csv
-  // has the time_to_train_s column, empty for a sweep of `tpusim run`).
+  // As a sweep of `tpusim train` writes it: no communication share, a time to train (the column
+  // is in every results.csv, empty for sweeps of `tpusim run`).
   REQUIRE(t.column("time_to_train_s") >= 0);
   for (auto& row : t.rows) {
     row[static_cast<std::size_t>(t.column("comm_share"))] = "";

@@ -94,10 +94,12 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
                      b["evaluation_s"].get<double>(), share("evaluation_s"))
       << fmt::format("    input stalls          {:10.2f} s  ({:.1f}%)\n",
                      b["input_stall_s"].get<double>(), share("input_stall_s"))
-      << fmt::format("  {} training steps in {} loops of {} steps + {} eval steps (batch {})\n",
+      << fmt::format("  {} training steps in {} loop{} of {} steps + {} eval step{} (batch {})\n",
                      s["target_steps"].get<std::int64_t>(), s["evaluations"].get<std::int64_t>(),
+                     s["evaluations"].get<std::int64_t>() == 1 ? "" : "s",
                      s["steps_per_loop"].get<std::int64_t>(),
                      s["eval_steps_per_evaluation"].get<std::int64_t>(),
+                     s["eval_steps_per_evaluation"].get<std::int64_t>() == 1 ? "" : "s",
                      j["eval_batch"].get<std::int64_t>())
       << fmt::format(
              "  training step {:.3f} ms + input stall {:.3f} ms; eval step {:.3f} ms + "
@@ -113,7 +115,6 @@ void run_train(const TrainArgs& a) {
   Study study = load_study_file(a.study, a.sets);
   const Config& cfg = study.config;
   const TrainSchedule schedule = read_train_schedule(cfg);
-  const InputPipeline input = read_input_pipeline(cfg);
   Topology topology(study.topology);
   const Program train = build_program_of(cfg, topology, study.hardware, ProgramKind::Train);
   const Program eval = build_program_of(cfg, topology, study.hardware, ProgramKind::Eval);
@@ -124,11 +125,14 @@ void run_train(const TrainArgs& a) {
     steps.push_back(is_eval ? &eval : &train);
     plan.batch_examples.push_back(
         static_cast<double>(is_eval ? schedule.eval_batch : schedule.global_batch));
+    // An eval graph that does not state its infeed bytes is fed examples of the training size.
+    const double eval_bytes = eval.infeed_bytes_per_example > 0 ? eval.infeed_bytes_per_example
+                                                                : train.infeed_bytes_per_example;
+    plan.batch_example_bytes.push_back(is_eval ? eval_bytes : train.infeed_bytes_per_example);
   }
   DeviceLoop loop = make_device_loop(steps);
   plan.op_batch = loop.op_batch;
-  plan.examples_per_s_per_host = input.examples_per_s_per_host;
-  plan.bytes_per_example = input.bytes_per_example;
+  plan.examples_per_s_per_host = host_examples_per_s(cfg);
   spdlog::info("{}: a device loop of {} steps, {} ops, on {}", a.study, steps.size(),
                loop.program.ops.size(), topology.describe());
 
