@@ -89,7 +89,14 @@ class PacketNetwork : public Network {
         const Index b = blocks_.take();
         blocks_[b] = Block{ti, 0, tr.full, now, spacing};
         trains_[ti].first_block = b;
-        queue_.at(now, [this, b] { on_block(b); });
+        // Trains that start on the same link at the same instant (in any batch) form a group
+        // admitted together.
+        GroupTail& tail = group_tail(*t.route->front());
+        if (tail.block != kNone && tail.when == now)
+          blocks_[tail.block].group_next = b;
+        else
+          queue_.at(now, [this, b] { on_group(b); });
+        tail = GroupTail{now, b};
       }
       if (trains_[ti].tail_bytes > 0)
         schedule_single(ti, 0, trains_[ti].full, now + times(spacing, trains_[ti].full));
@@ -138,6 +145,7 @@ class PacketNetwork : public Network {
     double spacing = 0;        ///< ps
     Duration busy_before;      ///< the link's busy_until before the block was admitted
     Index next = kNone;        ///< the block at the next hop, once scheduled
+    Index group_next = kNone;  ///< the next block admitted with this one (injection group)
     std::size_t log_mark = 0;  ///< busy_log size before this block was logged
   };
   /// One packet (k) of a train arriving at a hop; void if a later cut upstream re-sends it.
@@ -157,6 +165,151 @@ class PacketNetwork : public Network {
     if (i >= open_.size()) open_.resize(i + 1, kNone);
     return open_[i];
   }
+  /// The last block of the injection group being formed on a link, until it is admitted.
+  struct GroupTail {
+    Duration when;
+    Index block = kNone;
+  };
+  GroupTail& group_tail(const LinkModule& link) {
+    const auto i = static_cast<std::size_t>(link.index);
+    if (i >= group_tails_.size()) group_tails_.resize(i + 1);
+    return group_tails_[i];
+  }
+
+  // The trains that start on the same link at the same instant arrive there packet for packet at
+  // the same instants, in train order; with equal lengths the link serves them round-robin, so
+  // train i of k leaves packet p at start + (p k + i + 1) s. Otherwise they are admitted one
+  // after the other (each cuts the one before).
+  void on_group(Index head) {
+    group_tail(*trains_[blocks_[head].train].route->front()).block = kNone;  // closed
+    std::vector<Index>& group = group_scratch_;
+    group.clear();
+    for (Index b = head; b != kNone; b = blocks_[b].group_next) group.push_back(b);
+    const Duration now = sim_now();
+    LinkModule& link = *trains_[blocks_[head].train].route->front();
+    if (opts_.contention && merge_with_open(link, now)) return;
+    bool equal = group.size() > 1 && opts_.contention;
+    for (const Index b : group) equal = equal && blocks_[b].count == blocks_[head].count;
+    if (!equal) {
+      const std::vector<Index> members = group;  // on_block may re-enter on_group's scratch
+      for (const Index b : members) {
+        blocks_[b].group_next = kNone;
+        on_block(b);
+      }
+      return;
+    }
+    cut_open_train(link, now, trains_[blocks_[head].train].seq);
+    admit_group(group, link, max(now, link.busy_until));
+  }
+
+  // Admits equal-length blocks that arrive round by round in this order, serving them
+  // round-robin from `start` (the link stays busy throughout; callers check that it would).
+  void admit_group(const std::vector<Index>& group, LinkModule& link, Duration start) {
+    const Duration s = link.bandwidth.time_for(opts_.packet_bytes);
+    const auto k = static_cast<std::int64_t>(group.size());
+    const Duration busy_before = link.busy_until;
+    for (std::int64_t i = 0; i < k; ++i) {
+      const auto at = static_cast<std::size_t>(i);
+      blocks_[group[at]].group_next = at + 1 < group.size() ? group[at + 1] : kNone;
+      Block& blk = blocks_[group[at]];
+      blk.admitted = true;
+      blk.busy_before = busy_before;
+      blk.serialise = s;
+      blk.spacing = static_cast<double>(s.ps() * k);
+      blk.dep0 = start + Duration::ps(s.ps() * (i + 1));
+      blk.log_mark = link.busy_log ? link.busy_log->size() : 0;
+      account(link, blk, blk.count, 1);
+    }
+    link.busy_until = start + Duration::ps(s.ps() * k * blocks_[group.front()].count);
+    open_block(link) = group.front();
+    for (const Index b : group) forward(b, link);
+  }
+
+  // Trains injected on a link while others injected there earlier are still arriving: when
+  // all have the same whole-picosecond spacing d and together keep the link busy, they still
+  // interleave round by round. The earlier ones are cut now; their remaining packets continue
+  // as new trains (same packets, same priority) and everything is admitted as one group of the
+  // shortest remaining length; the packets beyond it follow one by one. False (nothing done)
+  // when the conditions do not hold.
+  bool merge_with_open(LinkModule& link, Duration now) {
+    const Index head = open_block(link);
+    if (head == kNone) return false;
+    const double d = blocks_[group_scratch_.front()].d;
+    const auto d_ps = static_cast<std::int64_t>(d);
+    if (static_cast<double>(d_ps) != d || d_ps <= 0) return false;
+    {
+      const Block& h = blocks_[head];
+      if (h.hop != 0 || h.count == 0 || h.a0 + times(h.d, h.count - 1) <= now) return false;
+    }
+    struct Stream {
+      Index block;
+      Duration base;  ///< arrival of its first packet not yet here
+      std::uint64_t seq;
+      std::int64_t keep;  ///< open block: packets kept; newcomer: -1
+    };
+    std::vector<Stream> plan;
+    Duration busy = blocks_[head].busy_before;
+    for (Index b = head; b != kNone; b = blocks_[b].group_next) {
+      const Block& o = blocks_[b];
+      if (o.hop != 0 || o.d != d || o.count == 0) return false;
+      // Packets here by now stay ahead (they are older than the newcomers).
+      const std::int64_t keep = std::min(o.count, (now - o.a0).ps() / d_ps + 1);
+      busy = max(busy, o.dep0 + times(o.spacing, keep - 1));
+      if (keep < o.count)
+        plan.push_back({b, o.a0 + Duration::ps(keep * d_ps), trains_[o.train].seq, keep});
+    }
+    for (const Index b : group_scratch_) {
+      if (blocks_[b].d != d) return false;
+      plan.push_back({b, now, trains_[blocks_[b].train].seq, -1});
+    }
+    std::stable_sort(plan.begin(), plan.end(), [](const Stream& a, const Stream& b) {
+      return a.base != b.base ? a.base < b.base : a.seq < b.seq;
+    });
+    const std::int64_t s_ps = link.bandwidth.time_for(opts_.packet_bytes).ps();
+    const auto k = static_cast<std::int64_t>(plan.size());
+    const Duration start = max(now, busy);
+    if (k * s_ps < d_ps + 1) return false;  // the link would idle between rounds
+    for (std::int64_t pos = 0; pos < k; ++pos)
+      if (plan[static_cast<std::size_t>(pos)].base > start + Duration::ps(pos * s_ps)) return false;
+    // Commit: cut the open blocks; their rest continues as new trains.
+    for (Stream& st : plan) {
+      if (st.keep < 0) continue;
+      const Block o = blocks_[st.block];
+      truncate(st.block, st.keep);
+      trains_[o.train].cuts.push_back(Cut{0, st.keep, ++epoch_});
+      const Index ti = trains_.take();
+      const Train old = trains_[o.train];
+      Train& r = trains_[ti];
+      r.batch = old.batch;
+      r.route = old.route;
+      r.full = o.count - st.keep;
+      r.tail_bytes = 0;
+      r.cuts.clear();
+      r.seq = old.seq;
+      ++r.gen;
+      batches_[old.batch].trains.push_back(ti);
+      const Index nb = blocks_.take();
+      blocks_[nb] = Block{ti, 0, r.full, st.base, d};
+      trains_[ti].first_block = nb;
+      st.block = nb;
+    }
+    link.busy_until = busy;
+    std::int64_t m = blocks_[plan.front().block].count;
+    for (const Stream& st : plan) m = std::min(m, blocks_[st.block].count);
+    std::vector<Index>& group = merge_scratch_;
+    group.clear();
+    for (const Stream& st : plan) {
+      Block& blk = blocks_[st.block];
+      const Index ti = blk.train;
+      const std::int64_t count = blk.count;
+      blk.count = m;
+      for (std::int64_t j = m; j < count; ++j) schedule_single(ti, 0, j, st.base + times(d, j));
+      group.push_back(st.block);
+    }
+    admit_group(group, link, start);
+    return true;
+  }
+
   void schedule_single(Index ti, std::uint32_t hop, std::int64_t k, Duration when) {
     const Index s = singles_.take();
     singles_[s] = Single{ti, trains_[ti].gen, hop, k, epoch_};
@@ -194,11 +347,17 @@ class PacketNetwork : public Network {
     blk.dep0 = start + s;
     blk.log_mark = link.busy_log ? link.busy_log->size() : 0;
     account(link, blk, blk.count, 1);
-    const Duration last = blk.dep0 + times(blk.spacing, blk.count - 1);
     if (opts_.contention) {
-      link.busy_until = last;
+      link.busy_until = blk.dep0 + times(blk.spacing, blk.count - 1);
       open_block(link) = b;
     }
+    forward(b, link);
+  }
+
+  // Sends an admitted block on to its next hop, or delivers it.
+  void forward(Index b, const LinkModule& link) {
+    const Block& blk = blocks_[b];
+    const Train& tr = trains_[blk.train];
     if (blk.hop + 1 < tr.route->size()) {
       const Block next{blk.train, blk.hop + 1, blk.count, blk.dep0 + link.latency, blk.spacing};
       const Index nb = blocks_.take();  // may move blocks_: no references held past here
@@ -206,7 +365,7 @@ class PacketNetwork : public Network {
       blocks_[b].next = nb;
       queue_.at(next.a0, [this, nb] { on_block(nb); });
     } else {
-      arrive(tr.batch, blk.count, last + link.latency);
+      arrive(tr.batch, blk.count, blk.dep0 + times(blk.spacing, blk.count - 1) + link.latency);
     }
   }
 
@@ -239,8 +398,29 @@ class PacketNetwork : public Network {
   // interleave. A packet of the block that arrives at this very instant stays before the
   // newcomer if its train is the older one.
   void cut_open_train(LinkModule& link, Duration now, std::uint64_t seq) {
-    const Index o = open_block(link);
-    if (o == kNone) return;
+    const Index head = open_block(link);
+    if (head == kNone) return;
+    if (blocks_[head].group_next == kNone) {
+      cut_block(head, now, seq);
+      return;
+    }
+    // A group: its members arrive together, so once the head has arrived (or was cut), all have;
+    // members of finished batches may be gone by then.
+    const Block& h = blocks_[head];
+    if (h.count == 0 || h.a0 + times(h.d, h.count - 1) < now) return;
+    // Cut each member; the link is then busy until the last kept departure.
+    Duration busy = blocks_[head].busy_before;
+    bool cut = false;
+    for (Index b = head; b != kNone; b = blocks_[b].group_next) {
+      cut = cut_block(b, now, seq) || cut;
+      const Block& blk = blocks_[b];
+      if (blk.count > 0) busy = max(busy, blk.dep0 + times(blk.spacing, blk.count - 1));
+    }
+    if (cut) link.busy_until = busy;
+  }
+
+  // Cuts one open block at `now` (see cut_open_train); false if all of it had arrived.
+  bool cut_block(Index o, Duration now, std::uint64_t seq) {
     const Block blk = blocks_[o];
     // keep = the packets that have arrived by now.
     std::int64_t keep = std::min<std::int64_t>(
@@ -248,11 +428,12 @@ class PacketNetwork : public Network {
     while (keep < blk.count && blk.a0 + times(blk.d, keep) <= now) ++keep;
     while (keep > 0 && blk.a0 + times(blk.d, keep - 1) > now) --keep;
     if (keep > 0 && blk.a0 + times(blk.d, keep - 1) == now && seq < trains_[blk.train].seq) --keep;
-    if (keep >= blk.count) return;
+    if (keep >= blk.count) return false;
     truncate(o, keep);
     trains_[blk.train].cuts.push_back(Cut{blk.hop, keep, ++epoch_});
     for (std::int64_t k = keep; k < blk.count; ++k)
       schedule_single(blk.train, blk.hop, k, blk.a0 + times(blk.d, k));
+    return true;
   }
 
   // Keeps only packets 0..keep-1 of block b and of the train's blocks downstream of it.
@@ -360,6 +541,8 @@ class PacketNetwork : public Network {
   Pool<Block> blocks_;
   Pool<Single> singles_;
   std::vector<Index> open_;  ///< per link index: the block admitted last, maybe still arriving
+  std::vector<GroupTail> group_tails_;  ///< per link index
+  std::vector<Index> group_scratch_, merge_scratch_;
 };
 
 const NetworkRegistrar kRegister{
