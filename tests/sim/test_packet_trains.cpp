@@ -9,26 +9,8 @@
 using namespace tpusim;
 using namespace tpusim::test;
 
-namespace {
-/// Async collectives on a line of one-core chips: a core issues its next collective at once.
-Config line_packets(int chips) {
-  return config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
-                      {"topology", std::to_string(chips) + ":wrap=0"},
-                      {"network", {{"fidelity", "packet"}}}});
-}
-/// A collective-permute in which chip `from` sends `bytes` to chip `to` (the others are alone).
-Op send(int from, int to, int chips, double bytes) {
-  Op op = collective_op(CollectiveKind::CollectivePermute, bytes);
-  op.collective.shift = 1;
-  op.collective.replica_groups = {{from, to}};
-  for (int c = 0; c < chips; ++c)
-    if (c != from && c != to) op.collective.replica_groups.push_back({c});
-  return op;
-}
-}  // namespace
-
 TEST_CASE("packet level: one message over h hops takes S/B + (h-1) P/B + h L") {
-  auto cfg = line_packets(16);
+  auto cfg = line_cfg("packet", 16);
   auto p = params_of(cfg);
   const double P = static_cast<double>(cfg.integer("network.packet_bytes"));
   // A whole number of packets, and one with a short last packet (it waits one full packet per
@@ -46,7 +28,7 @@ TEST_CASE("packet level: two trains that start together on one link alternate pa
   // Chip 0 sends S to chip 1 twice at once: the link serves A0 B0 A1 B1 ..., so the first
   // message's last packet leaves at (2n - 1) s and the second's at 2n s, n = S/P.
   const double S = 1024.0 * 1024;
-  auto cfg = line_packets(2);
+  auto cfg = line_cfg("packet", 2);
   auto p = params_of(cfg);
   const double P = static_cast<double>(cfg.integer("network.packet_bytes"));
   Program prog;
@@ -64,7 +46,7 @@ TEST_CASE("packet level: a train reached mid-way by another flow interleaves wit
   // Interleaved, the earlier one (chip 1's, with that head start of s + L) ends no earlier than
   // 2S/B - (s + L) - s + L + O, not at S/B + L + O as whole messages would.
   const double S = 1024.0 * 1024;
-  auto cfg = line_packets(3);
+  auto cfg = line_cfg("packet", 3);
   auto p = params_of(cfg);
   const double P = static_cast<double>(cfg.integer("network.packet_bytes"));
   Program prog;
