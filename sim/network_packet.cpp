@@ -47,6 +47,7 @@ class Pool {
   }
   void give(Index i) { free_.push_back(i); }
   T& operator[](Index i) { return items_[i]; }
+  const T& operator[](Index i) const { return items_[i]; }
 
  private:
   std::vector<T> items_;
@@ -237,10 +238,7 @@ class PacketNetwork : public Network {
     const double d = blocks_[group_scratch_.front()].d;
     const auto d_ps = static_cast<std::int64_t>(d);
     if (static_cast<double>(d_ps) != d || d_ps <= 0) return false;
-    {
-      const Block& h = blocks_[head];
-      if (h.hop != 0 || h.count == 0 || h.a0 + times(h.d, h.count - 1) <= now) return false;
-    }
+    if (blocks_[head].hop != 0 || !arriving_after(head, now)) return false;
     struct Stream {
       Index block;
       Duration base;  ///< arrival of its first packet not yet here
@@ -404,10 +402,8 @@ class PacketNetwork : public Network {
       cut_block(head, now, seq);
       return;
     }
-    // A group: its members arrive together, so once the head has arrived (or was cut), all have;
-    // members of finished batches may be gone by then.
-    const Block& h = blocks_[head];
-    if (h.count == 0 || h.a0 + times(h.d, h.count - 1) < now) return;
+    // A group (members of finished batches have left it, see finish).
+    if (!arriving_after(head, now - Duration::ps(1))) return;
     // Cut each member; the link is then busy until the last kept departure.
     Duration busy = blocks_[head].busy_before;
     bool cut = false;
@@ -417,6 +413,31 @@ class PacketNetwork : public Network {
       if (blk.count > 0) busy = max(busy, blk.dep0 + times(blk.spacing, blk.count - 1));
     }
     if (cut) link.busy_until = busy;
+  }
+
+  // True if a packet of the group starting at `head` arrives after `t`.
+  bool arriving_after(Index head, Duration t) const {
+    for (Index b = head; b != kNone; b = blocks_[b].group_next) {
+      const Block& blk = blocks_[b];
+      if (blk.count > 0 && blk.a0 + times(blk.d, blk.count - 1) > t) return true;
+    }
+    return false;
+  }
+
+  // Unlinks block k from the group open at its link, if it is in it.
+  void leave_open_group(Index k, const LinkModule& link) {
+    Index& open = open_block(link);
+    if (open == k) {
+      const Index next = blocks_[k].group_next;
+      if (next != kNone) blocks_[next].busy_before = blocks_[k].busy_before;
+      open = next;
+      return;
+    }
+    for (Index b = open; b != kNone; b = blocks_[b].group_next)
+      if (blocks_[b].group_next == k) {
+        blocks_[b].group_next = blocks_[k].group_next;
+        return;
+      }
   }
 
   // Cuts one open block at `now` (see cut_open_train); false if all of it had arrived.
@@ -517,8 +538,7 @@ class PacketNetwork : public Network {
     for (const Index ti : b.trains) {
       for (Index k = trains_[ti].first_block; k != kNone;) {
         const Block& blk = blocks_[k];
-        Index& open = open_block(*(*trains_[ti].route)[blk.hop]);
-        if (open == k) open = kNone;
+        leave_open_group(k, *(*trains_[ti].route)[blk.hop]);
         const Index next = blk.next;
         blocks_.give(k);
         k = next;
