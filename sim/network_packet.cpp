@@ -275,21 +275,7 @@ class PacketNetwork : public Network {
       const Block o = blocks_[st.block];
       truncate(st.block, st.keep);
       trains_[o.train].cuts.push_back(Cut{0, st.keep, ++epoch_});
-      const Index ti = trains_.take();
-      const Train old = trains_[o.train];
-      Train& r = trains_[ti];
-      r.batch = old.batch;
-      r.route = old.route;
-      r.full = o.count - st.keep;
-      r.tail_bytes = 0;
-      r.cuts.clear();
-      r.seq = old.seq;
-      ++r.gen;
-      batches_[old.batch].trains.push_back(ti);
-      const Index nb = blocks_.take();
-      blocks_[nb] = Block{ti, 0, r.full, st.base, d};
-      trains_[ti].first_block = nb;
-      st.block = nb;
+      st.block = continue_train(o.train, o.count - st.keep, st.base, d);
     }
     link.busy_until = busy;
     std::int64_t m = blocks_[plan.front().block].count;
@@ -297,15 +283,38 @@ class PacketNetwork : public Network {
     std::vector<Index>& group = merge_scratch_;
     group.clear();
     for (const Stream& st : plan) {
-      Block& blk = blocks_[st.block];
-      const Index ti = blk.train;
-      const std::int64_t count = blk.count;
-      blk.count = m;
-      for (std::int64_t j = m; j < count; ++j) schedule_single(ti, 0, j, st.base + times(d, j));
+      const Index ti = blocks_[st.block].train;
+      const std::int64_t count = blocks_[st.block].count;
+      blocks_[st.block].count = m;
       group.push_back(st.block);
+      if (count == m) continue;
+      // The packets beyond the group's length arrive after it, as a train of their own.
+      const Duration a0 = st.base + times(d, m);
+      const Index rest = continue_train(ti, count - m, a0, d);
+      queue_.at(a0, [this, rest] { on_group(rest); });
     }
     admit_group(group, link, start);
     return true;
+  }
+
+  // A new train for `packets` further packets of train `from` (same batch, route and priority),
+  // whose block reaches the first link at a0 + times(d, k); returns that block (not scheduled).
+  Index continue_train(Index from, std::int64_t packets, Duration a0, double d) {
+    const Index ti = trains_.take();
+    Train& r = trains_[ti];
+    const Train& old = trains_[from];
+    r.batch = old.batch;
+    r.route = old.route;
+    r.full = packets;
+    r.tail_bytes = 0;
+    r.cuts.clear();
+    r.seq = old.seq;
+    ++r.gen;
+    batches_[r.batch].trains.push_back(ti);
+    const Index b = blocks_.take();
+    blocks_[b] = Block{ti, 0, packets, a0, d};
+    trains_[ti].first_block = b;
+    return b;
   }
 
   void schedule_single(Index ti, std::uint32_t hop, std::int64_t k, Duration when) {
