@@ -10,7 +10,9 @@
 // The packets that arrived before the cut keep their departures; the link and every downstream
 // hop of the train forget the rest (busy time, bytes, pending arrivals), and the rest re-enter
 // that link one event per packet, so they interleave with the newcomer exactly as single packets
-// would. Records live in pools addressed by index: no per-packet heap objects.
+// would. Trains injected on one link together, or while earlier ones still arrive there with the
+// same spacing, are served round-robin in closed form instead (on_group, merge_with_open).
+// Records live in pools addressed by index: no per-packet heap objects. docs/network.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
