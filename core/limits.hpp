@@ -21,8 +21,8 @@ inline constexpr std::int64_t kMaxChips = 1 << 16;
 /// Point-to-point transfers one collective's plan may hold (an all-to-all over n cores is n(n-1),
 /// each with its route): 2^21, a few hundred MB of plan at most.
 inline constexpr std::int64_t kMaxCollectiveTransfers = 1 << 21;
-/// Packets the packet-level network may create in one run: 2^23 (each pending packet is an event
-/// of about 100 bytes, so at most about 1 GB).
+/// Packets the packet-level network may hold in flight one by one at once: 2^23 (each is a record
+/// and an event of about 100 bytes, so at most about 1 GB; packet trains cost one record a train).
 inline constexpr double kMaxPackets = 8388608.0;
 /// Bytes of a trace or profile file after decompression: 512 MiB (a 1 M-op trace is about 140 MB).
 inline constexpr std::size_t kMaxTraceFileBytes = std::size_t{512} << 20;

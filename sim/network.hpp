@@ -2,7 +2,7 @@
 // The network interface: a fidelity level moves batches of transfers over link routes. Three
 // implementations register by name: "message" (one reservation per hop of each message, for
 // 4096-chip runs), "flow" (max-min fair sharing of links, recomputed at flow start and end) and
-// "packet" (one event per packet per hop, the reference).
+// "packet" (per-packet FIFO at every link, the reference; computed in packet trains).
 #include <functional>
 #include <map>
 #include <memory>

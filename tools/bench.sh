@@ -32,6 +32,7 @@ PY
 measure "all-reduce 64 MiB, 32x32 pod" "$BIN" collective --op all-reduce --bytes 64MiB --topology tpu_v3_pod --json
 measure "all-reduce 64 MiB, 128x32 Multipod" "$BIN" collective --op all-reduce --bytes 64MiB --topology tpu_v3_multipod --json
 measure "all-reduce 64 MiB, 128x32 Multipod, flow level" "$BIN" collective --op all-reduce --bytes 64MiB --topology tpu_v3_multipod --set network.fidelity=flow --json
+measure "all-reduce 64 MiB, 128x32 Multipod, packet level" "$BIN" collective --op all-reduce --bytes 64MiB --topology tpu_v3_multipod --set network.fidelity=packet --json
 for level in message flow packet; do
   measure "all-reduce 64 MiB, 8x8, $level level" "$BIN" collective --op all-reduce --bytes 64MiB --topology 8x8 --set network.fidelity=$level --json
 done
@@ -41,6 +42,7 @@ for study in bert_large_4096 transformer_big_4096 resnet50_4096 ssd_4096 ssd_204
   [ -f "$f" ] && measure "run $study" "$BIN" run "$f" --json
 done
 measure "run bert_large_4096, flow level" "$BIN" run configs/studies/bert_large_4096.json --set network.fidelity=flow --json
+measure "run bert_large_4096, packet level" "$BIN" run configs/studies/bert_large_4096.json --set network.fidelity=packet --json
 if "$BIN" replay --help >/dev/null 2>&1 && [ -f configs/studies/bert_large_4096.json ]; then
   "$BIN" run configs/studies/bert_large_4096.json --record-trace "$TMP/bert.trace.json.gz" --json >/dev/null
   measure "replay bert_large_4096 trace" "$BIN" replay "$TMP/bert.trace.json.gz" --json

@@ -131,6 +131,25 @@ inline Config uncontended_8x8(const char* fidelity) {
          {"dma_hbm_traffic", false}}}});
 }
 
+/// A line of `chips` one-core chips at a fidelity level with async collectives: a core issues
+/// its next collective at once, so every op's singleton groups end at once and an op's end is
+/// its one real transfer's end.
+inline Config line_cfg(const char* fidelity, int chips) {
+  return config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
+                      {"topology", std::to_string(chips) + ":wrap=0"},
+                      {"network", {{"fidelity", fidelity}}}});
+}
+
+/// A collective-permute in which chip `from` sends `bytes` to chip `to` (the others are alone).
+inline Op send(int from, int to, int chips, double bytes) {
+  Op op = collective_op(CollectiveKind::CollectivePermute, bytes);
+  op.collective.shift = 1;
+  op.collective.replica_groups = {{from, to}};
+  for (int c = 0; c < chips; ++c)
+    if (c != from && c != to) op.collective.replica_groups.push_back({c});
+  return op;
+}
+
 struct Run {
   double step_s = 0;
   double compute_slowdown_s = 0;  ///< of the core that finished last

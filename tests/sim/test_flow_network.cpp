@@ -8,25 +8,6 @@
 using namespace tpusim;
 using namespace tpusim::test;
 
-namespace {
-/// Async collectives: a core issues its next collective at once, so every op's singleton groups
-/// end at once and an op's end is its one real transfer's end.
-Config line_cfg(const char* fidelity, int chips) {
-  return config_with({{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
-                      {"topology", std::to_string(chips) + ":wrap=0"},
-                      {"network", {{"fidelity", fidelity}}}});
-}
-/// A collective-permute in which member 0 of `group` sends to member 1 (the others are alone).
-Op send(int from, int to, int chips, double bytes) {
-  Op op = collective_op(CollectiveKind::CollectivePermute, bytes);
-  op.collective.shift = 1;
-  op.collective.replica_groups = {{from, to}};
-  for (int c = 0; c < chips; ++c)
-    if (c != from && c != to) op.collective.replica_groups.push_back({c});
-  return op;
-}
-}  // namespace
-
 TEST_CASE("flow level: one flow over h hops takes S/B + (h-1) P/B + h L") {
   const double S = 4.0 * 1024 * 1024;
   for (int h : {1, 3, 7}) {
