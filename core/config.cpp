@@ -56,12 +56,13 @@ std::string find_preset(const std::string& name, const std::string& where) {
   const fs::path dir = config_dir();
   std::vector<std::string> known;
   if (name.find('/') == std::string::npos && name.find("..") == std::string::npos) {
-    if (fs::exists(dir / (name + ".json"))) return (dir / (name + ".json")).string();
+    // The non-throwing overloads: a name too long for the file system is simply not found.
     std::error_code ec;
+    if (fs::exists(dir / (name + ".json"), ec)) return (dir / (name + ".json")).string();
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (!entry.is_directory() || entry.path().filename() == "studies") continue;
+      if (!entry.is_directory(ec) || entry.path().filename() == "studies") continue;
       fs::path p = entry.path() / (name + ".json");
-      if (fs::exists(p)) return p.string();
+      if (fs::exists(p, ec)) return p.string();
     }
   }
   std::error_code ec;

@@ -139,7 +139,8 @@ TopologySpec parse_topology(const std::string& text, const std::string& where) {
   if (!wrap_part.empty())
     throw ConfigError(where, "'" + text + "': wrap flags go with a shape, e.g. 128x32:wrap=0,1");
   nlohmann::json j;
-  if (std::filesystem::exists(text) && !std::filesystem::is_directory(text)) {
+  std::error_code ec;  // a name too long for the file system is no file: then it is a preset name
+  if (std::filesystem::exists(text, ec) && !std::filesystem::is_directory(text, ec)) {
     j = read_json_file(text);
   } else {
     j = nlohmann::json{{"preset", text}};

@@ -121,3 +121,14 @@ TEST_CASE("an error in a trace's recorded hardware names the trace file") {
   CHECK_THAT(r.err, Catch::Contains(f + ": recorded_on.hardware.clock_MHz"));
   std::remove(f.c_str());
 }
+
+TEST_CASE("a preset name too long for the file system is an unknown preset, not a crash") {
+  // Found by fuzz_study_config (tests/fuzz/regressions/study_config/): std::filesystem threw
+  // "File name too long" out of the preset lookup.
+  const std::string name(300, 'a');
+  auto r =
+      run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set", "preset=" + name});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::Contains("preset"));
+}
