@@ -27,6 +27,7 @@ const ParamRegistrar kParams{{
     {"hardware.onchip.latency_ns", T::Number, "ns", 200.0, "latency of the on-chip path", 0, 1e9},
     {"hardware.ici.bandwidth_GBps", T::Number, "GB/s", 100.0, "one direction of one ICI link", 0.001, 1e6},
     {"hardware.ici.latency_ns", T::Number, "ns", 200.0, "ICI latency per hop", 0, 1e9},
+    {"hardware.dma.engines_per_core", T::Integer, "", 0, "DMA engines of a TensorCore: collective streams (a step's send to one neighbour) it carries at once; a step whose streams find too few free waits. 0: no limit (no public TPU v3 figure)", 0, 1024},
     {"hardware.async_collectives", T::Boolean, "", false, "a TensorCore keeps computing while its collectives are in flight (false: it drives each collective itself and waits for it, as XLA ran them on TPU v3)"},
     {"hardware.slow_chips", T::IntegerList, "chip ids", nlohmann::json::array(), "chips whose compute ops take slow_chip_factor times longer (a per-chip difference applied at execution time)", 0, 1e6},
     {"hardware.slow_chip_factor", T::Number, "", 1.0, "compute time multiplier of the slow chips", 1, 1000},
@@ -58,6 +59,7 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.onchip_latency = c.ns("hardware.onchip.latency_ns");
   h.ici_bandwidth = c.GBps("hardware.ici.bandwidth_GBps");
   h.ici_latency = c.ns("hardware.ici.latency_ns");
+  h.dma_engines_per_core = static_cast<int>(c.integer("hardware.dma.engines_per_core"));
   h.async_collectives = c.boolean("hardware.async_collectives");
   for (auto chip : c.integers("hardware.slow_chips"))
     h.slow_chips.push_back(static_cast<int>(chip));

@@ -1,6 +1,7 @@
 #include "sim/collective_engine.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "core/errors.hpp"
@@ -18,7 +19,8 @@ const ParamRegistrar kParams{{
     {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per group and size, the one of least predicted time), ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, halving_doubling, one_shot", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip", "recursive_doubling", "halving_doubling", "one_shot"}},
     {"collectives.all_to_all_algorithm", T::String, "", "auto", "all-to-all: direct (all pieces at once, contending for links), per_dimension (one exchange per grid dimension), auto (the one of least predicted time; direct only up to 512 members)", -1e300, 1e300, {"auto", "direct", "per_dimension"}},
     {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
-    {"collectives.dma_hbm_traffic", T::Boolean, "", true, "the DMA engines read every byte a core sends from its HBM and write every byte it receives into it, sharing the HBM port with compute and reductions (false: free, to compare with tools that ignore it)"},
+    {"collectives.dma_hbm_traffic", T::Boolean, "", true, "the DMA engines read every byte a core sends from its HBM and write what it receives into it, sharing the HBM port with compute and reductions (false: free, to compare with tools that ignore it)"},
+    {"collectives.reduce_on_arrival", T::Boolean, "", true, "a reduce-scatter step sums what arrives as it streams in from the DMA engines, so only the sum is written to HBM (3 passes of HBM per byte with the DMA read of what is sent); false: what arrives is written to HBM first and the reduction reads it back (5 passes)"},
 }};
 // clang-format on
 
@@ -37,6 +39,7 @@ CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   o.all_to_all_algorithm = c.string("collectives.all_to_all_algorithm");
   o.reduction_compute = c.boolean("collectives.reduction_compute");
   o.dma_hbm_traffic = c.boolean("collectives.dma_hbm_traffic");
+  o.reduce_on_arrival = c.boolean("collectives.reduce_on_arrival");
   return o;
 }
 
@@ -62,6 +65,20 @@ struct CollectiveEngine::Running {
   std::size_t rings_left = 0;
   Duration started;
   int steps_run = 0;  ///< steps played so far (each pays the step overhead)
+};
+
+/// One ring's step in flight: its streams are issued in waves of at most the DMA engines of each
+/// member core (one wave without a limit); the step ends after the last wave has arrived.
+struct CollectiveEngine::StepWaves {
+  std::shared_ptr<Running> run;
+  std::size_t ring_index = 0;
+  int step = 0;
+  int steps = 1;            ///< steps this message carries (coalesced) or 1
+  double stream_bytes = 0;  ///< per stream
+  Duration cores_done;      ///< every member's HBM and vector work through
+  int wave = 0;
+  int waves = 1;
+  Duration queued;  ///< when the current wave began to wait for engines
 };
 
 CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
@@ -216,7 +233,7 @@ Duration CollectiveEngine::predicted_time(const GroupPlan& plan, double bytes, D
     // as it sends), plus the reduction; uncontended by compute.
     const bool rs = p.kind == StepKind::ReduceScatter;
     const double summed = rs ? per_member * p.reduce_pieces : 0;
-    const double hbm_bytes = dma_hbm_bytes(per_member) + reduction_hbm_bytes(summed);
+    const double hbm_bytes = step_hbm_bytes(per_member, summed);
     Duration core = (hw_.hbm_bandwidth_per_core * hw_.hbm_efficiency).time_for(hbm_bytes);
     if (reduction_hbm_bytes(summed) > 0) core += hw_.hbm_latency;
     core = max(core, reduction_vpu(summed, dtype));
@@ -304,36 +321,106 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
   // pair; every step still pays its hop latency and synchronisation, in sequence.
   const int steps = network_.coalesces_steps() ? phase.steps - step : 1;
   if (ring_index == 0) run->steps_run += steps;
-  batch_.clear();
-  const Duration path_latency = ring.path_latency;
+  const Duration start = sim_now();
+  // Each member's core grants the step's work from now: its streams' HBM traffic (it sends as
+  // much as it receives: the step's bytes over the members) and the reduction of what it
+  // receives.
+  double sent = 0;
   for (const auto* routes : {&ring.next, &ring.prev})
     for (const auto& r : *routes)
-      if (!r.empty()) batch_.push_back({&r, each_way * steps});
-  const Duration start = sim_now();
-  // Each member's core grants the step's work from now: its share of the DMA traffic (the
-  // batch's bytes over the members, read once at the sender and written once at the receiver)
-  // and the reduction of what it receives.
-  double sent = 0;
-  for (const Transfer& t : batch_) sent += t.bytes;
+      if (!r.empty()) sent += each_way * steps;
   const double summed =
       phase.kind == StepKind::ReduceScatter ? per_member * phase.reduce_pieces : 0;
-  const double hbm_bytes = dma_hbm_bytes(sent / static_cast<double>(ring.members.size())) +
-                           reduction_hbm_bytes(summed) * steps;
+  const double hbm_bytes =
+      step_hbm_bytes(sent / static_cast<double>(ring.members.size()), summed * steps);
   const Duration vpu = reduction_vpu(summed, run->dtype) * steps;
   const int latencies = reduction_hbm_bytes(summed) > 0 ? steps : 0;
   Duration cores_done = start;
   for (int core : ring.members)
     cores_done =
         max(cores_done, listener_.resources(core).communicate(start, hbm_bytes, vpu, latencies));
-  network_.send_batch(
-      batch_, [this, run, ring_index, step, steps, cores_done, path_latency](Duration arrival) {
-        // Data moves and is summed as it streams in: a step ends when both the transfer and
-        // every member's HBM and vector work are through, plus the fixed synchronisation cost.
-        const Duration transfers = arrival + path_latency * (steps - 1);
-        const Duration end = max(transfers, cores_done) + hw_.collective_step_overhead * steps;
-        queue_.at(
-            end, [this, run, ring_index, step, steps] { run_step(run, ring_index, step + steps); });
+  auto sw = std::make_shared<StepWaves>();
+  sw->run = run;
+  sw->ring_index = ring_index;
+  sw->step = step;
+  sw->steps = steps;
+  sw->stream_bytes = each_way * steps;
+  sw->cores_done = cores_done;
+  sw->queued = start;
+  issue_wave(sw);
+}
+
+void CollectiveEngine::issue_wave(const std::shared_ptr<StepWaves>& sw) {
+  const Running& run = *sw->run;
+  const Ring& ring = run.plan->phases[run.phase].rings[sw->ring_index];
+  const int engines = hw_.dma_engines_per_core;
+  const int lo = engines > 0 ? sw->wave * engines : 0;
+  const int hi = engines > 0 ? lo + engines : std::numeric_limits<int>::max();
+  // The wave's streams in the order the ring lists its routes (the message level reserves links
+  // in this order): the k-th stream of each sending core for lo <= k < hi.
+  if (stream_count_.size() < static_cast<std::size_t>(machine_.num_cores()))
+    stream_count_.assign(machine_.num_cores(), 0);
+  batch_.clear();
+  auto add = [&](const Route& r, int sender) {
+    const int k = stream_count_[sender]++;
+    if (k >= lo && k < hi) batch_.push_back({&r, sw->stream_bytes});
+  };
+  for (std::size_t k = 0; k < ring.next.size(); ++k)
+    if (!ring.next[k].empty())
+      add(ring.next[k], ring.next_from.empty() ? ring.members[k] : ring.next_from[k]);
+  for (std::size_t k = 0; k < ring.prev.size(); ++k)
+    if (!ring.prev[k].empty()) add(ring.prev[k], ring.members[k]);
+  // How many streams each member issues in this wave (senders are members).
+  std::vector<std::pair<int, int>> cores;
+  int most = 0;
+  for (int core : ring.members) {
+    const int n = std::min(stream_count_[core], hi) - lo;
+    if (n > 0) cores.emplace_back(core, n);
+    most = std::max(most, stream_count_[core]);
+    stream_count_[core] = 0;
+  }
+  if (engines > 0 && sw->wave == 0) sw->waves = std::max(1, (most + engines - 1) / engines);
+  const Duration now = sim_now();
+  if (engines > 0)
+    for (const auto& [core, n] : cores)
+      if (!listener_.resources(core).dma.can_issue(n, now)) {
+        dma_waiting_.push_back(sw);
+        return;
+      }
+  for (const auto& [core, n] : cores) {
+    DmaEngines& dma = listener_.resources(core).dma;
+    if (now > sw->queued) dma.waited(now - sw->queued);
+    dma.issue(n, now);
+  }
+  const Duration path_latency = ring.path_latency;
+  network_.send_batch(batch_, [this, sw, path_latency, now,
+                               cores = std::move(cores)](Duration arrival) {
+    // Data moves and is summed as it streams in: the wave's streams are through when the
+    // last has arrived (a coalesced message: after its further hops' latencies too).
+    const Duration through = arrival + path_latency * (sw->steps - 1);
+    for (const auto& [core, n] : cores) listener_.resources(core).dma.complete(n, now, through);
+    const bool limited = hw_.dma_engines_per_core > 0;
+    if (++sw->wave < sw->waves) {
+      queue_.at(through, [this, sw] {
+        sw->queued = sim_now();
+        retry_dma_waiting();
+        issue_wave(sw);
       });
+      return;
+    }
+    if (limited) queue_.at(through, [this] { retry_dma_waiting(); });
+    // The step ends when both the transfers and every member's HBM and vector work are
+    // through, plus the fixed synchronisation cost.
+    const Duration end = max(through, sw->cores_done) + hw_.collective_step_overhead * sw->steps;
+    queue_.at(end, [this, sw] { run_step(sw->run, sw->ring_index, sw->step + sw->steps); });
+  });
+}
+
+void CollectiveEngine::retry_dma_waiting() {
+  // Steps that waited for engines, oldest first; those that still do not fit wait on.
+  std::vector<std::shared_ptr<StepWaves>> waiting;
+  waiting.swap(dma_waiting_);
+  for (const auto& sw : waiting) issue_wave(sw);
 }
 
 void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
@@ -359,14 +446,21 @@ Duration CollectiveEngine::reduction_vpu(double bytes, DType dtype) const {
   return hw_.cycles(vpu_cycles(hw_, bytes / dtype_bytes(dtype), 1.0));
 }
 
-double CollectiveEngine::dma_hbm_bytes(double sent) const {
-  // Read once where it leaves, written once where it arrives; a member receives what it sends.
-  return options_.dma_hbm_traffic ? 2 * sent : 0;
+double CollectiveEngine::step_hbm_bytes(double sent, double summed) const {
+  // A member receives what it sends. Summed on arrival, the received bytes reach HBM only as
+  // the reduction's write of the sum.
+  const double dma =
+      options_.dma_hbm_traffic
+          ? DmaEngines::hbm_bytes(sent, sent, options_.reduce_on_arrival ? summed : 0)
+          : 0;
+  return dma + reduction_hbm_bytes(summed);
 }
 
 double CollectiveEngine::reduction_hbm_bytes(double bytes) const {
-  // Sum into the local buffer: read both operands and write the result (3 passes over HBM).
-  return options_.reduction_compute && bytes > 0 ? 3 * bytes : 0;
+  // Sum into the local buffer: read the local operand and write the sum, and (unless summed on
+  // arrival) read back the received operand from HBM too.
+  if (!options_.reduction_compute || bytes <= 0) return 0;
+  return (options_.reduce_on_arrival ? 2 : 3) * bytes;
 }
 
 std::vector<std::string> CollectiveEngine::waiting() const {

@@ -1,10 +1,11 @@
 #pragma once
 // Plays collectives: a group starts when all its members have arrived, then runs its plan's
-// phases; every ring of a phase steps independently; a step sends one batch over the network,
-// its DMA engines read what is sent from HBM and write what arrives into it, and a
-// reduce-scatter step also costs the receivers vector-unit and HBM time to sum what came. That
-// work is granted by each member's core resources (CoreResources), where it contends with the
-// core's compute.
+// phases; every ring of a phase steps independently; a step's streams (one per route) are
+// carried by the sending cores' DMA engines, in waves of at most the engines a core has, each
+// wave one batch over the network; the streams read what is sent from HBM and write what
+// arrives into it, and a reduce-scatter step also costs the receivers vector-unit and HBM time
+// to sum what came. That work is granted by each member's core resources (CoreResources), where
+// it contends with the core's compute.
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +31,8 @@ struct CollectiveOptions {
   bool reduction_compute =
       true;  ///< false: summing received data is free (as in tools that ignore it)
   bool dma_hbm_traffic = true;  ///< false: the DMA engines' HBM reads and writes are free
+  /// A reduce-scatter step sums what arrives as it streams in (not written to HBM first).
+  bool reduce_on_arrival = true;
   static CollectiveOptions from_config(const Config& cfg);
 };
 
@@ -83,9 +86,10 @@ class CollectiveEngine {
   std::vector<std::string> waiting() const;
 
  private:
-  struct GroupSet;  // the groups of one axes set, with each core's group index
-  struct Running;   // one group playing its plan
-  struct OpState;   // arrivals per group of one collective op
+  struct GroupSet;   // the groups of one axes set, with each core's group index
+  struct Running;    // one group playing its plan
+  struct OpState;    // arrivals per group of one collective op
+  struct StepWaves;  // one ring's step in flight, its streams issued in waves
 
   const GroupSet& groups_for(const CollectiveSpec& spec);
   /// Chooses the algorithm of op `op_index` (one for all its groups) and returns the plans.
@@ -98,13 +102,19 @@ class CollectiveEngine {
   void start_group(int op_index, int group, const GroupSet& gs);
   void run_phase(const std::shared_ptr<Running>& run);
   void run_step(const std::shared_ptr<Running>& run, std::size_t ring, int step);
+  /// Issues the step's next wave of streams if every member core has the DMA engines for it,
+  /// else queues it until engines are freed.
+  void issue_wave(const std::shared_ptr<StepWaves>& sw);
+  void retry_dma_waiting();
   void finish_group(const std::shared_ptr<Running>& run);
-  /// Per step and member: the reduction's vector time and its HBM bytes (read both operands,
-  /// write the sum), zero unless a reduce-scatter step with collectives.reduction_compute.
+  /// Per step and member: the reduction's vector time and its HBM bytes (read the local
+  /// operand, write the sum, and read back what arrived unless reduce_on_arrival), zero unless a
+  /// reduce-scatter step with collectives.reduction_compute.
   Duration reduction_vpu(double bytes, DType dtype) const;
   double reduction_hbm_bytes(double bytes) const;
-  /// A member's DMA bytes in HBM when it sends `sent` bytes (zero if not dma_hbm_traffic).
-  double dma_hbm_bytes(double sent) const;
+  /// A member's HBM bytes in one step when it sends (and receives) `sent` bytes and sums
+  /// `summed` of them: its DMA streams' reads and writes and the reduction's.
+  double step_hbm_bytes(double sent, double summed) const;
 
   const Program& program_;
   const DeviceMesh& mesh_;
@@ -127,8 +137,10 @@ class CollectiveEngine {
   std::vector<const GroupSet*> op_groups_;
   std::vector<const std::vector<const GroupPlan*>*> op_plans_;
   std::map<int, CollectiveOpStats> stats_;
-  std::vector<CommSplit> split_;  ///< per core
-  std::vector<Transfer> batch_;   ///< reused by every step (the network copies what it keeps)
+  std::vector<CommSplit> split_;   ///< per core
+  std::vector<Transfer> batch_;    ///< reused by every step (the network copies what it keeps)
+  std::vector<int> stream_count_;  ///< per core, scratch of issue_wave
+  std::vector<std::shared_ptr<StepWaves>> dma_waiting_;  ///< steps waiting for DMA engines
 };
 
 }  // namespace tpusim

@@ -35,13 +35,20 @@ Ring make_exchange(const Machine& m, const std::vector<int>& members,
                    const std::vector<std::vector<int>>& partners) {
   Ring r;
   r.members = members;
+  std::vector<std::pair<Route, int>> sends;  // route, sending core
   for (std::size_t i = 0; i < members.size(); ++i)
     for (int j : partners[i])
-      if (members[j] != members[i]) r.next.push_back(m.route(members[i], members[j]));
+      if (members[j] != members[i]) sends.emplace_back(m.route(members[i], members[j]), members[i]);
   // Shortest routes first: the message level reserves links in batch order, and a long route
   // reserved early would hold its later links until its first hops are through.
-  std::stable_sort(r.next.begin(), r.next.end(),
-                   [](const Route& a, const Route& b) { return a.size() < b.size(); });
+  std::stable_sort(sends.begin(), sends.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() < b.first.size(); });
+  r.next.reserve(sends.size());
+  r.next_from.reserve(sends.size());
+  for (auto& [route, from] : sends) {
+    r.next.push_back(std::move(route));
+    r.next_from.push_back(from);
+  }
   r.update_path_latency();
   return r;
 }

@@ -14,7 +14,9 @@ struct Ring {
   std::vector<int> members;
   std::vector<Route> next;  ///< members[i] -> its successor (empty route: sends nothing)
   std::vector<Route> prev;  ///< members[i] -> its predecessor (bidirectional rings only)
-  Duration path_latency;    ///< the longest route's summed hop latencies
+  /// The sending core of next[k] where it is not members[k] (exchanges); empty otherwise.
+  std::vector<int> next_from;
+  Duration path_latency;  ///< the longest route's summed hop latencies
   void update_path_latency();
 };
 

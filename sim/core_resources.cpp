@@ -67,7 +67,13 @@ Duration CoreResource::grant(Duration from, Duration work) {
 }
 
 CoreResources::CoreResources(sc_core::sc_module_name name, const HardwareSpec& hw, bool shared)
-    : sc_core::sc_module(name), mxu("mxu"), vpu("vpu"), hbm("hbm"), hw_(hw), shared_(shared) {}
+    : sc_core::sc_module(name),
+      mxu("mxu"),
+      vpu("vpu"),
+      hbm("hbm"),
+      dma("dma", hw.dma_engines_per_core),
+      hw_(hw),
+      shared_(shared) {}
 
 Duration CoreResources::compute(Duration start, const OpDemand& d, Duration natural) {
   const Duration m = mxu.grant(start, d.mxu);

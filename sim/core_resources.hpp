@@ -1,10 +1,14 @@
 #pragma once
-// The resources of one TensorCore as SystemC modules: its MXUs, its vector unit and its HBM port.
-// Each is a work-conserving server that grants busy intervals: a request of W of busy time from
-// time t takes the earliest free time at or after t (the intervals granted earlier keep theirs)
-// and ends when the last of W is served. The modules have no process of their own: requests
-// come from the core's process (a run of compute ops) and from collective steps, so they add no
-// kernel events; contention shows as later grants, not as extra wake-ups.
+// The resources of one TensorCore as SystemC modules: its MXUs, its vector unit, its HBM port
+// and its DMA engines. The first three are work-conserving servers that grants busy intervals: a
+// request of W of busy time from time t takes the earliest free time at or after t (the intervals
+// granted earlier keep theirs) and ends when the last of W is served. The modules have no process
+// of their own: requests come from the core's process (a run of compute ops) and from collective
+// steps, so they add no kernel events; contention shows as later grants, not as extra wake-ups.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <queue>
 #include <systemc>
 #include <utility>
 #include <vector>
@@ -36,6 +40,69 @@ class CoreResource : public sc_core::sc_module {
   Duration busy_;
 };
 
+/// The DMA engines of one TensorCore: they move its collective traffic between its HBM and the
+/// links. Every stream (what a core sends to one neighbour in one collective step) holds one
+/// engine from its issue until its data has arrived. With `engines` > 0 at most that many
+/// streams are in flight on the core, and a step whose streams find too few free engines waits
+/// (CollectiveEngine issues a step's streams in waves of at most `engines` per core); with 0
+/// every stream issued is carried at once. What the streams move through HBM is booked on the
+/// core's HBM port (`hbm_bytes`). Occupancy: engine time, streams and the most in flight.
+class DmaEngines : public sc_core::sc_module {
+ public:
+  DmaEngines(sc_core::sc_module_name name, int engines)
+      : sc_core::sc_module(name), engines_(engines) {}
+  int engines() const { return engines_; }  ///< 0: no limit
+  /// True if `streams` more can be issued at `now` (streams whose data is through by then have
+  /// freed their engines).
+  bool can_issue(int streams, Duration now) {
+    retire(now);
+    return engines_ == 0 || in_flight_ + streams <= engines_;
+  }
+  void issue(int streams, Duration now) {
+    retire(now);
+    in_flight_ += streams;
+    streams_ += static_cast<std::uint64_t>(streams);
+    peak_ = std::max(peak_, in_flight_);
+  }
+  /// `streams` issued at `issued` are through at `through` (at or after now: the message level
+  /// knows it when it sends); their engines are free from then on.
+  void complete(int streams, Duration issued, Duration through) {
+    busy_ += (through - issued) * streams;
+    ends_.emplace(through, streams);
+  }
+  /// A step waited `w` for free engines on this core.
+  void waited(Duration w) { waiting_ += w; }
+
+  /// HBM bytes of a core's streams in one step: what it sends is read from its HBM; what it
+  /// receives is written into it, except the bytes a reduction sums as they stream in
+  /// (`summed_on_arrival`), which reach HBM only as the sum (booked with the reduction).
+  static double hbm_bytes(double sent, double received, double summed_on_arrival) {
+    return sent + std::max(0.0, received - summed_on_arrival);
+  }
+
+  Duration busy() const { return busy_; }  ///< engine time, summed over streams
+  Duration waiting() const { return waiting_; }
+  std::uint64_t streams() const { return streams_; }
+  int peak_in_flight() const { return peak_; }
+
+ private:
+  void retire(Duration now) {
+    while (!ends_.empty() && ends_.top().first <= now) {
+      in_flight_ -= ends_.top().second;
+      ends_.pop();
+    }
+  }
+  int engines_ = 0;
+  int in_flight_ = 0;
+  /// (through, streams) of issued streams still in flight, earliest first.
+  std::priority_queue<std::pair<Duration, int>, std::vector<std::pair<Duration, int>>,
+                      std::greater<>>
+      ends_;
+  int peak_ = 0;
+  std::uint64_t streams_ = 0;
+  Duration busy_, waiting_;
+};
+
 class CoreResources : public sc_core::sc_module {
  public:
   /// `shared`: collective steps may run while the core computes (async collectives).
@@ -59,12 +126,13 @@ class CoreResources : public sc_core::sc_module {
   Duration compute(Duration start, const OpDemand& d, Duration natural);
 
   /// A collective step's work on this core from `start`: `hbm_bytes` read and written by the
-  /// DMA engines and the reduction, `vpu` of reduction on the vector unit, `hbm_latencies`
+  /// DMA streams and the reduction, `vpu` of reduction on the vector unit, `hbm_latencies`
   /// HBM latencies in sequence after the HBM work (one per reduction step). Returns when both
   /// are through.
   Duration communicate(Duration start, double hbm_bytes, Duration vpu, int hbm_latencies);
 
   CoreResource mxu, vpu, hbm;
+  DmaEngines dma;
 
  private:
   const HardwareSpec& hw_;

@@ -215,6 +215,16 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   r.exposed_communication = last->exposed();
   r.compute_slowdown = last->compute_slowdown();
   r.comm_split = engine.split(static_cast<int>(last_index));
+  {
+    CoreResources& res = cores[last_index]->resources();
+    r.occupancy.mxu = res.mxu.busy();
+    r.occupancy.vpu = res.vpu.busy();
+    r.occupancy.hbm = res.hbm.busy();
+    r.occupancy.dma = res.dma.busy();
+    r.occupancy.dma_waiting = res.dma.waiting();
+    r.occupancy.dma_streams = res.dma.streams();
+    r.occupancy.dma_peak_in_flight = res.dma.peak_in_flight();
+  }
   for (const auto& op : program.ops)
     if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;
   if (r.step_time > Duration{})

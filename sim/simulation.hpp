@@ -64,6 +64,15 @@ struct SimReport {
   /// `compute`); zero unless collectives overlap compute (hardware.async_collectives).
   Duration compute_slowdown;
   CommSplit comm_split;  ///< that core's time inside collectives, by cause
+  /// That core's resources over the run: busy time of its MXUs, vector unit and HBM port (every
+  /// grant, compute and collectives), and its DMA engines' streams.
+  struct Occupancy {
+    Duration mxu, vpu, hbm;
+    Duration dma;          ///< engine time: each stream from issue until its data is through
+    Duration dma_waiting;  ///< steps waiting for a free engine (hardware.dma.engines_per_core)
+    std::uint64_t dma_streams = 0;
+    int dma_peak_in_flight = 0;
+  } occupancy;
   double useful_flops_per_core = 0;
   double mxu_utilization = 0;
   std::vector<OpTime> top_ops;  ///< compute ops and collectives, longest first

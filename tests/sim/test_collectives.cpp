@@ -142,22 +142,30 @@ TEST_CASE("summing received data costs vector-unit and HBM time") {
   Program ar = one_op(8, collective_op(CollectiveKind::AllReduce, S));
   Run with = simulate_child(ar, config_with(base));
   Run without = simulate_child(ar, config_with(off));
-  // A reduce-scatter step reads both operands and writes the sum (3 x S/n bytes of HBM), and
-  // the DMA engines read what a member sends and write what it receives (2 x S/n). At the
-  // default rates (450 GB/s x 0.85 vs 100 GB/s links) a one-way ring hides both behind the
-  // transfer; slow the HBM to a link's rate and they set every step.
+  // A reduce-scatter step sums what arrives as it streams in: it reads the local operand and
+  // writes the sum (2 x S/n bytes of HBM), and the DMA engines read what a member sends (S/n);
+  // with collectives.reduce_on_arrival=false what arrives is written first and read back
+  // (3 + 2 passes). An all-gather step's DMA reads what it sends and writes what it receives
+  // (2 x S/n). At the default rates (450 GB/s x 0.85 vs 100 GB/s links) a one-way ring hides
+  // all of it behind the transfer; slow the HBM to a link's rate and it sets every step.
   CHECK(with.step_s >= without.step_s);
   auto slow = base;
   slow["hardware"]["hbm"] = {{"bandwidth_GBps_per_core", 100.0}};
-  Run slow_run = simulate_child(ar, config_with(slow));
   auto cfg = config_with(slow);
   const double hbm = 100e9 * cfg.number("hardware.calibration.hbm_efficiency");
   const double n = 8, chunk = S / n;
-  const double rs_step = cfg.number("hardware.hbm.latency_ns") * 1e-9 + (3 + 2) * chunk / hbm;
   const double ag_step =
       std::max(chunk / 100e9 + 1e-9 * cfg.number("hardware.ici.latency_ns"), 2 * chunk / hbm);
   const double O = 1e-9 * cfg.number("hardware.calibration.collective_step_overhead_ns");
-  CHECK(slow_run.step_s == Approx((n - 1) * (rs_step + O) + (n - 1) * (ag_step + O)).epsilon(0.02));
+  for (bool on_arrival : {true, false}) {
+    auto doc = slow;
+    doc["collectives"]["reduce_on_arrival"] = on_arrival;
+    Run slow_run = simulate_child(ar, config_with(doc));
+    const double passes = on_arrival ? 2 + 1 : 3 + 2;
+    const double rs_step = cfg.number("hardware.hbm.latency_ns") * 1e-9 + passes * chunk / hbm;
+    CHECK(slow_run.step_s ==
+          Approx((n - 1) * (rs_step + O) + (n - 1) * (ag_step + O)).epsilon(0.02));
+  }
 }
 
 TEST_CASE("packet level matches message level without contention") {

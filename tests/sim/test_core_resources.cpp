@@ -112,3 +112,81 @@ TEST_CASE("an MXU-bound op leaves its HBM slack to the DMA and is not slowed") {
   CHECK(r.step_s == Approx(t.total.seconds()).epsilon(1e-9));
   CHECK(r.compute_slowdown_s == 0);
 }
+
+namespace {
+/// Step time and the DMA engines' occupancy of the core that finished last.
+struct DmaRun {
+  double step_s = 0, busy_s = 0, waiting_s = 0, streams = 0, peak = 0;
+};
+DmaRun simulate_dma(const Program& program, const Config& cfg) {
+  auto v = in_child([&] {
+    HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    SimReport r = simulate(program, topo, hw, SimOptions::from_config(cfg));
+    return std::vector<double>{r.step_time.seconds(), r.occupancy.dma.seconds(),
+                               r.occupancy.dma_waiting.seconds(),
+                               static_cast<double>(r.occupancy.dma_streams),
+                               static_cast<double>(r.occupancy.dma_peak_in_flight)};
+  });
+  return {v.at(0), v.at(1), v.at(2), v.at(3), v.at(4)};
+}
+
+/// Links only: DMA traffic and reductions free, no link sharing, every ring step played alone.
+nlohmann::json links_only(nlohmann::json hardware, const std::string& topology,
+                          const std::string& algorithm) {
+  hardware["cores_per_chip"] = 1;
+  return {{"hardware", hardware},
+          {"topology", topology},
+          {"network", {{"contention", false}, {"coalesce_ring_steps", false}}},
+          {"collectives",
+           {{"algorithm", algorithm}, {"reduction_compute", false}, {"dma_hbm_traffic", false}}}};
+}
+}  // namespace
+
+TEST_CASE("a bidirectional ring's two streams take two DMA engines or two waves of one") {
+  // An all-reduce of S over a ring of n: 2 (n-1) steps; in each a member sends S/(2n) each way,
+  // one stream per direction, t = S/(2n)/B + L per stream. With two engines (or no limit) both
+  // directions go at once: a step is t + O. With one engine they go in two waves: 2 t + O.
+  const double S = 1 << 20, n = 8;
+  Program ar = one_op(8, collective_op(CollectiveKind::AllReduce, S));
+  for (int engines : {0, 2, 1}) {
+    auto cfg = config_with(
+        links_only({{"dma", {{"engines_per_core", engines}}}}, "8", "bidirectional_ring"));
+    const auto p = params_of(cfg);
+    const double t = S / (2 * n) / p.B + p.L;
+    const double waves = engines == 1 ? 2 : 1;
+    const DmaRun r = simulate_dma(ar, cfg);
+    CHECK(r.step_s == Approx(2 * (n - 1) * (waves * t + p.O)).epsilon(1e-6));
+    // Occupancy: every stream holds an engine for t; the most in flight is what the limit allows.
+    CHECK(r.streams == 2 * 2 * (n - 1));
+    CHECK(r.busy_s == Approx(r.streams * t).epsilon(1e-6));
+    CHECK(r.peak == (engines == 1 ? 1 : 2));
+    CHECK(r.waiting_s == 0);  // the second wave follows the first; nothing else waits
+  }
+}
+
+TEST_CASE("two collectives in flight on a core wait for its one DMA engine") {
+  // Async collectives: two exchanges of X between two chips issued together. Without a limit
+  // (and without link sharing) they overlap: t + O, t = X/B + L. With one engine per core the
+  // second waits t for the first's stream: 2 t + O, and each core reports t of waiting.
+  const double X = 1 << 20;
+  Program p;
+  p.mesh = {{"all", 2}};
+  Op permute = collective_op(CollectiveKind::CollectivePermute, X);
+  permute.collective.shift = 1;
+  permute.collective.wrap = true;
+  p.ops.push_back(permute);
+  p.ops.push_back(permute);
+  for (int engines : {0, 1}) {
+    auto cfg = config_with(
+        links_only({{"async_collectives", true}, {"dma", {{"engines_per_core", engines}}}},
+                   "2:wrap=0", "auto"));
+    const auto q = params_of(cfg);
+    const double t = X / q.B + q.L;
+    const DmaRun r = simulate_dma(p, cfg);
+    CHECK(r.step_s == Approx((engines == 1 ? 2 * t : t) + q.O).epsilon(1e-6));
+    CHECK(r.waiting_s == Approx(engines == 1 ? t : 0).margin(1e-12));
+    CHECK(r.peak == (engines == 1 ? 1 : 2));
+    CHECK(r.busy_s == Approx(2 * t).epsilon(1e-6));
+  }
+}

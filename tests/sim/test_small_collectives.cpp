@@ -66,20 +66,28 @@ TEST_CASE("one-shot all-reduce without contention costs one step over the longes
 }
 
 TEST_CASE("one-shot sums the n - 1 buffers it receives") {
-  // With HBM slower than the links the reduction of (n-1) S bytes (3 passes) and the DMA
-  // traffic (S read for each of the n-1 it sends to, (n-1) S written as it arrives) set the step.
-  auto doc = nlohmann::json{
-      {"hardware", {{"cores_per_chip", 1}, {"hbm", {{"bandwidth_GBps_per_core", 10.0}}}}},
-      {"topology", "4:wrap=0"},
-      {"network", {{"contention", false}}},
-      {"collectives", {{"algorithm", "one_shot"}}}};
-  auto cfg = config_with(doc);
+  // With HBM slower than the links the reduction of the (n-1) S bytes it receives and the DMA
+  // traffic set the step. Summed as they stream in (collectives.reduce_on_arrival), each piece
+  // costs a read of the local sum and a write of the new one (2 passes) and the DMA reads the S
+  // it sends to each of the n-1 others; written first (false), the DMA also writes the (n-1) S
+  // that arrive and the reduction reads them back (3 passes).
   const double S = 256.0 * 1024;
-  const double hbm = 10e9 * cfg.number("hardware.calibration.hbm_efficiency");
-  const double hbm_latency = cfg.number("hardware.hbm.latency_ns") * 1e-9;
-  Run r = simulate_child(one_op(4, collective_op(CollectiveKind::AllReduce, S)), cfg);
-  CHECK(r.step_s ==
-        Approx(hbm_latency + (3 * 3 + 2 * 3) * S / hbm + params_of(cfg).O).epsilon(1e-3));
+  const double n = 4;
+  for (bool on_arrival : {true, false}) {
+    auto doc = nlohmann::json{
+        {"hardware", {{"cores_per_chip", 1}, {"hbm", {{"bandwidth_GBps_per_core", 10.0}}}}},
+        {"topology", "4:wrap=0"},
+        {"network", {{"contention", false}}},
+        {"collectives", {{"algorithm", "one_shot"}, {"reduce_on_arrival", on_arrival}}}};
+    auto cfg = config_with(doc);
+    const double hbm = 10e9 * cfg.number("hardware.calibration.hbm_efficiency");
+    const double hbm_latency = cfg.number("hardware.hbm.latency_ns") * 1e-9;
+    const double reduction = (on_arrival ? 2 : 3) * (n - 1) * S;
+    const double dma = (n - 1) * S + (on_arrival ? 0 : (n - 1) * S);
+    Run r = simulate_child(one_op(4, collective_op(CollectiveKind::AllReduce, S)), cfg);
+    CHECK(r.step_s ==
+          Approx(hbm_latency + (reduction + dma) / hbm + params_of(cfg).O).epsilon(1e-3));
+  }
 }
 
 TEST_CASE("algorithms that cannot serve a group say why") {

@@ -85,6 +85,14 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"comm_share", step_s > 0 ? r.communication.seconds() / step_s : 0.0},
       {"exposed_comm_share", step_s > 0 ? r.exposed_communication.seconds() / step_s : 0.0},
       {"mxu_utilization", r.mxu_utilization},
+      {"core_resources",
+       {{"mxu_busy_ms", r.occupancy.mxu.ms()},
+        {"vpu_busy_ms", r.occupancy.vpu.ms()},
+        {"hbm_busy_ms", r.occupancy.hbm.ms()},
+        {"dma_busy_ms", r.occupancy.dma.ms()},
+        {"dma_waiting_ms", r.occupancy.dma_waiting.ms()},
+        {"dma_streams", r.occupancy.dma_streams},
+        {"dma_peak_in_flight", r.occupancy.dma_peak_in_flight}}},
       {"examples_per_s", step_s > 0 ? program.examples_per_step / step_s : 0.0},
       {"examples_per_s_per_chip", step_s > 0 ? program.examples_per_step / step_s / r.chips : 0.0},
       {"useful_tflop_per_core", r.useful_flops_per_core * 1e-12},
@@ -127,6 +135,18 @@ void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
       j["compute_slowdown_by_communication_ms"].get<double>() > 0)
     out << fmt::format("    compute slowed by collectives sharing HBM and vector unit {:.3f} ms\n",
                        j["compute_slowdown_by_communication_ms"].get<double>());
+  if (j.contains("core_resources")) {
+    const auto& c = j["core_resources"];
+    out << fmt::format(
+        "  core resources (busy)   MXU {:.3f} ms, vector unit {:.3f} ms, HBM port {:.3f} ms, DMA "
+        "engines {:.3f} ms over {} streams (at most {} at once{})\n",
+        c["mxu_busy_ms"].get<double>(), c["vpu_busy_ms"].get<double>(),
+        c["hbm_busy_ms"].get<double>(), c["dma_busy_ms"].get<double>(),
+        c["dma_streams"].get<std::uint64_t>(), c["dma_peak_in_flight"].get<int>(),
+        c["dma_waiting_ms"].get<double>() > 0
+            ? fmt::format(", {:.3f} ms waiting for an engine", c["dma_waiting_ms"].get<double>())
+            : std::string());
+  }
   out << fmt::format("  MXU utilization         {:10.1f} %\n",
                      100 * j["mxu_utilization"].get<double>())
       << fmt::format("  examples per second     {:10.0f}  ({:.1f} per chip)\n",
