@@ -25,6 +25,14 @@ std::vector<double> grants(const std::vector<std::pair<double, double>>& asks) {
   });
 }
 
+/// Two chips exchange `bytes`: a collective-permute both ways round a pair.
+Op exchange(double bytes) {
+  Op op = collective_op(CollectiveKind::CollectivePermute, bytes);
+  op.collective.shift = 1;
+  op.collective.wrap = true;
+  return op;
+}
+
 /// An op that only moves `bytes` through HBM.
 Op hbm_op(const std::string& name, double bytes) {
   Op op;
@@ -72,10 +80,7 @@ TEST_CASE("an HBM-bound op and a DMA stream on the same core finish at (H + D) /
   REQUIRE(X / Bl < (H + D) / Bh);  // the link is not what sets the time
   Program p;
   p.mesh = {{"all", 2}};
-  Op permute = collective_op(CollectiveKind::CollectivePermute, X);
-  permute.collective.shift = 1;
-  permute.collective.wrap = true;
-  p.ops.push_back(permute);
+  p.ops.push_back(exchange(X));
   p.ops.push_back(hbm_op("read", H));
   Run r = simulate_child(p, cfg);
   CHECK(r.step_s == Approx((H + D) / Bh + lat + ov).epsilon(1e-6));
@@ -95,10 +100,7 @@ TEST_CASE("an MXU-bound op leaves its HBM slack to the DMA and is not slowed") {
                           {"topology", "2:wrap=0"}});
   Program p;
   p.mesh = {{"all", 2}};
-  Op permute = collective_op(CollectiveKind::CollectivePermute, 64 * 1024);
-  permute.collective.shift = 1;
-  permute.collective.wrap = true;
-  p.ops.push_back(permute);
+  p.ops.push_back(exchange(64 * 1024));
   Op mm;
   mm.name = "matmul";
   mm.kind = "matmul";
@@ -172,11 +174,8 @@ TEST_CASE("two collectives in flight on a core wait for its one DMA engine") {
   const double X = 1 << 20;
   Program p;
   p.mesh = {{"all", 2}};
-  Op permute = collective_op(CollectiveKind::CollectivePermute, X);
-  permute.collective.shift = 1;
-  permute.collective.wrap = true;
-  p.ops.push_back(permute);
-  p.ops.push_back(permute);
+  p.ops.push_back(exchange(X));
+  p.ops.push_back(exchange(X));
   for (int engines : {0, 1}) {
     auto cfg = config_with(
         links_only({{"async_collectives", true}, {"dma", {{"engines_per_core", engines}}}},
