@@ -119,7 +119,9 @@ void apply_set(nlohmann::json& doc, const std::string& assignment) {
   json_set(doc, path, std::move(value));
 }
 
-Config load_config(const nlohmann::json& input, const std::vector<std::string>& sets) {
+namespace {
+// The study as validation sees it: presets resolved, --set applied, shorthands expanded.
+nlohmann::json resolved_study(const nlohmann::json& input, const std::vector<std::string>& sets) {
   nlohmann::json doc = input;
   // A --set of a preset ("preset=tpu_v4", "hardware.preset=...") replaces the preset the file
   // names before presets are resolved, as if written in the file: the file's own keys still
@@ -139,10 +141,62 @@ Config load_config(const nlohmann::json& input, const std::vector<std::string>& 
   }
   expand_shorthands(doc);
   resolve_presets(doc);
+  return doc;
+}
+
+// Removes every key at the dotted `path` (a key may itself contain dots, as an unknown key can).
+void erase_path(nlohmann::json& doc, const std::string& path) {
+  if (!doc.is_object()) return;
+  doc.erase(path);
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& key = it.key();
+    if (path.size() > key.size() && path.compare(0, key.size(), key) == 0 &&
+        path[key.size()] == '.')
+      erase_path(it.value(), path.substr(key.size() + 1));
+  }
+}
+
+// True if `path` is a parameter that decides which others apply (a `when` of some declaration),
+// or a section that holds one.
+bool holds_condition(const std::string& path) {
+  for (const auto& s : ParamRegistry::instance().all()) {
+    const std::string& c = s.when_path;
+    if (!c.empty() &&
+        (c == path ||
+         (c.size() > path.size() && c.compare(0, path.size(), path) == 0 && c[path.size()] == '.')))
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
+Config load_config(const nlohmann::json& input, const std::vector<std::string>& sets) {
+  nlohmann::json doc = resolved_study(input, sets);
   ProblemList problems;
   ParamRegistry::instance().validate_and_fill(doc, problems);
   problems.throw_if_any();
   return Config(std::move(doc));
+}
+
+ConfigCheck check_config(const nlohmann::json& input, const std::vector<std::string>& sets) {
+  const nlohmann::json doc = resolved_study(input, sets);
+  ConfigCheck out;
+  nlohmann::json filled = doc;
+  ProblemList problems;
+  ParamRegistry::instance().validate_and_fill(filled, problems);
+  if (problems.empty()) {
+    out.config = Config(std::move(filled));
+    return out;
+  }
+  out.problems = problems.items();
+  for (const auto& p : out.problems)
+    if (holds_condition(p.where)) return out;
+  nlohmann::json stand_in = doc;
+  for (const auto& p : out.problems) erase_path(stand_in, p.where);
+  ProblemList again;
+  ParamRegistry::instance().validate_and_fill(stand_in, again);
+  if (again.empty()) out.stand_in = Config(std::move(stand_in));
+  return out;
 }
 
 Config load_config_file(const std::string& path, const std::vector<std::string>& sets) {

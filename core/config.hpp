@@ -3,9 +3,11 @@
 // declared parameters, defaults filled. Components read typed values from it by path.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/units.hpp"
 
 namespace tpusim {
@@ -65,5 +67,21 @@ class Config {
 /// defaults. Throws ConfigError listing every problem.
 Config load_config(const nlohmann::json& doc, const std::vector<std::string>& sets = {});
 Config load_config_file(const std::string& path, const std::vector<std::string>& sets = {});
+
+/// What check_config finds: the study, or its problems and a stand-in.
+struct ConfigCheck {
+  Config config;                  ///< the study, when `problems` is empty
+  std::vector<Problem> problems;  ///< every problem of validation, as load_config throws them
+  /// With problems: the study with every path that has a problem (a wrong value, an unknown key,
+  /// a section that is not an object) left out, so that the declared defaults stand in for them,
+  /// validated and filled. None when that still has problems (a required value is missing), or
+  /// when a problem is in a parameter that others depend on (workload.model): every parameter
+  /// of the model would change with it.
+  std::optional<Config> stand_in;
+};
+
+/// load_config that returns the problems of validation with a stand-in instead of throwing them.
+/// Problems before validation (a preset, a --set, a topology shorthand) still throw ConfigError.
+ConfigCheck check_config(const nlohmann::json& doc, const std::vector<std::string>& sets = {});
 
 }  // namespace tpusim

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <systemc>
@@ -54,7 +55,16 @@ void emit_link_counters(TimelineSink& sink, const std::map<LinkModule*, LinkLog>
   const int bins = 200;
   if (step <= Duration{}) return;
   const double bin_ps = static_cast<double>(step.ps()) / bins;
-  for (const auto& [link, log] : logs) {
+  // By chip and link name: the map's order is the links' addresses, which differ between runs
+  // (a longer file name in the arguments moves the heap), and the timeline would with them.
+  std::vector<std::pair<const LinkModule*, const LinkLog*>> ordered;
+  for (const auto& [link, log] : logs) ordered.emplace_back(link, &log);
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    if (a.second->chip != b.second->chip) return a.second->chip < b.second->chip;
+    return std::strcmp(a.first->basename(), b.first->basename()) < 0;
+  });
+  for (const auto& [link, log_ptr] : ordered) {
+    const LinkLog& log = *log_ptr;
     std::vector<double> busy(bins, 0.0);
     for (const auto& [a, b] : log.intervals) {
       double s = static_cast<double>(a.ps()), e = static_cast<double>(b.ps());

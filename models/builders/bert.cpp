@@ -79,7 +79,8 @@ class BertLarge final : public ModelBuilder {
     const TransformerDims d{batch, cfg.integer("workload.hidden"), cfg.integer("workload.heads"),
                             cfg.integer("workload.ffn")};
     if (d.hidden % d.heads != 0)
-      throw ConfigError("workload.heads", std::to_string(d.heads) + " heads do not divide hidden " +
+      throw ConfigError("workload.heads", std::to_string(d.heads) +
+                                              " heads do not divide workload.hidden = " +
                                               std::to_string(d.hidden) + "; use a divisor of it");
     if (masked > seq)
       throw ConfigError(

@@ -5,7 +5,7 @@
 namespace tpusim {
 
 void check_spatial_split(const Config& cfg, std::int64_t rows, std::int64_t cols,
-                         const std::string& size_path) {
+                         const std::string& rows_path, const std::string& cols_path) {
   const std::int64_t degree = cfg.integer("parallelism.spatial");
   const std::int64_t w = cfg.integer("parallelism.spatial_w");
   if (degree % w != 0) return;  // reported by the layout (parallelism.spatial_w)
@@ -13,12 +13,12 @@ void check_spatial_split(const Config& cfg, std::int64_t rows, std::int64_t cols
   if (h > rows)
     throw ConfigError("parallelism.spatial",
                       std::to_string(h) + " cores cannot split the " + std::to_string(rows) +
-                          " rows of the first feature map (" + size_path + "); allowed: at most " +
+                          " rows of the first feature map (" + rows_path + "); allowed: at most " +
                           std::to_string(rows) + " along H");
   if (w > cols)
     throw ConfigError("parallelism.spatial_w",
                       std::to_string(w) + " cores cannot split the " + std::to_string(cols) +
-                          " columns of the first feature map (" + size_path +
+                          " columns of the first feature map (" + cols_path +
                           "); allowed: at most " + std::to_string(cols));
 }
 

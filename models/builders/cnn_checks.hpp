@@ -9,10 +9,11 @@ namespace tpusim {
 
 /// Throws ConfigError naming parallelism.spatial (or parallelism.spatial_w) when the cores that
 /// split H (spatial / spatial_w) exceed `rows` or those that split W exceed `cols`, the size of
-/// the first feature map (from the parameter at `size_path`): a core would get no pixels at all.
+/// the first feature map (from the parameters at `rows_path` and `cols_path`): a core would get no
+/// pixels at all.
 /// Degrees that do not divide a map are allowed: the last cores hold padding
 /// (models/parallelism/spatial.hpp).
 void check_spatial_split(const Config& cfg, std::int64_t rows, std::int64_t cols,
-                         const std::string& size_path);
+                         const std::string& rows_path, const std::string& cols_path);
 
 }  // namespace tpusim

@@ -71,7 +71,7 @@ MaskRcnnDims MaskRcnnDims::from_config(const Config& cfg) {
   d.eval_detections = cfg.integer("workload.eval_detections");
   d.costs = DetectionCosts::from_config(cfg);
   d.array_dim = static_cast<int>(cfg.integer("hardware.mxu.dim"));
-  check_spatial_split(cfg, d.height, d.width, "workload.image_height/width");
+  check_spatial_split(cfg, d.height, d.width, "workload.image_height", "workload.image_width");
   if (d.mask_rois > d.rois)
     throw ConfigError(
         "workload.mask_rois_per_image",

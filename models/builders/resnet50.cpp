@@ -57,7 +57,9 @@ class ResNet50 final : public ModelBuilder {
     const std::int64_t size = cfg.integer("workload.image_size");
     const std::int64_t classes = cfg.integer("workload.classes");
     const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
-    check_spatial_split(cfg, size / s2d, size / s2d, "workload.image_size");
+    const std::string map_from =
+        s2d > 1 ? "workload.image_size with workload.space_to_depth" : "workload.image_size";
+    check_spatial_split(cfg, size / s2d, size / s2d, map_from, map_from);
 
     OpGraph g;
     g.model = kModel;

@@ -115,7 +115,9 @@ class Ssd final : public ModelBuilder {
     const std::int64_t size = cfg.integer("workload.image_size");
     const std::int64_t classes = cfg.integer("workload.classes");
     const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
-    check_spatial_split(cfg, size / s2d, size / s2d, "workload.image_size");
+    const std::string map_from =
+        s2d > 1 ? "workload.image_size with workload.space_to_depth" : "workload.image_size";
+    check_spatial_split(cfg, size / s2d, size / s2d, map_from, map_from);
     if (ssd_feature_map_sizes(size).back() < 1)
       throw ConfigError("workload.image_size", std::to_string(size) +
                                                    " pixels leave no 1x1 last feature map; "

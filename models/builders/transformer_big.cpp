@@ -133,7 +133,8 @@ class TransformerBig final : public ModelBuilder {
                 cfg.integer("workload.ffn")};
     const TransformerDims& d = out.dims;
     if (d.hidden % d.heads != 0)
-      throw ConfigError("workload.heads", std::to_string(d.heads) + " heads do not divide hidden " +
+      throw ConfigError("workload.heads", std::to_string(d.heads) +
+                                              " heads do not divide workload.hidden = " +
                                               std::to_string(d.hidden) + "; use a divisor of it");
     OpGraph& g = out.graph;
     g.model = kModel;

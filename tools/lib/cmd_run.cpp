@@ -55,7 +55,7 @@ void report_oom(const RunArgs& a, const Study& study, const Program& program,
 }
 
 void run_study(const RunArgs& a) {
-  Study study = load_study_file(a.study, a.sets);
+  Study study = load_study_file(a.study, a.sets, LayoutChecks::Program);
   Topology topology(study.topology);
   Program program = build_program(study.config, topology, study.hardware);
   spdlog::info("{}: {} ops ({} collectives) on {}", a.study, program.ops.size(),

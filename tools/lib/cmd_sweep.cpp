@@ -87,7 +87,8 @@ void run_sweep(SweepArgs a) {
   // Every check of `tpusim validate` (config, layout, program) for every point, before any runs.
   const bool train = spec.command == "train";
   const auto points = sweep::expand(spec, a.sets, [train](const nlohmann::json& doc) {
-    Study study = load_study(doc, {}, "(sweep point)");
+    Study study =
+        load_study(doc, {}, "(sweep point)", train ? LayoutChecks::Train : LayoutChecks::Program);
     const Topology topology(study.topology);
     build_program(study.config, topology, study.hardware);
     if (train) {  // what tpusim train needs besides: the schedule and the eval program

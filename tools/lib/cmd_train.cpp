@@ -112,7 +112,7 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
 }
 
 void run_train(const TrainArgs& a) {
-  Study study = load_study_file(a.study, a.sets);
+  Study study = load_study_file(a.study, a.sets, LayoutChecks::Train);
   const Config& cfg = study.config;
   const TrainSchedule schedule = read_train_schedule(cfg);
   Topology topology(study.topology);

@@ -25,7 +25,7 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
                 "print what was checked as JSON (study, model, topology, chips, cores, layout, "
                 "ops, collectives, fits_memory, memory, config)");
   cmd->callback([=] {
-    Study study = load_study_file(*study_path, *sets);
+    Study study = load_study_file(*study_path, *sets, LayoutChecks::Program);
     Topology topology(study.topology);
     Program program = build_program(study.config, topology, study.hardware);
     const TimedMemory memory = analyze_timed(program, study.hardware.hbm_bytes_per_core);
