@@ -13,6 +13,7 @@ json report(double step_ms, double top_ms, double wall_s, int config_x, const st
           {"step_time_ms", step_ms},
           {"comm_share", 0.25},
           {"wall_s", wall_s},
+          {"memory", {{"analysis_s", wall_s / 1000}}},
           {"model", model},
           {"top_ops", {{{"op", "a"}, {"time_ms", top_ms}}}},
           {"config", {{"x", config_x}}}};
@@ -30,7 +31,7 @@ TEST_CASE("report diff: numbers by relative difference, wall time ignored, confi
   CHECK(d.numbers[1].where == "step_time_ms");
   CHECK(d.numbers[1].absolute() == Approx(step_b - step_a));
   CHECK(d.numbers[1].relative() == Approx((step_b - step_a) / step_a));
-  CHECK(d.equal == 2);  // schema_version, comm_share; wall_s is not compared
+  CHECK(d.equal == 2);  // schema_version, comm_share; wall_s, memory.analysis_s are not compared
   REQUIRE(d.inputs.size() == 1);
   CHECK(d.inputs[0].where == "x");
   REQUIRE(d.results.size() == 1);
