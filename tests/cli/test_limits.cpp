@@ -208,7 +208,7 @@ TEST_CASE("presets that fan out are refused after kMaxPresetFiles files") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("a second sweep into a directory in use stops at once") {
+TEST_CASE("a second sweep or plan into a directory in use stops at once") {
   const std::string dir = tmp("locked");
   fs::create_directories(dir);
   // This test holds the lock a running sweep would hold.
@@ -217,6 +217,9 @@ TEST_CASE("a second sweep into a directory in use stops at once") {
   REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
   require_refused({"sweep", "configs/studies/sweeps/bert_weak_scaling.json", "--out", dir},
                   "another tpusim sweep", 30);
+  // A layout search keeps its points in the same kind of directory, under the same lock.
+  require_refused({"plan", "configs/studies/bert_large_16.json", "--out", dir},
+                  "another tpusim sweep, merge or plan", 30);
   ::close(fd);
   fs::remove_all(dir);
 }

@@ -93,7 +93,6 @@ SearchResult simulate_in_bound_order(const PlanArgs& a, plan::Objective objectiv
            plan::cost(objective, evals[y], evals[y].bound_ms);
   });
 
-  make_sweep_dir(a.out_dir);
   sweep::Plan store;
   store.sweep_file = a.study_file;
   store.columns = space.paths();
@@ -307,6 +306,9 @@ void run_plan(PlanArgs a) {
   }
 
   if (a.out_dir.empty()) a.out_dir = "plan_" + fs::path(a.study_file).stem().string();
+  // Held until the plan's files are written: a second plan or sweep into the same directory
+  // stops at once instead of overwriting this one's points.
+  const SweepDirLock lock = make_sweep_dir(a.out_dir);
   const SearchResult result = simulate_in_bound_order(a, objective, space, checked);
   if (result.interrupted) {
     set_exit_code(1);

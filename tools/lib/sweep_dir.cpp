@@ -30,9 +30,10 @@ SweepDirLock make_sweep_dir(const std::string& dir) {
     throw ConfigError("--out " + dir, "cannot open " + lock_path + ": " + std::strerror(errno));
   SweepDirLock lock(fd);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
-    throw ConfigError("--out " + dir,
-                      "another tpusim sweep or merge is writing into this directory; wait for it "
-                      "to end or give another --out");
+    throw ConfigError(
+        "--out " + dir,
+        "another tpusim sweep, merge or plan is writing into this directory; wait for it "
+        "to end or give another --out");
   // Temporary files of a run that was killed outright (its children's output, half-written
   // results): never results, so they go. One sweep at a time may use a directory.
   for (const auto& e : fs::directory_iterator(fs::path(dir) / "points", ec))
