@@ -128,16 +128,24 @@ TEST_CASE("config errors without a layout error read as from a command without l
   }
 }
 
+namespace {
+/// A sweep of `study` whose point 1 has clock -5 and 12 sequences over the 8 cores of 2x2: a
+/// config error and a layout error. `command`: the sweep's command (run or train).
+std::string sweep_with_two_errors(SweepScratch& s, nlohmann::json study,
+                                  const std::string& command) {
+  return s.write("s.json", {{"base", std::move(study)},
+                            {"command", command},
+                            {"axes",
+                             {{{"zip",
+                                {{{"path", "hardware.clock_MHz"}, {"values", {900, -5}}},
+                                 {{"path", "workload.global_batch"}, {"values", {16, 12}}}}}}}}});
+}
+}  // namespace
+
 TEST_CASE("a sweep point with a config error and a layout error reports both") {
   SweepScratch s;
-  // Point 1: clock -5 and 12 sequences over the 8 cores of 2x2.
-  const auto sweep =
-      s.write("s.json", {{"base", small_bert_study()},
-                         {"axes",
-                          {{{"zip",
-                             {{{"path", "hardware.clock_MHz"}, {"values", {900, -5}}},
-                              {{"path", "workload.global_batch"}, {"values", {16, 12}}}}}}}}});
-  auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
+  auto r = run_tpusim(
+      {"sweep", sweep_with_two_errors(s, small_bert_study(), "run"), "--out", s.path("out")});
   INFO(r.err);
   CHECK(r.exit_code == 2);
   const std::string point = "point 1 [hardware.clock_MHz=-5 workload.global_batch=12]: ";
@@ -154,15 +162,8 @@ TEST_CASE("a train sweep point with a config error and a layout error reports bo
   SweepScratch s;
   nlohmann::json study = small_bert_study();
   study["train"] = {{"target_steps", 20}, {"eval_every_steps", 10}, {"eval_examples", 32}};
-  // Point 1: clock -5 and 12 sequences over the 8 cores of 2x2, checked as tpusim train would.
-  const auto sweep =
-      s.write("s.json", {{"base", study},
-                         {"command", "train"},
-                         {"axes",
-                          {{{"zip",
-                             {{{"path", "hardware.clock_MHz"}, {"values", {900, -5}}},
-                              {{"path", "workload.global_batch"}, {"values", {16, 12}}}}}}}}});
-  auto r = run_tpusim({"sweep", sweep, "--out", s.path("out")});
+  // Checked as tpusim train would check it.
+  auto r = run_tpusim({"sweep", sweep_with_two_errors(s, study, "train"), "--out", s.path("out")});
   INFO(r.err);
   CHECK(r.exit_code == 2);
   const auto lines = lines_of(r.err);
