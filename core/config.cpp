@@ -150,9 +150,7 @@ void erase_path(nlohmann::json& doc, const std::string& path) {
   doc.erase(path);
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& key = it.key();
-    if (path.size() > key.size() && path.compare(0, key.size(), key) == 0 &&
-        path[key.size()] == '.')
-      erase_path(it.value(), path.substr(key.size() + 1));
+    if (path_within(path, key)) erase_path(it.value(), path.substr(key.size() + 1));
   }
 }
 
@@ -161,10 +159,7 @@ void erase_path(nlohmann::json& doc, const std::string& path) {
 bool holds_condition(const std::string& path) {
   for (const auto& s : ParamRegistry::instance().all()) {
     const std::string& c = s.when_path;
-    if (!c.empty() &&
-        (c == path ||
-         (c.size() > path.size() && c.compare(0, path.size(), path) == 0 && c[path.size()] == '.')))
-      return true;
+    if (!c.empty() && (c == path || path_within(c, path))) return true;
   }
   return false;
 }

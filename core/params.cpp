@@ -81,6 +81,11 @@ void expand_shorthands(nlohmann::json& doc) {
   }
 }
 
+bool path_within(const std::string& path, const std::string& section) {
+  return path.size() > section.size() && path.compare(0, section.size(), section) == 0 &&
+         path[section.size()] == '.';
+}
+
 const nlohmann::json* json_at(const nlohmann::json& doc, const std::string& path) {
   const nlohmann::json* cur = &doc;
   std::size_t start = 0;

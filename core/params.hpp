@@ -72,6 +72,8 @@ struct ShorthandRegistrar {
 /// Expands every registered shorthand present in `doc`.
 void expand_shorthands(nlohmann::json& doc);
 
+/// True if dotted `path` lies inside the section `section` ("parallelism.model" in "parallelism").
+bool path_within(const std::string& path, const std::string& section);
 /// Dotted-path access into a JSON document.
 const nlohmann::json* json_at(const nlohmann::json& doc, const std::string& path);
 /// Creates intermediate objects as needed. Throws ConfigError if a non-object is in the way.

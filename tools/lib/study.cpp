@@ -21,15 +21,9 @@ Study study_of(Config config, const std::string& source) {
   return s;
 }
 
-// `path` lies inside the section `section` ("parallelism.model" in "parallelism").
-bool under(const std::string& path, const std::string& section) {
-  return path.size() > section.size() && path.compare(0, section.size(), section) == 0 &&
-         path[section.size()] == '.';
-}
-
 // `a` and `b` are one path, or one is a section that holds the other.
 bool overlap(const std::string& a, const std::string& b) {
-  return a == b || under(a, b) || under(b, a);
+  return a == b || path_within(a, b) || path_within(b, a);
 }
 
 // `text` names `path` (or a parameter under it): not as part of a longer name.
