@@ -29,13 +29,12 @@ struct HardwareSpec {
   Duration hbm_latency;
   Bandwidth onchip_bandwidth;  ///< between the two cores of a chip, one direction
   Duration onchip_latency;
-  Bandwidth ici_bandwidth;       ///< one direction of one ICI link
-  Duration ici_latency;          ///< per hop
-  int dma_engines_per_core = 0;  ///< collective streams a core carries at once; 0: no limit
-  bool async_collectives = false;
-  std::vector<int> slow_chips;  ///< chips whose compute is slower (a what-if of a bad chip)
-  double slow_chip_factor = 1;  ///< their compute time multiplier  ///< a core computes while its
-                                ///< collectives are in flight
+  Bandwidth ici_bandwidth;         ///< one direction of one ICI link
+  Duration ici_latency;            ///< per hop
+  int dma_engines_per_core = 0;    ///< collective streams a core carries at once; 0: no limit
+  bool async_collectives = false;  ///< a core computes while its collectives are in flight
+  std::vector<int> slow_chips;     ///< chips whose compute is slower (a what-if of a bad chip)
+  double slow_chip_factor = 1;     ///< their compute time multiplier
   // Calibration: few, physical, shared by every model (see configs/tpu_v3.json for sources).
   Duration op_overhead;               ///< fixed cost of launching one compute op
   double hbm_efficiency = 1;          ///< achievable fraction of peak HBM bandwidth

@@ -1,6 +1,6 @@
 #pragma once
 // The resources of one TensorCore as SystemC modules: its MXUs, its vector unit, its HBM port
-// and its DMA engines. The first three are work-conserving servers that grants busy intervals: a
+// and its DMA engines. The first three are work-conserving servers that grant busy intervals: a
 // request of W of busy time from time t takes the earliest free time at or after t (the intervals
 // granted earlier keep theirs) and ends when the last of W is served. The modules have no process
 // of their own: requests come from the core's process (a run of compute ops) and from collective
@@ -51,7 +51,6 @@ class DmaEngines : public sc_core::sc_module {
  public:
   DmaEngines(sc_core::sc_module_name name, int engines)
       : sc_core::sc_module(name), engines_(engines) {}
-  int engines() const { return engines_; }  ///< 0: no limit
   /// True if `streams` more can be issued at `now` (streams whose data is through by then have
   /// freed their engines).
   bool can_issue(int streams, Duration now) {
