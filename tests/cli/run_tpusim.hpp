@@ -52,6 +52,16 @@ inline TpusimResult run_tpusim_env(const std::string& env, const std::vector<std
   return r;
 }
 
+/// `args` followed by "--set S" for every S of `sets`.
+inline std::vector<std::string> with_sets(std::vector<std::string> args,
+                                          const std::vector<std::string>& sets) {
+  for (const auto& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  return args;
+}
+
 /// Runs tpusim with `args` in the source tree (so relative config paths work).
 inline TpusimResult run_tpusim(const std::vector<std::string>& args,
                                const std::string& stdin_text = "") {

@@ -32,14 +32,6 @@ long long data_replicas() {
                                         j["config"]["parallelism"]["spatial"].get<long long>());
 }
 
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& sets) {
-  for (const auto& s : sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  return args;
-}
-
 }  // namespace
 
 TEST_CASE("a config error and a layout error are reported together, one line each") {
@@ -47,7 +39,7 @@ TEST_CASE("a config error and a layout error are reported together, one line eac
   const std::string batch = std::to_string(replicas + 1);
   for (const std::string command : {"validate", "run"}) {
     auto r = run_tpusim(
-        with({command, kStudy}, {"hardware.clock_MHz=-5", "workload.global_batch=" + batch}));
+        with_sets({command, kStudy}, {"hardware.clock_MHz=-5", "workload.global_batch=" + batch}));
     INFO(command << "\n" << r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
@@ -117,11 +109,12 @@ TEST_CASE("config errors without a layout error read as from a command without l
   // tpusim collective loads its study without any layout: the same --set gives the same lines.
   const std::vector<std::string> sets = {"hardware.clock_MHz=-5", "network.speed=3",
                                          "hardware.ici.bandwidth_GBps=x"};
-  auto reference = run_tpusim(with({"collective", "--op", "all-reduce", "--bytes", "1MiB"}, sets));
+  auto reference =
+      run_tpusim(with_sets({"collective", "--op", "all-reduce", "--bytes", "1MiB"}, sets));
   REQUIRE(reference.exit_code == 2);
   REQUIRE(reference.err_lines() == 3);
   for (const std::string command : {"validate", "run"}) {
-    auto r = run_tpusim(with({command, kStudy}, sets));
+    auto r = run_tpusim(with_sets({command, kStudy}, sets));
     INFO(command);
     CHECK(r.exit_code == 2);
     CHECK(r.err == reference.err);

@@ -9,12 +9,7 @@ namespace {
 const char* kStudy = "configs/studies/bert_large_256.json";
 
 nlohmann::json run_json(const std::vector<std::string>& sets) {
-  std::vector<std::string> args{"run", kStudy, "--json"};
-  for (const auto& s : sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  auto r = run_tpusim(args);
+  auto r = run_tpusim(with_sets({"run", kStudy, "--json"}, sets));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out);

@@ -9,12 +9,7 @@ namespace {
 const char* kStudy = "configs/studies/bert_large_16.json";
 
 void check_bad_run(const std::vector<std::string>& sets, const std::string& named) {
-  std::vector<std::string> args{"run", kStudy};
-  for (const auto& s : sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  auto r = run_tpusim(args);
+  auto r = run_tpusim(with_sets({"run", kStudy}, sets));
   INFO(r.err);
   CHECK(r.exit_code == 2);
   CHECK(r.err_lines() == 1);

@@ -8,33 +8,16 @@ namespace {
 const char* kStudy = "configs/studies/bert_large_16.json";  // 16 chips: 4 hosts, batch 32
 
 nlohmann::json train(std::vector<std::string> sets, const char* study = kStudy) {
-  std::vector<std::string> args{"train",
-                                study,
-                                "--json",
-                                "--set",
-                                "train.target_steps=40",
-                                "--set",
-                                "train.eval_every_steps=10",
-                                "--set",
-                                "train.eval_examples=96"};
-  for (auto& s : sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  auto r = run_tpusim(args);
+  sets.insert(sets.begin(),
+              {"train.target_steps=40", "train.eval_every_steps=10", "train.eval_examples=96"});
+  auto r = run_tpusim(with_sets({"train", study, "--json"}, sets));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out);
 }
 
 double step_ms(std::vector<std::string> sets) {
-  auto r = run_tpusim({"run", kStudy, "--json"});
-  std::vector<std::string> args{"run", kStudy, "--json"};
-  for (auto& s : sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  r = run_tpusim(args);
+  auto r = run_tpusim(with_sets({"run", kStudy, "--json"}, sets));
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out)["step_time_ms"].get<double>();
 }
