@@ -3,7 +3,7 @@
 
 #include "core/config.hpp"
 #include "core/hardware.hpp"
-#include "sim/tensor_core_cost.hpp"
+#include "sim/core/tensor_core_cost.hpp"
 #include "tools/plan/bounds.hpp"
 
 using namespace tpusim;

@@ -12,7 +12,7 @@
 #include "core/config.hpp"
 #include "core/hardware.hpp"
 #include "models/program.hpp"
-#include "sim/simulation.hpp"
+#include "sim/run/simulation.hpp"
 #include "topologies/topology.hpp"
 
 namespace tpusim::test {

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "models/workload.hpp"
-#include "sim/tensor_core_cost.hpp"
+#include "sim/core/tensor_core_cost.hpp"
 
 using namespace tpusim;
 

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <systemc>
 
-#include "sim/core_resources.hpp"
-#include "sim/tensor_core_cost.hpp"
+#include "sim/core/core_resources.hpp"
+#include "sim/core/tensor_core_cost.hpp"
 #include "tests/sim/sim_fixture.hpp"
 
 using namespace tpusim;

@@ -6,7 +6,7 @@
 #include "models/detection_ops.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/per_core_cost.hpp"
-#include "sim/tensor_core_cost.hpp"
+#include "sim/core/tensor_core_cost.hpp"
 
 using namespace tpusim;
 

@@ -2,7 +2,7 @@
 // it takes part in, so a data-parallel step grows by the slow chip's extra compute.
 #include <catch2/catch.hpp>
 
-#include "sim/tensor_core_cost.hpp"
+#include "sim/core/tensor_core_cost.hpp"
 #include "tests/sim/sim_fixture.hpp"
 
 using namespace tpusim;

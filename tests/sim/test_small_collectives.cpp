@@ -3,7 +3,7 @@
 // read from the config the test runs with. Reductions are off unless a test says otherwise.
 #include <catch2/catch.hpp>
 
-#include "sim/collective_algorithm.hpp"
+#include "sim/collectives/collective_algorithm.hpp"
 #include "tests/sim/sim_fixture.hpp"
 
 using namespace tpusim;

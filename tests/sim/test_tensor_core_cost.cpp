@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/config.hpp"
-#include "sim/tensor_core_cost.hpp"
+#include "sim/core/tensor_core_cost.hpp"
 
 using namespace tpusim;
 

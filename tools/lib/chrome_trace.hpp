@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "models/program.hpp"
-#include "sim/collective_engine.hpp"
-#include "sim/timeline.hpp"
+#include "sim/collectives/collective_engine.hpp"
+#include "sim/kernel/timeline.hpp"
 
 namespace tpusim::cli {
 

@@ -8,8 +8,8 @@
 
 #include "core/errors.hpp"
 #include "models/trace/mesh_groups.hpp"
-#include "sim/collective_algorithm.hpp"
-#include "sim/simulation.hpp"
+#include "sim/collectives/collective_algorithm.hpp"
+#include "sim/run/simulation.hpp"
 #include "tools/lib/commands.hpp"
 #include "tools/lib/link_csv.hpp"
 #include "tools/lib/readable.hpp"

@@ -8,7 +8,7 @@
 #include "models/trace/mesh_groups.hpp"
 #include "models/trace/rescale.hpp"
 #include "models/trace/trace_format.hpp"
-#include "sim/simulation.hpp"
+#include "sim/run/simulation.hpp"
 #include "tools/lib/commands.hpp"
 #include "tools/lib/memory_report.hpp"
 #include "tools/lib/report.hpp"

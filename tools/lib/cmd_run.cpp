@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "models/workload.hpp"
-#include "sim/simulation.hpp"
+#include "sim/run/simulation.hpp"
 #include "tools/lib/chrome_trace.hpp"
 #include "tools/lib/commands.hpp"
 #include "tools/lib/link_csv.hpp"

@@ -6,7 +6,7 @@
 #include "models/trace/chakra.hpp"
 #include "models/trace/mesh_groups.hpp"
 #include "models/trace/trace_format.hpp"
-#include "sim/tensor_core_cost.hpp"
+#include "sim/core/tensor_core_cost.hpp"
 #include "tools/lib/commands.hpp"
 #include "tools/lib/study.hpp"
 #include "tools/lib/trace_command_group.hpp"

@@ -11,7 +11,7 @@
 #include "models/input_pipeline.hpp"
 #include "models/train_schedule.hpp"
 #include "models/workload.hpp"
-#include "sim/simulation.hpp"
+#include "sim/run/simulation.hpp"
 #include "tools/lib/commands.hpp"
 #include "tools/lib/report.hpp"
 #include "tools/lib/study.hpp"

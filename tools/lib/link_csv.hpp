@@ -2,7 +2,7 @@
 // The per-link utilisation export (--links-csv): one row per direction of every link.
 #include <string>
 
-#include "sim/simulation.hpp"
+#include "sim/run/simulation.hpp"
 
 namespace tpusim::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "models/program.hpp"
-#include "sim/simulation.hpp"
+#include "sim/run/simulation.hpp"
 #include "tools/lib/study.hpp"
 
 namespace tpusim::cli {

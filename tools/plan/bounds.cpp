@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "sim/tensor_core_cost.hpp"
+#include "sim/core/tensor_core_cost.hpp"
 #include "topologies/device_mesh.hpp"
 
 namespace tpusim::plan {

@@ -1,0 +1,74 @@
+// One ring over the whole group, one way or both ways. The ring visits the group in
+// boustrophedon order through its sub-grid (core within chip fastest, then X, then Y, each
+// row reversing), so consecutive members are neighbours; groups that are not sub-grids go in
+// mesh order.
+#include <algorithm>
+
+#include "sim/collectives/collective_algorithm.hpp"
+#include "sim/machine/machine.hpp"
+
+namespace tpusim {
+namespace {
+
+std::vector<int> snake_order(const Machine& m, const std::vector<int>& group) {
+  const GroupShape shape = analyse_group(m, group);
+  if (!shape.is_grid) return group;
+  // Rank of each member: mixed-radix digits over the dimensions, each digit reversed when the
+  // digits above it sum to an odd number (that is what makes rows alternate).
+  std::vector<std::pair<long long, int>> keyed;
+  const int dims = static_cast<int>(shape.values.size());
+  for (int core : group) {
+    const std::vector<int> digit = shape.digits(m, core);
+    long long key = 0;
+    int parity = 0;
+    for (int d = dims - 1; d >= 0; --d) {
+      const int n = static_cast<int>(shape.values[d].size());
+      const int dig = parity % 2 ? n - 1 - digit[d] : digit[d];
+      key = key * n + dig;
+      parity += dig;
+    }
+    keyed.emplace_back(key, core);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<int> order;
+  for (const auto& [_, core] : keyed) order.push_back(core);
+  return order;
+}
+
+class RingAlgorithm : public CollectiveAlgorithm {
+ public:
+  explicit RingAlgorithm(bool both_ways) : both_ways_(both_ways) {}
+  std::string describe() const override {
+    return both_ways_ ? "ring both ways: half the data each way round one ring over the group"
+                      : "ring one way: one unidirectional ring over the group";
+  }
+  GroupPlan plan(const Machine& m, CollectiveKind kind,
+                 const std::vector<int>& group) const override {
+    DimRings d;
+    d.rings.push_back(snake_order(m, group));
+    d.bidirectional = both_ways_;
+    return ring_phases(m, kind, {d});
+  }
+  /// n - 1 steps per half, (n-1)/n of the buffer per half, half of it each way if both ways.
+  Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
+                       double bytes) const override {
+    const std::size_t members = group.size();
+    const double n = static_cast<double>(members);
+    const double halves = kind == CollectiveKind::AllReduce ? 2 : 1;
+    return alpha_beta_bound(m, halves * (n - 1),
+                            halves * (n - 1) / n * bytes / (both_ways_ ? 2 : 1));
+  }
+
+ private:
+  bool both_ways_;
+};
+
+const AlgorithmRegistrar kOneWay{"ring", []() -> std::unique_ptr<CollectiveAlgorithm> {
+                                   return std::make_unique<RingAlgorithm>(false);
+                                 }};
+const AlgorithmRegistrar kBothWays{
+    "bidirectional_ring",
+    []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<RingAlgorithm>(true); }};
+
+}  // namespace
+}  // namespace tpusim

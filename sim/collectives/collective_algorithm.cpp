@@ -1,0 +1,139 @@
+#include "sim/collectives/collective_algorithm.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/errors.hpp"
+#include "core/limits.hpp"
+#include "core/params.hpp"
+#include "sim/machine/machine.hpp"
+
+namespace tpusim {
+namespace {
+std::map<std::string, AlgorithmFactory>& registry() {
+  static std::map<std::string, AlgorithmFactory> r;
+  return r;
+}
+}  // namespace
+
+AlgorithmRegistrar::AlgorithmRegistrar(const char* name, AlgorithmFactory make) {
+  registry()[name] = make;
+}
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : registry()) out.push_back(name);
+  return out;
+}
+
+std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name,
+                                                    const std::string& where) {
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::string names = "auto";
+    for (const auto& n : algorithm_names()) names += ", " + n;
+    throw ConfigError(where, "unknown collective algorithm '" + name + "'; allowed: " + names);
+  }
+  return it->second();
+}
+
+Bandwidth fastest_link(const Machine& m) {
+  const HardwareSpec& hw = m.hardware();
+  return hw.cores_per_chip > 1 && hw.onchip_bandwidth.bytes_per_s() > hw.ici_bandwidth.bytes_per_s()
+             ? hw.onchip_bandwidth
+             : hw.ici_bandwidth;
+}
+
+Duration alpha_beta_bound(const Machine& m, double steps, double bytes) {
+  return m.hardware().collective_step_overhead * steps + fastest_link(m).time_for(bytes);
+}
+
+int GroupShape::coord(const Machine& m, int core, int dim) const {
+  return dim == 0 ? m.core_in_chip(core) : m.topology().coord(m.chip_of(core), dim - 1);
+}
+
+GroupShape analyse_group(const Machine& m, const std::vector<int>& group) {
+  GroupShape s;
+  const int dims = 1 + m.topology().num_dims();
+  s.values.resize(dims);
+  for (int d = 0; d < dims; ++d) {
+    std::set<int> vals;
+    for (int core : group) vals.insert(s.coord(m, core, d));
+    s.values[d].assign(vals.begin(), vals.end());
+  }
+  std::size_t product = 1;
+  for (const auto& v : s.values) product *= v.size();
+  // A sub-grid: as many members as coordinate combinations, and no member twice.
+  s.is_grid =
+      product == group.size() && std::set<int>(group.begin(), group.end()).size() == group.size();
+  return s;
+}
+
+std::vector<int> GroupShape::digits(const Machine& m, int core) const {
+  std::vector<int> out(values.size());
+  for (std::size_t d = 0; d < values.size(); ++d) {
+    const auto& v = values[d];
+    const int c = coord(m, core, static_cast<int>(d));
+    out[d] = static_cast<int>(std::lower_bound(v.begin(), v.end(), c) - v.begin());
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> lines_along(const Machine& m, const GroupShape& shape,
+                                          const std::vector<int>& group, int dim) {
+  std::map<std::vector<int>, std::vector<std::pair<int, int>>> by_rest;
+  for (int core : group) {
+    std::vector<int> rest;
+    for (int d = 0; d < static_cast<int>(shape.values.size()); ++d)
+      if (d != dim) rest.push_back(shape.coord(m, core, d));
+    by_rest[rest].emplace_back(shape.coord(m, core, dim), core);
+  }
+  std::vector<std::vector<int>> lines;
+  for (auto& [_, members] : by_rest) {
+    std::sort(members.begin(), members.end());
+    lines.emplace_back();
+    for (const auto& [c, core] : members) lines.back().push_back(core);
+  }
+  return lines;
+}
+
+std::vector<int> grid_order(const Machine& m, const std::vector<int>& group) {
+  const GroupShape shape = analyse_group(m, group);
+  if (!shape.is_grid) return group;
+  std::vector<int> order(group.size());
+  for (int core : group) {
+    const std::vector<int> digit = shape.digits(m, core);
+    std::size_t rank = 0;
+    for (int d = static_cast<int>(digit.size()) - 1; d >= 0; --d)
+      rank = rank * shape.values[d].size() + static_cast<std::size_t>(digit[d]);
+    order[rank] = core;
+  }
+  return order;
+}
+
+GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shift, bool wrap) {
+  const int n = static_cast<int>(group.size());
+  PlanPhase p;
+  p.kind = StepKind::Exchange;
+  p.steps = 1;
+  p.step_fraction = 1.0;
+  Ring r;
+  r.members = group;
+  r.next.resize(n);
+  for (int i = 0; i < n; ++i) {
+    int j = i + shift;
+    if (j < 0 || j >= n) {
+      if (!wrap) continue;  // the open ends send nothing
+      j = ((j % n) + n) % n;
+    }
+    if (j != i) r.next[i] = m.route(group[i], group[j]);
+  }
+  r.update_path_latency();
+  p.rings.push_back(std::move(r));
+  GroupPlan plan;
+  plan.phases.push_back(std::move(p));
+  return plan;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,79 @@
+#pragma once
+// Collective algorithms: each a registered implementation, chosen by name in
+// collectives.algorithm ("auto" picks per group; see pick_algorithm).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/collectives/collective_plan.hpp"
+
+namespace tpusim {
+
+class Machine;
+
+/// A group of cores seen as a sub-grid of the physical grid: dimension 0 is the core within the
+/// chip, then the topology's dimensions. Empty `extent` if the group is not a sub-grid.
+struct GroupShape {
+  std::vector<std::vector<int>> values;  ///< per dimension: the coordinates the group spans, sorted
+  bool is_grid = false;
+  int coord(const Machine& m, int core, int dim) const;
+  /// Per dimension: the position of the core's coordinate among `values`.
+  std::vector<int> digits(const Machine& m, int core) const;
+};
+GroupShape analyse_group(const Machine& m, const std::vector<int>& group);
+
+/// The lines of a sub-grid group along dimension `dim`: each line's members by coordinate.
+std::vector<std::vector<int>> lines_along(const Machine& m, const GroupShape& shape,
+                                          const std::vector<int>& group, int dim);
+
+/// The group ordered by its position in its sub-grid (dimension 0, the core within the chip,
+/// fastest); a group that is not a sub-grid keeps its mesh order. With power-of-two extents,
+/// flipping bit k of a member's rank moves it along one dimension only.
+std::vector<int> grid_order(const Machine& m, const std::vector<int>& group);
+
+class CollectiveAlgorithm {
+ public:
+  virtual ~CollectiveAlgorithm() = default;
+  /// One line for reports and `tpusim collective --algorithm help`.
+  virtual std::string describe() const = 0;
+  /// The plan of a reduce-scatter, all-gather or all-reduce over `group` (in mesh order).
+  /// Throws ConfigError if this algorithm cannot serve the group.
+  virtual GroupPlan plan(const Machine& m, CollectiveKind kind,
+                         const std::vector<int>& group) const = 0;
+  /// A lower bound on the predicted time of plan() for `group` and `bytes`, found without
+  /// routing anything, so `auto` skips building plans that cannot win. Zero: always build.
+  virtual Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
+                               double bytes) const {
+    (void)m, (void)kind, (void)group, (void)bytes;
+    return Duration{};
+  }
+};
+
+/// `steps` step overheads plus `bytes` sent in sequence over the machine's fastest link: no plan
+/// of that many steps moving that much per member in sequence can be faster.
+Duration alpha_beta_bound(const Machine& m, double steps, double bytes);
+/// The bandwidth of the fastest link a group member can send over.
+Bandwidth fastest_link(const Machine& m);
+
+using AlgorithmFactory = std::unique_ptr<CollectiveAlgorithm> (*)();
+struct AlgorithmRegistrar {
+  AlgorithmRegistrar(const char* name, AlgorithmFactory make);
+};
+/// The named algorithm; throws ConfigError listing the names if unknown.
+std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name,
+                                                    const std::string& where);
+std::vector<std::string> algorithm_names();
+
+/// A plan that is not a ring over the group: a collective-permute by `shift`.
+GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shift, bool wrap);
+
+/// The all-to-all plans (sim/all_to_all.cpp), chosen by collectives.all_to_all_algorithm:
+/// "direct": one step in which every member sends its piece to every other member at once, each
+/// routed in dimension order, so the pieces contend for links; "per_dimension": one such
+/// exchange per grid dimension in turn, among the members of each line (sub-grids only; throws
+/// ConfigError otherwise).
+GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group,
+                          const std::string& algorithm);
+std::vector<std::string> all_to_all_names();
+
+}  // namespace tpusim

@@ -1,0 +1,120 @@
+#include "sim/collectives/collective_plan.hpp"
+
+#include <algorithm>
+
+#include "sim/machine/machine.hpp"
+
+namespace tpusim {
+
+void Ring::update_path_latency() {
+  path_latency = Duration{};
+  for (const auto* routes : {&next, &prev}) {
+    for (const auto& r : *routes) {
+      Duration l;
+      for (const LinkModule* link : r) l += link->latency;
+      path_latency = max(path_latency, l);
+    }
+  }
+}
+
+Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional, bool closed) {
+  Ring r;
+  r.members = order;
+  const std::size_t n = order.size();
+  r.next.resize(n);
+  if (bidirectional) r.prev.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (closed || i + 1 < n) r.next[i] = m.route(order[i], order[(i + 1) % n]);
+    if (bidirectional && (closed || i > 0)) r.prev[i] = m.route(order[i], order[(i + n - 1) % n]);
+  }
+  r.update_path_latency();
+  return r;
+}
+
+Ring make_exchange(const Machine& m, const std::vector<int>& members,
+                   const std::vector<std::vector<int>>& partners) {
+  Ring r;
+  r.members = members;
+  std::vector<std::pair<Route, int>> sends;  // route, sending core
+  for (std::size_t i = 0; i < members.size(); ++i)
+    for (int j : partners[i])
+      if (members[j] != members[i]) sends.emplace_back(m.route(members[i], members[j]), members[i]);
+  // Shortest routes first: the message level reserves links in batch order, and a long route
+  // reserved early would hold its later links until its first hops are through.
+  std::stable_sort(sends.begin(), sends.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() < b.first.size(); });
+  r.next.reserve(sends.size());
+  r.next_from.reserve(sends.size());
+  for (auto& [route, from] : sends) {
+    r.next.push_back(std::move(route));
+    r.next_from.push_back(from);
+  }
+  r.update_path_latency();
+  return r;
+}
+
+void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
+                   std::vector<double>& scratch) {
+  if (scratch.size() < m.links().size()) scratch.assign(m.links().size(), 0.0);
+  std::vector<const LinkModule*> touched;
+  std::size_t phases = 0;
+  for (const GroupPlan* plan : plans) phases = std::max(phases, plan->phases.size());
+  for (std::size_t k = 0; k < phases; ++k) {
+    for (const GroupPlan* plan : plans) {
+      if (k >= plan->phases.size()) continue;
+      for (const Ring& ring : plan->phases[k].rings)
+        for (const auto* routes : {&ring.next, &ring.prev})
+          for (const Route& route : *routes)
+            for (const LinkModule* link : route) {
+              if (scratch[link->index] == 0) touched.push_back(link);
+              scratch[link->index] += 1;
+            }
+    }
+    double worst = 0;
+    for (const LinkModule* link : touched) {
+      worst = std::max(worst, scratch[link->index] / link->bandwidth.bytes_per_s());
+      scratch[link->index] = 0;
+    }
+    touched.clear();
+    for (GroupPlan* plan : plans) {
+      if (k >= plan->phases.size()) continue;
+      PlanPhase& phase = plan->phases[k];
+      phase.link_s_per_byte = worst;
+      phase.path_latency = Duration{};
+      for (const Ring& ring : phase.rings)
+        phase.path_latency = max(phase.path_latency, ring.path_latency);
+    }
+  }
+}
+
+GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims) {
+  auto phase_for = [&](const DimRings& d, StepKind k, double fraction) {
+    PlanPhase p;
+    p.kind = k;
+    p.bidirectional = d.bidirectional;
+    p.steps = static_cast<int>(d.rings.front().size()) - 1;
+    p.step_fraction = fraction;
+    for (const auto& order : d.rings) p.rings.push_back(make_ring(m, order, d.bidirectional));
+    return p;
+  };
+  GroupPlan plan;
+  double f = 1.0;  // the share of the collective's bytes each member holds
+  std::vector<double> before;
+  for (const auto& d : dims) {
+    const double n = static_cast<double>(d.rings.front().size());
+    before.push_back(f);
+    if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter)
+      plan.phases.push_back(phase_for(d, StepKind::ReduceScatter, f / n));
+    f /= n;
+  }
+  if (kind == CollectiveKind::ReduceScatter) return plan;
+  // All-gather back, last dimension first: each step forwards one piece of the current size.
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    const double n = static_cast<double>(dims[i].rings.front().size());
+    plan.phases.push_back(phase_for(dims[i], StepKind::AllGather, f));
+    f *= n;
+  }
+  return plan;
+}
+
+}  // namespace tpusim

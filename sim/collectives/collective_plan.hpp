@@ -1,0 +1,73 @@
+#pragma once
+// A collective on one group of cores, as phases of point-to-point steps. Algorithms build plans;
+// the engine plays them on the network.
+#include <vector>
+
+#include "models/program.hpp"
+#include "sim/network/network.hpp"
+
+namespace tpusim {
+
+/// Members in ring order, with the routes to the next (and previous) member. An exchange (see
+/// make_exchange) uses the same shape: `next` then holds every route of one step.
+struct Ring {
+  std::vector<int> members;
+  std::vector<Route> next;  ///< members[i] -> its successor (empty route: sends nothing)
+  std::vector<Route> prev;  ///< members[i] -> its predecessor (bidirectional rings only)
+  /// The sending core of next[k] where it is not members[k] (exchanges); empty otherwise.
+  std::vector<int> next_from;
+  Duration path_latency;  ///< the longest route's summed hop latencies
+  void update_path_latency();
+};
+
+enum class StepKind {
+  ReduceScatter,  ///< receivers sum what arrives into their buffer
+  AllGather,      ///< receivers store what arrives
+  Exchange        ///< one-off sends (permute, one all-to-all round)
+};
+
+struct PlanPhase {
+  StepKind kind = StepKind::ReduceScatter;
+  int steps = 0;
+  /// Bytes each member sends per step, as a fraction of the collective's bytes; a bidirectional
+  /// ring sends half of it each way.
+  double step_fraction = 0;
+  bool bidirectional = false;
+  /// Pieces of step_fraction each receiver sums per step (one-shot all-reduce: n - 1).
+  double reduce_pieces = 1;
+  std::vector<Ring> rings;  ///< independent rings progressing in parallel
+  /// Filled by profile_plans: the most time per byte sent by each route that any link of one step
+  /// needs (routes crossing it / its bandwidth), the contention of the phase's own traffic.
+  double link_s_per_byte = 0;
+  Duration path_latency;  ///< filled by profile_plans: the longest ring's path latency
+};
+
+struct GroupPlan {
+  std::vector<PlanPhase> phases;
+};
+
+class Machine;
+
+/// Builds a ring over `order` (cores); `closed` joins the last member to the first.
+/// One step in which members[i] sends to members[j] for every j in partners[i].
+Ring make_exchange(const Machine& m, const std::vector<int>& members,
+                   const std::vector<std::vector<int>>& partners);
+
+/// Fills each phase's link_s_per_byte and path_latency. The plans are of groups that run at the
+/// same time: phase k of every plan counts towards the link load of phase k. `scratch` is a
+/// reusable per-link table, all zero between calls (profile_plans leaves it so).
+void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
+                   std::vector<double>& scratch);
+Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional,
+               bool closed = true);
+
+/// Reduce-scatter and all-gather phases over rings, by kind:
+/// all-reduce = RS phases in order then AG phases in reverse; reduce-scatter = RS phases;
+/// all-gather = AG phases in reverse. Each entry of `dims` is one dimension's set of rings.
+struct DimRings {
+  std::vector<std::vector<int>> rings;  ///< each ring's members in ring order
+  bool bidirectional = false;
+};
+GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims);
+
+}  // namespace tpusim

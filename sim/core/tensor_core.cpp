@@ -1,0 +1,147 @@
+#include "sim/core/tensor_core.hpp"
+
+#include <algorithm>
+
+#include "sim/collectives/collective_engine.hpp"
+#include "sim/kernel/event_queue.hpp"
+#include "sim/kernel/failure.hpp"
+#include "sim/machine/host.hpp"
+#include "sim/kernel/timeline.hpp"
+
+namespace tpusim {
+
+TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx,
+                       bool traced, double compute_scale)
+    : sc_core::sc_module(name),
+      id_(id),
+      ctx_(ctx),
+      traced_(traced),
+      compute_scale_(compute_scale),
+      resources_("resources", *ctx.hardware, ctx.async_collectives) {
+  SC_METHOD(guarded_step);
+  sensitive << wake_;
+}
+
+void TensorCore::account(Duration now) {
+  const Duration dt = now - last_account_;
+  if (running_) busy_ += dt;
+  if (!outstanding_.empty()) {
+    comm_ += dt;
+    if (!running_) exposed_ += dt;
+  }
+  last_account_ = now;
+}
+
+bool TensorCore::in_flight(int op_index) const {
+  return std::find(outstanding_.begin(), outstanding_.end(), op_index) != outstanding_.end();
+}
+
+Duration TensorCore::op_duration(int op_index) const {
+  const Duration t = ctx_.op_time[op_index];
+  return compute_scale_ == 1.0 ? t : t * compute_scale_;
+}
+
+bool TensorCore::ready(int op_index) const {
+  // Ops before pc_ are issued and, between runs, every compute op among them is done; only a
+  // collective may still be in flight.
+  for (int d : ctx_.program->ops[op_index].deps)
+    if (d >= pc_ || (ctx_.program->ops[d].is_collective && in_flight(d))) return false;
+  const int batch = infeed_batch(op_index);
+  return batch < 0 || ctx_.infeed->available(id_, batch, sim_now());
+}
+
+void TensorCore::guarded_step() {
+  guarded([this] { step(); });
+}
+
+void TensorCore::step() {
+  ++activations_;
+  const Duration now = sim_now();
+  if (running_) {
+    if (now < run_end_) {  // woken early by a collective: keep waiting for the run's end
+      wake_.notify(to_sc(run_end_ - now));
+      return;
+    }
+    account(now);
+    running_ = false;
+  }
+  const auto& ops = ctx_.program->ops;
+  const int n = static_cast<int>(ops.size());
+  while (pc_ < n) {
+    const Op& op = ops[pc_];
+    if (!ready(pc_)) return;  // a collective or an infeed batch we need will wake us
+    if (!ctx_.async_collectives && !outstanding_.empty()) return;
+    if (op.is_collective) {
+      account(now);
+      outstanding_.push_back(pc_);
+      issued_at_.push_back(now);
+      ctx_.engine->arrive(pc_++, id_);
+      continue;
+    }
+    // A run: this op and every following compute op whose inputs are ready (earlier ops of the
+    // run count as ready: they run first), granted their resources in order, settled in one wait.
+    account(now);
+    const int first = pc_;
+    Duration end = now, natural;
+    run_ends_.clear();
+    const bool exclusive = resources_.exclusive_from(now);
+    OpDemand counted;  // an exclusive run's demands, counted once
+    // An infeed op begins a run, so that its batch is asked for at the time the core gets there.
+    while (pc_ < n && !ops[pc_].is_collective && (pc_ == first || infeed_batch(pc_) < 0) &&
+           ready(pc_)) {
+      if (infeed_batch(pc_) >= 0) ctx_.infeed->dequeue(id_, infeed_batch(pc_), now);
+      const Duration t = op_duration(pc_);
+      const OpDemand& d = ctx_.op_demand[pc_];
+      if (exclusive) {
+        end += t;
+        counted += d;
+      } else {
+        end = resources_.compute(end, compute_scale_ == 1.0 ? d : d * compute_scale_, t);
+      }
+      natural += t;
+      if (traced_) run_ends_.push_back(end);
+      ++pc_;
+    }
+    if (exclusive) resources_.count(compute_scale_ == 1.0 ? counted : counted * compute_scale_);
+    running_ = true;
+    slowdown_ += end - now - natural;
+    if (traced_) trace_run(now, first);
+    run_end_ = end;
+    wake_.notify(to_sc(end - now));
+    return;
+  }
+  if (outstanding_.empty() && !finished_) {
+    account(now);
+    finished_ = true;
+    finish_time_ = now;
+  }
+}
+
+void TensorCore::collective_done(int op_index) {
+  const Duration now = sim_now();
+  account(now);
+  auto it = std::find(outstanding_.begin(), outstanding_.end(), op_index);
+  if (it == outstanding_.end()) return;
+  const auto i = it - outstanding_.begin();
+  if (traced_ && ctx_.timeline) {
+    const Op& op = ctx_.program->ops[op_index];
+    ctx_.timeline->span(id_, op_index, op.name,
+                        std::string("collective:") + to_string(op.collective.kind), issued_at_[i],
+                        now);
+  }
+  outstanding_.erase(it);
+  issued_at_.erase(issued_at_.begin() + i);
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TensorCore::trace_run(Duration start, int from) const {
+  if (!ctx_.timeline) return;
+  Duration t = start;
+  for (std::size_t k = 0; k < run_ends_.size(); ++k) {
+    const Op& op = ctx_.program->ops[from + static_cast<int>(k)];
+    ctx_.timeline->span(id_, from + static_cast<int>(k), op.name, op.kind, t, run_ends_[k]);
+    t = run_ends_[k];
+  }
+}
+
+}  // namespace tpusim

@@ -1,0 +1,93 @@
+#pragma once
+// A TensorCore playing the SPMD Program. One SC_METHOD per core, woken when a run of compute
+// ends or a collective it waits for completes. Consecutive compute ops whose inputs are ready
+// are settled in one wait: each op is granted its MXU, vector-unit and HBM time by the core's
+// resource modules (CoreResources) at once, so kernel events grow with communication points, not
+// with ops or cycles. Collectives are issued as soon as their inputs exist; their steps take HBM
+// and vector time from the same resources; an op that needs a collective's result waits for it.
+#include <systemc>
+#include <vector>
+
+#include "core/hardware.hpp"
+#include "core/units.hpp"
+#include "models/program.hpp"
+#include "sim/core/core_resources.hpp"
+
+namespace tpusim {
+
+class CollectiveEngine;
+class InfeedPort;
+class TimelineSink;
+
+/// What every core shares: the Program and its per-op compute times.
+struct ExecutionContext {
+  const Program* program = nullptr;
+  const HardwareSpec* hardware = nullptr;
+  std::vector<Duration> op_time;    ///< per op, uncontended; zero for collectives
+  std::vector<OpDemand> op_demand;  ///< per op: what it asks of MXUs, vector unit and HBM
+  CollectiveEngine* engine = nullptr;
+  /// false: a core waits for each collective it issues before doing anything else (the core
+  /// drives its collectives itself); true: it computes while collectives are in flight.
+  bool async_collectives = true;
+  TimelineSink* timeline = nullptr;
+  /// With hosts (sim/host.hpp): per op the infeed batch it dequeues (-1: none). An infeed op is
+  /// ready only once its batch is in the core's queue.
+  InfeedPort* infeed = nullptr;
+  const std::vector<int>* infeed_batch = nullptr;
+};
+
+class TensorCore : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(TensorCore);
+  /// `compute_scale` multiplies every compute op's time on this core (1 for a healthy core).
+  TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx, bool traced,
+             double compute_scale = 1.0);
+
+  /// The collective `op_index` is over for this core.
+  void collective_done(int op_index);
+  /// Something the core may wait for (an infeed batch) is there: look again.
+  void wake() { wake_.notify(sc_core::SC_ZERO_TIME); }
+
+  bool finished() const { return finished_; }
+  int pc() const { return pc_; }
+  Duration finish_time() const { return finish_time_; }
+  Duration busy() const { return busy_; }           ///< computing
+  Duration communicating() const { return comm_; }  ///< at least one collective in flight
+  Duration exposed() const { return exposed_; }     ///< waiting on collectives, not computing
+  /// Time compute runs took beyond their uncontended time because collective steps held the
+  /// core's HBM port or vector unit.
+  Duration compute_slowdown() const { return slowdown_; }
+  std::uint64_t activations() const { return activations_; }
+  CoreResources& resources() { return resources_; }
+  const std::vector<int>& outstanding() const { return outstanding_; }
+
+ private:
+  void guarded_step();
+  void step();
+  bool ready(int op_index) const;
+  int infeed_batch(int op_index) const { return ctx_.infeed ? (*ctx_.infeed_batch)[op_index] : -1; }
+  bool in_flight(int op_index) const;
+  Duration op_duration(int op_index) const;
+  void account(Duration now);
+  void trace_run(Duration start, int from) const;
+
+  const int id_;
+  const ExecutionContext& ctx_;
+  const bool traced_;
+  const double compute_scale_;
+  CoreResources resources_;
+  std::vector<Duration> run_ends_;  ///< per op of the current run, when traced
+  sc_core::sc_event wake_;
+  int pc_ = 0;
+  bool running_ = false;
+  Duration run_end_;
+  std::vector<int> outstanding_;     ///< issued collectives not yet done (few)
+  std::vector<Duration> issued_at_;  ///< parallel to outstanding_, for the timeline
+  bool finished_ = false;
+  Duration finish_time_;
+  Duration last_account_;
+  Duration busy_, comm_, exposed_, slowdown_;
+  std::uint64_t activations_ = 0;
+};
+
+}  // namespace tpusim

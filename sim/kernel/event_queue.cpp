@@ -1,0 +1,67 @@
+#include "sim/kernel/event_queue.hpp"
+
+#include <stdexcept>
+
+#include "core/errors.hpp"
+#include "core/limits.hpp"
+#include "sim/kernel/failure.hpp"
+
+namespace tpusim {
+
+namespace {
+[[noreturn]] void past_time_limit(double seconds) {
+  throw ConfigError("simulated time",
+                    "the run reaches " + format_number(seconds) + " s, " +
+                        past_limit(kMaxSimulatedSeconds, "s", "kMaxSimulatedSeconds") +
+                        "; reduce the work of the step");
+}
+constexpr std::int64_t kMaxSimulatedPs = static_cast<std::int64_t>(kMaxSimulatedSeconds * 1e12);
+}  // namespace
+
+sc_core::sc_time to_sc(Duration d) {
+  const std::int64_t now = sim_now().ps();
+  if (d.ps() < 0) throw std::logic_error("tpusim bug: a negative delay");
+  if (d.ps() > kMaxSimulatedPs - now) past_time_limit(Duration::ps(now).seconds() + d.seconds());
+  return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(d.ps()));
+}
+
+EventQueue::EventQueue(sc_core::sc_module_name name) : sc_core::sc_module(name) {
+  SC_METHOD(fire);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+void EventQueue::at(Duration when, Callback cb) {
+  const std::int64_t now = sim_now().ps();
+  const std::int64_t t = when.ps() < now ? now : when.ps();
+  if (t > kMaxSimulatedPs) past_time_limit(when.seconds());
+  items_.push(Item{t, seq_++, std::move(cb)});
+  if (armed_for_ < 0 || t < armed_for_) arm();
+}
+
+void EventQueue::arm() {
+  if (items_.empty()) {
+    armed_for_ = -1;
+    return;
+  }
+  const std::int64_t t = items_.top().when_ps;
+  const std::int64_t now = sim_now().ps();
+  armed_for_ = t;
+  // A pending later notification is replaced by an earlier one (SystemC keeps the earliest).
+  wake_.notify(to_sc(Duration::ps(t - now)));
+}
+
+void EventQueue::fire() {
+  ++activations_;
+  armed_for_ = -1;
+  const std::int64_t now = sim_now().ps();
+  while (!items_.empty() && items_.top().when_ps <= now) {
+    // Move the callback out before popping: it may schedule more callbacks.
+    Callback cb = std::move(const_cast<Item&>(items_.top()).cb);
+    items_.pop();
+    guarded(cb);
+  }
+  if (armed_for_ < 0) arm();
+}
+
+}  // namespace tpusim

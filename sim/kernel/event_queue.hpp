@@ -1,0 +1,54 @@
+#pragma once
+// A callback queue on one SystemC event: the kernel sees one activation per distinct timestamp,
+// however many callbacks fall on it. Used by the network and the collective engine, whose work
+// is bookkeeping at known future times rather than processes that wait.
+#include <functional>
+#include <queue>
+#include <systemc>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace tpusim {
+
+/// A delay from now as a kernel time. Throws ConfigError if now + d passes
+/// kMaxSimulatedSeconds (core/limits.hpp): the kernel's clock must never wrap.
+sc_core::sc_time to_sc(Duration d);
+inline Duration from_sc(const sc_core::sc_time& t) {
+  return Duration::ps(static_cast<std::int64_t>(t.value()));
+}
+/// The current simulated time as a Duration.
+inline Duration sim_now() { return from_sc(sc_core::sc_time_stamp()); }
+
+class EventQueue : public sc_core::sc_module {
+ public:
+  using Callback = std::function<void()>;
+  SC_HAS_PROCESS(EventQueue);
+  explicit EventQueue(sc_core::sc_module_name name);
+
+  /// Runs `cb` at absolute time `when` (not before now). Same-time callbacks run in order.
+  void at(Duration when, Callback cb);
+  std::uint64_t activations() const { return activations_; }
+
+ private:
+  struct Item {
+    std::int64_t when_ps;
+    std::uint64_t seq;
+    Callback cb;
+  };
+  struct Later {
+    bool operator()(const Item& a, const Item& b) const {
+      return a.when_ps != b.when_ps ? a.when_ps > b.when_ps : a.seq > b.seq;
+    }
+  };
+  void fire();
+  void arm();
+
+  std::priority_queue<Item, std::vector<Item>, Later> items_;
+  sc_core::sc_event wake_;
+  std::uint64_t seq_ = 0;
+  std::int64_t armed_for_ = -1;
+  std::uint64_t activations_ = 0;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,111 @@
+#pragma once
+// Hosts and infeed: one Host module per group of chips (hardware.host.chips_per_host) preprocesses
+// the examples of its chips at a fixed rate and copies each core's share of a batch over its
+// chip's PCIe link into the core's infeed queue. A queue holds host.infeed_queue_batches batches
+// (2: double-buffered); the host starts on batch b only when every one of its cores has dequeued
+// batch b - queue_batches. A core dequeues batch b at the Program's infeed op of that batch and
+// waits there until the batch has arrived: a host slower than the device stalls the step.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <systemc>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/units.hpp"
+
+namespace tpusim {
+
+class EventQueue;
+
+/// What the hosts feed, in the order the cores dequeue it. Filled by the caller (tools).
+struct InfeedPlan {
+  std::vector<int> op_batch;                ///< per Program op: the batch it dequeues, or -1
+  std::vector<double> batch_examples;       ///< per batch: examples over all hosts
+  std::vector<double> batch_example_bytes;  ///< per batch: infeed bytes of one of its examples
+  double examples_per_s_per_host = 0;       ///< preprocessing rate of one host
+};
+
+/// The hosts' parameters hardware.host.* (declared in sim/host.cpp).
+struct HostOptions {
+  int chips_per_host = 4;
+  Bandwidth pcie_per_chip = Bandwidth::GBps(15);
+  int queue_batches = 2;
+  static HostOptions from_config(const Config& cfg);
+};
+
+struct InfeedBatchStats {
+  Duration arrived;  ///< the last core's copy of the batch arrived
+  Duration started;  ///< the last core dequeued it (its step began)
+  Duration stall;    ///< longest wait of a core at the batch's infeed op
+};
+
+/// What a TensorCore asks at an infeed op.
+class InfeedPort {
+ public:
+  virtual ~InfeedPort() = default;
+  /// True if batch `batch` is in core `core`'s queue at `now`. A false answer records that the
+  /// core waits from `now` on (the core is woken when the batch arrives).
+  virtual bool available(int core, int batch, Duration now) = 0;
+  /// Core `core` takes batch `batch` at `now`, freeing its queue slot.
+  virtual void dequeue(int core, int batch, Duration now) = 0;
+};
+
+class Host;
+
+/// All hosts of the machine.
+class HostSet : public InfeedPort {
+ public:
+  /// `wake(core)` is called when a batch arrives in the queue of a core.
+  HostSet(int chips, int cores_per_chip, const HostOptions& options, const InfeedPlan& plan,
+          EventQueue& queue, std::function<void(int)> wake);
+  ~HostSet() override;
+
+  bool available(int core, int batch, Duration now) override;
+  void dequeue(int core, int batch, Duration now) override;
+
+  int num_hosts() const { return static_cast<int>(hosts_.size()); }
+  const std::vector<InfeedBatchStats>& stats() const { return stats_; }
+
+ private:
+  friend class Host;
+  void arrived(int core, int batch, Duration when);
+
+  const InfeedPlan& plan_;
+  EventQueue& queue_;
+  std::function<void(int)> wake_;
+  std::vector<std::unique_ptr<Host>> hosts_;
+  std::vector<int> host_of_core_;
+  std::vector<std::vector<Duration>> arrival_;  ///< [core][batch]; negative: not yet
+  std::vector<Duration> waiting_since_;         ///< per core, for its current batch
+  std::vector<bool> waiting_;
+  std::vector<InfeedBatchStats> stats_;
+};
+
+/// One host: an SC_METHOD that preprocesses one batch at a time and then copies it to its chips.
+class Host : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Host);
+  Host(sc_core::sc_module_name name, HostSet& set, int first_chip, int chips, int cores_per_chip,
+       int total_chips, const HostOptions& options);
+
+  /// One of this host's cores dequeued batch `batch`.
+  void dequeued(int batch);
+
+ private:
+  void guarded_work();
+  void work();
+
+  HostSet& set_;
+  const int first_core_, cores_;
+  const double share_;  ///< this host's chips over all chips: its share of every batch
+  const HostOptions options_;
+  sc_core::sc_event wake_;
+  int next_ = 0;                     ///< next batch to preprocess
+  bool busy_ = false;                ///< preprocessing batch next_
+  Duration done_at_;                 ///< when batch next_ is preprocessed
+  std::vector<int> taken_;           ///< per batch: how many of this host's cores dequeued it
+  std::vector<Duration> pcie_free_;  ///< per chip: when its PCIe link is next free
+};
+
+}  // namespace tpusim

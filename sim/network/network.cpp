@@ -1,0 +1,101 @@
+#include "sim/network/network.hpp"
+
+#include <map>
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+// One parameter per line reads as a table.
+// clang-format off
+const ParamRegistrar kParams{{
+    {"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size), flow (max-min fair sharing of links, rates recomputed at flow start and end) or packet (per-packet FIFO at every link, computed in packet trains; the reference)", -1e300, 1e300, {"message", "flow", "packet"}},
+    {"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12},
+    {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9},
+    {"network.coalesce_ring_steps", T::Boolean, "", true, "message and flow levels: the steps of one ring phase travel as one message per neighbour pair (each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},
+    {"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (chip5_ici_xp: chip 5's link in +X; xm, yp, ym, zp...) and FACTOR in (0, 1] multiplying its bandwidth", -1e300, 1e300},
+    {"network.failed_links", T::String, "", "", "ICI link directions that carry nothing, as NAME[,NAME...] (names as in network.degraded_links); routes go the other way round the dimension's ring, and a group they cut off is an error", -1e300, 1e300},
+    {"network.contention", T::Boolean, "", true, "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"},
+}};
+// clang-format on
+
+std::map<std::string, NetworkFactory>& registry() {
+  static std::map<std::string, NetworkFactory> r;
+  return r;
+}
+}  // namespace
+
+NetworkOptions NetworkOptions::from_config(const Config& c) {
+  NetworkOptions o;
+  o.fidelity = c.string("network.fidelity");
+  o.chunk_bytes = static_cast<double>(c.integer("network.chunk_bytes"));
+  o.packet_bytes = static_cast<double>(c.integer("network.packet_bytes"));
+  o.contention = c.boolean("network.contention");
+  o.coalesce_ring_steps = c.boolean("network.coalesce_ring_steps");
+  o.degraded_links = parse_degraded_links(c.string("network.degraded_links"));
+  const std::string failed = c.string("network.failed_links");
+  for (std::size_t pos = 0; pos < failed.size();) {
+    const std::size_t end = std::min(failed.find(',', pos), failed.size());
+    const std::string name = failed.substr(pos, end - pos);
+    pos = end + 1;
+    if (name.empty() || !o.failed_links.insert(name).second)
+      throw ConfigError("network.failed_links",
+                        name.empty() ? "an empty name; give NAME[,NAME...] (e.g. chip5_ici_xp)"
+                                     : "'" + name + "' is given twice");
+  }
+  return o;
+}
+
+std::map<std::string, double> parse_degraded_links(const std::string& text) {
+  std::map<std::string, double> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    const std::size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    double factor = 0;
+    std::size_t used = 0;
+    try {
+      if (eq != std::string::npos) factor = std::stod(item.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (eq == std::string::npos || name.empty() || used == 0 || used != item.size() - eq - 1)
+      throw ConfigError("network.degraded_links",
+                        "'" + item + "' is not NAME=FACTOR (e.g. chip5_ici_xp=0.5)");
+    if (!(factor > 0 && factor <= 1))
+      throw ConfigError("network.degraded_links", "factor of '" + name + "' is " +
+                                                      item.substr(eq + 1) +
+                                                      "; allowed: greater than 0, at most 1");
+    if (!out.emplace(name, factor).second)
+      throw ConfigError("network.degraded_links", "'" + name + "' is given twice");
+  }
+  return out;
+}
+
+NetworkRegistrar::NetworkRegistrar(const char* name, NetworkFactory make) {
+  registry()[name] = make;
+}
+
+std::unique_ptr<Network> make_network(EventQueue& queue, const NetworkOptions& options) {
+  auto it = registry().find(options.fidelity);
+  if (it == registry().end()) {
+    std::string names;
+    for (const auto& n : network_names()) names += (names.empty() ? "" : ", ") + n;
+    throw ConfigError("network.fidelity",
+                      "unknown fidelity '" + options.fidelity + "'; allowed: " + names);
+  }
+  return it->second(queue, options);
+}
+
+std::vector<std::string> network_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : registry()) out.push_back(name);
+  return out;
+}
+
+}  // namespace tpusim

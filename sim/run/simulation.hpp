@@ -1,0 +1,99 @@
+#pragma once
+// One simulation: elaborate the machine and one TensorCore per core, play the Program, report.
+// SystemC elaborates one design per process, so call simulate() once per process.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/hardware.hpp"
+#include "models/program.hpp"
+#include "sim/collectives/collective_engine.hpp"
+#include "sim/machine/host.hpp"
+#include "sim/network/network.hpp"
+#include "topologies/topology.hpp"
+
+namespace tpusim {
+
+class TimelineSink;
+
+struct SimOptions {
+  NetworkOptions network;
+  CollectiveOptions collectives;
+  bool use_measured_durations = true;  ///< ops with a measured duration use it, else the model
+  TimelineSink* timeline = nullptr;
+  std::vector<int> traced_cores;  ///< cores whose spans go to the timeline
+  bool link_stats = false;        ///< fill SimReport::link_stats (every link of the machine)
+  /// Hosts feed the Program's infeed ops (tpusim train); null: no infeed, as for one step.
+  const InfeedPlan* infeed = nullptr;
+  HostOptions hosts;
+  static SimOptions from_config(const Config& cfg);  ///< network, collectives, hosts
+};
+
+struct OpTime {
+  int index = 0;
+  std::string name;
+  std::string kind;
+  double time_ms = 0;  ///< per core per step
+};
+
+struct LinkUsage {
+  double busiest_utilization = 0;  ///< busy time / step time of the busiest link
+  double mean_utilization = 0;     ///< over all links
+  std::string busiest_link;
+  double total_bytes = 0;
+};
+
+/// One direction of one link over the whole run.
+struct LinkStat {
+  std::string name;  ///< as in reports, e.g. chip5_ici_xp, chip0_onchip_0to1
+  double bandwidth_GBps = 0;
+  double bytes = 0;
+  Duration busy;  ///< time spent serialising bytes
+  std::uint64_t transfers = 0;
+};
+
+struct SimReport {
+  int chips = 0;
+  int cores = 0;
+  Duration step_time;              ///< until the last core finished
+  Duration compute;                ///< computing, on the core that finished last
+  Duration communication;          ///< at least one collective in flight, same core
+  Duration exposed_communication;  ///< waiting on collectives and not computing, same core
+  /// Compute time lost to collective steps holding that core's HBM port or vector unit (part of
+  /// `compute`); zero unless collectives overlap compute (hardware.async_collectives).
+  Duration compute_slowdown;
+  CommSplit comm_split;  ///< that core's time inside collectives, by cause
+  /// That core's resources over the run: busy time of its MXUs, vector unit and HBM port (every
+  /// grant, compute and collectives), and its DMA engines' streams.
+  struct Occupancy {
+    Duration mxu, vpu, hbm;
+    Duration dma;          ///< engine time: each stream from issue until its data is through
+    Duration dma_waiting;  ///< steps waiting for a free engine (hardware.dma.engines_per_core)
+    std::uint64_t dma_streams = 0;
+    int dma_peak_in_flight = 0;
+  } occupancy;
+  double useful_flops_per_core = 0;
+  double mxu_utilization = 0;
+  std::vector<OpTime> top_ops;  ///< compute ops and collectives, longest first
+  std::map<int, CollectiveOpStats> collectives;
+  LinkUsage links;
+  std::vector<LinkStat> link_stats;  ///< every link, if SimOptions::link_stats
+  std::uint64_t kernel_events = 0;   ///< SC_METHOD activations (cores and event queue)
+  std::uint64_t network_work = 0;    ///< link reservations or packet-hops
+  double wall_s = 0;
+  double elaboration_s = 0;
+  int hosts = 0;
+  std::vector<InfeedBatchStats> infeed;  ///< per infeed batch, when SimOptions::infeed is set
+};
+
+/// Plays `program` on the machine. Throws StuckError naming what waits on what if the program
+/// can never finish, ConfigError for a mesh or algorithm that does not fit.
+SimReport simulate(const Program& program, const Topology& topology, const HardwareSpec& hw,
+                   const SimOptions& options);
+
+/// Per-op compute times of a program on `hw` (measured durations if chosen and present).
+std::vector<Duration> compute_times(const Program& program, const HardwareSpec& hw,
+                                    bool use_measured);
+
+}  // namespace tpusim
