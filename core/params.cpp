@@ -196,39 +196,41 @@ bool value_ok(const ParamSpec& s, const nlohmann::json& v) {
 
 }  // namespace
 
-void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems) const {
-  if (!doc.is_object()) {
-    problems.add("(document)",
-                 "a study must be a JSON object, got " + std::string(doc.type_name()));
-    return;
-  }
+namespace {
+
+/// One validate_and_fill pass over a study document: the walk of what is given, then the
+/// defaults and the required values.
+struct ParamCheck {
+  const ParamRegistry& reg;
+  nlohmann::json& doc;
+  ProblemList& problems;
+
   // Which declarations apply: those without a condition, and those whose condition parameter
   // (given or defaulted) has the named value.
-  auto condition_value = [&](const std::string& path) -> std::string {
+  std::string condition_value(const std::string& path) const {
     if (const auto* v = json_at(doc, path); v && v->is_string()) return v->get<std::string>();
-    for (const auto* s : find(path))
+    for (const auto* s : reg.find(path))
       if (s->default_value.is_string()) return s->default_value.get<std::string>();
     return {};
-  };
-  auto condition_valid = [&](const std::string& path) {
+  }
+  bool condition_valid(const std::string& path) const {
     const auto* v = json_at(doc, path);
     if (!v) return true;
-    for (const auto* spec : find(path))
+    for (const auto* spec : reg.find(path))
       if (spec->when_path.empty()) return value_ok(*spec, *v);
     return true;
-  };
-  auto applies = [&](const ParamSpec& s) {
+  }
+  bool applies(const ParamSpec& s) const {
     return s.when_path.empty() || condition_value(s.when_path) == s.when_value;
-  };
+  }
 
-  // Walk what is given.
-  std::function<void(nlohmann::json&, const std::string&)> walk = [&](nlohmann::json& obj,
-                                                                      const std::string& prefix) {
+  /// Walk what is given.
+  void walk(nlohmann::json& obj, const std::string& prefix) {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       // Keys that begin with '_' are comments (documented in the README), e.g. "_why".
       if (!it.key().empty() && it.key()[0] == '_') continue;
       const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
-      auto specs = find(path);
+      auto specs = reg.find(path);
       const ParamSpec* spec = nullptr;
       for (const auto* s : specs)
         if (applies(*s)) spec = s;
@@ -238,7 +240,7 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
                                  (spec->unit.empty() ? "" : " (" + spec->unit + ")"));
         continue;
       }
-      if (is_section(path)) {
+      if (reg.is_section(path)) {
         if (!it.value().is_object()) {
           problems.add(path,
                        "expected an object (a section of parameters), got " + show(it.value()));
@@ -247,48 +249,67 @@ void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems
         walk(it.value(), path);
         continue;
       }
-      // Unknown: list the keys allowed at this level.
-      std::set<std::string> keys;
-      const std::string pre = prefix.empty() ? "" : prefix + ".";
-      for (const auto& s : specs_) {
-        if (s.path.compare(0, pre.size(), pre) != 0 || !applies(s)) continue;
-        std::string rest = s.path.substr(pre.size());
-        keys.insert(rest.substr(0, rest.find('.')));
-      }
-      std::string list;
-      for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
-      if (!specs.empty()) {
-        // If the condition's own value is wrong, that one problem is reported; the keys that
-        // depend on it cannot be judged.
-        if (!condition_valid(specs[0]->when_path)) continue;
-        problems.add(path, "is not a parameter here (it applies only when " + specs[0]->when_path +
-                               " is " + specs[0]->when_value + ")");
-      } else
-        problems.add(path, "unknown key; allowed here: " + (list.empty() ? "(none)" : list));
+      unknown_key(path, prefix, specs);
     }
-  };
-  walk(doc, "");
+  }
+
+  /// An unknown key: lists the keys allowed at this level.
+  void unknown_key(const std::string& path, const std::string& prefix,
+                   const std::vector<const ParamSpec*>& specs) {
+    std::set<std::string> keys;
+    const std::string pre = prefix.empty() ? "" : prefix + ".";
+    for (const auto& s : reg.all()) {
+      if (s.path.compare(0, pre.size(), pre) != 0 || !applies(s)) continue;
+      std::string rest = s.path.substr(pre.size());
+      keys.insert(rest.substr(0, rest.find('.')));
+    }
+    std::string list;
+    for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+    if (!specs.empty()) {
+      // If the condition's own value is wrong, that one problem is reported; the keys that
+      // depend on it cannot be judged.
+      if (!condition_valid(specs[0]->when_path)) return;
+      problems.add(path, "is not a parameter here (it applies only when " + specs[0]->when_path +
+                             " is " + specs[0]->when_value + ")");
+    } else
+      problems.add(path, "unknown key; allowed here: " + (list.empty() ? "(none)" : list));
+  }
 
   // Fill defaults; report missing required values. Not under a section given as something other
   // than an object: the walk reported that once ("hardware: expected an object"), and every
   // parameter under it would only repeat it.
-  auto under_non_object = [&](const std::string& path) {
+  bool under_non_object(const std::string& path) const {
     for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1))
       if (const auto* v = json_at(doc, path.substr(0, dot)); v && !v->is_object()) return true;
     return false;
-  };
-  for (const auto& s : specs_) {
-    if (!applies(s) || json_at(doc, s.path) || under_non_object(s.path)) continue;
-    if (s.default_value.is_null()) {
-      problems.add(s.path, "is required: " + s.meaning + "; expected " + allowed_text(s));
-      continue;
-    }
-    try {
-      json_set(doc, s.path, s.default_value);
-    } catch (const ConfigError& e) {
-      for (const auto& p : e.problems()) problems.add(p.where, p.what);
+  }
+  void fill_defaults() {
+    for (const auto& s : reg.all()) {
+      if (!applies(s) || json_at(doc, s.path) || under_non_object(s.path)) continue;
+      if (s.default_value.is_null()) {
+        problems.add(s.path, "is required: " + s.meaning + "; expected " + allowed_text(s));
+        continue;
+      }
+      try {
+        json_set(doc, s.path, s.default_value);
+      } catch (const ConfigError& e) {
+        for (const auto& p : e.problems()) problems.add(p.where, p.what);
+      }
     }
   }
+};
+
+}  // namespace
+
+void ParamRegistry::validate_and_fill(nlohmann::json& doc, ProblemList& problems) const {
+  if (!doc.is_object()) {
+    problems.add("(document)",
+                 "a study must be a JSON object, got " + std::string(doc.type_name()));
+    return;
+  }
+  ParamCheck check{*this, doc, problems};
+  check.walk(doc, "");
+  check.fill_defaults();
 }
 
 }  // namespace tpusim

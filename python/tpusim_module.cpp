@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "models/trace/trace_format.hpp"
-#include "models/trace/trace_summary.hpp"
 #include "tools/sweep/csv_table.hpp"
+#include "traces/format/trace_format.hpp"
+#include "traces/format/trace_summary.hpp"
 
 namespace py = pybind11;
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/png_pixels.hpp"
-#include "tests/cli/sweep_fixture.hpp"
+#include "tests/cli_sweep/sweep_fixture.hpp"
 
 using nlohmann::json;
 
@@ -25,7 +25,7 @@ std::vector<std::string> args(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
-// The plot's colour of points that did not succeed (0.70, 0.05, 0.10; tools/lib/plot_canvas.cpp).
+// The plot's colour of points that did not succeed (0.70, 0.05, 0.10; tools/plot/plot_canvas.cpp).
 const std::array<int, 3> kRingColour{179, 13, 26};
 }  // namespace
 

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "models/trace/file_bytes.hpp"
 #include "tests/cli/run_tpusim.hpp"
+#include "traces/format/file_bytes.hpp"
 
 namespace {
 namespace fs = std::filesystem;

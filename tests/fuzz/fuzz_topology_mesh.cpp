@@ -7,8 +7,8 @@
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
-#include "models/trace/mesh_groups.hpp"
 #include "topologies/topology.hpp"
+#include "traces/format/mesh_groups.hpp"
 
 namespace {
 void build(const tpusim::TopologySpec& spec) {

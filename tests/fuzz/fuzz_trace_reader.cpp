@@ -6,8 +6,8 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "models/trace/rescale.hpp"
-#include "models/trace/trace_format.hpp"
+#include "traces/format/rescale.hpp"
+#include "traces/format/trace_format.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tpusim;

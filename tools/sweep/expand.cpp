@@ -105,73 +105,50 @@ nlohmann::json validate_with_core_loader(const nlohmann::json& study) {
   return load_config(study).json();
 }
 
-std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::string>& sets,
-                               const StudyValidator& validate) {
-  nlohmann::json base = spec.base;
-  for (const auto& s : sets) apply_set(base, s);
+namespace {
 
-  std::vector<SweepPoint> points;
-  ProblemList problems;
-  std::vector<std::size_t> odometer(spec.groups.size(), 0);
-  const std::size_t total = spec.point_count();
-  for (std::size_t index = 0; index < total; ++index) {
-    // Mixed-radix digits of `index`, the last group varying fastest.
-    std::size_t rest = index;
-    for (std::size_t g = spec.groups.size(); g-- > 0;) {
-      odometer[g] = rest % spec.groups[g].size();
-      rest /= spec.groups[g].size();
+/// The derived axes of point `p` (expressions of the axes' values and the chip counts); false,
+/// with the problem, if one of them cannot be computed.
+bool set_derived(const SweepSpec& spec, SweepPoint& p, std::map<std::string, double>& vars,
+                 ProblemList& problems) {
+  const std::size_t index = p.index;
+  const std::string label = "point " + std::to_string(index);
+  if (!spec.derived.empty()) {
+    try {
+      ChipCount c = count_chips(p.study);
+      vars["chips"] = static_cast<double>(c.chips);
+      vars["cores"] = static_cast<double>(c.cores);
+      vars["cores_per_chip"] = static_cast<double>(c.cores_per_chip);
+    } catch (const ConfigError&) {
+      // Left out: an expression that reads chips reports it; load_config below names the cause.
     }
-    SweepPoint p;
-    p.index = index;
-    p.study = base;
-    std::map<std::string, double> vars;
-    for (std::size_t g = 0; g < spec.groups.size(); ++g) {
-      for (const auto& axis : spec.groups[g].axes) {
-        const auto& v = axis.values[odometer[g]];
-        p.values.push_back(v);
-        if (v.is_number()) vars[axis.name] = v.get<double>();
-        try {
-          set_value(p.study, axis.path, v);
-        } catch (const ConfigError& e) {
-          problems.add(axis.where, e.what());
-        }
-      }
-    }
-    const std::string label = "point " + std::to_string(index);
-    if (!spec.derived.empty()) {
-      try {
-        ChipCount c = count_chips(p.study);
-        vars["chips"] = static_cast<double>(c.chips);
-        vars["cores"] = static_cast<double>(c.cores);
-        vars["cores_per_chip"] = static_cast<double>(c.cores_per_chip);
-      } catch (const ConfigError&) {
-        // Left out: an expression that reads chips reports it; load_config below names the cause.
-      }
-    }
-    bool derived_ok = true;
-    for (const auto& d : spec.derived) {
-      try {
-        vars.erase("base");
-        if (!d.path.empty()) {
-          const nlohmann::json resolved = resolved_copy(p.study);
-          const auto* b = value_or_default(resolved, d.path);
-          if (b && b->is_number()) vars["base"] = b->get<double>();
-        }
-        nlohmann::json v = number_json(d.expr.eval(vars, d.where + ".expr"));
-        vars[d.name] = v.get<double>();
-        p.values.push_back(v);
-        set_value(p.study, d.path, v);
-      } catch (const ConfigError& e) {
-        for (const auto& pr : e.problems())
-          problems.add(label + " [" + point_label(spec, p) + "]: " + pr.where, pr.what);
-        derived_ok = false;
-        break;
-      }
-    }
-    if (derived_ok) points.push_back(std::move(p));
   }
-  problems.throw_if_any();
+  bool derived_ok = true;
+  for (const auto& d : spec.derived) {
+    try {
+      vars.erase("base");
+      if (!d.path.empty()) {
+        const nlohmann::json resolved = resolved_copy(p.study);
+        const auto* b = value_or_default(resolved, d.path);
+        if (b && b->is_number()) vars["base"] = b->get<double>();
+      }
+      nlohmann::json v = number_json(d.expr.eval(vars, d.where + ".expr"));
+      vars[d.name] = v.get<double>();
+      p.values.push_back(v);
+      set_value(p.study, d.path, v);
+    } catch (const ConfigError& e) {
+      for (const auto& pr : e.problems())
+        problems.add(label + " [" + point_label(spec, p) + "]: " + pr.where, pr.what);
+      derived_ok = false;
+      break;
+    }
+  }
+  return derived_ok;
+}
 
+/// Each point's study through `validate`: its resolved form and its id.
+void validate_points(const SweepSpec& spec, std::vector<SweepPoint>& points,
+                     const StudyValidator& validate, ProblemList& problems) {
   // A problem that every point has (usually one in the base study) is reported once; a problem
   // of some points is reported per point with its values.
   std::vector<std::pair<Problem, std::vector<const SweepPoint*>>> grouped;
@@ -207,6 +184,47 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
           "point " + std::to_string(p->index) + " [" + point_label(spec, *p) + "]: " + pr.where,
           pr.what);
   }
+}
+
+}  // namespace
+
+std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::string>& sets,
+                               const StudyValidator& validate) {
+  nlohmann::json base = spec.base;
+  for (const auto& s : sets) apply_set(base, s);
+
+  std::vector<SweepPoint> points;
+  ProblemList problems;
+  std::vector<std::size_t> odometer(spec.groups.size(), 0);
+  const std::size_t total = spec.point_count();
+  for (std::size_t index = 0; index < total; ++index) {
+    // Mixed-radix digits of `index`, the last group varying fastest.
+    std::size_t rest = index;
+    for (std::size_t g = spec.groups.size(); g-- > 0;) {
+      odometer[g] = rest % spec.groups[g].size();
+      rest /= spec.groups[g].size();
+    }
+    SweepPoint p;
+    p.index = index;
+    p.study = base;
+    std::map<std::string, double> vars;
+    for (std::size_t g = 0; g < spec.groups.size(); ++g) {
+      for (const auto& axis : spec.groups[g].axes) {
+        const auto& v = axis.values[odometer[g]];
+        p.values.push_back(v);
+        if (v.is_number()) vars[axis.name] = v.get<double>();
+        try {
+          set_value(p.study, axis.path, v);
+        } catch (const ConfigError& e) {
+          problems.add(axis.where, e.what());
+        }
+      }
+    }
+    if (set_derived(spec, p, vars, problems)) points.push_back(std::move(p));
+  }
+  problems.throw_if_any();
+
+  validate_points(spec, points, validate, problems);
   problems.throw_if_any();
   return points;
 }

@@ -244,22 +244,11 @@ std::size_t SweepSpec::point_count() const {
   return n;
 }
 
-SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const std::string& dir) {
-  ProblemList problems;
-  SweepSpec spec;
-  spec.file = file;
-  if (!doc.is_object())
-    throw ConfigError("(document)", "a sweep must be a JSON object with \"base\" and \"axes\"");
-  check_keys(doc, "", {"base", "axes", "series", "command"}, problems);
-  if (auto c = doc.find("command"); c != doc.end()) {
-    if (c->is_string() && (*c == "run" || *c == "train"))
-      spec.command = c->get<std::string>();
-    else
-      problems.add("command", show(*c) +
-                                  " is not allowed; expected \"run\" (one step per point) "
-                                  "or \"train\" (time to train per point)");
-  }
+namespace {
 
+/// "base": a study file (relative to the sweep file) or an inline study.
+void parse_base(const nlohmann::json& doc, const std::string& dir, SweepSpec& spec,
+                ProblemList& problems) {
   if (auto b = doc.find("base"); b == doc.end()) {
     problems.add(
         "base",
@@ -279,6 +268,46 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
                              " is not allowed; expected a study file path (relative to the sweep "
                              "file) or an inline study object");
   }
+}
+
+/// "series": the axes whose values name a curve.
+void parse_series(const nlohmann::json& doc, SweepSpec& spec, ProblemList& problems) {
+  if (auto s = doc.find("series"); s != doc.end()) {
+    if (!s->is_array()) {
+      problems.add("series",
+                   show(*s) + " is not allowed; expected a list of axis names ([]: by model only)");
+    } else {
+      spec.series_given = true;
+      for (std::size_t i = 0; i < s->size(); ++i) {
+        if (!(*s)[i].is_string()) {
+          problems.add("series[" + std::to_string(i) + "]", show((*s)[i]) + " is not an axis name");
+          continue;
+        }
+        spec.series.push_back((*s)[i].get<std::string>());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const std::string& dir) {
+  ProblemList problems;
+  SweepSpec spec;
+  spec.file = file;
+  if (!doc.is_object())
+    throw ConfigError("(document)", "a sweep must be a JSON object with \"base\" and \"axes\"");
+  check_keys(doc, "", {"base", "axes", "series", "command"}, problems);
+  if (auto c = doc.find("command"); c != doc.end()) {
+    if (c->is_string() && (*c == "run" || *c == "train"))
+      spec.command = c->get<std::string>();
+    else
+      problems.add("command", show(*c) +
+                                  " is not allowed; expected \"run\" (one step per point) "
+                                  "or \"train\" (time to train per point)");
+  }
+
+  parse_base(doc, dir, spec, problems);
 
   if (auto a = doc.find("axes"); a == doc.end()) {
     problems.add("axes", "missing: a non-empty list of axes");
@@ -298,21 +327,7 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
                                "; split the sweep into several files");
   }
 
-  if (auto s = doc.find("series"); s != doc.end()) {
-    if (!s->is_array()) {
-      problems.add("series",
-                   show(*s) + " is not allowed; expected a list of axis names ([]: by model only)");
-    } else {
-      spec.series_given = true;
-      for (std::size_t i = 0; i < s->size(); ++i) {
-        if (!(*s)[i].is_string()) {
-          problems.add("series[" + std::to_string(i) + "]", show((*s)[i]) + " is not an axis name");
-          continue;
-        }
-        spec.series.push_back((*s)[i].get<std::string>());
-      }
-    }
-  }
+  parse_series(doc, spec, problems);
   if (problems.empty()) {
     check_names(spec, problems);
     auto cols = spec.column_names();

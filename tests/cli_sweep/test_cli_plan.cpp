@@ -1,0 +1,212 @@
+// tpusim plan as a user runs it: a small BERT slice searched end to end; the rules it must keep
+// (bounds below simulated times, pruning that never drops a top-K layout, the winner reproduces,
+// reruns simulate nothing new); bad input.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "tests/cli_sweep/sweep_fixture.hpp"
+
+using nlohmann::json;
+
+namespace {
+json plan_json(const std::string& out_dir) { return json::parse(slurp(out_dir + "/plan.json")); }
+
+// 2x2 slice (8 cores), batch 16: model 1 and 2 are valid (4 and 8 do not divide the vocabulary);
+// 12 valid layouts with both gradient dtypes, both sharding choices and three bucket sizes.
+const char* kSmallSpace = "parallelism.grad_bucket_MiB=8,32,128";
+}  // namespace
+
+TEST_CASE("plan: simulated steps are never below their bound, top K, front and winner agree") {
+  SweepScratch s;
+  const auto study = s.write("bert.json", small_bert_study());
+  auto r = run_tpusim({"plan", study, "-j", "2", "--top", "3", "--out", s.path("out"), "--json",
+                       "--space", kSmallSpace});
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+  CHECK(out == plan_json(s.path("out")));
+  const auto& n = out["counts"];
+  CHECK(n["candidates"] == 4 * 2 * 3 * 2);  // model 1..8 (8 cores) x wus x bucket x dtype
+  CHECK(n["candidates"].get<int>() == n["invalid"].get<int>() + n["oom"].get<int>() +
+                                          n["equivalent"].get<int>() + n["pruned"].get<int>() +
+                                          n["simulated"].get<int>() + n["failed"].get<int>());
+  REQUIRE(out["top"].size() == 3);
+  double previous = 0;
+  for (const auto& id : out["top"]) {
+    const auto& c = out["candidates"][id.get<std::string>()];
+    CHECK(c["step_time_ms"].get<double>() >= previous);
+    previous = c["step_time_ms"].get<double>();
+  }
+  for (const auto& [id, c] : out["candidates"].items()) {
+    CHECK(c["step_time_ms"].get<double>() >= c["bound_ms"].get<double>());
+    CHECK(c["bound_ms"].get<double>() == Approx(std::max(c["bound_compute_ms"].get<double>(),
+                                                         c["bound_bisection_ms"].get<double>())));
+    // examples/s/chip = batch / step / chips
+    CHECK(c["examples_per_s_per_chip"].get<double>() ==
+          Approx(16 / (c["step_time_ms"].get<double>() * 1e-3) / 4));
+  }
+  // The front: each member needs less memory than every faster member.
+  double min_peak = 1e300;
+  for (const auto& id : out["pareto"]) {
+    const double peak = out["candidates"][id.get<std::string>()]["peak_memory_bytes"];
+    CHECK(peak < min_peak);
+    min_peak = peak;
+  }
+  // The winner study runs as written and gives the winner's step time.
+  const auto& winner = out["candidates"][out["winner"]["id"].get<std::string>()];
+  CHECK(out["winner"]["id"] == out["top"][0]);
+  auto w = run_tpusim({"run", out["winner"]["study_file"].get<std::string>(), "--json"});
+  REQUIRE(w.exit_code == 0);
+  CHECK(json::parse(w.out)["step_time_ms"].get<double>() ==
+        Approx(winner["step_time_ms"].get<double>()));
+}
+
+TEST_CASE("plan: pruning by bound keeps the same top K as simulating everything") {
+  SweepScratch s;
+  const auto study = s.write("bert.json", small_bert_study());
+  auto pruned = run_tpusim({"plan", study, "-j", "2", "--top", "2", "--out", s.path("a"), "--json",
+                            "--space", kSmallSpace});
+  // --top larger than the space: nothing can be skipped.
+  auto all = run_tpusim({"plan", study, "-j", "2", "--top", "1000", "--out", s.path("b"), "--json",
+                         "--space", kSmallSpace});
+  REQUIRE(pruned.exit_code == 0);
+  REQUIRE(all.exit_code == 0);
+  const json p = json::parse(pruned.out), a = json::parse(all.out);
+  CHECK(a["counts"]["pruned"] == 0);
+  CHECK(p["counts"]["pruned"].get<int>() > 0);
+  CHECK(p["top"][0] == a["top"][0]);
+  CHECK(p["top"][1] == a["top"][1]);
+}
+
+TEST_CASE("plan: a rerun simulates nothing new, a wider space only the new layouts") {
+  SweepScratch s;
+  const auto study = s.write("bert.json", small_bert_study());
+  auto first =
+      run_tpusim({"plan", study, "--out", s.path("out"), "--json", "--space",
+                  "parallelism.grad_bucket_MiB=32", "--space", "parallelism.grad_dtype=bf16"});
+  REQUIRE(first.exit_code == 0);
+  auto again =
+      run_tpusim({"plan", study, "--out", s.path("out"), "--json", "--space",
+                  "parallelism.grad_bucket_MiB=32", "--space", "parallelism.grad_dtype=bf16"});
+  REQUIRE(again.exit_code == 0);
+  const json f = json::parse(first.out), g = json::parse(again.out);
+  CHECK(f["counts"]["cached"] == 0);
+  CHECK(g["counts"]["cached"] == f["counts"]["simulated"]);
+  CHECK(g["top"] == f["top"]);
+  auto wider =
+      run_tpusim({"plan", study, "--out", s.path("out"), "--json", "--top", "100", "--space",
+                  "parallelism.grad_bucket_MiB=32,128", "--space", "parallelism.grad_dtype=bf16"});
+  REQUIRE(wider.exit_code == 0);
+  const json w = json::parse(wider.out);
+  CHECK(w["counts"]["cached"] == f["counts"]["simulated"]);
+  CHECK(w["counts"]["simulated"].get<int>() > w["counts"]["cached"].get<int>());
+}
+
+TEST_CASE("plan: the study's own layout is always simulated and ranked") {
+  SweepScratch s;
+  json doc = small_bert_study();
+  doc["parallelism"] = {{"weight_update_sharding", false}, {"grad_bucket_MiB", 64}};
+  const auto study = s.write("bert.json", doc);
+  auto r = run_tpusim({"plan", study, "--top", "1", "--out", s.path("out"), "--json", "--space",
+                       "parallelism.grad_dtype=bf16"});
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+  // bucket 64 is not in the default space: the study's layout is added to it.
+  CHECK(out["study_layout"]["layout"] == "model=1 spatial=1 wus=off bucket_MiB=64 grad=bf16");
+  REQUIRE(out["study_layout"].contains("rank"));
+  const auto& own = out["candidates"][out["study_layout"]["id"].get<std::string>()];
+  CHECK(own["study_layout"] == true);
+}
+
+TEST_CASE(
+    "plan: a study whose own layout is invalid is searched and says why its layout is not ranked") {
+  SweepScratch s;
+  json doc = small_bert_study();
+  doc["parallelism"] = {{"model", 4}};  // 4 does not divide the 30522-word vocabulary
+  const auto study = s.write("bert.json", doc);
+  auto r = run_tpusim({"plan", study, "--out", s.path("out"), "--json", "--space",
+                       "parallelism.grad_dtype=bf16", "--space", "parallelism.grad_bucket_MiB=32"});
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+  CHECK_FALSE(out["study_layout"].contains("rank"));
+  CHECK_THAT(out["study_layout"]["status"].get<std::string>(),
+             Catch::StartsWith("invalid parallelism.model: ") && Catch::Contains("30522"));
+  CHECK(out["top"].size() > 0);
+}
+
+TEST_CASE("plan: bad input is one line naming it with exit 2 and nothing simulated") {
+  SweepScratch s;
+  const auto study = s.write("bert.json", small_bert_study());
+  auto bad_objective = run_tpusim({"plan", study, "--objective", "speed", "--out", s.path("o")});
+  CHECK(bad_objective.exit_code == 2);
+  CHECK(bad_objective.err_lines() == 1);
+  CHECK_THAT(bad_objective.err,
+             Catch::Contains("--objective speed") && Catch::Contains("examples_per_s_per_chip"));
+  auto no_valid =
+      run_tpusim({"plan", study, "--space", "parallelism.model=3,5", "--out", s.path("o")});
+  CHECK(no_valid.exit_code == 2);
+  CHECK(no_valid.err_lines() == 1);
+  CHECK_THAT(no_valid.err,
+             Catch::Contains("no valid layout") && Catch::Contains("parallelism.model"));
+  auto bad_axis =
+      run_tpusim({"plan", study, "--space", "parallelism.spatial_w=2", "--out", s.path("o")});
+  CHECK(bad_axis.exit_code == 2);
+  CHECK_THAT(bad_axis.err, Catch::Contains("neither an axis"));
+  auto batch_range = run_tpusim({"plan", study, "--batch-per-chip", "1:4", "--out", s.path("o")});
+  CHECK(batch_range.exit_code == 2);
+  CHECK_THAT(batch_range.err, Catch::Contains("--objective examples_per_s_per_chip"));
+  CHECK(!std::filesystem::exists(s.path("o")));
+}
+
+TEST_CASE("plan: when nothing fits in HBM it says so with the smallest peak and exit 2") {
+  SweepScratch s;
+  json doc = small_bert_study();
+  doc["hardware"] = {{"hbm", {{"GiB_per_core", 0.01}}}};
+  const auto study = s.write("bert.json", doc);
+  auto r = run_tpusim({"plan", study, "--out", s.path("o")});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::Contains("fits in HBM") && Catch::Contains("smallest peak"));
+  CHECK(!std::filesystem::exists(s.path("o")));
+}
+
+TEST_CASE("plan: a per-chip batch range ranks by throughput per chip") {
+  SweepScratch s;
+  const auto study = s.write("bert.json", small_bert_study());
+  auto r =
+      run_tpusim({"plan", study, "--batch-per-chip", "2:8", "--objective",
+                  "examples_per_s_per_chip", "--space", "parallelism.grad_dtype=bf16", "--space",
+                  "parallelism.grad_bucket_MiB=32", "--out", s.path("o"), "--json"});
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+  CHECK(out["space"]["workload.global_batch"] == json::array({8, 16, 32}));
+  double previous = 1e300;
+  for (const auto& id : out["top"]) {
+    const double v = out["candidates"][id.get<std::string>()]["examples_per_s_per_chip"];
+    CHECK(v <= previous);
+    previous = v;
+  }
+}
+
+TEST_CASE("plan: layouts that build the same Program are simulated once") {
+  SweepScratch s;
+  // SSD on 8 cores with 4 images: 2-way spatial partitioning at least. A batch-norm group of 2
+  // cores is exactly one replica of spatial 2, the same Program as no group.
+  const auto study = s.write("ssd.json", {{"preset", "tpu_v3"},
+                                          {"topology", "2x2"},
+                                          {"workload", {{"model", "ssd"}, {"global_batch", 4}}},
+                                          {"parallelism", {{"spatial", 2}}}});
+  auto r = run_tpusim({"plan", study, "--out", s.path("o"), "--json", "--space",
+                       "parallelism.spatial=2", "--space", "parallelism.spatial_w=1", "--space",
+                       "parallelism.bn_group_cores=0,2,4", "--space",
+                       "parallelism.weight_update_sharding=false", "--space",
+                       "parallelism.grad_bucket_MiB=32", "--space", "parallelism.grad_dtype=bf16"});
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+  CHECK(out["counts"]["candidates"] == 3);
+  CHECK(out["counts"]["equivalent"] == 1);
+  CHECK(out["counts"]["simulated"] == 2);
+  const auto& own = out["candidates"][out["study_layout"]["id"].get<std::string>()];
+  CHECK(own["layout"] == "model=1 spatial=2 w=1 bn=0 wus=off bucket_MiB=32 grad=bf16");
+  CHECK(own["equivalent_layouts"] ==
+        json::array({"model=1 spatial=2 w=1 bn=2 wus=off bucket_MiB=32 grad=bf16"}));
+}

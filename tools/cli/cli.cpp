@@ -1,0 +1,56 @@
+#include "tools/cli/cli.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "core/errors.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/suggest.hpp"
+
+namespace tpusim::cli {
+
+int main(int argc, char** argv) {
+  CLI::App app{"tpusim: a cycle-approximate simulator of the TPU-v3 Multipod"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tpusim ") + TPUSIM_VERSION);
+  // Options of the command (--log-level) are accepted after the subcommand too.
+  app.fallthrough();
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  auto logger = spdlog::stderr_color_mt("tpusim");
+  spdlog::set_default_logger(logger);
+  app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(log_level)); });
+
+  for (const auto& reg : command_registry()) reg(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    const std::string hint = did_you_mean(app, std::vector<std::string>(argv + 1, argv + argc));
+    std::cerr << "tpusim: error: " << (hint.empty() ? e.what() : hint) << "\n";
+    return 2;
+  } catch (const ConfigError& e) {
+    for (const auto& p : e.problems()) std::cerr << "tpusim: error: " << p.line() << "\n";
+    return 2;
+  } catch (const StuckError& e) {
+    std::cerr << "tpusim: simulation stuck: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "tpusim: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return exit_code();
+}
+
+}  // namespace tpusim::cli

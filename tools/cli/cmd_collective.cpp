@@ -1,0 +1,38 @@
+// tpusim collective: one collective on a topology, with time, bandwidths and link use.
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "tools/cli/commands.hpp"
+#include "tools/run/collective_run.hpp"
+
+namespace tpusim::cli {
+namespace {
+
+const CommandRegistrar kRegister{[](CLI::App& app) {
+  auto args = std::make_shared<CollectiveArgs>();
+  auto* cmd = app.add_subcommand("collective", "Simulate one collective on a topology");
+  cmd->add_option("--op", args->op,
+                  "all-reduce, reduce-scatter, all-gather, all-to-all, collective-permute")
+      ->required();
+  cmd->add_option("--bytes", args->bytes, "buffer per core, e.g. 64MiB")->required();
+  cmd->add_option("--topology", args->topology,
+                  "preset, shape (32x128, 128x32:wrap=0,1) or JSON file");
+  cmd->add_option("--algorithm", args->algorithm,
+                  "auto, ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, "
+                  "halving_doubling, one_shot (all-to-all: --set "
+                  "collectives.all_to_all_algorithm=...)");
+  cmd->add_option("--mesh", args->mesh,
+                  "mesh axes, e.g. data=4096,model=2 (default: one axis over all cores)");
+  cmd->add_option("--axes", args->axes, "the axes the collective spans (default: all)");
+  cmd->add_option("--dtype", args->dtype, "bf16 or f32 (reduction cost)");
+  cmd->add_option("--shift", args->shift,
+                  "collective-permute: send to the member this many places on");
+  cmd->add_option("--set", args->sets, "override a parameter: path.to.key=value");
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("--links-csv", args->links_csv,
+                  "write every link's bytes, busy time and utilisation as CSV");
+  cmd->callback([args] { run_collective(*args); });
+}};
+
+}  // namespace
+}  // namespace tpusim::cli

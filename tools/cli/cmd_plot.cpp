@@ -1,0 +1,35 @@
+// tpusim plot: a sweep's results.csv as charts (SVG and PNG) and the numbers behind them.
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "tools/cli/commands.hpp"
+#include "tools/plot/plot_run.hpp"
+
+namespace tpusim::cli {
+namespace {
+
+const CommandRegistrar kRegister{[](CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "plot",
+      "Draw a sweep's results.csv: metrics against a swept axis, time breakdown (SVG, PNG)");
+  auto csv = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto req = std::make_shared<PlotRequest>();
+  cmd->add_option("results", *csv, "results.csv written by tpusim sweep or merge")->required();
+  cmd->add_option("--out", *out, "directory for the charts")->required();
+  cmd->add_option("--title", req->title,
+                  "names the study in chart titles (default: the sweep file's name)");
+  cmd->add_option("--x", req->x,
+                  "column for the x axis (default: chips if it varies within a series, else the "
+                  "first swept column that varies)");
+  cmd->add_option("--y", req->y,
+                  "a numeric column to draw, one chart each (repeat for several; default: step "
+                  "time, throughput per chip, scaling efficiency, communication share, every "
+                  "other numeric result column, and the time breakdown)");
+  cmd->add_flag("--y-from-zero", req->y_from_zero,
+                "start every y axis at 0 (default: fitted to the data)");
+  cmd->callback([=] { run_plot(*csv, *out, *req); });
+}};
+
+}  // namespace
+}  // namespace tpusim::cli

@@ -1,0 +1,42 @@
+// tpusim run STUDY.json: build the model's SPMD Program and play it on the simulated machine.
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "tools/cli/commands.hpp"
+#include "tools/run/study_run.hpp"
+
+namespace tpusim::cli {
+namespace {
+
+const CommandRegistrar kRegister{[](CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Simulate one training step of a study");
+  cmd->add_option("study", a->study, "study JSON file")->required();
+  cmd->add_option("--set", a->sets,
+                  "override a parameter: path.to.key=value (value as JSON, else a string)");
+  cmd->add_flag("--json", a->json, "print the report as one JSON object");
+  cmd->add_option(
+      "--timeline", a->timeline,
+      "write a Chrome trace event file (Perfetto, chrome://tracing); gzip-compressed if "
+      "the name ends in .gz");
+  cmd->add_option("--record-trace", a->record_trace,
+                  "write the step's SPMD Program as a trace (.json or .json.gz) for tpusim replay");
+  cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,
+                  "trace every core when there are at most this many, else a sample of 3 chips")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--links-csv", a->links_csv,
+                  "write every link's bytes, busy time and utilisation as CSV");
+  auto* top = cmd->add_option("--top", a->top,
+                              "how many ops to list by time; also prints compute by op class")
+                  ->check(CLI::Range(0, 100000));
+  cmd->add_flag("--allow-oom", a->allow_oom,
+                "simulate a program whose peak memory exceeds the HBM capacity (the report says "
+                "out_of_memory: true) instead of stopping with exit code 1");
+  cmd->callback([a, top] {
+    a->op_classes = top->count() > 0;
+    set_exit_code(run_study(*a));
+  });
+}};
+
+}  // namespace
+}  // namespace tpusim::cli

@@ -1,0 +1,37 @@
+#pragma once
+// The in-process stage of `tpusim plan`: every candidate layout enumerated and checked
+// (evaluate.hpp); the valid ones that fit, one per distinct Program, go on to simulation.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tools/plan/evaluate.hpp"
+#include "tools/plan/space.hpp"
+
+namespace tpusim::cli {
+
+/// A candidate that passed every check, with what the search needs.
+struct Survivor {
+  plan::Candidate candidate;
+  CandidateCheck check;
+  std::string id, label;
+  bool is_study = false;
+  std::vector<std::string> equivalents;  ///< labels of layouts with the same Program
+};
+
+struct CheckedSpace {
+  std::vector<Survivor> survivors;
+  Rejections rejected;
+  std::size_t total = 0;         ///< candidates, the study's own included
+  double smallest_oom_peak = 0;  ///< per core, of the layouts that do not fit (0: none)
+  std::string smallest_oom_label;
+  std::string own_rejection;  ///< "CLASS: reason" if the study's own layout was rejected
+};
+
+/// Enumerates `space` over `base` (a resolved study), adds `own` (the study's layout; may be
+/// null) if it is not among them, checks each candidate and keeps one per Program (the
+/// study's own if it is among them; the others are listed with it and counted).
+CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,
+                         const plan::Candidate* own);
+
+}  // namespace tpusim::cli

@@ -1,0 +1,355 @@
+#include "tools/plan/plan_run.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
+#include "tools/plan/candidates.hpp"
+#include "tools/plan/output.hpp"
+#include "tools/plan/search.hpp"
+#include "tools/plan/space.hpp"
+#include "tools/study/study.hpp"
+#include "tools/sweep/expand.hpp"
+#include "tools/sweep/sweep_dir.hpp"
+#include "tools/sweep/sweep_progress.hpp"
+#include "tools/sweep/sweep_runner.hpp"
+
+namespace tpusim::cli {
+namespace {
+namespace fs = std::filesystem;
+
+std::string ms_text(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
+  return buf;
+}
+
+plan::Evaluated evaluated(const Survivor& s, std::size_t index) {
+  return {index,
+          s.check.bound.step_ms(),
+          s.check.peak_bytes,
+          s.check.examples_per_step,
+          s.check.chips,
+          std::nullopt};
+}
+
+/// The winner as a ready-to-run study: the user's file and --set values with the winner's
+/// layout written over them.
+nlohmann::json winner_study(const PlanArgs& a, const plan::SearchSpace& space, const Survivor& w) {
+  nlohmann::json doc = read_json_file(a.study_file);
+  for (const auto& s : a.sets) apply_set(doc, s);
+  for (std::size_t i = 0; i < space.axes.size(); ++i)
+    json_set(doc, space.axes[i].path, w.candidate.values[i]);
+  doc["_about"] = "Chosen by tpusim plan from " + a.study_file + " (objective " + a.objective +
+                  "): " + w.label + ".";
+  return doc;
+}
+
+/// What the simulation stage found, per survivor (indices of CheckedSpace::survivors).
+struct SearchResult {
+  std::vector<plan::Evaluated> evals;  ///< step_ms set once simulated
+  std::vector<nlohmann::json> reports;
+  std::vector<bool> from_cache;
+  std::size_t pruned = 0, cached = 0;
+  bool interrupted = false;
+};
+
+/// Simulates the survivors in the order of their bound, `-j` at a time, through the sweep
+/// runner into the results store a.out_dir; skips those the Pruner rules out (counted in
+/// checked.rejected).
+class BoundOrderSearch {
+ public:
+  BoundOrderSearch(const PlanArgs& a, plan::Objective objective, const plan::SearchSpace& space,
+                   CheckedSpace& checked)
+      : a_(a),
+        survivors_(checked.survivors),
+        checked_(checked),
+        rejected_(checked.rejected),
+        pruner_(objective, static_cast<std::size_t>(a.top)),
+        point_of_(checked.survivors.size(), 0) {
+    // Best bound first: what is most likely to win is simulated first and tightens the pruning.
+    std::vector<plan::Evaluated>& evals = result_.evals;
+    for (std::size_t i = 0; i < survivors_.size(); ++i)
+      evals.push_back(evaluated(survivors_[i], i));
+    order_.resize(evals.size());
+    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t x, std::size_t y) {
+      return plan::cost(objective, evals[x], evals[x].bound_ms) <
+             plan::cost(objective, evals[y], evals[y].bound_ms);
+    });
+    store_.sweep_file = a.study_file;
+    store_.columns = space.paths();
+    result_.reports.resize(survivors_.size());
+    result_.from_cache.assign(survivors_.size(), false);
+  }
+
+  SearchResult run() {
+    std::vector<std::size_t> cached;
+    for (std::size_t i : order_) {
+      const Survivor& s = survivors_[i];
+      if (sweep::read_outcome(a_.out_dir, s.id).state == sweep::PointState::Ok) cached.push_back(i);
+    }
+    for (std::size_t i : cached) {
+      result_.from_cache[i] = true;
+      add_point(i);
+      take_result(i);
+    }
+    const std::size_t to_check = survivors_.size() - cached.size();
+    if (!cached.empty())
+      std::cerr << "tpusim plan: " << cached.size() << " layouts already simulated in "
+                << a_.out_dir << ", reusing them\n";
+    SweepProgress progress(to_check, 0, ::isatty(STDERR_FILENO) == 1);
+    result_.cached = cached.size();
+    for (std::size_t next = 0; next < order_.size();) {
+      const std::vector<std::size_t> wave = next_wave(next, progress);
+      if (wave.empty()) break;
+      if (!simulate_wave(wave, progress)) return result_;
+    }
+    progress.close();
+    write_plan(a_.out_dir, store_);
+    write_results(a_.out_dir, store_);
+    return result_;
+  }
+
+ private:
+  void add_point(std::size_t i) {
+    point_of_[i] = store_.points.size();
+    store_.points.push_back(
+        {store_.points.size(), survivors_[i].id, survivors_[i].candidate.values});
+  }
+
+  void take_result(std::size_t i) {
+    const auto outcome = sweep::read_outcome(a_.out_dir, survivors_[i].id);
+    if (outcome.state != sweep::PointState::Ok) {
+      const std::string error = outcome.error.empty() ? "no result" : outcome.error;
+      add_rejection(rejected_, "simulation failed", survivors_[i].label, error);
+      if (survivors_[i].is_study) checked_.own_rejection = "simulation failed: " + error;
+      return;
+    }
+    result_.reports[i] = outcome.report;
+    result_.evals[i].step_ms = outcome.report["step_time_ms"].get<double>();
+    pruner_.add_simulated(result_.evals[i]);
+  }
+
+  /// Up to -j survivors from `next` on that are neither cached nor ruled out by the bound.
+  std::vector<std::size_t> next_wave(std::size_t& next, SweepProgress& progress) {
+    std::vector<std::size_t> wave;
+    while (next < order_.size() && static_cast<int>(wave.size()) < a_.jobs) {
+      const std::size_t i = order_[next++];
+      if (result_.from_cache[i]) continue;
+      const plan::Evaluated& e = result_.evals[i];
+      const auto dominator = survivors_[i].is_study ? std::nullopt : pruner_.dominated_by(e);
+      if (!dominator) {
+        wave.push_back(i);
+        continue;
+      }
+      ++result_.pruned;
+      progress.skipped(1);
+      const plan::Evaluated& d = pruner_.simulated()[*dominator];
+      add_rejection(rejected_, "skipped by bound", survivors_[i].label,
+                    "lower bound " + ms_text(e.bound_ms) + "; at least " + std::to_string(a_.top) +
+                        " simulated layouts are better, and " + survivors_[d.candidate].label +
+                        " takes " + ms_text(*d.step_ms) + " with no more memory");
+    }
+    return wave;
+  }
+
+  /// Runs one wave; false if interrupted (the results so far are written).
+  bool simulate_wave(const std::vector<std::size_t>& wave, SweepProgress& progress) {
+    std::vector<std::size_t> indices;
+    for (std::size_t i : wave) {
+      add_point(i);
+      indices.push_back(point_of_[i]);
+      sweep::write_file_atomic(sweep::study_file(a_.out_dir, survivors_[i].id),
+                               survivors_[i].check.resolved.dump(1) + "\n");
+    }
+    write_plan(a_.out_dir, store_);
+    const RunnerSummary summary =
+        run_points(store_, indices, {a_.out_dir, a_.jobs}, progress, [] {});
+    if (summary.interrupted) {
+      progress.close();
+      write_results(a_.out_dir, store_);
+      std::cerr << "tpusim plan: interrupted; simulated layouts are kept in " << a_.out_dir
+                << ", rerun the same command to go on\n";
+      result_.interrupted = true;
+      return false;
+    }
+    for (std::size_t i : wave) take_result(i);
+    return true;
+  }
+
+  const PlanArgs& a_;
+  const std::vector<Survivor>& survivors_;
+  CheckedSpace& checked_;
+  Rejections& rejected_;
+  SearchResult result_;
+  std::vector<std::size_t> order_;
+  sweep::Plan store_;
+  plan::Pruner pruner_;
+  std::vector<std::size_t> point_of_;  // survivor -> store point
+};
+
+SearchResult simulate_in_bound_order(const PlanArgs& a, plan::Objective objective,
+                                     const plan::SearchSpace& space, CheckedSpace& checked) {
+  return BoundOrderSearch(a, objective, space, checked).run();
+}
+
+/// The plan as JSON (docs/plan.md), without the winner (run_plan adds it).
+nlohmann::json plan_json(const PlanArgs& a, plan::Objective objective,
+                         const plan::SearchSpace& space, const CheckedSpace& checked,
+                         const SearchResult& result, const nlohmann::json& base, long long chips,
+                         const plan::Candidate& own, bool own_in_space) {
+  const std::vector<Survivor>& survivors = checked.survivors;
+  const std::vector<plan::Evaluated>& evals = result.evals;
+  const std::vector<nlohmann::json>& reports = result.reports;
+  const std::vector<bool>& from_cache = result.from_cache;
+  const Rejections& rejected = checked.rejected;
+  const std::size_t total = checked.total, pruned = result.pruned;
+  const auto top = plan::top_k(objective, evals, static_cast<std::size_t>(a.top));
+  const auto ranked = plan::top_k(objective, evals, evals.size());
+  nlohmann::json out;
+  out["schema_version"] = kPlanSchemaVersion;
+  out["study"] = a.study_file;
+  out["model"] = base.at("workload").at("model");
+  out["chips"] = chips;
+  out["objective"] = plan::to_string(objective);
+  out["space"] = nlohmann::json::object();
+  for (const auto& axis : space.axes) out["space"][axis.path] = axis.values;
+  out["candidates"] = nlohmann::json::object();
+  for (std::size_t r = 0; r < ranked.size(); ++r) {
+    const std::size_t i = ranked[r];
+    const Survivor& s = survivors[i];
+    const auto& rep = reports[i];
+    nlohmann::json values = nlohmann::json::object();
+    for (std::size_t k = 0; k < space.axes.size(); ++k)
+      values[space.axes[k].path] = s.candidate.values[k];
+    out["candidates"][s.id] = {
+        {"id", s.id},
+        {"rank", r + 1},
+        {"layout", s.label},
+        {"values", values},
+        {"study_layout", s.is_study},
+        {"equivalent_layouts", s.equivalents},
+        {"from_earlier_run", static_cast<bool>(from_cache[i])},
+        {"step_time_ms", *evals[i].step_ms},
+        {"examples_per_s_per_chip", rep["examples_per_s"].get<double>() / s.check.chips},
+        {"comm_share", rep["comm_share"]},
+        {"exposed_comm_share", rep["exposed_comm_share"]},
+        {"peak_memory_bytes", s.check.peak_bytes},
+        {"bound_ms", evals[i].bound_ms},
+        {"bound_compute_ms", s.check.bound.compute_ms},
+        {"bound_bisection_ms", s.check.bound.bisection_ms},
+        {"study_file", sweep::study_file(a.out_dir, s.id)}};
+  }
+  auto ids = [&](const std::vector<std::size_t>& list) {
+    nlohmann::json j = nlohmann::json::array();
+    for (std::size_t i : list) j.push_back(survivors[i].id);
+    return j;
+  };
+  out["top"] = ids(top);
+  out["pareto"] = ids(plan::pareto_front(objective, evals));
+  out["rejected"] = nlohmann::json::array();
+  std::size_t invalid = 0, oom = 0, failed = 0, equivalent = 0;
+  for (const auto& [cls, r] : rejected) {
+    out["rejected"].push_back(
+        {{"class", cls}, {"count", r.count}, {"example", r.example}, {"reason", r.reason}});
+    if (cls.rfind("invalid", 0) == 0) invalid += r.count;
+    if (cls == "does not fit in HBM") oom += r.count;
+    if (cls == "simulation failed") failed += r.count;
+    if (cls == "same Program as another layout") equivalent += r.count;
+  }
+  out["counts"] = {
+      {"candidates", total},     {"invalid", invalid},       {"oom", oom},
+      {"pruned", pruned},        {"equivalent", equivalent}, {"simulated", ranked.size()},
+      {"cached", result.cached}, {"failed", failed}};
+  nlohmann::json own_json = {{"layout", plan::candidate_label(space, own.values)}};
+  if (!own_in_space) own_json["status"] = "outside the searched space (--space)";
+  for (std::size_t r = 0; r < ranked.size(); ++r)
+    if (survivors[ranked[r]].is_study) {
+      own_json["rank"] = r + 1;
+      own_json["step_time_ms"] = *evals[ranked[r]].step_ms;
+      own_json["id"] = survivors[ranked[r]].id;
+    }
+  if (!own_json.contains("rank") && own_in_space) own_json["status"] = checked.own_rejection;
+  out["study_layout"] = own_json;
+  return out;
+}
+
+}  // namespace
+
+int run_plan(PlanArgs a) {
+  const plan::Objective objective = plan::parse_objective(a.objective);
+  const Study study = load_study_file(a.study_file, a.sets);
+  const nlohmann::json& base = study.config.json();
+  const long long chips = static_cast<long long>(Topology(study.topology).num_chips());
+  const int cores = static_cast<int>(chips * study.hardware.cores_per_chip);
+  plan::SearchSpace space = plan::default_space(study.config, cores);
+  if (!a.batch_per_chip.empty()) {
+    if (objective == plan::Objective::StepTime)
+      throw ConfigError("--batch-per-chip",
+                        "compares different batches, which step time cannot; "
+                        "add --objective examples_per_s_per_chip");
+    plan::set_batch_per_chip(space, a.batch_per_chip, chips);
+  }
+  for (const auto& s : a.space) plan::override_axis(space, s, study.config);
+  // The study's own layout joins the search (to show where it ranks) unless a --space option
+  // left out one of its values.
+  const plan::Candidate own = plan::candidate_of(space, base);
+  bool own_in_space = true;
+  for (std::size_t i = 0; i < space.axes.size(); ++i)
+    for (const auto& s : a.space)
+      if (s.rfind(space.axes[i].path + "=", 0) == 0)
+        own_in_space = own_in_space && std::count(space.axes[i].values.begin(),
+                                                  space.axes[i].values.end(), own.values[i]) > 0;
+
+  CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr);
+  const Rejections& rejected = checked.rejected;
+  const std::size_t total = checked.total;
+  if (checked.survivors.empty()) {
+    if (checked.smallest_oom_peak > 0)
+      throw ConfigError("plan", "no layout of the " + std::to_string(total) +
+                                    " fits in HBM; the smallest peak is " +
+                                    format_bytes(checked.smallest_oom_peak) + " per core (" +
+                                    checked.smallest_oom_label + ") against " +
+                                    format_bytes(study.hardware.hbm_bytes_per_core));
+    std::string classes;
+    for (const auto& [cls, r] : rejected)
+      classes += (classes.empty() ? "" : "; ") + std::to_string(r.count) + " " + cls + " (" +
+                 r.reason + ")";
+    throw ConfigError("plan", "no valid layout among the " + std::to_string(total) +
+                                  " of the search space: " + classes);
+  }
+
+  if (a.out_dir.empty()) a.out_dir = "plan_" + fs::path(a.study_file).stem().string();
+  // Held until the plan's files are written: a second plan or sweep into the same directory
+  // stops at once instead of overwriting this one's points.
+  const SweepDirLock lock = make_sweep_dir(a.out_dir);
+  const SearchResult result = simulate_in_bound_order(a, objective, space, checked);
+  if (result.interrupted) return 1;
+  const auto top = plan::top_k(objective, result.evals, 1);
+  if (top.empty()) {  // every simulation failed: a failed run, not bad input
+    std::cerr << "tpusim plan: no layout could be simulated; the errors are in " << a.out_dir
+              << "/points/*.error.json\n";
+    return 1;
+  }
+  nlohmann::json out =
+      plan_json(a, objective, space, checked, result, base, chips, own, own_in_space);
+  const Survivor& w = checked.survivors[top.front()];
+  const std::string winner_file = a.out_dir + "/winner.study.json";
+  sweep::write_file_atomic(winner_file, winner_study(a, space, w).dump(2) + "\n");
+  out["winner"] = {{"id", w.id}, {"layout", w.label}, {"study_file", winner_file}};
+  sweep::write_file_atomic(a.out_dir + "/plan.json", out.dump(1) + "\n");
+  if (a.json)
+    std::cout << out.dump(2) << "\n";
+  else
+    print_plan(std::cout, out);
+  std::cerr << "tpusim plan: results in " << a.out_dir << "/plan.json and results.csv\n";
+  return 0;
+}
+
+}  // namespace tpusim::cli

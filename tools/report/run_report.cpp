@@ -1,0 +1,202 @@
+#include "tools/report/run_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+
+#include "core/params.hpp"
+#include "core/units.hpp"
+#include "tools/report/memory_report.hpp"
+#include "tools/sweep/readable.hpp"
+
+namespace tpusim::cli {
+
+std::string layout_string(const Program& program, const Config& cfg) {
+  std::string s;
+  for (const auto& a : program.mesh)
+    s += (s.empty() ? "" : " ") + a.name + "=" + std::to_string(a.size);
+  const auto* wus = json_at(cfg.json(), "parallelism.weight_update_sharding");
+  if (wus && wus->is_boolean()) s += std::string(" wus=") + (wus->get<bool>() ? "on" : "off");
+  return s;
+}
+
+namespace {
+
+nlohmann::json top_ops_json(const SimReport& r, int top_n) {
+  nlohmann::json top = nlohmann::json::array();
+  for (int i = 0; i < top_n && i < static_cast<int>(r.top_ops.size()); ++i) {
+    const auto& op = r.top_ops[i];
+    top.push_back({{"op", op.name}, {"kind", op.kind}, {"time_ms", op.time_ms}});
+  }
+  return top;
+}
+
+/// Compute by op class (kind and input dtype): what the step's FLOPs and HBM bytes are made of.
+nlohmann::json op_classes_json(const Program& program, const SimReport& r) {
+  std::map<std::string, std::tuple<int, double, double, double>> by_class;
+  for (const auto& t : r.top_ops) {
+    const Op& op = program.ops[t.index];
+    if (op.is_collective) continue;
+    auto& [count, flops, bytes, ms] = by_class[op.kind + " " + to_string(op.dtype)];
+    ++count;
+    flops += op.compute.flops;
+    bytes += op.compute.bytes_read + op.compute.bytes_written;
+    ms += t.time_ms;
+  }
+  nlohmann::json classes = nlohmann::json::array();
+  for (const auto& [name, v] : by_class)
+    classes.push_back({{"class", name},
+                       {"ops", std::get<0>(v)},
+                       {"gflop_per_core", std::get<1>(v) * 1e-9},
+                       {"hbm_bytes_per_core", std::get<2>(v)},
+                       {"time_ms", std::get<3>(v)}});
+  std::sort(classes.begin(), classes.end(), [](const auto& a, const auto& b) {
+    return a["time_ms"].template get<double>() > b["time_ms"].template get<double>();
+  });
+  return classes;
+}
+
+/// Collectives by kind: count, bytes per core, time in flight of the longest group.
+nlohmann::json collectives_json(const Program& program, const SimReport& r) {
+  std::map<std::string, std::tuple<int, double, double>> by_kind;
+  for (const auto& [index, st] : r.collectives) {
+    const Op& op = program.ops[index];
+    auto& [count, bytes, ms] = by_kind[to_string(op.collective.kind)];
+    ++count;
+    bytes += op.collective.bytes;
+    ms += st.longest.ms();
+  }
+  nlohmann::json coll = nlohmann::json::object();
+  for (const auto& [kind, v] : by_kind)
+    coll[kind] = {
+        {"count", std::get<0>(v)}, {"bytes_per_core", std::get<1>(v)}, {"time_ms", std::get<2>(v)}};
+  return coll;
+}
+
+}  // namespace
+
+nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
+                           int top_n) {
+  const double step_ms = r.step_time.ms();
+  const double step_s = r.step_time.seconds();
+  const nlohmann::json top = top_ops_json(r, top_n);
+  const nlohmann::json classes = op_classes_json(program, r);
+  const nlohmann::json coll = collectives_json(program, r);
+  nlohmann::json j = {
+      {"schema_version", kReportSchemaVersion},
+      {"tpusim_version", TPUSIM_VERSION},
+      {"study", study.source},
+      {"model", program.model},
+      {"layout", layout_string(program, study.config)},
+      {"chips", r.chips},
+      {"cores", r.cores},
+      {"global_batch", program.examples_per_step},
+      {"step_time_ms", step_ms},
+      {"compute_ms", r.compute.ms()},
+      {"communication_ms", r.communication.ms()},
+      {"exposed_communication_ms", r.exposed_communication.ms()},
+      {"communication_waiting_ms", r.comm_split.waiting.ms()},
+      {"communication_transfer_ms", r.comm_split.transfer.ms()},
+      {"communication_sync_ms", r.comm_split.synchronisation.ms()},
+      {"compute_slowdown_by_communication_ms", r.compute_slowdown.ms()},
+      {"comm_share", step_s > 0 ? r.communication.seconds() / step_s : 0.0},
+      {"exposed_comm_share", step_s > 0 ? r.exposed_communication.seconds() / step_s : 0.0},
+      {"mxu_utilization", r.mxu_utilization},
+      {"core_resources",
+       {{"mxu_busy_ms", r.occupancy.mxu.ms()},
+        {"vpu_busy_ms", r.occupancy.vpu.ms()},
+        {"hbm_busy_ms", r.occupancy.hbm.ms()},
+        {"dma_busy_ms", r.occupancy.dma.ms()},
+        {"dma_waiting_ms", r.occupancy.dma_waiting.ms()},
+        {"dma_streams", r.occupancy.dma_streams},
+        {"dma_peak_in_flight", r.occupancy.dma_peak_in_flight}}},
+      {"examples_per_s", step_s > 0 ? program.examples_per_step / step_s : 0.0},
+      {"examples_per_s_per_chip", step_s > 0 ? program.examples_per_step / step_s / r.chips : 0.0},
+      {"useful_tflop_per_core", r.useful_flops_per_core * 1e-12},
+      {"ops", program.ops.size()},
+      {"collective_ops", program.num_collectives()},
+      {"collectives", coll},
+      {"top_ops", top},
+      {"op_classes", classes},
+      {"links",
+       {{"busiest_utilization", r.links.busiest_utilization},
+        {"busiest", r.links.busiest_link},
+        {"mean_utilization", r.links.mean_utilization},
+        {"total_bytes", r.links.total_bytes}}},
+      {"kernel_events", r.kernel_events},
+      {"network_work_items", r.network_work},
+      {"wall_s", r.wall_s},
+      {"config", study.config.json()},
+  };
+  return j;
+}
+
+void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
+  out << fmt::format("{} on {} chips ({} cores), {}, global batch {}\n",
+                     j["model"].get<std::string>(), j["chips"].get<int>(), j["cores"].get<int>(),
+                     j["layout"].get<std::string>(), j["global_batch"].get<std::int64_t>())
+      << fmt::format("  step time               {:10.3f} ms\n", j["step_time_ms"].get<double>())
+      << fmt::format("  compute                 {:10.3f} ms\n", j["compute_ms"].get<double>())
+      << fmt::format("  communication           {:10.3f} ms  (share {:.1f}%)\n",
+                     j["communication_ms"].get<double>(), 100 * j["comm_share"].get<double>())
+      << fmt::format("  exposed communication   {:10.3f} ms  (share {:.1f}%)\n",
+                     j["exposed_communication_ms"].get<double>(),
+                     100 * j["exposed_comm_share"].get<double>());
+  if (j.contains("communication_transfer_ms"))  // reports from before the split lack it
+    out << fmt::format(
+        "    in collectives: transfer {:.3f} ms, waiting for late members {:.3f} ms, step "
+        "synchronisation {:.3f} ms\n",
+        j["communication_transfer_ms"].get<double>(), j["communication_waiting_ms"].get<double>(),
+        j["communication_sync_ms"].get<double>());
+  if (j.contains("compute_slowdown_by_communication_ms") &&
+      j["compute_slowdown_by_communication_ms"].get<double>() > 0)
+    out << fmt::format("    compute slowed by collectives sharing HBM and vector unit {:.3f} ms\n",
+                       j["compute_slowdown_by_communication_ms"].get<double>());
+  if (j.contains("core_resources")) {
+    const auto& c = j["core_resources"];
+    out << fmt::format(
+        "  core resources (busy)   MXU {:.3f} ms, vector unit {:.3f} ms, HBM port {:.3f} ms, DMA "
+        "engines {:.3f} ms over {} streams (at most {} at once{})\n",
+        c["mxu_busy_ms"].get<double>(), c["vpu_busy_ms"].get<double>(),
+        c["hbm_busy_ms"].get<double>(), c["dma_busy_ms"].get<double>(),
+        c["dma_streams"].get<std::uint64_t>(), c["dma_peak_in_flight"].get<int>(),
+        c["dma_waiting_ms"].get<double>() > 0
+            ? fmt::format(", {:.3f} ms waiting for an engine", c["dma_waiting_ms"].get<double>())
+            : std::string());
+  }
+  out << fmt::format("  MXU utilization         {:10.1f} %\n",
+                     100 * j["mxu_utilization"].get<double>())
+      << fmt::format("  examples per second     {:10.0f}  ({:.1f} per chip)\n",
+                     j["examples_per_s"].get<double>(), j["examples_per_s_per_chip"].get<double>());
+  out << "  collectives:\n";
+  for (auto it = j["collectives"].begin(); it != j["collectives"].end(); ++it)
+    out << fmt::format("    {:<20} {:>9}  {:>10} per core  {:>10}\n", it.key(),
+                       count_of(it.value()["count"].get<int>(), "op"),
+                       format_bytes(it.value()["bytes_per_core"].get<double>()),
+                       readable_duration_ms(it.value()["time_ms"].get<double>()));
+  out << "  top ops by time (per core):\n";
+  for (const auto& op : j["top_ops"])
+    out << fmt::format("    {:10.3f} ms  {:<18} {}\n", op["time_ms"].get<double>(),
+                       op["kind"].get<std::string>(), op["op"].get<std::string>());
+  if (op_classes) {
+    out << "  compute by op class (per core):\n"
+        << fmt::format("    {:<24} {:>6} {:>12} {:>12} {:>10}\n", "class", "ops", "GFLOP",
+                       "HBM MiB", "ms");
+    for (const auto& c : j["op_classes"])
+      out << fmt::format(
+          "    {:<24} {:6d} {:12.2f} {:12.1f} {:10.3f}\n", c["class"].get<std::string>(),
+          c["ops"].get<int>(), c["gflop_per_core"].get<double>(),
+          c["hbm_bytes_per_core"].get<double>() / 1048576.0, c["time_ms"].get<double>());
+  }
+  if (j.contains("memory")) print_memory(out, j["memory"]);
+  out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n",
+                     100 * j["links"]["busiest_utilization"].get<double>(),
+                     j["links"]["busiest"].get<std::string>(),
+                     100 * j["links"]["mean_utilization"].get<double>())
+      << fmt::format("  simulated with {} kernel events in {:.3f} s\n",
+                     j["kernel_events"].get<std::uint64_t>(), j["wall_s"].get<double>());
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,232 @@
+#include "tools/report/timeline_writer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include "core/errors.hpp"
+#include "traces/format/file_bytes.hpp"
+
+namespace tpusim::cli {
+namespace {
+
+bool overlap(Duration a0, Duration a1, Duration b0, Duration b1) { return a0 < b1 && b0 < a1; }
+
+std::string group_text(const CollectiveSpec& c) {
+  if (!c.replica_groups.empty())
+    return std::to_string(c.replica_groups.size()) + " replica groups of " +
+           std::to_string(c.replica_groups.front().size());
+  std::string axes;
+  for (const auto& a : c.axes) axes += (axes.empty() ? "" : ",") + a;
+  return "mesh axes " + (axes.empty() ? std::string("(none)") : axes);
+}
+
+}  // namespace
+
+TimelineWriter::TimelineWriter(const Program& program, int cores_per_chip, int cores,
+                               std::vector<int> traced_cores)
+    : program_(program),
+      cores_per_chip_(cores_per_chip),
+      cores_(cores),
+      traced_cores_(std::move(traced_cores)) {}
+
+void TimelineWriter::span(int core, int op_index, const std::string& name,
+                          const std::string& category, Duration start, Duration end) {
+  spans_.push_back({core, op_index, name, category, start, end});
+}
+
+void TimelineWriter::counter(int chip, const std::string& track, const std::string& name,
+                             Duration at, double value) {
+  samples_.push_back({chip, track, name, at, value});
+}
+
+void TimelineWriter::live_bytes_counters(const std::vector<double>& live_bytes) {
+  if (live_bytes.size() != program_.ops.size()) return;
+  std::vector<Sample> added;
+  for (const auto& s : spans_)
+    if (s.op >= 0 && s.op < static_cast<int>(live_bytes.size()))
+      added.push_back({s.core / cores_per_chip_, "HBM live GiB, core " + std::to_string(s.core),
+                       "GiB", s.start, live_bytes[static_cast<std::size_t>(s.op)] / 1073741824.0});
+  samples_.insert(samples_.end(), added.begin(), added.end());
+}
+
+nlohmann::json TimelineWriter::args_of(const Span& s) const {
+  nlohmann::json a{{"core", s.core}};
+  if (s.op < 0 || s.op >= static_cast<int>(program_.ops.size())) return a;
+  const Op& op = program_.ops[static_cast<std::size_t>(s.op)];
+  a["op_index"] = s.op;
+  a["phase"] = to_string(op.phase);
+  a["dtype"] = to_string(op.dtype);
+  if (op.is_collective) {
+    const CollectiveSpec& c = op.collective;
+    a["collective"] = to_string(c.kind);
+    a["bytes_per_core"] = c.bytes;
+    a["group"] = group_text(c);
+    if (auto st = stats_.find(s.op); st != stats_.end()) {
+      a["algorithm"] = st->second.algorithm;
+      a["groups"] = st->second.groups;
+    }
+    if (c.kind == CollectiveKind::CollectivePermute) a["shift"] = c.shift;
+    return a;
+  }
+  const ComputeCost& c = op.compute;
+  a["flops"] = c.flops;
+  a["hbm_bytes_read"] = c.bytes_read;
+  a["hbm_bytes_written"] = c.bytes_written;
+  if (c.matmul) a["matmul_bmkn"] = {c.matmul->batch, c.matmul->m, c.matmul->k, c.matmul->n};
+  if (c.vpu_elements > 0) a["vector_elements"] = c.vpu_elements;
+  if (c.measured_ns) a["measured_ns"] = *c.measured_ns;
+  if (!op.shapes.empty()) a["shapes"] = op.shapes;
+  return a;
+}
+
+namespace {
+
+/// The metadata events naming (and ordering) each chip's process and each (core, lane) thread.
+void add_track_names(nlohmann::json& events, const std::set<int>& chips,
+                     const std::map<std::pair<int, int>, int>& tid, int cores_per_chip) {
+  for (int chip : chips) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", chip},
+                      {"args", {{"name", "chip " + std::to_string(chip)}}}});
+    events.push_back({{"name", "process_sort_index"},
+                      {"ph", "M"},
+                      {"pid", chip},
+                      {"args", {{"sort_index", chip}}}});
+  }
+  for (const auto& [key, id] : tid) {
+    const auto [core, l] = key;
+    std::string name = "core " + std::to_string(core);
+    if (l > 0) name += " collectives" + (l > 1 ? " " + std::to_string(l) : std::string());
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", core / cores_per_chip},
+                      {"tid", id},
+                      {"args", {{"name", name}}}});
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", core / cores_per_chip},
+                      {"tid", id},
+                      {"args", {{"sort_index", id}}}});
+  }
+}
+
+}  // namespace
+
+nlohmann::json TimelineWriter::document() const {
+  // Lanes per core, then one numeric thread id per (core, lane) in that order.
+  std::map<int, std::vector<std::size_t>> spans_of;
+  for (std::size_t i = 0; i < spans_.size(); ++i) spans_of[spans_[i].core].push_back(i);
+  std::vector<int> lane(spans_.size(), 0);
+  std::map<std::pair<int, int>, int> tid;
+  for (int core : traced_cores_) tid[{core, 0}] = 0;
+  for (const auto& [core, idx] : spans_of) {
+    std::vector<std::tuple<Duration, Duration, bool>> in;
+    for (std::size_t i : idx)
+      in.emplace_back(spans_[i].start, spans_[i].end,
+                      spans_[i].category.rfind("collective:", 0) == 0);
+    const auto lanes = assign_lanes(in);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      lane[idx[k]] = lanes[k];
+      tid[{core, lanes[k]}] = 0;
+    }
+  }
+  int next = 0;
+  for (auto& [key, id] : tid) id = next++;
+
+  nlohmann::json events = nlohmann::json::array();
+  std::set<int> chips;
+  for (const auto& [key, id] : tid) chips.insert(key.first / cores_per_chip_);
+  for (const auto& s : samples_) chips.insert(s.chip);
+  add_track_names(events, chips, tid, cores_per_chip_);
+  for (std::size_t i = 0; i < spans_.size(); ++i) {
+    const Span& s = spans_[i];
+    events.push_back({{"name", s.name},
+                      {"cat", s.category},
+                      {"ph", "X"},
+                      {"ts", s.start.us()},
+                      {"dur", (s.end - s.start).us()},
+                      {"pid", s.core / cores_per_chip_},
+                      {"tid", tid.at({s.core, lane[i]})},
+                      {"args", args_of(s)}});
+  }
+  for (const auto& s : samples_)
+    events.push_back({{"name", s.track},
+                      {"ph", "C"},
+                      {"ts", s.at.us()},
+                      {"pid", s.chip},
+                      {"args", {{s.name, s.value}}}});
+  std::vector<int> traced_chips;
+  for (int c : traced_cores_)
+    if (traced_chips.empty() || traced_chips.back() != c / cores_per_chip_)
+      traced_chips.push_back(c / cores_per_chip_);
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ns"},
+          {"otherData",
+           {{"tool", std::string("tpusim ") + TPUSIM_VERSION},
+            {"model", program_.model},
+            {"cores", cores_},
+            {"cores_per_chip", cores_per_chip_},
+            {"traced_cores", traced_cores_},
+            {"traced_chips", traced_chips}}}};
+}
+
+void TimelineWriter::write(const std::string& path) const {
+  std::string bytes = document().dump();
+  if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0) bytes = trace::gzip(bytes);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw ConfigError("--timeline", "cannot write '" + path + "'");
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw ConfigError("--timeline", "error writing '" + path + "'");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw ConfigError("--timeline", "cannot write '" + path + "'");
+}
+
+std::vector<int> assign_lanes(const std::vector<std::tuple<Duration, Duration, bool>>& spans) {
+  std::vector<int> lanes(spans.size(), 0);
+  bool separate = false;
+  for (std::size_t i = 0; i < spans.size() && !separate; ++i) {
+    if (!std::get<2>(spans[i])) continue;
+    for (std::size_t j = 0; j < spans.size() && !separate; ++j)
+      separate = j != i && overlap(std::get<0>(spans[i]), std::get<1>(spans[i]),
+                                   std::get<0>(spans[j]), std::get<1>(spans[j]));
+  }
+  if (!separate) return lanes;
+  // Greedy interval packing by start time: the first lane whose last span has ended.
+  std::vector<std::size_t> order(spans.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::get<0>(spans[a]) < std::get<0>(spans[b]);
+  });
+  std::vector<Duration> lane_end;  // lane k + 1
+  for (std::size_t i : order) {
+    if (!std::get<2>(spans[i])) continue;
+    std::size_t k = 0;
+    while (k < lane_end.size() && std::get<0>(spans[i]) < lane_end[k]) ++k;
+    if (k == lane_end.size()) lane_end.push_back(Duration{});
+    lane_end[k] = std::get<1>(spans[i]);
+    lanes[i] = static_cast<int>(k) + 1;
+  }
+  return lanes;
+}
+
+std::vector<int> timeline_cores(int cores, int cores_per_chip, int all_up_to) {
+  std::vector<int> out;
+  if (cores <= all_up_to) {
+    for (int c = 0; c < cores; ++c) out.push_back(c);
+    return out;
+  }
+  const int chips = cores / cores_per_chip;
+  for (int chip : {0, chips / 2, chips - 1})
+    for (int k = 0; k < cores_per_chip; ++k) out.push_back(chip * cores_per_chip + k);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace tpusim::cli

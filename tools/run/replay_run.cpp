@@ -1,0 +1,96 @@
+#include "tools/run/replay_run.hpp"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "sim/run/simulation.hpp"
+#include "tools/report/memory_report.hpp"
+#include "tools/report/run_report.hpp"
+#include "tools/report/trace_recording.hpp"
+#include "tools/study/study.hpp"
+#include "traces/format/mesh_groups.hpp"
+#include "traces/format/rescale.hpp"
+#include "traces/format/trace_format.hpp"
+
+namespace tpusim::cli {
+namespace {
+
+// The study a trace replays in: the recorded study ("config", written by run --record-trace) if
+// present, else the tpu_v3 preset with the recorded hardware laid over it; the recorded topology
+// unless --topology replaces it or --mesh rescaled the trace; then --set.
+Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled) {
+  const nlohmann::json& rec = t.recorded_on;
+  nlohmann::json doc = recorded_study_doc(rec);
+  const bool has_config = rec.is_object() && rec.contains("config") && rec["config"].is_object();
+  // What the trace recorded is checked alone first, so that its errors name the trace file and
+  // where in it they are (an error of --set or --topology is the command line's).
+  try {
+    load_config(doc);
+  } catch (const ConfigError& e) {
+    std::vector<Problem> problems = e.problems();
+    const std::string in = a.trace + ": recorded_on" + (has_config ? ".config" : "");
+    for (auto& p : problems)
+      p.where = in + (p.where.empty() || p.where[0] == '(' ? "" : "." + p.where);
+    throw ConfigError(problems);
+  }
+  if (!a.topology.empty())
+    doc["topology"] = a.topology;
+  else if (rec.is_object() && rec.contains("topology") && rec["topology"].is_object() && !rescaled)
+    doc["topology"] = rec["topology"];
+  else
+    throw ConfigError(
+        "--topology",
+        std::string(rescaled ? "the trace was rescaled, so its recorded topology no longer fits"
+                             : "the trace records no topology") +
+            "; give one, e.g. --topology tpu_v3_pod or --topology 4x4");
+  return load_study(doc, a.sets, a.trace);
+}
+
+}  // namespace
+
+void run_replay(const ReplayArgs& a) {
+  const trace::TraceFile t = trace::read_trace_file(a.trace);
+  Program program = t.program;
+  if (!a.mesh.empty()) {
+    try {
+      program = rescale(program, trace::parse_mesh_axes(a.mesh, "--mesh"));
+    } catch (const ConfigError& e) {  // name the file in front of "ops[8] (...)"
+      std::vector<Problem> problems = e.problems();
+      for (auto& p : problems)
+        if (p.where.rfind("ops[", 0) == 0 || p.where == "examples_per_step")
+          p.where = a.trace + ": " + p.where;
+      throw ConfigError(problems);
+    }
+  }
+  const Study study = replay_study(a, t, !a.mesh.empty());
+  const Topology topology(study.topology);
+  long long devices = 1;
+  for (const auto& axis : program.mesh) devices *= axis.size;
+  const long long cores =
+      static_cast<long long>(topology.num_chips()) * study.hardware.cores_per_chip;
+  if (devices != cores)
+    throw ConfigError(a.topology.empty() ? "topology" : "--topology",
+                      "the trace's mesh (" + trace::describe_mesh(program.mesh) + " = " +
+                          std::to_string(devices) + " cores) does not fit " + topology.describe() +
+                          " with " + std::to_string(study.hardware.cores_per_chip) +
+                          " cores per chip (" + std::to_string(cores) +
+                          " cores); pick a topology with that many cores or rescale with --mesh");
+  SimOptions options = SimOptions::from_config(study.config);
+  options.use_measured_durations = a.durations == "measured";
+  const SimReport r = simulate(program, topology, study.hardware, options);
+  nlohmann::json report = make_report(study, program, r);
+  report["trace"] = {{"file", a.trace},
+                     {"recorded_mesh", trace::describe_mesh(t.program.mesh)},
+                     {"replayed_mesh", trace::describe_mesh(program.mesh)},
+                     {"durations", a.durations}};
+  // A trace carries no tensor sizes: the memory section says so ({"known": false}).
+  const TimedMemory memory = analyze_timed(program, study.hardware.hbm_bytes_per_core);
+  report["memory"] = memory_json(memory.profile, memory.seconds);
+  if (a.json)
+    std::cout << report.dump(2) << "\n";
+  else
+    print_report(std::cout, report);
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,27 @@
+#pragma once
+// `tpusim run STUDY.json` as a library call: build the model's SPMD Program and play it on the
+// simulated machine.
+#include <string>
+#include <vector>
+
+namespace tpusim::cli {
+
+struct RunArgs {
+  std::string study;
+  std::vector<std::string> sets;
+  bool json = false;
+  std::string timeline;
+  std::string record_trace;
+  int timeline_all_up_to = 64;
+  int top = 10;
+  bool allow_oom = false;
+  std::string links_csv;
+  bool op_classes = false;  ///< --top given: also print the compute by op class
+};
+
+/// Simulates the study and prints its report (text or JSON); writes the timeline, trace and
+/// links CSV asked for. Returns the exit code: 1 when the program does not fit in HBM (without
+/// --allow-oom), else 0. Throws ConfigError on bad input.
+int run_study(const RunArgs& a);
+
+}  // namespace tpusim::cli

@@ -1,0 +1,145 @@
+#include "tools/run/train_run.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "models/device_loop.hpp"
+#include "models/input_pipeline.hpp"
+#include "models/train_schedule.hpp"
+#include "models/workload.hpp"
+#include "sim/run/simulation.hpp"
+#include "tools/report/run_report.hpp"
+#include "tools/study/study.hpp"
+
+namespace tpusim::cli {
+namespace {
+
+nlohmann::json train_report(const Study& study, const Program& train, const TrainSchedule& s,
+                            const TimeToTrain& t, const SimReport& r, int hosts) {
+  const double step_s = t.train_step_s + t.train_stall_s;
+  const double ms = 1e3;
+  return {
+      {"schema_version", kReportSchemaVersion},
+      {"tpusim_version", TPUSIM_VERSION},
+      {"study", study.source},
+      {"model", train.model},
+      {"layout", layout_string(train, study.config)},
+      {"chips", r.chips},
+      {"cores", r.cores},
+      {"hosts", hosts},
+      {"global_batch", s.global_batch},
+      {"eval_batch", s.eval_batch},
+      {"time_to_train_s", t.total_s},
+      {"breakdown",
+       {{"startup_s", t.startup_s},
+        {"training_s", t.training_s},
+        {"evaluation_s", t.evaluation_s},
+        {"input_stall_s", t.input_stall_s}}},
+      {"schedule",
+       {{"target_steps", s.target_steps},
+        {"steps_per_loop", s.steps_per_loop},
+        {"evaluations", s.evaluations},
+        {"eval_steps_per_evaluation", s.eval_steps},
+        {"eval_examples", s.eval_examples}}},
+      {"per_step",
+       {{"train_step_ms", t.train_step_s * ms},
+        {"input_stall_per_train_step_ms", t.train_stall_s * ms},
+        {"first_train_step_ms", t.first_train_step_s * ms},
+        {"loop_first_train_step_ms", t.loop_first_train_step_s * ms},
+        {"loop_first_input_stall_ms", t.loop_first_train_stall_s * ms},
+        {"eval_step_ms", t.eval_step_s * ms},
+        {"input_stall_per_eval_step_ms", t.eval_stall_s * ms},
+        {"first_eval_step_ms", t.first_eval_step_s * ms},
+        {"first_eval_input_stall_ms", t.first_eval_stall_s * ms}}},
+      {"simulated",
+       {{"train_steps", s.simulated_train_steps},
+        {"eval_steps", s.simulated_eval_steps},
+        {"loop_time_ms", r.step_time.ms()},
+        {"kernel_events", r.kernel_events}}},
+      // The steady training step as the sweep's step metrics (input stall included).
+      {"step_time_ms", step_s * ms},
+      {"examples_per_s", step_s > 0 ? s.global_batch / step_s : 0.0},
+      {"wall_s", r.wall_s},
+      {"config", study.config.json()},
+  };
+}
+
+void print_train_report(std::ostream& out, const nlohmann::json& j) {
+  const auto& b = j["breakdown"];
+  const auto& s = j["schedule"];
+  const auto& p = j["per_step"];
+  const double total = j["time_to_train_s"].get<double>();
+  auto share = [&](const char* k) { return total > 0 ? 100 * b[k].get<double>() / total : 0.0; };
+  out << fmt::format("{} on {} chips ({} cores, {} hosts), {}, global batch {}\n",
+                     j["model"].get<std::string>(), j["chips"].get<int>(), j["cores"].get<int>(),
+                     j["hosts"].get<int>(), j["layout"].get<std::string>(),
+                     j["global_batch"].get<std::int64_t>())
+      << fmt::format("  time to train           {:10.2f} s\n", total)
+      << fmt::format("    start-up (first batch){:10.4f} s  ({:.1f}%)\n",
+                     b["startup_s"].get<double>(), share("startup_s"))
+      << fmt::format("    training steps        {:10.2f} s  ({:.1f}%)\n",
+                     b["training_s"].get<double>(), share("training_s"))
+      << fmt::format("    evaluation            {:10.2f} s  ({:.1f}%)\n",
+                     b["evaluation_s"].get<double>(), share("evaluation_s"))
+      << fmt::format("    input stalls          {:10.2f} s  ({:.1f}%)\n",
+                     b["input_stall_s"].get<double>(), share("input_stall_s"))
+      << fmt::format("  {} training steps in {} loop{} of {} steps + {} eval step{} (batch {})\n",
+                     s["target_steps"].get<std::int64_t>(), s["evaluations"].get<std::int64_t>(),
+                     s["evaluations"].get<std::int64_t>() == 1 ? "" : "s",
+                     s["steps_per_loop"].get<std::int64_t>(),
+                     s["eval_steps_per_evaluation"].get<std::int64_t>(),
+                     s["eval_steps_per_evaluation"].get<std::int64_t>() == 1 ? "" : "s",
+                     j["eval_batch"].get<std::int64_t>())
+      << fmt::format(
+             "  training step {:.3f} ms + input stall {:.3f} ms; eval step {:.3f} ms + "
+             "input stall {:.3f} ms\n",
+             p["train_step_ms"].get<double>(), p["input_stall_per_train_step_ms"].get<double>(),
+             p["eval_step_ms"].get<double>(), p["input_stall_per_eval_step_ms"].get<double>())
+      << fmt::format("  simulated {} training + {} eval + 1 training steps in {:.3f} s\n",
+                     j["simulated"]["train_steps"].get<int>(),
+                     j["simulated"]["eval_steps"].get<int>(), j["wall_s"].get<double>());
+}
+
+}  // namespace
+
+void run_train(const TrainArgs& a) {
+  Study study = load_study_file(a.study, a.sets, LayoutChecks::Train);
+  const Config& cfg = study.config;
+  const TrainSchedule schedule = read_train_schedule(cfg);
+  Topology topology(study.topology);
+  const Program train = build_program_of(cfg, topology, study.hardware, ProgramKind::Train);
+  const Program eval = build_program_of(cfg, topology, study.hardware, ProgramKind::Eval);
+
+  std::vector<const Program*> steps;
+  InfeedPlan plan;
+  for (bool is_eval : schedule.simulated_sequence()) {
+    steps.push_back(is_eval ? &eval : &train);
+    plan.batch_examples.push_back(
+        static_cast<double>(is_eval ? schedule.eval_batch : schedule.global_batch));
+    // An eval graph that does not state its infeed bytes is fed examples of the training size.
+    const double eval_bytes = eval.infeed_bytes_per_example > 0 ? eval.infeed_bytes_per_example
+                                                                : train.infeed_bytes_per_example;
+    plan.batch_example_bytes.push_back(is_eval ? eval_bytes : train.infeed_bytes_per_example);
+  }
+  DeviceLoop loop = make_device_loop(steps);
+  plan.op_batch = loop.op_batch;
+  plan.examples_per_s_per_host = host_examples_per_s(cfg);
+  spdlog::info("{}: a device loop of {} steps, {} ops, on {}", a.study, steps.size(),
+               loop.program.ops.size(), topology.describe());
+
+  SimOptions options = SimOptions::from_config(cfg);
+  options.infeed = &plan;
+  SimReport r = simulate(loop.program, topology, study.hardware, options);
+  std::vector<SimulatedStep> simulated;
+  for (const InfeedBatchStats& b : r.infeed) simulated.push_back({b.started, b.stall});
+  const TimeToTrain t = compose_time_to_train(schedule, simulated, r.step_time);
+  nlohmann::json report = train_report(study, train, schedule, t, r, r.hosts);
+  if (a.json)
+    std::cout << report.dump(2) << "\n";
+  else
+    print_train_report(std::cout, report);
+}
+
+}  // namespace tpusim::cli

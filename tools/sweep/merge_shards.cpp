@@ -1,0 +1,84 @@
+#include "tools/sweep/merge_shards.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include "core/errors.hpp"
+#include "tools/sweep/readable.hpp"
+#include "tools/sweep/sweep_dir.hpp"
+
+namespace tpusim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+void copy_if_present(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  if (!fs::exists(from) || (fs::exists(to) && fs::equivalent(from, to, ec))) return;
+  fs::copy_file(from, to + ".tmp", fs::copy_options::overwrite_existing);
+  fs::rename(to + ".tmp", to);
+}
+
+}  // namespace
+
+int run_merge(const std::vector<std::string>& dirs, const std::string& out) {
+  std::vector<sweep::Plan> plans;
+  ProblemList problems;
+  for (const auto& d : dirs) {
+    try {
+      plans.push_back(read_plan(d));
+    } catch (const ConfigError& e) {
+      for (const auto& p : e.problems()) problems.add(p.where, p.what);
+    }
+  }
+  problems.throw_if_any();
+  const sweep::Plan& first = plans.front();
+  auto set_list = [](const sweep::Plan& p) {
+    std::string s;
+    for (const auto& x : p.sets) s += (s.empty() ? "--set " : " --set ") + x;
+    return s.empty() ? std::string("no --set") : s;
+  };
+  for (std::size_t i = 1; i < plans.size(); ++i)
+    if (plans[i].sets != first.sets)
+      problems.add(dirs[i], "ran with " + set_list(plans[i]) + ", but " + dirs[0] + " with " +
+                                set_list(first) + "; merge only shards run with the same --set");
+  problems.throw_if_any();
+  for (std::size_t i = 1; i < plans.size(); ++i)
+    if (plans[i].points_digest() != first.points_digest() || plans[i].columns != first.columns)
+      problems.add(dirs[i], "holds a different sweep than " + dirs[0] + " (" + plans[i].sweep_file +
+                                " vs " + first.sweep_file +
+                                ", or other points); merge only shards of one sweep");
+  problems.throw_if_any();
+
+  const SweepDirLock lock = make_sweep_dir(out);
+  sweep::Plan merged = first;
+  merged.shard = merged.shard_count = 1;
+  std::size_t ok = 0, oom = 0, failed = 0, missing = 0;
+  for (const auto& p : merged.points) {
+    // Prefer a result (ok, or out of memory) over a failure, whichever shard holds it.
+    std::string source;
+    for (const auto& d : dirs)
+      if (sweep::finished(sweep::read_outcome(d, p.id).state)) source = d;
+    if (source.empty())
+      for (const auto& d : dirs)
+        if (sweep::read_outcome(d, p.id).state == sweep::PointState::Failed) source = d;
+    if (source.empty()) {
+      ++missing;
+      continue;
+    }
+    copy_if_present(sweep::point_file(source, p.id), sweep::point_file(out, p.id));
+    copy_if_present(sweep::error_file(source, p.id), sweep::error_file(out, p.id));
+    copy_if_present(sweep::study_file(source, p.id), sweep::study_file(out, p.id));
+    const sweep::PointState state = sweep::read_outcome(source, p.id).state;
+    (state == sweep::PointState::Ok ? ok : state == sweep::PointState::Oom ? oom : failed) += 1;
+  }
+  write_plan(out, merged);
+  write_results(out, merged);
+  std::cerr << "tpusim merge: " << count_of(static_cast<long long>(merged.points.size()), "point")
+            << " from " << count_of(static_cast<long long>(dirs.size()), "directory", "directories")
+            << ": " << ok << " ok, " << oom << " out of memory, " << failed << " failed, "
+            << missing << " not run; results in " << out << "/results.csv\n";
+  return ok + oom == merged.points.size() ? 0 : 1;
+}
+
+}  // namespace tpusim::cli
