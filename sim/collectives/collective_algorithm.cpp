@@ -38,17 +38,6 @@ std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name,
   return it->second();
 }
 
-Bandwidth fastest_link(const Machine& m) {
-  const HardwareSpec& hw = m.hardware();
-  return hw.cores_per_chip > 1 && hw.onchip_bandwidth.bytes_per_s() > hw.ici_bandwidth.bytes_per_s()
-             ? hw.onchip_bandwidth
-             : hw.ici_bandwidth;
-}
-
-Duration alpha_beta_bound(const Machine& m, double steps, double bytes) {
-  return m.hardware().collective_step_overhead * steps + fastest_link(m).time_for(bytes);
-}
-
 int GroupShape::coord(const Machine& m, int core, int dim) const {
   return dim == 0 ? m.core_in_chip(core) : m.topology().coord(m.chip_of(core), dim - 1);
 }

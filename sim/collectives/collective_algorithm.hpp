@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/collectives/collective_plan.hpp"
+#include "sim/collectives/cost_model.hpp"
 
 namespace tpusim {
 
@@ -42,6 +43,7 @@ class CollectiveAlgorithm {
                          const std::vector<int>& group) const = 0;
   /// A lower bound on the predicted time of plan() for `group` and `bytes`, found without
   /// routing anything, so `auto` skips building plans that cannot win. Zero: always build.
+  /// Built from the cost model's bounds (alpha_beta_bound, fastest_link).
   virtual Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
                                double bytes) const {
     (void)m, (void)kind, (void)group, (void)bytes;
@@ -49,13 +51,24 @@ class CollectiveAlgorithm {
   }
 };
 
-/// `steps` step overheads plus `bytes` sent in sequence over the machine's fastest link: no plan
-/// of that many steps moving that much per member in sequence can be faster.
-Duration alpha_beta_bound(const Machine& m, double steps, double bytes);
-/// The bandwidth of the fastest link a group member can send over.
-Bandwidth fastest_link(const Machine& m);
+
+/// An algorithm whose describe() line is fixed when it is made (each variant of a two-variant
+/// algorithm gets its own).
+class DescribedAlgorithm : public CollectiveAlgorithm {
+ public:
+  explicit DescribedAlgorithm(const char* line) : line_(line) {}
+  std::string describe() const override { return line_; }
+
+ private:
+  const char* line_;
+};
 
 using AlgorithmFactory = std::unique_ptr<CollectiveAlgorithm> (*)();
+/// The factory of one variant of a two-variant algorithm `Algo(bool)`.
+template <class Algo, bool Flag>
+std::unique_ptr<CollectiveAlgorithm> make_variant() {
+  return std::make_unique<Algo>(Flag);
+}
 struct AlgorithmRegistrar {
   AlgorithmRegistrar(const char* name, AlgorithmFactory make);
 };

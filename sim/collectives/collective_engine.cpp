@@ -24,13 +24,6 @@ const ParamRegistrar kParams{{
 }};
 // clang-format on
 
-std::string axes_key(const CollectiveSpec& s) {
-  if (!s.replica_groups.empty())
-    return "groups@" + std::to_string(reinterpret_cast<std::uintptr_t>(&s));
-  std::string k;
-  for (const auto& a : s.axes) k += a + ",";
-  return k;
-}
 }  // namespace
 
 CollectiveOptions CollectiveOptions::from_config(const Config& c) {
@@ -42,11 +35,6 @@ CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   o.reduce_on_arrival = c.boolean("collectives.reduce_on_arrival");
   return o;
 }
-
-struct CollectiveEngine::GroupSet {
-  std::vector<std::vector<int>> groups;  ///< physical cores, mesh order
-  std::vector<int> group_of_core;
-};
 
 struct CollectiveEngine::OpState {
   std::vector<int> arrived;          ///< per group
@@ -85,183 +73,22 @@ CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mes
                                    Network& network, EventQueue& queue,
                                    const CollectiveOptions& options, CollectiveListener& listener)
     : program_(program),
-      mesh_(mesh),
       machine_(machine),
       network_(network),
       queue_(queue),
-      options_(options),
       listener_(listener),
       hw_(machine.hardware()),
-      split_(machine.num_cores()) {
-  if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
-}
-
-namespace {
-/// Groups up to this size try the direct all-to-all under auto: its plan holds n (n-1) routes.
-constexpr std::size_t kAutoDirectAllToAllMembers = 512;
-/// Under auto, ties go to the earlier name (the algorithms used before auto compared times).
-const std::vector<std::string> kPreference = {"per_dimension", "bidirectional_ring", "ring"};
-}  // namespace
+      model_(machine.hardware(), options),
+      planner_(program, mesh, machine, options, model_),
+      split_(machine.num_cores()) {}
 
 CollectiveEngine::~CollectiveEngine() = default;
-
-const CollectiveEngine::GroupSet& CollectiveEngine::groups_for(const CollectiveSpec& spec) {
-  const std::string key = axes_key(spec);
-  auto& slot = group_sets_[key];
-  if (slot) return *slot;
-  slot = std::make_unique<GroupSet>();
-  if (spec.replica_groups.empty()) {
-    slot->groups = mesh_.groups(spec.axes);
-  } else {
-    for (const auto& g : spec.replica_groups) {
-      std::vector<int> cores;
-      for (int d : g) cores.push_back(mesh_.physical_core(d));
-      slot->groups.push_back(std::move(cores));
-    }
-  }
-  slot->group_of_core.assign(machine_.num_cores(), -1);
-  for (std::size_t g = 0; g < slot->groups.size(); ++g)
-    for (int core : slot->groups[g]) slot->group_of_core[core] = static_cast<int>(g);
-  return *slot;
-}
-
-const std::vector<const GroupPlan*>* CollectiveEngine::cached_plans(const CollectiveSpec& spec,
-                                                                    const GroupSet& gs,
-                                                                    const std::string& algorithm,
-                                                                    bool optional) {
-  const std::string key = axes_key(spec) + "|" + to_string(spec.kind) + "|" + algorithm + "|" +
-                          std::to_string(spec.shift) + (spec.wrap ? "w" : "");
-  auto found = plans_.find(key);
-  // A failure seen before is rebuilt when it must be reported, to throw its own error.
-  if (found != plans_.end() && (!found->second.plans.empty() || optional))
-    return found->second.plans.empty() ? nullptr : &found->second.plans;
-  PlanSet& set = plans_[key];
-  try {
-    for (const auto& members : gs.groups) {
-      auto plan = std::make_unique<GroupPlan>();
-      if (spec.kind == CollectiveKind::CollectivePermute) {
-        *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
-      } else if (spec.kind == CollectiveKind::AllToAll) {
-        *plan = all_to_all_plan(machine_, members, algorithm);
-      } else {
-        auto& algo = algorithms_[algorithm];
-        if (!algo) algo = make_algorithm(algorithm, "collectives.algorithm");
-        *plan = algo->plan(machine_, spec.kind, members);
-      }
-      set.owned.push_back(std::move(plan));
-    }
-  } catch (const ConfigError&) {
-    set.owned.clear();
-    if (!optional) throw;
-    return nullptr;
-  }
-  std::vector<GroupPlan*> all;
-  for (auto& p : set.owned) {
-    all.push_back(p.get());
-    set.plans.push_back(p.get());
-  }
-  profile_plans(machine_, all, link_scratch_);
-  return &set.plans;
-}
-
-const std::vector<const GroupPlan*>& CollectiveEngine::plans_for(int op_index, const GroupSet& gs) {
-  const CollectiveSpec& spec = program_.ops[op_index].collective;
-  const auto& first = gs.groups.front();
-  std::string configured = "direct";
-  std::vector<std::string> candidates;
-  if (spec.kind == CollectiveKind::AllToAll) {
-    configured = options_.all_to_all_algorithm;
-    for (const auto& name : all_to_all_names())
-      if (name != "direct" || first.size() <= kAutoDirectAllToAllMembers)
-        candidates.push_back(name);
-  } else if (spec.kind != CollectiveKind::CollectivePermute) {
-    configured = options_.algorithm;
-    candidates = kPreference;
-    for (const auto& name : algorithm_names())
-      if (std::find(candidates.begin(), candidates.end(), name) == candidates.end())
-        candidates.push_back(name);
-  }
-  std::string algorithm = configured;
-  const std::vector<const GroupPlan*>* plans = nullptr;
-  auto slowest_group = [&](const std::vector<const GroupPlan*>& ps) {
-    Duration t;
-    for (const GroupPlan* p : ps) t = max(t, predicted_time(*p, spec.bytes, spec.dtype));
-    return t;
-  };
-  if (configured == "auto") {
-    Duration best;
-    for (const auto& name : candidates) {
-      if (plans && spec.kind != CollectiveKind::AllToAll) {
-        auto& algo = algorithms_[name];
-        if (!algo) algo = make_algorithm(name, "collectives.algorithm");
-        if (algo->lower_bound(machine_, spec.kind, first, spec.bytes) >= best) continue;
-      }
-      const auto* ps = cached_plans(spec, gs, name, true);
-      if (!ps) continue;
-      const Duration t = slowest_group(*ps);
-      if (!plans || t < best) {
-        plans = ps;
-        best = t;
-        algorithm = name;
-      }
-    }
-    // None served: all-to-all falls back to direct (large non-grid groups); otherwise the first
-    // candidate is built again to report why (e.g. failed links cut a group off).
-    if (!plans)
-      plans = cached_plans(
-          spec, gs,
-          algorithm = spec.kind == CollectiveKind::AllToAll ? "direct" : candidates.front(), false);
-  } else {
-    plans = cached_plans(spec, gs, algorithm, false);
-  }
-  auto& st = stats_[op_index];
-  st.algorithm = algorithm;
-  int steps = 0;
-  for (const auto& p : plans->front()->phases) steps += p.steps;
-  st.steps = steps;
-  return *plans;
-}
-
-Duration CollectiveEngine::predicted_time(const GroupPlan& plan, double bytes, DType dtype) const {
-  Duration total;
-  for (const auto& p : plan.phases) {
-    if (p.steps == 0 || bytes <= 0) continue;
-    const double per_member = p.step_fraction * bytes;
-    const double each_way = p.bidirectional ? per_member / 2 : per_member;
-    const Duration transfer = Duration::seconds(each_way * p.link_s_per_byte) + p.path_latency;
-    // A member's core: the DMA engines read what it sends and write what it receives (as much
-    // as it sends), plus the reduction; uncontended by compute.
-    const bool rs = p.kind == StepKind::ReduceScatter;
-    const double summed = rs ? per_member * p.reduce_pieces : 0;
-    const double hbm_bytes = step_hbm_bytes(per_member, summed);
-    Duration core = (hw_.hbm_bandwidth_per_core * hw_.hbm_efficiency).time_for(hbm_bytes);
-    if (reduction_hbm_bytes(summed) > 0) core += hw_.hbm_latency;
-    core = max(core, reduction_vpu(summed, dtype));
-    total += (max(transfer, core) + hw_.collective_step_overhead) * p.steps;
-  }
-  return total;
-}
-
-void CollectiveEngine::prepare() {
-  op_groups_.assign(program_.ops.size(), nullptr);
-  op_plans_.assign(program_.ops.size(), {});
-  for (std::size_t i = 0; i < program_.ops.size(); ++i) {
-    if (!program_.ops[i].is_collective) continue;
-    const GroupSet& gs = groups_for(program_.ops[i].collective);
-    op_groups_[i] = &gs;
-    op_plans_[i] = &plans_for(static_cast<int>(i), gs);
-  }
-  // The plans `auto` built and did not choose are not needed any more.
-  std::set<const std::vector<const GroupPlan*>*> used(op_plans_.begin(), op_plans_.end());
-  for (auto it = plans_.begin(); it != plans_.end();)
-    it = used.count(&it->second.plans) ? std::next(it) : plans_.erase(it);
-}
 
 void CollectiveEngine::arrive(int op_index, int core) {
   auto& state = pending_[op_index];
   if (!state) {
     state = std::make_unique<OpState>();
-    state->set = op_groups_[op_index];
+    state->set = &planner_.groups(op_index);
     state->arrived.assign(state->set->groups.size(), 0);
     state->arrived_at.assign(machine_.num_cores(), Duration{});
   }
@@ -278,7 +105,7 @@ void CollectiveEngine::arrive(int op_index, int core) {
 void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) {
   auto run = std::make_shared<Running>();
   run->op_index = op_index;
-  run->plan = (*op_plans_[op_index])[group];
+  run->plan = planner_.plans(op_index)[group];
   run->members = &gs.groups[group];
   run->bytes = program_.ops[op_index].collective.bytes;
   run->dtype = program_.ops[op_index].collective.dtype;
@@ -315,36 +142,19 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
     return;
   }
   const Ring& ring = phase.rings[ring_index];
-  const double per_member = phase.step_fraction * run->bytes;
-  const double each_way = phase.bidirectional ? per_member / 2 : per_member;
+  const StepWork work = model_.step_work(phase, run->bytes);
   // Coalesced (message level): the ring's remaining steps travel as one message per neighbour
   // pair; every step still pays its hop latency and synchronisation, in sequence.
   const int steps = network_.coalesces_steps() ? phase.steps - step : 1;
   if (ring_index == 0) run->steps_run += steps;
   const Duration start = sim_now();
-  // Each member's core grants the step's work from now: its streams' HBM traffic (it sends as
-  // much as it receives: the step's bytes over the members) and the reduction of what it
-  // receives.
-  double sent = 0;
-  for (const auto* routes : {&ring.next, &ring.prev})
-    for (const auto& r : *routes)
-      if (!r.empty()) sent += each_way * steps;
-  const double summed =
-      phase.kind == StepKind::ReduceScatter ? per_member * phase.reduce_pieces : 0;
-  const double hbm_bytes =
-      step_hbm_bytes(sent / static_cast<double>(ring.members.size()), summed * steps);
-  const Duration vpu = reduction_vpu(summed, run->dtype) * steps;
-  const int latencies = reduction_hbm_bytes(summed) > 0 ? steps : 0;
-  Duration cores_done = start;
-  for (int core : ring.members)
-    cores_done =
-        max(cores_done, listener_.resources(core).communicate(start, hbm_bytes, vpu, latencies));
+  const Duration cores_done = book_step(ring, work, steps, run->dtype, start);
   auto sw = std::make_shared<StepWaves>();
   sw->run = run;
   sw->ring_index = ring_index;
   sw->step = step;
   sw->steps = steps;
-  sw->stream_bytes = each_way * steps;
+  sw->stream_bytes = work.each_way * steps;
   sw->cores_done = cores_done;
   sw->queued = start;
   issue_wave(sw);
@@ -381,16 +191,9 @@ void CollectiveEngine::issue_wave(const std::shared_ptr<StepWaves>& sw) {
   }
   if (engines > 0 && sw->wave == 0) sw->waves = std::max(1, (most + engines - 1) / engines);
   const Duration now = sim_now();
-  if (engines > 0)
-    for (const auto& [core, n] : cores)
-      if (!listener_.resources(core).dma.can_issue(n, now)) {
-        dma_waiting_.push_back(sw);
-        return;
-      }
-  for (const auto& [core, n] : cores) {
-    DmaEngines& dma = listener_.resources(core).dma;
-    if (now > sw->queued) dma.waited(now - sw->queued);
-    dma.issue(n, now);
+  if (!issue_dma(cores, sw->queued, now)) {
+    dma_waiting_.push_back(sw);
+    return;
   }
   const Duration path_latency = ring.path_latency;
   network_.send_batch(batch_, [this, sw, path_latency, now,
@@ -440,28 +243,6 @@ void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
     pending_.erase(it);
 }
 
-Duration CollectiveEngine::reduction_vpu(double bytes, DType dtype) const {
-  if (!options_.reduction_compute || bytes <= 0) return Duration{};
-  // One vector add per element.
-  return hw_.cycles(vpu_cycles(hw_, bytes / dtype_bytes(dtype), 1.0));
-}
-
-double CollectiveEngine::step_hbm_bytes(double sent, double summed) const {
-  // A member receives what it sends. Summed on arrival, the received bytes reach HBM only as
-  // the reduction's write of the sum.
-  const double dma =
-      options_.dma_hbm_traffic
-          ? DmaEngines::hbm_bytes(sent, sent, options_.reduce_on_arrival ? summed : 0)
-          : 0;
-  return dma + reduction_hbm_bytes(summed);
-}
-
-double CollectiveEngine::reduction_hbm_bytes(double bytes) const {
-  // Sum into the local buffer: read the local operand and write the sum, and (unless summed on
-  // arrival) read back the received operand from HBM too.
-  if (!options_.reduction_compute || bytes <= 0) return 0;
-  return (options_.reduce_on_arrival ? 2 : 3) * bytes;
-}
 
 std::vector<std::string> CollectiveEngine::waiting() const {
   std::vector<std::string> out;

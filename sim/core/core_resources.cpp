@@ -66,9 +66,8 @@ Duration CoreResource::grant(Duration from, Duration work) {
   return t;
 }
 
-CoreResources::CoreResources(sc_core::sc_module_name name, const HardwareSpec& hw, bool shared)
-    : sc_core::sc_module(name),
-      mxu("mxu"),
+CoreResources::CoreResources(const HardwareSpec& hw, bool shared)
+    : mxu("mxu"),
       vpu("vpu"),
       hbm("hbm"),
       dma("dma", hw.dma_engines_per_core),

@@ -102,10 +102,12 @@ class DmaEngines : public sc_core::sc_module {
   Duration busy_, waiting_;
 };
 
-class CoreResources : public sc_core::sc_module {
+/// The four resource modules of a core. Not a module itself: built inside the TensorCore's
+/// constructor, the modules are the core's children (multipod.chip(x,y).core0.mxu, ...).
+class CoreResources {
  public:
   /// `shared`: collective steps may run while the core computes (async collectives).
-  CoreResources(sc_core::sc_module_name name, const HardwareSpec& hw, bool shared);
+  CoreResources(const HardwareSpec& hw, bool shared);
 
   /// True if a run of compute from `t` cannot meet other work: not shared, and nothing granted
   /// after `t` (always so with synchronous collectives: a core's collective steps are over

@@ -17,7 +17,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionCont
       ctx_(ctx),
       traced_(traced),
       compute_scale_(compute_scale),
-      resources_("resources", *ctx.hardware, ctx.async_collectives) {
+      resources_(*ctx.hardware, ctx.async_collectives) {
   SC_METHOD(guarded_step);
   sensitive << wake_;
 }

@@ -1,78 +1,117 @@
 #include "sim/machine/machine.hpp"
 
 #include <cstdlib>
+#include <regex>
 #include <string>
 
 #include "core/errors.hpp"
 
 namespace tpusim {
 namespace {
-const std::string& name_of(const std::pair<const std::string, double>& e) { return e.first; }
-const std::string& name_of(const std::string& e) { return e; }
+const char* const kDim = "xyzw";
 }  // namespace
 
 Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
-                 const std::map<std::string, double>& degraded, const std::set<std::string>& failed)
+                 const MachineParts& parts)
     : sc_core::sc_module(name), topology_(topology), hw_(hw) {
-  std::size_t degraded_found = 0, failed_found = 0;
-  static const char* kDim = "xyzw";
-  const int n_dims = topology.num_dims();
-  const int cpc = hw.cores_per_chip;
   ici_.assign(topology.num_link_slots(), nullptr);
   chips_.reserve(topology.num_chips());
-  for (int c = 0; c < topology.num_chips(); ++c) {
-    auto chip = std::make_unique<Chip>(("chip" + std::to_string(c)).c_str(), c);
-    chip->ici.resize(n_dims * 2);
-    for (int d = 0; d < n_dims; ++d) {
+  for (int c = 0; c < topology.num_chips(); ++c)
+    chips_.push_back(std::make_unique<Chip>(chip_name(topology, c).c_str(), c,
+                                            [&](Chip& chip) { build_chip(chip, parts); }));
+  if (parts.infeed)
+    hosts_ = std::make_unique<HostSet>(topology.num_chips(), hw.cores_per_chip, parts.hosts,
+                                       *parts.infeed, *parts.queue,
+                                       [this](int c) { core(c).wake(); });
+  check_link_names(parts);
+}
+
+std::string Machine::chip_name(const Topology& topology, int chip) {
+  std::string s = "chip(";
+  for (int d = 0; d < topology.num_dims(); ++d)
+    s += (d ? "," : "") + std::to_string(topology.coord(chip, d));
+  return s + ")";
+}
+
+std::string Machine::ici_link_name(int chip, int dim, int dir) const {
+  return std::string(name()) + "." + chip_name(topology_, chip) + ".ici." + kDim[dim] +
+         (dir > 0 ? "+" : "-");
+}
+
+std::unique_ptr<LinkModule> Machine::make_link(const char* name, Bandwidth bandwidth,
+                                               Duration latency) {
+  auto link = std::make_unique<LinkModule>(name, bandwidth, latency);
+  link->index = static_cast<int>(all_links_.size());
+  all_links_.push_back(link.get());
+  return link;
+}
+
+void Machine::build_chip(Chip& chip, const MachineParts& parts) {
+  const int c = chip.id, cpc = hw_.cores_per_chip;
+  if (parts.cores)
+    for (int k = 0; k < cpc; ++k) {
+      const int id = c * cpc + k;
+      chip.cores.push_back(std::make_unique<TensorCore>(
+          ("core" + std::to_string(k)).c_str(), id, *parts.cores,
+          id < static_cast<int>(parts.traced.size()) && parts.traced[id],
+          parts.compute_scale.empty() ? 1.0 : parts.compute_scale[id]));
+    }
+  chip.ici.resize(topology_.num_dims() * 2);
+  chip.ici_ports = std::make_unique<Assembly>("ici", [&] {
+    for (int d = 0; d < topology_.num_dims(); ++d)
       for (int dir : {+1, -1}) {
-        const int slot = topology.link_slot(c, d, dir);
-        if (!topology.link_exists(slot)) continue;
-        std::string lname = "chip" + std::to_string(c) + "_ici_" + kDim[d] + (dir > 0 ? "p" : "m");
-        auto factor = degraded.find(lname);
-        degraded_found += factor != degraded.end();
-        auto link = std::make_unique<LinkModule>(
-            sc_core::sc_module_name(lname.c_str()),
-            hw.ici_bandwidth * (factor != degraded.end() ? factor->second : 1.0), hw.ici_latency);
-        if (failed.count(lname)) {
-          link->failed = true;
-          ++failed_found;
-        }
+        const int slot = topology_.link_slot(c, d, dir);
+        if (!topology_.link_exists(slot)) continue;
+        const std::string full = ici_link_name(c, d, dir);
+        auto factor = parts.degraded.find(full);
+        const std::string port = std::string(1, kDim[d]) + (dir > 0 ? "+" : "-");
+        auto link = make_link(
+            port.c_str(),
+            hw_.ici_bandwidth * (factor != parts.degraded.end() ? factor->second : 1.0),
+            hw_.ici_latency);
+        if (parts.failed.count(full)) link->failed = any_failed_ = true;
         ici_[slot] = link.get();
-        link->index = static_cast<int>(all_links_.size());
-        all_links_.push_back(link.get());
-        chip->ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
+        chip.ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
       }
+  });
+  chip.onchip.resize(cpc * cpc);
+  chip.onchip_ports = std::make_unique<Assembly>("onchip", [&] {
+    for (int a = 0; a < cpc; ++a)
+      for (int b = 0; b < cpc; ++b)
+        if (a != b)
+          chip.onchip[a * cpc + b] =
+              make_link((std::to_string(a) + "to" + std::to_string(b)).c_str(),
+                        hw_.onchip_bandwidth, hw_.onchip_latency);
+  });
+}
+
+void Machine::check_link_names(const MachineParts& parts) const {
+  std::set<std::string> ici_names;
+  for (const LinkModule* l : all_links_)
+    if (std::string(l->get_parent_object()->basename()) == "ici") ici_names.insert(l->name());
+  auto check = [&](const std::string& lname, const char* where) {
+    if (ici_names.count(lname)) return;
+    // An old-style name (chip5_ici_xp): say what it is called now.
+    static const std::regex old(R"(chip(\d+)_ici_([xyzw])([pm]))");
+    std::smatch m;
+    if (std::regex_match(lname, m, old)) {
+      const long chip = std::stol(m[1]);
+      const int dim = static_cast<int>(std::string(kDim).find(m[2].str()[0]));
+      const std::string now =
+          chip < topology_.num_chips() && dim < topology_.num_dims()
+              ? "'" + ici_link_name(static_cast<int>(chip), dim, m[3] == "p" ? +1 : -1) + "'"
+              : std::string(name()) + ".chip(COORDINATES).ici." + m[2].str() +
+                    (m[3] == "p" ? "+" : "-");
+      throw ConfigError(where, "'" + lname + "' is a link name of before the module tree; links "
+                                             "are named as in reports now: " + now);
     }
-    chip->onchip.resize(cpc * cpc);
-    for (int a = 0; a < cpc; ++a) {
-      for (int b = 0; b < cpc; ++b) {
-        if (a == b) continue;
-        std::string lname =
-            "chip" + std::to_string(c) + "_onchip_" + std::to_string(a) + "to" + std::to_string(b);
-        auto link = std::make_unique<LinkModule>(sc_core::sc_module_name(lname.c_str()),
-                                                 hw.onchip_bandwidth, hw.onchip_latency);
-        link->index = static_cast<int>(all_links_.size());
-        all_links_.push_back(link.get());
-        chip->onchip[a * cpc + b] = std::move(link);
-      }
-    }
-    chips_.push_back(std::move(chip));
-  }
-  any_failed_ = failed_found > 0;
-  auto check_names = [&](const auto& names, const char* where) {
-    for (const auto& entry : names) {
-      const std::string& lname = name_of(entry);
-      bool exists = false;
-      for (const LinkModule* l : all_links_) exists |= lname == std::string(l->basename());
-      if (!exists)
-        throw ConfigError(where,
-                          "'" + lname +
-                              "' is not an ICI link of this machine; names are chipN_ici_ "
-                              "then x, y, z or w, then p (+) or m (-), for links that exist");
-    }
+    throw ConfigError(where, "'" + lname + "' is not an ICI link of this machine; names are " +
+                                 name() +
+                                 ".chip(COORDINATES).ici. then x, y, z or w, then + or -, for "
+                                 "links that exist (e.g. " + ici_link_name(0, 0, +1) + ")");
   };
-  if (degraded_found != degraded.size()) check_names(degraded, "network.degraded_links");
-  if (failed_found != failed.size()) check_names(failed, "network.failed_links");
+  for (const auto& [lname, factor] : parts.degraded) check(lname, "network.degraded_links");
+  for (const auto& lname : parts.failed) check(lname, "network.failed_links");
 }
 
 std::vector<LinkModule*> Machine::links_of_chip(int chip) const {

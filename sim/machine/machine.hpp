@@ -1,7 +1,14 @@
 #pragma once
-// The elaborated machine: one Chip module per chip, each with its TensorCores, its outgoing ICI
-// links (one LinkModule module per direction of each physical link) and the on-chip paths between
-// its cores. Knows routes between cores; knows nothing of programs.
+// The elaborated machine as a SystemC module tree that reads as the hardware:
+//   multipod.chip(x,y)             one Chip per chip, named by its grid coordinates
+//   multipod.chip(x,y).core0       its TensorCores, each with mxu, vpu, hbm and dma children
+//   multipod.chip(x,y).ici.x+      its outgoing ICI links, one LinkModule per direction (x+, x-,
+//                                  y+, y-, z+, ... for the dimensions the topology has)
+//   multipod.chip(x,y).onchip.0to1 the on-chip paths between its cores
+//   multipod.hostN                 the hosts, with infeed (sim/machine/host.hpp)
+// SystemC makes an object the child of the module whose constructor is running, so Machine's
+// constructor elaborates all of it. Knows routes between cores; knows nothing of programs.
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,36 +17,69 @@
 #include <vector>
 
 #include "core/hardware.hpp"
+#include "sim/core/tensor_core.hpp"
+#include "sim/machine/host.hpp"
 #include "sim/network/link.hpp"
 #include "sim/network/network.hpp"
 #include "topologies/topology.hpp"
 
 namespace tpusim {
 
+/// A module whose children are the objects `build` creates (it runs inside the constructor).
+class Assembly : public sc_core::sc_module {
+ public:
+  Assembly(sc_core::sc_module_name name, const std::function<void()>& build)
+      : sc_core::sc_module(name) {
+    build();
+  }
+};
+
 class Chip : public sc_core::sc_module {
  public:
-  Chip(sc_core::sc_module_name name, int id) : sc_core::sc_module(name), id(id) {}
+  /// `build` elaborates the chip's children (it runs inside the constructor).
+  Chip(sc_core::sc_module_name name, int id, const std::function<void(Chip&)>& build)
+      : sc_core::sc_module(name), id(id) {
+    build(*this);
+  }
   const int id;
+  std::vector<std::unique_ptr<TensorCore>> cores;  ///< core0, core1, ... (none without cores)
+  std::unique_ptr<Assembly> ici_ports, onchip_ports;
   std::vector<std::unique_ptr<LinkModule>>
       ici;  ///< outgoing ICI links, by direction slot (null if absent)
   std::vector<std::unique_ptr<LinkModule>>
       onchip;  ///< [a * cores + b]: core a to core b (null on the diagonal)
 };
 
+/// What Machine elaborates besides its chips' links: the TensorCores and the hosts.
+struct MachineParts {
+  /// network.degraded_links: ICI link name (as in reports) -> bandwidth factor; a name that is
+  /// not a link of this machine is a ConfigError.
+  std::map<std::string, double> degraded;
+  std::set<std::string> failed;  ///< network.failed_links: links that carry nothing, likewise
+  const ExecutionContext* cores = nullptr;  ///< null: no TensorCores (links only)
+  std::vector<bool> traced;                 ///< per core: its spans go to the timeline
+  std::vector<double> compute_scale;        ///< per core; empty: 1 for all
+  /// With hosts (tpusim train): what they feed, their parameters and their event queue.
+  const InfeedPlan* infeed = nullptr;
+  HostOptions hosts;
+  EventQueue* queue = nullptr;
+};
+
 class Machine : public sc_core::sc_module {
  public:
-  /// `degraded`: ICI link name -> bandwidth factor (network.degraded_links); a name that is not
-  /// a link of this machine is a ConfigError.
-  /// `failed`: ICI link names that carry nothing (network.failed_links), likewise checked.
   Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
-          const std::map<std::string, double>& degraded = {},
-          const std::set<std::string>& failed = {});
+          const MachineParts& parts = {});
 
   const Topology& topology() const { return topology_; }
   const HardwareSpec& hardware() const { return hw_; }
   int num_cores() const { return topology_.num_chips() * hw_.cores_per_chip; }
   int chip_of(int core) const { return core / hw_.cores_per_chip; }
   int core_in_chip(int core) const { return core % hw_.cores_per_chip; }
+  /// The TensorCore `core` (the machine was built with cores).
+  TensorCore& core(int core) const { return *chips_[chip_of(core)]->cores[core_in_chip(core)]; }
+  HostSet* hosts() const { return hosts_.get(); }
+  /// "chip(x,y)": a chip's module name, its coordinates in the topology's dimensions.
+  static std::string chip_name(const Topology& topology, int chip);
 
   LinkModule* ici_link(int slot) const { return ici_[slot]; }
   /// The links a message from core `src` to core `dst` crosses: the on-chip path within a chip,
@@ -54,9 +94,17 @@ class Machine : public sc_core::sc_module {
   const std::vector<LinkModule*>& links() const { return all_links_; }
 
  private:
+  void build_chip(Chip& chip, const MachineParts& parts);
+  std::unique_ptr<LinkModule> make_link(const char* name, Bandwidth bandwidth, Duration latency);
+  /// Every degraded or failed link name is a link of this machine, else a ConfigError (which
+  /// for an old-style name, chipN_ici_xp, suggests its name in the module tree).
+  void check_link_names(const MachineParts& parts) const;
+  std::string ici_link_name(int chip, int dim, int dir) const;
+
   const Topology& topology_;
   HardwareSpec hw_;
   std::vector<std::unique_ptr<Chip>> chips_;
+  std::unique_ptr<HostSet> hosts_;
   std::vector<LinkModule*> ici_;  ///< by topology link slot
   std::vector<LinkModule*> all_links_;
   bool any_failed_ = false;

@@ -15,7 +15,7 @@ const ParamRegistrar kParams{{
     {"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12},
     {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9},
     {"network.coalesce_ring_steps", T::Boolean, "", true, "message and flow levels: the steps of one ring phase travel as one message per neighbour pair (each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},
-    {"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (chip5_ici_xp: chip 5's link in +X; xm, yp, ym, zp...) and FACTOR in (0, 1] multiplying its bandwidth", -1e300, 1e300},
+    {"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (multipod.chip(5,0).ici.x+: the link of the chip at x=5, y=0 towards +X; x-, y+, y-, z+...) and FACTOR in (0, 1] multiplying its bandwidth", -1e300, 1e300},
     {"network.failed_links", T::String, "", "", "ICI link directions that carry nothing, as NAME[,NAME...] (names as in network.degraded_links); routes go the other way round the dimension's ring, and a group they cut off is an error", -1e300, 1e300},
     {"network.contention", T::Boolean, "", true, "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"},
 }};
@@ -27,6 +27,22 @@ std::map<std::string, NetworkFactory>& registry() {
 }
 }  // namespace
 
+std::vector<std::string> split_link_list(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  out.emplace_back();
+  int depth = 0;  // a chip's coordinates, chip(x,y), hold commas
+  for (char ch : text) {
+    depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
+    if (ch == ',' && depth == 0)
+      out.emplace_back();
+    else
+      out.back() += ch;
+  }
+  if (out.back().empty()) out.pop_back();  // a trailing comma ends the list
+  return out;
+}
+
 NetworkOptions NetworkOptions::from_config(const Config& c) {
   NetworkOptions o;
   o.fidelity = c.string("network.fidelity");
@@ -35,26 +51,18 @@ NetworkOptions NetworkOptions::from_config(const Config& c) {
   o.contention = c.boolean("network.contention");
   o.coalesce_ring_steps = c.boolean("network.coalesce_ring_steps");
   o.degraded_links = parse_degraded_links(c.string("network.degraded_links"));
-  const std::string failed = c.string("network.failed_links");
-  for (std::size_t pos = 0; pos < failed.size();) {
-    const std::size_t end = std::min(failed.find(',', pos), failed.size());
-    const std::string name = failed.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string& name : split_link_list(c.string("network.failed_links")))
     if (name.empty() || !o.failed_links.insert(name).second)
       throw ConfigError("network.failed_links",
-                        name.empty() ? "an empty name; give NAME[,NAME...] (e.g. chip5_ici_xp)"
-                                     : "'" + name + "' is given twice");
-  }
+                        name.empty()
+                            ? "an empty name; give NAME[,NAME...] (e.g. multipod.chip(5,0).ici.x+)"
+                            : "'" + name + "' is given twice");
   return o;
 }
 
 std::map<std::string, double> parse_degraded_links(const std::string& text) {
   std::map<std::string, double> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t end = std::min(text.find(',', pos), text.size());
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string& item : split_link_list(text)) {
     const std::size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
     double factor = 0;
@@ -66,7 +74,7 @@ std::map<std::string, double> parse_degraded_links(const std::string& text) {
     }
     if (eq == std::string::npos || name.empty() || used == 0 || used != item.size() - eq - 1)
       throw ConfigError("network.degraded_links",
-                        "'" + item + "' is not NAME=FACTOR (e.g. chip5_ici_xp=0.5)");
+                        "'" + item + "' is not NAME=FACTOR (e.g. multipod.chip(5,0).ici.x+=0.5)");
     if (!(factor > 0 && factor <= 1))
       throw ConfigError("network.degraded_links", "factor of '" + name + "' is " +
                                                       item.substr(eq + 1) +

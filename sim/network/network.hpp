@@ -29,14 +29,18 @@ struct NetworkOptions {
   double packet_bytes = 4096;       ///< packet level: packet size (flow level: per-hop tail)
   bool contention = true;           ///< false: links never queue (for what-if comparisons)
   bool coalesce_ring_steps = true;  ///< message, flow level: a ring phase is one message per pair
-  /// ICI link name (as in reports, without "machine.") -> bandwidth factor in (0, 1].
+  /// ICI link name (as in reports, multipod.chip(5,0).ici.x+) -> bandwidth factor in (0, 1].
   std::map<std::string, double> degraded_links;
   std::set<std::string> failed_links;  ///< ICI link names that carry nothing
   static NetworkOptions from_config(const Config& cfg);
 };
 
-/// Parses network.degraded_links ("chip5_ici_xp=0.5,chip6_ici_ym=0.25"); throws ConfigError.
+/// Parses network.degraded_links ("multipod.chip(5,0).ici.x+=0.5,multipod.chip(6,0).ici.y-=0.25");
+/// throws ConfigError.
 std::map<std::string, double> parse_degraded_links(const std::string& text);
+
+/// A list of link names split at its commas, but not at those inside a chip's coordinates.
+std::vector<std::string> split_link_list(const std::string& text);
 
 class Network {
  public:

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <systemc>
@@ -11,73 +10,209 @@
 #include "core/errors.hpp"
 #include "core/limits.hpp"
 #include "sim/collectives/collective_engine.hpp"
-#include "sim/kernel/event_queue.hpp"
-#include "sim/kernel/failure.hpp"
-#include "sim/machine/machine.hpp"
 #include "sim/core/tensor_core.hpp"
 #include "sim/core/tensor_core_cost.hpp"
+#include "sim/kernel/event_queue.hpp"
+#include "sim/kernel/failure.hpp"
 #include "sim/kernel/timeline.hpp"
+#include "sim/machine/machine.hpp"
+#include "sim/run/link_usage.hpp"
 
 namespace tpusim {
 namespace {
 
 bool g_simulated = false;  // SystemC allows one elaboration per process
 
+class CoreDispatch : public CollectiveListener {
+ public:
+  Machine* machine = nullptr;
+  void collective_done(int core, int op_index) override {
+    machine->core(core).collective_done(op_index);
+  }
+  CoreResources& resources(int core) override { return machine->core(core).resources(); }
+};
+
 /// The elaborated design outlives simulate(): SystemC allows one design per process anyway, and
 /// its module registry removes modules in quadratic time, which for 8192 cores and 24k links
 /// costs more than the simulation. The process exit reclaims it; the pointer keeps it reachable.
 struct Design {
-  std::unique_ptr<Machine> machine;
+  ExecutionContext ctx;
+  std::unique_ptr<DeviceMesh> mesh;
   std::unique_ptr<EventQueue> queue;
-  std::vector<std::unique_ptr<TensorCore>> cores;
-  std::unique_ptr<HostSet> hosts;
+  std::unique_ptr<Machine> machine;
+  std::unique_ptr<Network> network;
+  CoreDispatch dispatch;
+  std::unique_ptr<CollectiveEngine> engine;
+  LinkLogs link_logs;
 };
 Design* g_design = nullptr;
 
-class CoreDispatch : public CollectiveListener {
- public:
-  std::vector<std::unique_ptr<TensorCore>>* cores = nullptr;
-  void collective_done(int core, int op_index) override {
-    (*cores)[core]->collective_done(op_index);
+/// Per core: how much slower it computes (hardware.slow_chips at hardware.slow_chip_factor).
+/// Chips past the topology are checked later (check_slow_chips), after the collectives' plans,
+/// as before the cores were built inside their chips.
+std::vector<double> compute_scales(const Topology& topology, const HardwareSpec& hw) {
+  std::vector<double> scale(static_cast<std::size_t>(topology.num_chips()) * hw.cores_per_chip,
+                            1.0);
+  for (int chip : hw.slow_chips)
+    if (chip >= 0 && chip < topology.num_chips())
+      for (int k = 0; k < hw.cores_per_chip; ++k)
+        scale[chip * hw.cores_per_chip + k] = hw.slow_chip_factor;
+  return scale;
+}
+
+void check_slow_chips(const Topology& topology, const HardwareSpec& hw) {
+  for (int chip : hw.slow_chips)
+    if (chip >= topology.num_chips())
+      throw ConfigError("hardware.slow_chips", std::to_string(chip) +
+                                                   " is not a chip of the topology (0 to " +
+                                                   std::to_string(topology.num_chips() - 1) + ")");
+}
+
+void fill_context(ExecutionContext& ctx, const Program& program, const HardwareSpec& hw,
+                  const SimOptions& options) {
+  ctx.program = &program;
+  ctx.hardware = &hw;
+  ctx.op_time = compute_times(program, hw, options.use_measured_durations);
+  ctx.op_demand.resize(program.ops.size());
+  for (std::size_t i = 0; i < program.ops.size(); ++i)
+    if (!program.ops[i].is_collective)
+      ctx.op_demand[i] = op_demand(hw, program.ops[i].compute, ctx.op_time[i]);
+  ctx.timeline = options.timeline;
+  ctx.async_collectives = hw.async_collectives;
+}
+
+/// Elaboration: the event queue, the machine's module tree (chips, cores, links, hosts), the
+/// network and the collective engine with every collective planned.
+Design& elaborate(const Program& program, const Topology& topology, const HardwareSpec& hw,
+                  const SimOptions& options) {
+  g_design = new Design;
+  Design& d = *g_design;
+  d.mesh = std::make_unique<DeviceMesh>(topology, hw.cores_per_chip, program.mesh);
+  fill_context(d.ctx, program, hw, options);
+  d.queue = std::make_unique<EventQueue>("events");
+  MachineParts parts;
+  parts.degraded = options.network.degraded_links;
+  parts.failed = options.network.failed_links;
+  parts.cores = &d.ctx;
+  parts.traced.assign(static_cast<std::size_t>(topology.num_chips()) * hw.cores_per_chip, false);
+  for (int c : options.traced_cores)
+    if (c >= 0 && c < static_cast<int>(parts.traced.size())) parts.traced[c] = true;
+  parts.compute_scale = compute_scales(topology, hw);
+  if (options.infeed && options.infeed->op_batch.size() != program.ops.size())
+    throw std::logic_error("tpusim: the infeed plan does not match the program");
+  parts.infeed = options.infeed;
+  parts.hosts = options.hosts;
+  parts.queue = d.queue.get();
+  d.machine = std::make_unique<Machine>("multipod", topology, hw, parts);
+  d.network = make_network(*d.queue, options.network);
+  d.dispatch.machine = d.machine.get();
+  d.engine = std::make_unique<CollectiveEngine>(program, *d.mesh, *d.machine, *d.network,
+                                                *d.queue, options.collectives, d.dispatch);
+  d.ctx.engine = d.engine.get();
+  d.engine->prepare();
+  check_slow_chips(topology, hw);
+  if (d.machine->hosts()) {
+    d.ctx.infeed = d.machine->hosts();
+    d.ctx.infeed_batch = &options.infeed->op_batch;
   }
-  CoreResources& resources(int core) override { return (*cores)[core]->resources(); }
-};
+  if (options.timeline) d.link_logs = log_traced_links(*d.machine, options.traced_cores);
+  return d;
+}
 
-/// The busy intervals of a link of a traced chip.
-struct LinkLog {
-  int chip = -1;
-  std::vector<std::pair<Duration, Duration>> intervals;
-};
+/// The run: the kernel plays the Program; a failure in a process is rethrown, and a core that
+/// never finished (the kernel ran out of events) is a StuckError naming what waits on what.
+void run(const Design& d, const Program& program) {
+  // A failure stops the kernel (sc_stop); its "Info: simulation stopped by user" would come
+  // before tpusim's own error line. SystemC's infos are not for tpusim's users.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
+  sc_core::sc_start();
+  if (auto failure = take_failure()) std::rethrow_exception(failure);
+  std::vector<std::string> stuck;
+  for (int c = 0; c < d.machine->num_cores() && stuck.size() < 3; ++c) {
+    const TensorCore& core = d.machine->core(c);
+    if (core.finished()) continue;
+    const int pc = core.pc();
+    std::string what = core.name();
+    if (pc < static_cast<int>(program.ops.size()))
+      what += " waits at op " + std::to_string(pc) + " (" + program.ops[pc].name + ")";
+    if (!core.outstanding().empty())
+      what += " for collective op " + std::to_string(core.outstanding().front()) + " (" +
+              program.ops[core.outstanding().front()].name + ")";
+    stuck.push_back(what);
+  }
+  if (stuck.empty()) return;
+  std::string msg;
+  for (const auto& s : stuck) msg += (msg.empty() ? "" : "; ") + s;
+  for (const auto& w : d.engine->waiting()) msg += "; " + w;
+  throw StuckError(msg);
+}
 
-/// Utilisation of each logged link in fixed time bins, as timeline counters (0..1).
-void emit_link_counters(TimelineSink& sink, const std::map<LinkModule*, LinkLog>& logs,
-                        Duration step) {
-  const int bins = 200;
-  if (step <= Duration{}) return;
-  const double bin_ps = static_cast<double>(step.ps()) / bins;
-  // By chip and link name: the map's order is the links' addresses, which differ between runs
-  // (a longer file name in the arguments moves the heap), and the timeline would with them.
-  std::vector<std::pair<const LinkModule*, const LinkLog*>> ordered;
-  for (const auto& [link, log] : logs) ordered.emplace_back(link, &log);
-  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
-    if (a.second->chip != b.second->chip) return a.second->chip < b.second->chip;
-    return std::strcmp(a.first->basename(), b.first->basename()) < 0;
-  });
-  for (const auto& [link, log_ptr] : ordered) {
-    const LinkLog& log = *log_ptr;
-    std::vector<double> busy(bins, 0.0);
-    for (const auto& [a, b] : log.intervals) {
-      double s = static_cast<double>(a.ps()), e = static_cast<double>(b.ps());
-      for (int k = std::max(0, static_cast<int>(s / bin_ps)); k < bins && k * bin_ps < e; ++k) {
-        const double lo = std::max(s, k * bin_ps), hi = std::min(e, (k + 1) * bin_ps);
-        if (hi > lo) busy[k] += hi - lo;
-      }
+/// The core that finished last and its time: the step time, its compute and communication,
+/// its resources' occupancy.
+void report_last_core(const Design& d, SimReport& r) {
+  const Machine& m = *d.machine;
+  int last_index = 0;
+  for (int c = 0; c < m.num_cores(); ++c)
+    if (m.core(c).finish_time() > m.core(last_index).finish_time()) last_index = c;
+  TensorCore& last = m.core(last_index);
+  r.step_time = last.finish_time();
+  r.compute = last.busy();
+  r.communication = last.communicating();
+  r.exposed_communication = last.exposed();
+  r.compute_slowdown = last.compute_slowdown();
+  r.comm_split = d.engine->split(last_index);
+  const CoreResources& res = last.resources();
+  r.occupancy.mxu = res.mxu.busy();
+  r.occupancy.vpu = res.vpu.busy();
+  r.occupancy.hbm = res.hbm.busy();
+  r.occupancy.dma = res.dma.busy();
+  r.occupancy.dma_waiting = res.dma.waiting();
+  r.occupancy.dma_streams = res.dma.streams();
+  r.occupancy.dma_peak_in_flight = res.dma.peak_in_flight();
+}
+
+/// Every op's time per core per step (a collective's longest group), longest first.
+void report_ops(const Design& d, const Program& program, const HardwareSpec& hw, SimReport& r) {
+  for (const auto& op : program.ops)
+    if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;
+  if (r.step_time > Duration{})
+    r.mxu_utilization =
+        r.useful_flops_per_core / (hw.peak_flops_per_core() * r.step_time.seconds());
+  const auto& stats = d.engine->stats();
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    OpTime t{static_cast<int>(i), op.name, op.kind, d.ctx.op_time[i].ms()};
+    if (op.is_collective) {
+      auto it = stats.find(static_cast<int>(i));
+      if (it != stats.end()) t.time_ms = it->second.longest.ms();
     }
-    for (int k = 0; k < bins; ++k)
-      sink.counter(log.chip, link->basename(), "utilization",
-                   Duration::ps(static_cast<std::int64_t>(k * bin_ps)),
-                   std::min(1.0, busy[k] / bin_ps));
+    r.top_ops.push_back(std::move(t));
   }
+  std::sort(r.top_ops.begin(), r.top_ops.end(),
+            [](const OpTime& a, const OpTime& b) { return a.time_ms > b.time_ms; });
+  r.collectives = stats;
+}
+
+/// The report: the last core, the ops, the links, the kernel's work and the hosts.
+SimReport report(const Design& d, const Program& program, const HardwareSpec& hw,
+                 const SimOptions& options) {
+  SimReport r;
+  r.chips = d.machine->topology().num_chips();
+  r.cores = d.machine->num_cores();
+  report_last_core(d, r);
+  report_ops(d, program, hw, r);
+  report_links(*d.machine, options.link_stats, r);
+  if (options.timeline) emit_link_counters(*options.timeline, d.link_logs, r.step_time);
+  for (int c = 0; c < d.machine->num_cores(); ++c)
+    r.kernel_events += d.machine->core(c).activations();
+  r.kernel_events += d.queue->activations();
+  r.network_work = d.network->work_items();
+  if (const HostSet* hosts = d.machine->hosts()) {
+    r.hosts = hosts->num_hosts();
+    r.infeed = hosts->stats();
+  }
+  return r;
 }
 
 }  // namespace
@@ -122,163 +257,10 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
   const auto wall0 = std::chrono::steady_clock::now();
   program.validate();
-
-  DeviceMesh mesh(topology, hw.cores_per_chip, program.mesh);
-  ExecutionContext ctx;
-  ctx.program = &program;
-  ctx.hardware = &hw;
-  ctx.op_time = compute_times(program, hw, options.use_measured_durations);
-  ctx.op_demand.resize(program.ops.size());
-  for (std::size_t i = 0; i < program.ops.size(); ++i)
-    if (!program.ops[i].is_collective)
-      ctx.op_demand[i] = op_demand(hw, program.ops[i].compute, ctx.op_time[i]);
-  ctx.timeline = options.timeline;
-  ctx.async_collectives = hw.async_collectives;
-
-  g_design = new Design;
-  g_design->machine = std::make_unique<Machine>(
-      "machine", topology, hw, options.network.degraded_links, options.network.failed_links);
-  g_design->queue = std::make_unique<EventQueue>("events");
-  Machine& machine = *g_design->machine;
-  EventQueue& queue = *g_design->queue;
-  auto network = make_network(queue, options.network);
-  CoreDispatch dispatch;
-  CollectiveEngine engine(program, mesh, machine, *network, queue, options.collectives, dispatch);
-  ctx.engine = &engine;
-  engine.prepare();
-
-  std::vector<bool> traced(machine.num_cores(), false);
-  for (int c : options.traced_cores)
-    if (c >= 0 && c < machine.num_cores()) traced[c] = true;
-  auto& cores = g_design->cores;
-  cores.reserve(machine.num_cores());
-  std::vector<double> scale(machine.num_cores(), 1.0);
-  for (int chip : hw.slow_chips) {
-    if (chip >= topology.num_chips())
-      throw ConfigError("hardware.slow_chips", std::to_string(chip) +
-                                                   " is not a chip of the topology (0 to " +
-                                                   std::to_string(topology.num_chips() - 1) + ")");
-    for (int k = 0; k < hw.cores_per_chip; ++k)
-      scale[chip * hw.cores_per_chip + k] = hw.slow_chip_factor;
-  }
-  for (int c = 0; c < machine.num_cores(); ++c)
-    cores.push_back(std::make_unique<TensorCore>(("core" + std::to_string(c)).c_str(), c, ctx,
-                                                 traced[c], scale[c]));
-  dispatch.cores = &cores;
-  if (options.infeed) {
-    if (options.infeed->op_batch.size() != program.ops.size())
-      throw std::logic_error("tpusim: the infeed plan does not match the program");
-    g_design->hosts =
-        std::make_unique<HostSet>(topology.num_chips(), hw.cores_per_chip, options.hosts,
-                                  *options.infeed, queue, [&cores](int c) { cores[c]->wake(); });
-    ctx.infeed = g_design->hosts.get();
-    ctx.infeed_batch = &options.infeed->op_batch;
-  }
-  // Links of traced chips log their busy intervals for the timeline's utilisation counters.
-  std::map<LinkModule*, LinkLog> link_logs;
-  if (options.timeline)
-    for (int c : options.traced_cores)
-      if (c >= 0 && c < machine.num_cores())
-        for (LinkModule* l : machine.links_of_chip(machine.chip_of(c))) {
-          link_logs[l].chip = machine.chip_of(c);
-          l->busy_log = &link_logs[l].intervals;
-        }
+  const Design& design = elaborate(program, topology, hw, options);
   const auto wall1 = std::chrono::steady_clock::now();
-
-  // A failure stops the kernel (sc_stop); its "Info: simulation stopped by user" would come
-  // before tpusim's own error line. SystemC's infos are not for tpusim's users.
-  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
-                                          sc_core::SC_DO_NOTHING);
-  sc_core::sc_start();
-  if (auto failure = take_failure()) std::rethrow_exception(failure);
-
-  SimReport r;
-  r.chips = topology.num_chips();
-  r.cores = machine.num_cores();
-  // Watchdog: the kernel ran out of events; every core must have finished.
-  std::vector<std::string> stuck;
-  for (const auto& core : cores) {
-    if (core->finished()) continue;
-    const int pc = core->pc();
-    std::string what = core->name();
-    if (pc < static_cast<int>(program.ops.size()))
-      what += " waits at op " + std::to_string(pc) + " (" + program.ops[pc].name + ")";
-    if (!core->outstanding().empty())
-      what += " for collective op " + std::to_string(core->outstanding().front()) + " (" +
-              program.ops[core->outstanding().front()].name + ")";
-    stuck.push_back(what);
-    if (stuck.size() >= 3) break;
-  }
-  if (!stuck.empty()) {
-    std::string msg;
-    for (const auto& s : stuck) msg += (msg.empty() ? "" : "; ") + s;
-    for (const auto& w : engine.waiting()) msg += "; " + w;
-    throw StuckError(msg);
-  }
-  std::size_t last_index = 0;
-  for (std::size_t c = 0; c < cores.size(); ++c)
-    if (cores[c]->finish_time() > cores[last_index]->finish_time()) last_index = c;
-  const TensorCore* last = cores[last_index].get();
-  r.step_time = last->finish_time();
-  r.compute = last->busy();
-  r.communication = last->communicating();
-  r.exposed_communication = last->exposed();
-  r.compute_slowdown = last->compute_slowdown();
-  r.comm_split = engine.split(static_cast<int>(last_index));
-  {
-    CoreResources& res = cores[last_index]->resources();
-    r.occupancy.mxu = res.mxu.busy();
-    r.occupancy.vpu = res.vpu.busy();
-    r.occupancy.hbm = res.hbm.busy();
-    r.occupancy.dma = res.dma.busy();
-    r.occupancy.dma_waiting = res.dma.waiting();
-    r.occupancy.dma_streams = res.dma.streams();
-    r.occupancy.dma_peak_in_flight = res.dma.peak_in_flight();
-  }
-  for (const auto& op : program.ops)
-    if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;
-  if (r.step_time > Duration{})
-    r.mxu_utilization =
-        r.useful_flops_per_core / (hw.peak_flops_per_core() * r.step_time.seconds());
-
-  for (std::size_t i = 0; i < program.ops.size(); ++i) {
-    const Op& op = program.ops[i];
-    OpTime t{static_cast<int>(i), op.name, op.kind, ctx.op_time[i].ms()};
-    if (op.is_collective) {
-      auto it = engine.stats().find(static_cast<int>(i));
-      if (it != engine.stats().end()) t.time_ms = it->second.longest.ms();
-    }
-    r.top_ops.push_back(std::move(t));
-  }
-  std::sort(r.top_ops.begin(), r.top_ops.end(),
-            [](const OpTime& a, const OpTime& b) { return a.time_ms > b.time_ms; });
-  r.collectives = engine.stats();
-
-  double busiest = 0, sum = 0;
-  for (const LinkModule* l : machine.links()) {
-    const double u = r.step_time > Duration{} ? l->busy_time.seconds() / r.step_time.seconds() : 0;
-    sum += u;
-    r.links.total_bytes += l->bytes;
-    if (u > busiest) {
-      busiest = u;
-      r.links.busiest_link = l->name();
-    }
-  }
-  if (options.link_stats)
-    for (const LinkModule* l : machine.links())
-      r.link_stats.push_back(
-          {l->basename(), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
-  r.links.busiest_utilization = busiest;
-  r.links.mean_utilization = machine.links().empty() ? 0 : sum / machine.links().size();
-
-  if (options.timeline) emit_link_counters(*options.timeline, link_logs, r.step_time);
-  for (const auto& core : cores) r.kernel_events += core->activations();
-  r.kernel_events += queue.activations();
-  r.network_work = network->work_items();
-  if (g_design->hosts) {
-    r.hosts = g_design->hosts->num_hosts();
-    r.infeed = g_design->hosts->stats();
-  }
+  run(design, program);
+  SimReport r = report(design, program, hw, options);
   const auto wall2 = std::chrono::steady_clock::now();
   r.elaboration_s = std::chrono::duration<double>(wall1 - wall0).count();
   r.wall_s = std::chrono::duration<double>(wall2 - wall0).count();

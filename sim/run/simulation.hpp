@@ -1,5 +1,6 @@
 #pragma once
-// One simulation: elaborate the machine and one TensorCore per core, play the Program, report.
+// One simulation: elaborate the machine (its chips with their TensorCores and links), play the
+// Program, report.
 // SystemC elaborates one design per process, so call simulate() once per process.
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,7 +47,7 @@ struct LinkUsage {
 
 /// One direction of one link over the whole run.
 struct LinkStat {
-  std::string name;  ///< as in reports, e.g. chip5_ici_xp, chip0_onchip_0to1
+  std::string name;  ///< its module name, e.g. multipod.chip(5,0).ici.x+, multipod.chip(0,0).onchip.0to1
   double bandwidth_GBps = 0;
   double bytes = 0;
   Duration busy;  ///< time spent serialising bytes

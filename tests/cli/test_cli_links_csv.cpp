@@ -27,7 +27,7 @@ TEST_CASE("tpusim collective --links-csv writes every link's bytes and utilisati
     REQUIRE(cell.size() == 6);
     INFO(line);
     const double bw = std::stod(cell[1]) * 1e9, bytes = std::stod(cell[2]);
-    if (cell[0].find("_ici_xp") != std::string::npos)
+    if (cell[0].find(".ici.x+") != std::string::npos)
       CHECK(bytes == Approx(2 * (n - 1) / n * S));
     else
       CHECK(bytes == 0);

@@ -55,8 +55,8 @@ const std::set<std::string> kAwaitingEffect = {};
 /// Values of free-form string parameters (no choices) to try: a link name valid on the 2x2
 /// slices of kStudies (names as the reports give them).
 const std::map<std::string, std::vector<json>> kFreeFormValues = {
-    {"network.degraded_links", {"chip0_ici_xp=0.25"}},
-    {"network.failed_links", {"chip0_ici_xp"}},
+    {"network.degraded_links", {"multipod.chip(0,0).ici.x+=0.25"}},
+    {"network.failed_links", {"multipod.chip(0,0).ici.x+"}},
 };
 
 /// The report without what may differ between identical runs or only echoes the input.

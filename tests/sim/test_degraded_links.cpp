@@ -33,12 +33,12 @@ Program sends(const std::vector<std::pair<int, int>>& pairs) {
 TEST_CASE("a transfer over 3 hops whose middle link runs at f B is set by that link") {
   const double f = 0.25;
   // Chip 1's +X link is the middle hop of 0 -> 3.
-  auto msg = line_with("message", "chip1_ici_xp=0.25");
+  auto msg = line_with("message", "multipod.chip(1).ici.x+=0.25");
   auto p = params_of(msg);
   Run m = simulate_child(sends({{0, 3}}), msg);
   // Message level: the slow hop serialises S/(fB); the fast hops add one chunk each.
   CHECK(m.step_s == Approx(S / (f * p.B) + 2 * p.C / p.B + 3 * p.L + p.O).epsilon(1e-6));
-  auto flow = line_with("flow", "chip1_ici_xp=0.25");
+  auto flow = line_with("flow", "multipod.chip(1).ici.x+=0.25");
   const double P = static_cast<double>(flow.integer("network.packet_bytes"));
   Run fl = simulate_child(sends({{0, 3}}), flow);
   // Flow level: the flow runs at fB; each extra hop adds a packet at the slowest link's rate.
@@ -50,7 +50,7 @@ TEST_CASE("a degraded link slows only the flows that cross it") {
     // 0 -> 2 crosses chip 1's +X link; 4 -> 6 does not.
     Program p = sends({{0, 2}, {4, 6}});
     Run healthy = simulate_child(p, line_with(fidelity, ""));
-    Run degraded = simulate_child(p, line_with(fidelity, "chip1_ici_xp=0.5"));
+    Run degraded = simulate_child(p, line_with(fidelity, "multipod.chip(1).ici.x+=0.5"));
     INFO(fidelity);
     CHECK(degraded.op_end_s[0] > healthy.op_end_s[0]);
     CHECK(degraded.op_end_s[1] == Approx(healthy.op_end_s[1]).epsilon(1e-9));
@@ -58,10 +58,10 @@ TEST_CASE("a degraded link slows only the flows that cross it") {
 }
 
 TEST_CASE("a degraded link must exist and its factor be above 0 and at most 1") {
-  CHECK_THROWS_WITH(simulate_child(sends({{0, 1}}), line_with("message", "chip7_ici_xp=0.5")),
-                    Catch::Contains("'chip7_ici_xp' is not an ICI link"));
-  CHECK_THROWS_WITH(simulate_child(sends({{0, 1}}), line_with("message", "chip1_ici_xp=0")),
+  CHECK_THROWS_WITH(simulate_child(sends({{0, 1}}), line_with("message", "multipod.chip(7).ici.x+=0.5")),
+                    Catch::Contains("'multipod.chip(7).ici.x+' is not an ICI link"));
+  CHECK_THROWS_WITH(simulate_child(sends({{0, 1}}), line_with("message", "multipod.chip(1).ici.x+=0")),
                     Catch::Contains("allowed: greater than 0, at most 1"));
-  CHECK_THROWS_WITH(simulate_child(sends({{0, 1}}), line_with("message", "chip1_ici_xp")),
+  CHECK_THROWS_WITH(simulate_child(sends({{0, 1}}), line_with("message", "multipod.chip(1).ici.x+")),
                     Catch::Contains("not NAME=FACTOR"));
 }

@@ -25,7 +25,7 @@ Program send_0_to_1(int chips) {
 
 TEST_CASE("a message whose link has failed goes the other way round the ring") {
   // On a ring of 8, chip 0 -> chip 1 with chip 0's +X link failed takes the 7 hops the other way.
-  auto cfg = cfg_with("8", "chip0_ici_xp");
+  auto cfg = cfg_with("8", "multipod.chip(0).ici.x+");
   auto p = params_of(cfg);
   Run r = simulate_child(send_0_to_1(8), cfg);
   CHECK(r.step_s == Approx(S / p.B + 6 * p.C / p.B + 7 * p.L + p.O).epsilon(1e-6));
@@ -36,7 +36,7 @@ TEST_CASE("a message whose link has failed goes the other way round the ring") {
     Topology topo(topology_from_json(cfg.json()["topology"]));
     SimReport rep = simulate(send_0_to_1(8), topo, HardwareSpec::from_config(cfg), o);
     for (const auto& l : rep.link_stats)
-      if (l.name == "chip0_ici_xp") return std::vector<double>{l.bytes};
+      if (l.name == "multipod.chip(0).ici.x+") return std::vector<double>{l.bytes};
     return std::vector<double>{-1};
   });
   CHECK(bytes.at(0) == 0);
@@ -45,8 +45,9 @@ TEST_CASE("a message whose link has failed goes the other way round the ring") {
 TEST_CASE("a failed link never speeds a collective up") {
   Program ar = one_op(16, collective_op(CollectiveKind::AllReduce, S));
   Run healthy = simulate_child(ar, cfg_with("4x4", ""));
-  // The last case is both directions of the physical link between chips 0 and 1.
-  for (const char* failed : {"chip0_ici_xp", "chip5_ici_ym", "chip0_ici_xp,chip1_ici_xm"}) {
+  // The last case is both directions of the physical link between chips (0,0) and (1,0).
+  for (const char* failed : {"multipod.chip(0,0).ici.x+", "multipod.chip(1,1).ici.y-",
+                             "multipod.chip(0,0).ici.x+,multipod.chip(1,0).ici.x-"}) {
     INFO(failed);
     Run broken = simulate_child(ar, cfg_with("4x4", failed));
     CHECK(broken.step_s >= healthy.step_s);
@@ -56,12 +57,20 @@ TEST_CASE("a failed link never speeds a collective up") {
 TEST_CASE("a group that failed links cut off is an error naming the chips") {
   Program ar = one_op(8, collective_op(CollectiveKind::AllReduce, S));
   CHECK_THROWS_WITH(
-      simulate_child(ar, cfg_with("8:wrap=0", "chip3_ici_xp")),
+      simulate_child(ar, cfg_with("8:wrap=0", "multipod.chip(3).ici.x+")),
       Catch::Contains("network.failed_links") && Catch::Contains("cannot reach chip"));
   CHECK_THROWS_WITH(simulate_child(ar, cfg_with("8",
-                                                "chip3_ici_xp,chip3_ici_xm,chip4_ici_xm,"
-                                                "chip2_ici_xp")),
+                                                "multipod.chip(3).ici.x+,multipod.chip(3).ici.x-,"
+                                                "multipod.chip(4).ici.x-,multipod.chip(2).ici.x+")),
                     Catch::Contains("both ways round its ring"));
-  CHECK_THROWS_WITH(simulate_child(ar, cfg_with("8", "chip9_ici_xp")),
-                    Catch::Contains("'chip9_ici_xp' is not an ICI link"));
+  CHECK_THROWS_WITH(simulate_child(ar, cfg_with("8", "multipod.chip(9).ici.x+")),
+                    Catch::Contains("'multipod.chip(9).ici.x+' is not an ICI link"));
+}
+
+TEST_CASE("a link name of before the module tree is an error giving its name now") {
+  // Chip 5 of a 4x4 grid is at x = 5 % 4, y = 5 / 4.
+  Program ar = one_op(16, collective_op(CollectiveKind::AllReduce, S));
+  CHECK_THROWS_WITH(simulate_child(ar, cfg_with("4x4", "chip5_ici_ym")),
+                    Catch::Contains("network.failed_links") &&
+                        Catch::Contains("'multipod.chip(1,1).ici.y-'"));
 }

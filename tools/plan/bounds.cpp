@@ -3,19 +3,12 @@
 #include <algorithm>
 #include <map>
 
+#include "sim/collectives/cost_model.hpp"
 #include "sim/core/tensor_core_cost.hpp"
 #include "topologies/device_mesh.hpp"
 
 namespace tpusim::plan {
 namespace {
-
-/// Sums over the groups of one collective's member split across the cut, per byte of S.
-struct CutShares {
-  double straddling = 0;  ///< groups with members on both sides
-  double a_over_n = 0;    ///< sum of n_A / N over straddling groups
-  double b_over_n = 0;    ///< sum of n_B / N
-  double ab_over_n = 0;   ///< sum of n_A n_B / N
-};
 
 class Cut {
  public:
@@ -46,23 +39,6 @@ class Cut {
   int dim_ = 0;
   std::vector<bool> side_;  ///< per chip: true on side A
 };
-
-/// Bytes across the cut per byte of a member's buffer, {A to B, B to A} (bounds.hpp).
-std::pair<double, double> crossing_per_byte(CollectiveKind kind, const CutShares& s) {
-  switch (kind) {
-    case CollectiveKind::AllReduce:
-      return {s.straddling, s.straddling};
-    case CollectiveKind::ReduceScatter:
-      return {s.b_over_n, s.a_over_n};
-    case CollectiveKind::AllGather:
-      return {s.a_over_n, s.b_over_n};
-    case CollectiveKind::AllToAll:
-      return {s.ab_over_n, s.ab_over_n};
-    case CollectiveKind::CollectivePermute:
-      return {0, 0};
-  }
-  return {0, 0};
-}
 
 }  // namespace
 

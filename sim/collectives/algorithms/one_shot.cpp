@@ -46,7 +46,7 @@ class OneShot : public CollectiveAlgorithm {
                        double bytes) const override {
     const std::size_t members = group.size();
     const double piece = kind == CollectiveKind::AllReduce ? bytes : bytes / members;
-    return alpha_beta_bound(m, 1, piece);
+    return alpha_beta_bound(m.hardware(), 1, piece);
   }
 };
 

@@ -16,14 +16,15 @@
 namespace tpusim {
 namespace {
 
-class PerDimension : public CollectiveAlgorithm {
- public:
-  explicit PerDimension(bool onchip_only) : onchip_only_(onchip_only) {}
+/// describe() of per_dimension and of onchip.
+const char* const kPerDimensionLines[2] = {
+    "per dimension: on-chip step, then rings along each grid dimension",
+    "on-chip step between the cores of one chip"};
 
-  std::string describe() const override {
-    return onchip_only_ ? "on-chip step between the cores of one chip"
-                        : "per dimension: on-chip step, then rings along each grid dimension";
-  }
+class PerDimension : public DescribedAlgorithm {
+ public:
+  explicit PerDimension(bool onchip_only)
+      : DescribedAlgorithm(kPerDimensionLines[onchip_only]), onchip_only_(onchip_only) {}
 
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
@@ -84,12 +85,8 @@ class PerDimension : public CollectiveAlgorithm {
   bool onchip_only_;
 };
 
-const AlgorithmRegistrar kPerDim{"per_dimension", []() -> std::unique_ptr<CollectiveAlgorithm> {
-                                   return std::make_unique<PerDimension>(false);
-                                 }};
-const AlgorithmRegistrar kOnChip{"onchip", []() -> std::unique_ptr<CollectiveAlgorithm> {
-                                   return std::make_unique<PerDimension>(true);
-                                 }};
+const AlgorithmRegistrar kPerDim{"per_dimension", make_variant<PerDimension, false>};
+const AlgorithmRegistrar kOnChip{"onchip", make_variant<PerDimension, true>};
 
 }  // namespace
 }  // namespace tpusim

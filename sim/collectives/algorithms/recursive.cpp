@@ -34,14 +34,14 @@ PlanPhase swap_phase(const Machine& m, const std::vector<int>& order, int bit, S
   return p;
 }
 
-class Recursive : public CollectiveAlgorithm {
- public:
-  explicit Recursive(bool halving) : halving_(halving) {}
+/// describe() of recursive doubling and of halving-doubling.
+const char* const kRecursiveLines[2] = {
+    "recursive doubling: log2(n) whole-buffer swaps (2^k groups)",
+    "halving-doubling: reduce-scatter halving, all-gather doubling (2^k groups)"};
 
-  std::string describe() const override {
-    return halving_ ? "halving-doubling: reduce-scatter halving, all-gather doubling (2^k groups)"
-                    : "recursive doubling: log2(n) whole-buffer swaps (2^k groups)";
-  }
+class Recursive : public DescribedAlgorithm {
+ public:
+  explicit Recursive(bool halving) : DescribedAlgorithm(kRecursiveLines[halving]), halving_(halving) {}
 
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
@@ -82,7 +82,7 @@ class Recursive : public CollectiveAlgorithm {
     const HardwareSpec& hw = m.hardware();
     Duration t;
     for (int b = 0; b < bits; ++b) {
-      const Bandwidth bw = b < onchip_bits ? fastest_link(m) : hw.ici_bandwidth;
+      const Bandwidth bw = b < onchip_bits ? fastest_link(hw) : hw.ici_bandwidth;
       const double sent = kind == CollectiveKind::AllReduce && !halving_
                               ? bytes
                               : (kind == CollectiveKind::AllReduce ? 2 : 1) * bytes / (2 << b);
@@ -96,12 +96,8 @@ class Recursive : public CollectiveAlgorithm {
   bool halving_;
 };
 
-const AlgorithmRegistrar kDoubling{
-    "recursive_doubling",
-    []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<Recursive>(false); }};
-const AlgorithmRegistrar kHalving{"halving_doubling", []() -> std::unique_ptr<CollectiveAlgorithm> {
-                                    return std::make_unique<Recursive>(true);
-                                  }};
+const AlgorithmRegistrar kDoubling{"recursive_doubling", make_variant<Recursive, false>};
+const AlgorithmRegistrar kHalving{"halving_doubling", make_variant<Recursive, true>};
 
 }  // namespace
 }  // namespace tpusim

@@ -35,13 +35,13 @@ std::vector<int> snake_order(const Machine& m, const std::vector<int>& group) {
   return order;
 }
 
-class RingAlgorithm : public CollectiveAlgorithm {
+/// describe() of the one-way and the two-way ring.
+const char* const kRingLines[2] = {"ring one way: one unidirectional ring over the group",
+                                   "ring both ways: half the data each way round one ring over the group"};
+
+class RingAlgorithm : public DescribedAlgorithm {
  public:
-  explicit RingAlgorithm(bool both_ways) : both_ways_(both_ways) {}
-  std::string describe() const override {
-    return both_ways_ ? "ring both ways: half the data each way round one ring over the group"
-                      : "ring one way: one unidirectional ring over the group";
-  }
+  explicit RingAlgorithm(bool both_ways) : DescribedAlgorithm(kRingLines[both_ways]), both_ways_(both_ways) {}
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
     DimRings d;
@@ -55,7 +55,7 @@ class RingAlgorithm : public CollectiveAlgorithm {
     const std::size_t members = group.size();
     const double n = static_cast<double>(members);
     const double halves = kind == CollectiveKind::AllReduce ? 2 : 1;
-    return alpha_beta_bound(m, halves * (n - 1),
+    return alpha_beta_bound(m.hardware(), halves * (n - 1),
                             halves * (n - 1) / n * bytes / (both_ways_ ? 2 : 1));
   }
 
@@ -63,12 +63,8 @@ class RingAlgorithm : public CollectiveAlgorithm {
   bool both_ways_;
 };
 
-const AlgorithmRegistrar kOneWay{"ring", []() -> std::unique_ptr<CollectiveAlgorithm> {
-                                   return std::make_unique<RingAlgorithm>(false);
-                                 }};
-const AlgorithmRegistrar kBothWays{
-    "bidirectional_ring",
-    []() -> std::unique_ptr<CollectiveAlgorithm> { return std::make_unique<RingAlgorithm>(true); }};
+const AlgorithmRegistrar kOneWay{"ring", make_variant<RingAlgorithm, false>};
+const AlgorithmRegistrar kBothWays{"bidirectional_ring", make_variant<RingAlgorithm, true>};
 
 }  // namespace
 }  // namespace tpusim

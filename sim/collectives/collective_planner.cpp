@@ -1,0 +1,105 @@
+#include "sim/collectives/collective_planner.hpp"
+
+#include <set>
+
+#include "core/errors.hpp"
+#include "sim/machine/machine.hpp"
+
+namespace tpusim {
+namespace {
+std::string axes_key(const CollectiveSpec& s) {
+  if (!s.replica_groups.empty())
+    return "groups@" + std::to_string(reinterpret_cast<std::uintptr_t>(&s));
+  std::string k;
+  for (const auto& a : s.axes) k += a + ",";
+  return k;
+}
+}  // namespace
+
+CollectivePlanner::CollectivePlanner(const Program& program, const DeviceMesh& mesh,
+                                     const Machine& machine, const CollectiveOptions& options,
+                                     const CollectiveCostModel& model)
+    : program_(program), mesh_(mesh), machine_(machine), options_(options), model_(model) {
+  if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
+}
+
+CollectivePlanner::~CollectivePlanner() = default;
+
+const GroupSet& CollectivePlanner::groups_for(const CollectiveSpec& spec) {
+  const std::string key = axes_key(spec);
+  auto& slot = group_sets_[key];
+  if (slot) return *slot;
+  slot = std::make_unique<GroupSet>();
+  if (spec.replica_groups.empty()) {
+    slot->groups = mesh_.groups(spec.axes);
+  } else {
+    for (const auto& g : spec.replica_groups) {
+      std::vector<int> cores;
+      for (int d : g) cores.push_back(mesh_.physical_core(d));
+      slot->groups.push_back(std::move(cores));
+    }
+  }
+  slot->group_of_core.assign(machine_.num_cores(), -1);
+  for (std::size_t g = 0; g < slot->groups.size(); ++g)
+    for (int core : slot->groups[g]) slot->group_of_core[core] = static_cast<int>(g);
+  return *slot;
+}
+
+const CollectiveAlgorithm& CollectivePlanner::algorithm(const std::string& name) {
+  auto& algo = algorithms_[name];
+  if (!algo) algo = make_algorithm(name, "collectives.algorithm");
+  return *algo;
+}
+
+const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const CollectiveSpec& spec,
+                                                                     const GroupSet& gs,
+                                                                     const std::string& name,
+                                                                     bool optional) {
+  const std::string key = axes_key(spec) + "|" + to_string(spec.kind) + "|" + name + "|" +
+                          std::to_string(spec.shift) + (spec.wrap ? "w" : "");
+  auto found = plans_.find(key);
+  // A failure seen before is rebuilt when it must be reported, to throw its own error.
+  if (found != plans_.end() && (!found->second.plans.empty() || optional))
+    return found->second.plans.empty() ? nullptr : &found->second.plans;
+  PlanSet& set = plans_[key];
+  try {
+    for (const auto& members : gs.groups) {
+      auto plan = std::make_unique<GroupPlan>();
+      if (spec.kind == CollectiveKind::CollectivePermute)
+        *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
+      else if (spec.kind == CollectiveKind::AllToAll)
+        *plan = all_to_all_plan(machine_, members, name);
+      else
+        *plan = algorithm(name).plan(machine_, spec.kind, members);
+      set.owned.push_back(std::move(plan));
+    }
+  } catch (const ConfigError&) {
+    set.owned.clear();
+    if (!optional) throw;
+    return nullptr;
+  }
+  std::vector<GroupPlan*> all;
+  for (auto& p : set.owned) {
+    all.push_back(p.get());
+    set.plans.push_back(p.get());
+  }
+  profile_plans(machine_, all, link_scratch_);
+  return &set.plans;
+}
+
+void CollectivePlanner::prepare(std::map<int, CollectiveOpStats>& stats) {
+  op_groups_.assign(program_.ops.size(), nullptr);
+  op_plans_.assign(program_.ops.size(), {});
+  for (std::size_t i = 0; i < program_.ops.size(); ++i) {
+    if (!program_.ops[i].is_collective) continue;
+    const GroupSet& gs = groups_for(program_.ops[i].collective);
+    op_groups_[i] = &gs;
+    op_plans_[i] = &choose(static_cast<int>(i), gs, stats[static_cast<int>(i)]);
+  }
+  // The plans `auto` built and did not choose are not needed any more.
+  std::set<const std::vector<const GroupPlan*>*> used(op_plans_.begin(), op_plans_.end());
+  for (auto it = plans_.begin(); it != plans_.end();)
+    it = used.count(&it->second.plans) ? std::next(it) : plans_.erase(it);
+}
+
+}  // namespace tpusim

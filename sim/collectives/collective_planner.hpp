@@ -1,0 +1,81 @@
+#pragma once
+// Planning and algorithm choice: before the run, every collective op of the Program gets its
+// groups (from the mesh axes or explicit replica groups) and, for its algorithm, one plan per
+// group (collective_planner.cpp). The algorithm is the configured one, or under `auto` the one
+// the cost model predicts fastest for the op's size and groups (algorithm_choice.cpp).
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/program.hpp"
+#include "sim/collectives/collective_algorithm.hpp"
+#include "sim/collectives/cost_model.hpp"
+#include "topologies/device_mesh.hpp"
+
+namespace tpusim {
+
+class Machine;
+
+struct CollectiveOpStats {
+  std::string algorithm;
+  Duration first_start;  ///< earliest group start
+  Duration last_end;     ///< latest group end
+  Duration longest;      ///< longest single group
+  int groups = 0;
+  int steps = 0;  ///< steps of one group's plan
+};
+
+/// The groups of one axes set (physical cores, mesh order), with each core's group index.
+struct GroupSet {
+  std::vector<std::vector<int>> groups;
+  std::vector<int> group_of_core;  ///< -1: in no group
+};
+
+class CollectivePlanner {
+ public:
+  CollectivePlanner(const Program& program, const DeviceMesh& mesh, const Machine& machine,
+                    const CollectiveOptions& options, const CollectiveCostModel& model);
+  ~CollectivePlanner();
+
+  /// Plans every collective of the program for every group, so a group an algorithm cannot
+  /// serve is a ConfigError up front, not a failure mid-run; records each op's algorithm and
+  /// steps in `stats`.
+  void prepare(std::map<int, CollectiveOpStats>& stats);
+  const GroupSet& groups(int op_index) const { return *op_groups_[op_index]; }
+  const std::vector<const GroupPlan*>& plans(int op_index) const { return *op_plans_[op_index]; }
+
+  /// `auto`'s candidates for `spec` in order of preference (ties go to the earlier).
+  std::vector<std::string> candidates(const CollectiveSpec& spec, std::size_t group_size) const;
+
+ private:
+  const GroupSet& groups_for(const CollectiveSpec& spec);
+  /// The plans of `algorithm` for every group of `gs`, built once and profiled together (the
+  /// groups of one collective run at the same time and share links); null if the algorithm
+  /// cannot serve some group and `optional` (else its ConfigError propagates).
+  const std::vector<const GroupPlan*>* cached_plans(const CollectiveSpec& spec, const GroupSet& gs,
+                                                    const std::string& algorithm, bool optional);
+  const CollectiveAlgorithm& algorithm(const std::string& name);
+  /// Chooses the algorithm of op `op_index` (one for all its groups) and returns the plans.
+  const std::vector<const GroupPlan*>& choose(int op_index, const GroupSet& gs,
+                                              CollectiveOpStats& st);
+
+  const Program& program_;
+  const DeviceMesh& mesh_;
+  const Machine& machine_;
+  CollectiveOptions options_;
+  const CollectiveCostModel& model_;
+  std::map<std::string, std::unique_ptr<GroupSet>> group_sets_;
+  std::map<std::string, std::unique_ptr<CollectiveAlgorithm>> algorithms_;
+  struct PlanSet {
+    std::vector<std::unique_ptr<GroupPlan>> owned;  ///< per group
+    std::vector<const GroupPlan*> plans;            ///< per group; empty: cannot serve
+  };
+  std::map<std::string, PlanSet> plans_;  ///< by plan key
+  std::vector<double> link_scratch_;      ///< for profile_plans
+  /// Per op (prepared once): its group set and each group's plan.
+  std::vector<const GroupSet*> op_groups_;
+  std::vector<const std::vector<const GroupPlan*>*> op_plans_;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,75 @@
+#include "sim/run/link_usage.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/kernel/timeline.hpp"
+#include "sim/machine/machine.hpp"
+
+namespace tpusim {
+namespace {
+/// A link's name inside its chip: its group and its own name (ici.x+, onchip.0to1).
+std::string name_in_chip(const LinkModule& link) {
+  return std::string(link.get_parent_object()->basename()) + "." + link.basename();
+}
+}  // namespace
+
+LinkLogs log_traced_links(const Machine& machine, const std::vector<int>& traced_cores) {
+  LinkLogs logs;
+  for (int c : traced_cores)
+    if (c >= 0 && c < machine.num_cores())
+      for (LinkModule* l : machine.links_of_chip(machine.chip_of(c))) {
+        logs[l].chip = machine.chip_of(c);
+        l->busy_log = &logs[l].intervals;
+      }
+  return logs;
+}
+
+void emit_link_counters(TimelineSink& sink, const LinkLogs& logs, Duration step) {
+  const int bins = 200;
+  if (step <= Duration{}) return;
+  const double bin_ps = static_cast<double>(step.ps()) / bins;
+  // By chip and link name: the map's order is the links' addresses, which differ between runs
+  // (a longer file name in the arguments moves the heap), and the timeline would with them.
+  std::vector<std::pair<std::string, const LinkLog*>> ordered;
+  for (const auto& [link, log] : logs) ordered.emplace_back(name_in_chip(*link), &log);
+  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    if (a.second->chip != b.second->chip) return a.second->chip < b.second->chip;
+    return a.first < b.first;
+  });
+  for (const auto& [track, log_ptr] : ordered) {
+    const LinkLog& log = *log_ptr;
+    std::vector<double> busy(bins, 0.0);
+    for (const auto& [a, b] : log.intervals) {
+      double s = static_cast<double>(a.ps()), e = static_cast<double>(b.ps());
+      for (int k = std::max(0, static_cast<int>(s / bin_ps)); k < bins && k * bin_ps < e; ++k) {
+        const double lo = std::max(s, k * bin_ps), hi = std::min(e, (k + 1) * bin_ps);
+        if (hi > lo) busy[k] += hi - lo;
+      }
+    }
+    for (int k = 0; k < bins; ++k)
+      sink.counter(log.chip, track, "utilization",
+                   Duration::ps(static_cast<std::int64_t>(k * bin_ps)),
+                   std::min(1.0, busy[k] / bin_ps));
+  }
+}
+
+void report_links(const Machine& machine, bool every_link, SimReport& r) {
+  double busiest = 0, sum = 0;
+  for (const LinkModule* l : machine.links()) {
+    const double u = r.step_time > Duration{} ? l->busy_time.seconds() / r.step_time.seconds() : 0;
+    sum += u;
+    r.links.total_bytes += l->bytes;
+    if (u > busiest) {
+      busiest = u;
+      r.links.busiest_link = l->name();
+    }
+  }
+  if (every_link)
+    for (const LinkModule* l : machine.links())
+      r.link_stats.push_back({l->name(), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
+  r.links.busiest_utilization = busiest;
+  r.links.mean_utilization = machine.links().empty() ? 0 : sum / machine.links().size();
+}
+
+}  // namespace tpusim

@@ -1,0 +1,120 @@
+// The SystemC module tree reads as the hardware: multipod.chip(x,y) per chip, each with its
+// TensorCores (core0, core1, each with mxu, vpu, hbm, dma), its ICI ports (ici.x+, ici.x-, ...)
+// and its on-chip links. The expected names come from the grid and the config.
+#include <catch2/catch.hpp>
+#include <set>
+#include <systemc>
+
+#include "tests/sim/sim_fixture.hpp"
+
+using namespace tpusim;
+using namespace tpusim::test;
+
+namespace {
+void walk(const sc_core::sc_object* o, std::set<std::string>& names) {
+  names.insert(o->name());
+  for (const sc_core::sc_object* c : o->get_child_objects()) walk(c, names);
+}
+/// The ICI ports chip (x, y) of an X x Y grid has: one per direction with a neighbour (a
+/// dimension of more than two chips wraps round in a torus; one of two never does).
+std::vector<std::string> ports_of(int x, int y, int X, int Y, bool torus) {
+  std::vector<std::string> out;
+  auto add = [&](int c, int n, const char* dim) {
+    const bool ring = torus && n > 2;
+    if (ring || c + 1 < n) out.push_back(std::string(dim) + "+");
+    if (ring || c > 0) out.push_back(std::string(dim) + "-");
+  };
+  add(x, X, "x");
+  add(y, Y, "y");
+  return out;
+}
+
+std::string chip_name(int x, int y) {
+  return "chip(" + std::to_string(x) + "," + std::to_string(y) + ")";
+}
+
+/// Children of `parent` whose base name starts with `prefix`.
+int children_named(const sc_core::sc_object* parent, const std::string& prefix) {
+  int n = 0;
+  for (const sc_core::sc_object* c : parent->get_child_objects())
+    n += std::string(c->basename()).rfind(prefix, 0) == 0;
+  return n;
+}
+/// Simulates one all-reduce on an X x Y grid and walks the module tree: the number of top-level
+/// modules named multipod, the expected names missing (`must` and every chip's cores with their
+/// resources, ICI ports and on-chip links), then per chip (x fastest) its cores and ICI ports.
+std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool torus,
+                              const std::vector<std::string>& must) {
+  const Config cfg = config_with({{"topology", topology}});
+  const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
+  return in_child([&] {
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    simulate(one_op(X * Y * cpc, collective_op(CollectiveKind::AllReduce, 1 << 20)), topo,
+             HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+    std::set<std::string> names;
+    double multipods = 0;
+    const sc_core::sc_object* multipod = nullptr;
+    for (const sc_core::sc_object* o : sc_core::sc_get_top_level_objects()) {
+      walk(o, names);
+      if (std::string(o->name()) == "multipod") ++multipods, multipod = o;
+    }
+    std::vector<std::string> expected = must;
+    for (int y = 0; y < Y; ++y)
+      for (int x = 0; x < X; ++x) {
+        const std::string chip = "multipod." + chip_name(x, y);
+        for (int k = 0; k < cpc; ++k)
+          for (const char* r : {"mxu", "vpu", "hbm", "dma"})
+            expected.push_back(chip + ".core" + std::to_string(k) + "." + r);
+        for (const auto& port : ports_of(x, y, X, Y, torus)) expected.push_back(chip + ".ici." + port);
+        for (int a = 0; a < cpc; ++a)
+          for (int b = 0; b < cpc; ++b)
+            if (a != b)
+              expected.push_back(chip + ".onchip." + std::to_string(a) + "to" + std::to_string(b));
+      }
+    double missing = 0;
+    for (const auto& e : expected) missing += names.count(e) == 0;
+    std::vector<double> out = {multipods, missing};
+    if (!multipod) return out;
+    for (int y = 0; y < Y; ++y)
+      for (int x = 0; x < X; ++x)
+        for (const sc_core::sc_object* chip : multipod->get_child_objects()) {
+          if (std::string(chip->basename()) != chip_name(x, y)) continue;
+          out.push_back(children_named(chip, "core"));
+          double ports = -1;
+          for (const sc_core::sc_object* c : chip->get_child_objects())
+            if (std::string(c->basename()) == "ici") ports = children_named(c, "");
+          out.push_back(ports);
+        }
+    return out;
+  });
+}
+
+void check_tree(const std::vector<double>& v, int X, int Y, bool torus, int cores_per_chip) {
+  REQUIRE(v.size() == static_cast<std::size_t>(2 + 2 * X * Y));
+  CHECK(v[0] == 1);
+  CHECK(v[1] == 0);
+  for (int y = 0; y < Y; ++y)
+    for (int x = 0; x < X; ++x) {
+      INFO(chip_name(x, y));
+      const int c = y * X + x;
+      CHECK(v[2 + 2 * c] == cores_per_chip);
+      CHECK(v[3 + 2 * c] == static_cast<double>(ports_of(x, y, X, Y, torus).size()));
+    }
+}
+}  // namespace
+
+TEST_CASE("the module tree of a 2x2 machine is multipod with its chips and their cores and ICI ports") {
+  // On 2x2 every chip has 2 cores and an ICI port towards each of its two neighbours.
+  const int cpc = static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
+  REQUIRE(cpc == 2);
+  const auto v = walk_tree("2x2", 2, 2, false,
+                           {"multipod.chip(1,0).core1.hbm", "multipod.chip(0,1).ici.y-"});
+  check_tree(v, 2, 2, false, cpc);
+}
+
+TEST_CASE("on a 4x4 torus every chip of the module tree has 2 cores and 4 ICI ports") {
+  const int cpc = static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
+  const auto v = walk_tree("4x4", 4, 4, true, {"multipod.chip(3,0).ici.x+"});
+  check_tree(v, 4, 4, true, cpc);
+  for (int c = 0; c < 16; ++c) CHECK(v[3 + 2 * c] == 4);
+}
