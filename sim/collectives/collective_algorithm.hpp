@@ -51,7 +51,6 @@ class CollectiveAlgorithm {
   }
 };
 
-
 /// An algorithm whose describe() line is fixed when it is made (each variant of a two-variant
 /// algorithm gets its own).
 class DescribedAlgorithm : public CollectiveAlgorithm {

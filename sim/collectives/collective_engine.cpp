@@ -7,8 +7,8 @@
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "sim/core/core_resources.hpp"
-#include "sim/machine/machine.hpp"
 #include "sim/core/tensor_core_cost.hpp"
+#include "sim/machine/machine.hpp"
 
 namespace tpusim {
 namespace {
@@ -242,7 +242,6 @@ void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
       ++it->second->groups_done == static_cast<int>(it->second->set->groups.size()))
     pending_.erase(it);
 }
-
 
 std::vector<std::string> CollectiveEngine::waiting() const {
   std::vector<std::string> out;

@@ -6,8 +6,8 @@
 
 namespace tpusim {
 
-Duration CollectiveEngine::book_step(const Ring& ring, const StepWork& work, int steps,
-                                     DType dtype, Duration start) {
+Duration CollectiveEngine::book_step(const Ring& ring, const StepWork& work, int steps, DType dtype,
+                                     Duration start) {
   // Each member's core grants the step's work from `start`: its streams' HBM traffic (it sends
   // as much as it receives: the step's bytes over the members) and the reduction of what it
   // receives.

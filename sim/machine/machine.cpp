@@ -20,9 +20,9 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
     chips_.push_back(std::make_unique<Chip>(chip_name(topology, c).c_str(), c,
                                             [&](Chip& chip) { build_chip(chip, parts); }));
   if (parts.infeed)
-    hosts_ = std::make_unique<HostSet>(topology.num_chips(), hw.cores_per_chip, parts.hosts,
-                                       *parts.infeed, *parts.queue,
-                                       [this](int c) { core(c).wake(); });
+    hosts_ =
+        std::make_unique<HostSet>(topology.num_chips(), hw.cores_per_chip, parts.hosts,
+                                  *parts.infeed, *parts.queue, [this](int c) { core(c).wake(); });
   check_link_names(parts);
 }
 
@@ -65,10 +65,10 @@ void Machine::build_chip(Chip& chip, const MachineParts& parts) {
         const std::string full = ici_link_name(c, d, dir);
         auto factor = parts.degraded.find(full);
         const std::string port = std::string(1, kDim[d]) + (dir > 0 ? "+" : "-");
-        auto link = make_link(
-            port.c_str(),
-            hw_.ici_bandwidth * (factor != parts.degraded.end() ? factor->second : 1.0),
-            hw_.ici_latency);
+        auto link =
+            make_link(port.c_str(),
+                      hw_.ici_bandwidth * (factor != parts.degraded.end() ? factor->second : 1.0),
+                      hw_.ici_latency);
         if (parts.failed.count(full)) link->failed = any_failed_ = true;
         ici_[slot] = link.get();
         chip.ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
@@ -102,13 +102,16 @@ void Machine::check_link_names(const MachineParts& parts) const {
               ? "'" + ici_link_name(static_cast<int>(chip), dim, m[3] == "p" ? +1 : -1) + "'"
               : std::string(name()) + ".chip(COORDINATES).ici." + m[2].str() +
                     (m[3] == "p" ? "+" : "-");
-      throw ConfigError(where, "'" + lname + "' is a link name of before the module tree; links "
-                                             "are named as in reports now: " + now);
+      throw ConfigError(where, "'" + lname +
+                                   "' is a link name of before the module tree; links "
+                                   "are named as in reports now: " +
+                                   now);
     }
     throw ConfigError(where, "'" + lname + "' is not an ICI link of this machine; names are " +
                                  name() +
                                  ".chip(COORDINATES).ici. then x, y, z or w, then + or -, for "
-                                 "links that exist (e.g. " + ici_link_name(0, 0, +1) + ")");
+                                 "links that exist (e.g. " +
+                                 ici_link_name(0, 0, +1) + ")");
   };
   for (const auto& [lname, factor] : parts.degraded) check(lname, "network.degraded_links");
   for (const auto& lname : parts.failed) check(lname, "network.failed_links");

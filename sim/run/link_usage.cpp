@@ -67,7 +67,8 @@ void report_links(const Machine& machine, bool every_link, SimReport& r) {
   }
   if (every_link)
     for (const LinkModule* l : machine.links())
-      r.link_stats.push_back({l->name(), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
+      r.link_stats.push_back(
+          {l->name(), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
   r.links.busiest_utilization = busiest;
   r.links.mean_utilization = machine.links().empty() ? 0 : sum / machine.links().size();
 }

@@ -106,8 +106,8 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
   d.machine = std::make_unique<Machine>("multipod", topology, hw, parts);
   d.network = make_network(*d.queue, options.network);
   d.dispatch.machine = d.machine.get();
-  d.engine = std::make_unique<CollectiveEngine>(program, *d.mesh, *d.machine, *d.network,
-                                                *d.queue, options.collectives, d.dispatch);
+  d.engine = std::make_unique<CollectiveEngine>(program, *d.mesh, *d.machine, *d.network, *d.queue,
+                                                options.collectives, d.dispatch);
   d.ctx.engine = d.engine.get();
   d.engine->prepare();
   check_slow_chips(topology, hw);

@@ -47,7 +47,8 @@ struct LinkUsage {
 
 /// One direction of one link over the whole run.
 struct LinkStat {
-  std::string name;  ///< its module name, e.g. multipod.chip(5,0).ici.x+, multipod.chip(0,0).onchip.0to1
+  std::string
+      name;  ///< its module name, e.g. multipod.chip(5,0).ici.x+, multipod.chip(0,0).onchip.0to1
   double bandwidth_GBps = 0;
   double bytes = 0;
   Duration busy;  ///< time spent serialising bytes

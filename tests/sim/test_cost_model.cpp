@@ -2,8 +2,8 @@
 // the algorithm whose plans the cost model predicts fastest, ties going to the earlier of
 // per_dimension, bidirectional_ring, ring, then the others by name; and every algorithm's lower
 // bound is at most the model's prediction of its plan.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "core/errors.hpp"
 #include "sim/collectives/collective_engine.hpp"
@@ -50,8 +50,7 @@ TEST_CASE("auto's choice is the argmin of the cost model over the algorithms tha
     Machine machine("multipod", topo, hw);
     auto network = make_network(queue, options.network);
     NoCores listener;
-    CollectiveEngine engine(program, mesh, machine, *network, queue, options.collectives,
-                            listener);
+    CollectiveEngine engine(program, mesh, machine, *network, queue, options.collectives, listener);
     engine.prepare();
     const CollectiveCostModel& model = engine.cost_model();
     std::vector<double> scratch;

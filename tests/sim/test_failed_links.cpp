@@ -70,7 +70,7 @@ TEST_CASE("a group that failed links cut off is an error naming the chips") {
 TEST_CASE("a link name of before the module tree is an error giving its name now") {
   // Chip 5 of a 4x4 grid is at x = 5 % 4, y = 5 / 4.
   Program ar = one_op(16, collective_op(CollectiveKind::AllReduce, S));
-  CHECK_THROWS_WITH(simulate_child(ar, cfg_with("4x4", "chip5_ici_ym")),
-                    Catch::Contains("network.failed_links") &&
-                        Catch::Contains("'multipod.chip(1,1).ici.y-'"));
+  CHECK_THROWS_WITH(
+      simulate_child(ar, cfg_with("4x4", "chip5_ici_ym")),
+      Catch::Contains("network.failed_links") && Catch::Contains("'multipod.chip(1,1).ici.y-'"));
 }

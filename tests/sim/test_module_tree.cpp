@@ -65,7 +65,8 @@ std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool to
         for (int k = 0; k < cpc; ++k)
           for (const char* r : {"mxu", "vpu", "hbm", "dma"})
             expected.push_back(chip + ".core" + std::to_string(k) + "." + r);
-        for (const auto& port : ports_of(x, y, X, Y, torus)) expected.push_back(chip + ".ici." + port);
+        for (const auto& port : ports_of(x, y, X, Y, torus))
+          expected.push_back(chip + ".ici." + port);
         for (int a = 0; a < cpc; ++a)
           for (int b = 0; b < cpc; ++b)
             if (a != b)
@@ -103,17 +104,20 @@ void check_tree(const std::vector<double>& v, int X, int Y, bool torus, int core
 }
 }  // namespace
 
-TEST_CASE("the module tree of a 2x2 machine is multipod with its chips and their cores and ICI ports") {
+TEST_CASE(
+    "the module tree of a 2x2 machine is multipod with its chips and their cores and ICI ports") {
   // On 2x2 every chip has 2 cores and an ICI port towards each of its two neighbours.
-  const int cpc = static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
+  const int cpc =
+      static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
   REQUIRE(cpc == 2);
-  const auto v = walk_tree("2x2", 2, 2, false,
-                           {"multipod.chip(1,0).core1.hbm", "multipod.chip(0,1).ici.y-"});
+  const auto v =
+      walk_tree("2x2", 2, 2, false, {"multipod.chip(1,0).core1.hbm", "multipod.chip(0,1).ici.y-"});
   check_tree(v, 2, 2, false, cpc);
 }
 
 TEST_CASE("on a 4x4 torus every chip of the module tree has 2 cores and 4 ICI ports") {
-  const int cpc = static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
+  const int cpc =
+      static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
   const auto v = walk_tree("4x4", 4, 4, true, {"multipod.chip(3,0).ici.x+"});
   check_tree(v, 4, 4, true, cpc);
   for (int c = 0; c < 16; ++c) CHECK(v[3 + 2 * c] == 4);

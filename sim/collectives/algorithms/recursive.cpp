@@ -41,7 +41,8 @@ const char* const kRecursiveLines[2] = {
 
 class Recursive : public DescribedAlgorithm {
  public:
-  explicit Recursive(bool halving) : DescribedAlgorithm(kRecursiveLines[halving]), halving_(halving) {}
+  explicit Recursive(bool halving)
+      : DescribedAlgorithm(kRecursiveLines[halving]), halving_(halving) {}
 
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {

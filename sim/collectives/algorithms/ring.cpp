@@ -36,12 +36,14 @@ std::vector<int> snake_order(const Machine& m, const std::vector<int>& group) {
 }
 
 /// describe() of the one-way and the two-way ring.
-const char* const kRingLines[2] = {"ring one way: one unidirectional ring over the group",
-                                   "ring both ways: half the data each way round one ring over the group"};
+const char* const kRingLines[2] = {
+    "ring one way: one unidirectional ring over the group",
+    "ring both ways: half the data each way round one ring over the group"};
 
 class RingAlgorithm : public DescribedAlgorithm {
  public:
-  explicit RingAlgorithm(bool both_ways) : DescribedAlgorithm(kRingLines[both_ways]), both_ways_(both_ways) {}
+  explicit RingAlgorithm(bool both_ways)
+      : DescribedAlgorithm(kRingLines[both_ways]), both_ways_(both_ways) {}
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
     DimRings d;
