@@ -40,6 +40,10 @@ struct HardwareSpec {
   double hbm_efficiency = 1;          ///< achievable fraction of peak HBM bandwidth
   double mxu_efficiency = 1;          ///< achieved fraction of the MXU cycle formula's throughput
   Duration collective_step_overhead;  ///< synchronisation cost of one collective step
+  Duration collective_launch;         ///< fixed cost of starting one collective op
+  // On-chip memories the compiler (compiler/) places tensors in.
+  double vmem_bytes_per_core = 0;  ///< vector memory of a TensorCore (bounds a fusion's tiles)
+  double cmem_bytes_per_chip = 0;  ///< common memory of a chip (TPU v4); 0: none
 
   static HardwareSpec from_config(const Config& cfg);
   double peak_flops_per_core() const { return 2.0 * mxu.dim * mxu.dim * mxu.count * clock_hz; }

@@ -36,6 +36,9 @@ DeviceLoop make_device_loop(const std::vector<const Program*>& steps) {
       Op op = s.ops[i];
       for (int& d : op.deps) d += base;
       if (op.output.last_use >= 0) op.output.last_use += base;
+      for (OpOutput& o : op.more_outputs)
+        if (o.last_use >= 0) o.last_use += base;
+      for (DataRead& r : op.reads) r.producer += base;
       const int index = base + static_cast<int>(i);
       if (op.is_collective)
         previous.push_back(index);

@@ -97,6 +97,19 @@ struct ResidentBuffer {
   double bytes = 0;  ///< per core
 };
 
+/// One operand an op reads from an earlier op's output (the compiler's fusion and placement
+/// passes follow these to know which bytes cross HBM).
+struct DataRead {
+  int producer = -1;  ///< index of the op whose output is read
+  double bytes = 0;   ///< per core, HBM bytes of that output this op reads
+};
+
+/// How the compiler (compiler/) may fuse an op: an MXU op (matmul, convolution) can take
+/// element-wise consumers into its output; vector ops fuse into loops; reductions fuse as extra
+/// outputs of the loop or MXU op producing their input; opaque ops (collectives, gathers, loss,
+/// optimizer, sorting, loops over data) never fuse.
+enum class FusionRole { Opaque, Mxu, Vector, Reduction };
+
 struct Op {
   std::string name;  ///< e.g. "encoder.3.mlp.in.bwd_weight"
   std::string kind;  ///< "matmul", "layer_norm", "softmax", "all-reduce", ...
@@ -108,6 +121,19 @@ struct Op {
   std::vector<std::vector<std::int64_t>> shapes;  ///< tensor shapes, for reports and traces
   std::vector<int> deps;                          ///< indices of earlier ops this one waits for
   OpOutput output;                                ///< for the memory model
+  // Filled by the partitioner for the compiler (compiler/); empty in traces.
+  std::vector<DataRead> reads;  ///< operands read from earlier ops' outputs
+  /// Per-core logical shape of the output (major to minor; {N, H, W, C} for a feature map,
+  /// {M, N} for a matmul), empty when unknown; the compiler pads it to the TPU tiles.
+  std::vector<std::int64_t> out_shape;
+  bool feature_map = false;  ///< out_shape is {N, H, W, C}: XLA's convolution layout (C minor)
+  FusionRole fusion_role = FusionRole::Opaque;
+  /// Outputs beyond `output` a fused op keeps in HBM (its members' tensors read outside it).
+  std::vector<OpOutput> more_outputs;
+  /// A fused op: the names of its member ops in program order (empty: not a fusion).
+  std::vector<std::string> fused;
+  double padding_bytes = 0;  ///< HBM bytes the tiled layout adds to this op's traffic
+  double cmem_bytes = 0;     ///< bytes of this op's traffic served by CMEM instead of HBM
 };
 
 struct Program {

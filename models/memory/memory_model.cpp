@@ -8,10 +8,16 @@
 namespace tpusim {
 namespace {
 
-// The last op during which op i's output is live.
-int end_of(const Program& p, std::size_t i) {
-  const int last = p.ops[i].output.last_use;
-  return last > static_cast<int>(i) ? last : static_cast<int>(i);
+// The last op during which output `o` of op i is live.
+int end_of(const OpOutput& o, std::size_t i) {
+  return o.last_use > static_cast<int>(i) ? o.last_use : static_cast<int>(i);
+}
+
+// Every output op i keeps: its main one and those of a fused op's members read outside it.
+template <class F>
+void for_each_output(const Op& op, F&& f) {
+  f(op.output);
+  for (const OpOutput& o : op.more_outputs) f(o);
 }
 
 double resident_total(const Program& p) {
@@ -35,10 +41,11 @@ std::vector<double> live_bytes_per_op(const Program& p) {
   if (!p.has_memory) return {};
   const std::size_t n = p.ops.size();
   std::vector<double> delta(n + 1, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    delta[i] += p.ops[i].output.bytes;
-    delta[end_of(p, i) + 1] -= p.ops[i].output.bytes;
-  }
+  for (std::size_t i = 0; i < n; ++i)
+    for_each_output(p.ops[i], [&](const OpOutput& o) {
+      delta[i] += o.bytes;
+      delta[end_of(o, i) + 1] -= o.bytes;
+    });
   std::vector<double> live(n);
   double running = resident_total(p);
   for (std::size_t i = 0; i < n; ++i) live[i] = running += delta[i];
@@ -61,11 +68,11 @@ MemoryProfile analyze_memory(const Program& p, double capacity_bytes, int larges
   }
   std::vector<LiveTensor> at_peak;
   for (const auto& r : p.resident) at_peak.push_back({r.name, r.cls, r.dtype, r.bytes});
-  for (int i = 0; i <= m.peak_op; ++i) {
-    const OpOutput& o = p.ops[i].output;
-    if (o.bytes > 0 && end_of(p, i) >= m.peak_op)
-      at_peak.push_back({p.ops[i].name, o.cls, o.dtype, o.bytes});
-  }
+  for (int i = 0; i <= m.peak_op; ++i)
+    for_each_output(p.ops[i], [&](const OpOutput& o) {
+      if (o.bytes > 0 && end_of(o, i) >= m.peak_op)
+        at_peak.push_back({p.ops[i].name, o.cls, o.dtype, o.bytes});
+    });
   for (const auto& t : at_peak) m.bytes_by_class[static_cast<int>(t.cls)] += t.bytes;
   const auto keep = std::min<std::size_t>(at_peak.size(), static_cast<std::size_t>(largest));
   std::partial_sort(at_peak.begin(), at_peak.begin() + keep, at_peak.end(),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "models/parallelism/compiler_hints.hpp"
 #include "models/parallelism/per_core_cost.hpp"
 #include "models/parallelism/spatial.hpp"
 
@@ -118,8 +119,24 @@ class Partitioner {
     op.output.dtype = n.out_dtype;
     op.output.cls = output_class(v);
     op.output.bytes = output_bytes(v, op.compute, shard);
+    add_compiler_hints(v, op);
     compute_op_[v] = push(std::move(op));
     return compute_op_[v];
+  }
+
+  // For compiler/: the operands read from earlier ops (each at most its producer's output, in
+  // total at most the op's HBM reads), the fusion role and the per-core output shape.
+  void add_compiler_hints(int v, Op& op) const {
+    const OpNode& n = g_.node(v);
+    double left = op.compute.bytes_read;
+    for (int u : g_.inputs(v)) {
+      if (result_[u] < 0 || left <= 0) continue;
+      const double bytes = std::min(left, p_.ops[result_[u]].output.bytes);
+      if (bytes > 0) op.reads.push_back({result_[u], bytes});
+      left -= bytes;
+    }
+    op.fusion_role = fusion_role_of(n);
+    op.out_shape = per_core_out_shape(n, l_, op.compute.matmul, &op.feature_map);
   }
 
   int emit_collective(std::string name, CollectiveKind kind, Phase phase, double bytes, DType dtype,

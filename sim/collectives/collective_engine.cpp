@@ -115,7 +115,11 @@ void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) 
   auto& st = stats_[op_index];
   if (st.groups == 0 || run->started < st.first_start) st.first_start = run->started;
   ++st.groups;
-  run_phase(run);
+  // The op's fixed launch cost (hardware.calibration.collective_launch_ns) before its first step.
+  if (hw_.collective_launch > Duration{})
+    queue_.at(run->started + hw_.collective_launch, [this, run] { run_phase(run); });
+  else
+    run_phase(run);
 }
 
 void CollectiveEngine::run_phase(const std::shared_ptr<Running>& run) {
@@ -231,7 +235,7 @@ void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
   auto& st = stats_[run->op_index];
   st.last_end = max(st.last_end, now);
   st.longest = max(st.longest, now - run->started);
-  const Duration sync = hw_.collective_step_overhead * run->steps_run;
+  const Duration sync = hw_.collective_step_overhead * run->steps_run + hw_.collective_launch;
   for (int core : *run->members) {
     split_[core].synchronisation += sync;
     split_[core].transfer += now - run->started - sync;

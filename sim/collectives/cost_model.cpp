@@ -52,7 +52,7 @@ Duration CollectiveCostModel::step_time(const PlanPhase& p, double bytes, DType 
 
 Duration CollectiveCostModel::predicted_time(const GroupPlan& plan, double bytes,
                                              DType dtype) const {
-  Duration total;
+  Duration total = hw_.collective_launch;
   for (const auto& p : plan.phases) {
     if (p.steps == 0 || bytes <= 0) continue;
     total += step_time(p, bytes, dtype) * p.steps;

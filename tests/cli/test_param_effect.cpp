@@ -34,6 +34,10 @@ const std::vector<std::vector<std::string>> kStudies = {
      "workload.global_batch=8"},
     {"run", "configs/studies/transformer_big_256.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=16"},
+    // The SPMD copies the compiler inserts exist only under spatial partitioning.
+    {"run", "configs/studies/ssd_64.json", "--set", "topology=2x2", "--set",
+     "workload.global_batch=4", "--set", "parallelism.spatial=2", "--set",
+     "parallelism.bn_group_cores=2"},
     // Per-chip slowdowns act only together: a slow chip and a factor other than 1.
     {"run", "configs/studies/bert_large_16.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=8", "--set", "hardware.slow_chips=[1]", "--set",

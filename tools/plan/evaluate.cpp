@@ -1,5 +1,6 @@
 #include "tools/plan/evaluate.hpp"
 
+#include "compiler/compiler.hpp"
 #include "core/errors.hpp"
 #include "models/memory/memory_model.hpp"
 #include "models/workload.hpp"
@@ -14,7 +15,7 @@ CandidateCheck check_candidate(const nlohmann::json& study) {
     Study s = load_study(study, {}, "(plan candidate)");
     c.resolved = s.config.json();
     const Topology topology(s.topology);
-    const Program program = build_program(s.config, topology, s.hardware);
+    const Program program = compiled_program(s.config, topology, s.hardware);
     const MemoryProfile memory = analyze_memory(program, s.hardware.hbm_bytes_per_core, 3);
     c.peak_bytes = memory.peak_bytes;
     c.capacity_bytes = memory.capacity_bytes;

@@ -6,6 +6,7 @@
 #include <map>
 #include <ostream>
 
+#include "compiler/compiler.hpp"
 #include "core/params.hpp"
 #include "core/units.hpp"
 #include "tools/report/memory_report.hpp"
@@ -24,26 +25,28 @@ std::string layout_string(const Program& program, const Config& cfg) {
 
 namespace {
 
-nlohmann::json top_ops_json(const SimReport& r, int top_n) {
+nlohmann::json top_ops_json(const Program& program, const SimReport& r, int top_n) {
   nlohmann::json top = nlohmann::json::array();
   for (int i = 0; i < top_n && i < static_cast<int>(r.top_ops.size()); ++i) {
     const auto& op = r.top_ops[i];
     top.push_back({{"op", op.name}, {"kind", op.kind}, {"time_ms", op.time_ms}});
+    if (!program.ops[op.index].fused.empty()) top.back()["members"] = program.ops[op.index].fused;
   }
   return top;
 }
 
 /// Compute by op class (kind and input dtype): what the step's FLOPs and HBM bytes are made of.
 nlohmann::json op_classes_json(const Program& program, const SimReport& r) {
-  std::map<std::string, std::tuple<int, double, double, double>> by_class;
+  std::map<std::string, std::tuple<int, double, double, double, double>> by_class;
   for (const auto& t : r.top_ops) {
     const Op& op = program.ops[t.index];
     if (op.is_collective) continue;
-    auto& [count, flops, bytes, ms] = by_class[op.kind + " " + to_string(op.dtype)];
+    auto& [count, flops, bytes, ms, padding] = by_class[op.kind + " " + to_string(op.dtype)];
     ++count;
     flops += op.compute.flops;
     bytes += op.compute.bytes_read + op.compute.bytes_written;
     ms += t.time_ms;
+    padding += op.padding_bytes;
   }
   nlohmann::json classes = nlohmann::json::array();
   for (const auto& [name, v] : by_class)
@@ -51,6 +54,7 @@ nlohmann::json op_classes_json(const Program& program, const SimReport& r) {
                        {"ops", std::get<0>(v)},
                        {"gflop_per_core", std::get<1>(v) * 1e-9},
                        {"hbm_bytes_per_core", std::get<2>(v)},
+                       {"padding_bytes_per_core", std::get<4>(v)},
                        {"time_ms", std::get<3>(v)}});
   std::sort(classes.begin(), classes.end(), [](const auto& a, const auto& b) {
     return a["time_ms"].template get<double>() > b["time_ms"].template get<double>();
@@ -59,6 +63,16 @@ nlohmann::json op_classes_json(const Program& program, const SimReport& r) {
 }
 
 /// Collectives by kind: count, bytes per core, time in flight of the longest group.
+/// What the compiler stage did (compiler/compiler.hpp).
+nlohmann::json compiler_json(const Program& program) {
+  const CompileSummary c = summarize(program);
+  return {{"fusions", c.fusions},
+          {"fused_ops", c.fused_ops},
+          {"spmd_copies", c.copies},
+          {"padding_bytes_per_core", c.padding_bytes},
+          {"cmem_bytes_per_core", c.cmem_bytes}};
+}
+
 nlohmann::json collectives_json(const Program& program, const SimReport& r) {
   std::map<std::string, std::tuple<int, double, double>> by_kind;
   for (const auto& [index, st] : r.collectives) {
@@ -81,7 +95,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
                            int top_n) {
   const double step_ms = r.step_time.ms();
   const double step_s = r.step_time.seconds();
-  const nlohmann::json top = top_ops_json(r, top_n);
+  const nlohmann::json top = top_ops_json(program, r, top_n);
   const nlohmann::json classes = op_classes_json(program, r);
   const nlohmann::json coll = collectives_json(program, r);
   nlohmann::json j = {
@@ -117,6 +131,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"useful_tflop_per_core", r.useful_flops_per_core * 1e-12},
       {"ops", program.ops.size()},
       {"collective_ops", program.num_collectives()},
+      {"compiler", compiler_json(program)},
       {"collectives", coll},
       {"top_ops", top},
       {"op_classes", classes},
@@ -131,6 +146,37 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"config", study.config.json()},
   };
   return j;
+}
+
+// The compiler's summary, the top ops (a fusion with its members) and, with `op_classes`, the
+// compute by op class with its tile padding.
+static void print_compiled_ops(std::ostream& out, const nlohmann::json& j, bool op_classes) {
+  if (j.contains("compiler")) {
+    const auto& c = j["compiler"];
+    out << fmt::format(
+        "  compiler: {} fusions of {} ops, {} SPMD copies; tile padding {}, CMEM {} "
+        "per core\n",
+        c["fusions"].get<int>(), c["fused_ops"].get<int>(), c["spmd_copies"].get<int>(),
+        format_bytes(c["padding_bytes_per_core"].get<double>()),
+        format_bytes(c["cmem_bytes_per_core"].get<double>()));
+  }
+  out << "  top ops by time (per core):\n";
+  for (const auto& op : j["top_ops"]) {
+    out << fmt::format("    {:10.3f} ms  {:<18} {}\n", op["time_ms"].get<double>(),
+                       op["kind"].get<std::string>(), op["op"].get<std::string>());
+    if (op.contains("members"))
+      for (const auto& m : op["members"]) out << fmt::format("{:34}{}\n", "", m.get<std::string>());
+  }
+  if (!op_classes) return;
+  out << "  compute by op class (per core):\n"
+      << fmt::format("    {:<24} {:>6} {:>12} {:>12} {:>12} {:>10}\n", "class", "ops", "GFLOP",
+                     "HBM MiB", "padding MiB", "ms");
+  for (const auto& c : j["op_classes"])
+    out << fmt::format(
+        "    {:<24} {:6d} {:12.2f} {:12.1f} {:12.1f} {:10.3f}\n", c["class"].get<std::string>(),
+        c["ops"].get<int>(), c["gflop_per_core"].get<double>(),
+        c["hbm_bytes_per_core"].get<double>() / 1048576.0,
+        c.value("padding_bytes_per_core", 0.0) / 1048576.0, c["time_ms"].get<double>());
 }
 
 void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
@@ -176,20 +222,7 @@ void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
                        count_of(it.value()["count"].get<int>(), "op"),
                        format_bytes(it.value()["bytes_per_core"].get<double>()),
                        readable_duration_ms(it.value()["time_ms"].get<double>()));
-  out << "  top ops by time (per core):\n";
-  for (const auto& op : j["top_ops"])
-    out << fmt::format("    {:10.3f} ms  {:<18} {}\n", op["time_ms"].get<double>(),
-                       op["kind"].get<std::string>(), op["op"].get<std::string>());
-  if (op_classes) {
-    out << "  compute by op class (per core):\n"
-        << fmt::format("    {:<24} {:>6} {:>12} {:>12} {:>10}\n", "class", "ops", "GFLOP",
-                       "HBM MiB", "ms");
-    for (const auto& c : j["op_classes"])
-      out << fmt::format(
-          "    {:<24} {:6d} {:12.2f} {:12.1f} {:10.3f}\n", c["class"].get<std::string>(),
-          c["ops"].get<int>(), c["gflop_per_core"].get<double>(),
-          c["hbm_bytes_per_core"].get<double>() / 1048576.0, c["time_ms"].get<double>());
-  }
+  print_compiled_ops(out, j, op_classes);
   if (j.contains("memory")) print_memory(out, j["memory"]);
   out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n",
                      100 * j["links"]["busiest_utilization"].get<double>(),

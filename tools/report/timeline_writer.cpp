@@ -79,6 +79,9 @@ nlohmann::json TimelineWriter::args_of(const Span& s) const {
   if (c.vpu_elements > 0) a["vector_elements"] = c.vpu_elements;
   if (c.measured_ns) a["measured_ns"] = *c.measured_ns;
   if (!op.shapes.empty()) a["shapes"] = op.shapes;
+  if (!op.fused.empty()) a["fusion_members"] = op.fused;
+  if (op.padding_bytes > 0) a["tile_padding_bytes"] = op.padding_bytes;
+  if (op.cmem_bytes > 0) a["cmem_bytes"] = op.cmem_bytes;
   return a;
 }
 

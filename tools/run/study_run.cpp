@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "compiler/compiler.hpp"
 #include "models/workload.hpp"
 #include "sim/run/simulation.hpp"
 #include "tools/report/link_csv.hpp"
@@ -45,7 +46,7 @@ int report_oom(const RunArgs& a, const Study& study, const Program& program,
 int run_study(const RunArgs& a) {
   Study study = load_study_file(a.study, a.sets, LayoutChecks::Program);
   Topology topology(study.topology);
-  Program program = build_program(study.config, topology, study.hardware);
+  Program program = compiled_program(study.config, topology, study.hardware);
   spdlog::info("{}: {} ops ({} collectives) on {}", a.study, program.ops.size(),
                program.num_collectives(), topology.describe());
   if (!a.record_trace.empty()) record_trace(study, program, a.record_trace);

@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "compiler/compiler.hpp"
 #include "models/device_loop.hpp"
 #include "models/input_pipeline.hpp"
 #include "models/train_schedule.hpp"
@@ -109,8 +110,8 @@ void run_train(const TrainArgs& a) {
   const Config& cfg = study.config;
   const TrainSchedule schedule = read_train_schedule(cfg);
   Topology topology(study.topology);
-  const Program train = build_program_of(cfg, topology, study.hardware, ProgramKind::Train);
-  const Program eval = build_program_of(cfg, topology, study.hardware, ProgramKind::Eval);
+  const Program train = compiled_program(cfg, topology, study.hardware, ProgramKind::Train);
+  const Program eval = compiled_program(cfg, topology, study.hardware, ProgramKind::Eval);
 
   std::vector<const Program*> steps;
   InfeedPlan plan;

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/compiler.hpp"
 #include "models/workload.hpp"
 #include "tools/report/memory_report.hpp"
 #include "tools/report/run_report.hpp"
@@ -14,7 +15,7 @@ int validate_study(const std::string& study_path, const std::vector<std::string>
                    bool as_json) {
   Study study = load_study_file(study_path, sets, LayoutChecks::Program);
   Topology topology(study.topology);
-  Program program = build_program(study.config, topology, study.hardware);
+  Program program = compiled_program(study.config, topology, study.hardware);
   const TimedMemory memory = analyze_timed(program, study.hardware.hbm_bytes_per_core);
   const bool fits = memory.profile.fits();
   if (as_json) {

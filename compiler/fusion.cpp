@@ -1,0 +1,194 @@
+#include "compiler/fusion.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/program_rewrite.hpp"
+#include "compiler/tiled_layout.hpp"
+
+namespace tpusim {
+namespace {
+
+struct Fusion {
+  std::vector<int> members;  ///< old op indices, in program order
+  bool has_mxu = false;
+  bool open = true;
+  double tile_bytes = 0;  ///< VMEM of one tile of every tensor it touches
+};
+
+// At most this many ops (independent of the fusion) between a fusion's last member and an op
+// joining it. XLA fuses on the HLO graph, where order is free; tpusim keeps the Program's order
+// and runs a fusion where its last member ran, so a fusion spanning a long stretch would keep its
+// early members' inputs live across it (a memory peak XLA does not have).
+constexpr int kMaxOpsBetween = 1;
+
+bool fusible(const Op& op) { return !op.is_collective && op.fusion_role != FusionRole::Opaque; }
+bool barrier(const Op& op) { return op.is_collective || op.kind == "infeed"; }
+
+double input_tile_bytes(const Program& p, const Op& op) {
+  double b = 0;
+  for (const DataRead& r : op.reads) b += tile_bytes(p.ops[r.producer]);
+  return b;
+}
+
+class FusionPass {
+ public:
+  FusionPass(const Program& p, double vmem) : p_(p), vmem_(vmem), group_(p.ops.size(), -1) {}
+
+  Program run() {
+    for (std::size_t i = 0; i < p_.ops.size(); ++i) place(static_cast<int>(i));
+    return rebuild();
+  }
+
+ private:
+  // Everything op i reads or waits for.
+  std::vector<int> inputs(int i) const {
+    std::vector<int> in = p_.ops[i].deps;
+    for (const DataRead& r : p_.ops[i].reads)
+      if (std::find(in.begin(), in.end(), r.producer) == in.end()) in.push_back(r.producer);
+    return in;
+  }
+
+  bool can_join(int i, const Fusion& f) const {
+    const Op& op = p_.ops[i];
+    if (!f.open || (op.fusion_role == FusionRole::Mxu && f.has_mxu)) return false;
+    if (i - f.members.back() > kMaxOpsBetween + 1) return false;
+    for (int u : inputs(i))
+      if (group_[u] >= 0 && &groups_[group_[u]] == &f &&
+          p_.ops[u].fusion_role == FusionRole::Reduction)
+        return false;
+    const double tiles = f.tile_bytes + tile_bytes(op) + input_tile_bytes(p_, op);
+    return 2 * tiles <= vmem_;  // double-buffered
+  }
+
+  void place(int i) {
+    const Op& op = p_.ops[i];
+    if (barrier(op)) {
+      for (Fusion& f : groups_) f.open = false;
+      return;
+    }
+    int join = -1;
+    if (fusible(op)) {
+      std::vector<int> in = inputs(i);
+      std::sort(in.rbegin(), in.rend());  // the most recent producer's fusion first
+      for (int u : in)
+        if (group_[u] >= 0 && can_join(i, groups_[group_[u]])) {
+          join = group_[u];
+          break;
+        }
+    }
+    for (int u : inputs(i))  // a reader outside a fusion closes it
+      if (group_[u] >= 0 && group_[u] != join) groups_[group_[u]].open = false;
+    if (!fusible(op)) return;
+    if (join < 0) {
+      join = static_cast<int>(groups_.size());
+      groups_.emplace_back();
+    }
+    Fusion& f = groups_[join];
+    f.members.push_back(i);
+    f.has_mxu = f.has_mxu || op.fusion_role == FusionRole::Mxu;
+    f.tile_bytes += tile_bytes(op) + input_tile_bytes(p_, op);
+    group_[i] = join;
+  }
+
+  bool read_outside(int m, const Fusion& f) const {
+    if (readers_[m].empty()) return true;  // a result of the program
+    for (int r : readers_[m])
+      if (group_[r] < 0 || &groups_[group_[r]] != &f) return true;
+    return false;
+  }
+
+  Op fused_op(const Fusion& f) const;
+
+  Program rebuild() {
+    readers_ = readers_of(p_);
+    Program out = p_;
+    out.ops.clear();
+    std::vector<int> new_index(p_.ops.size(), -1);
+    std::vector<int> source;  // per new op: the fusion (>= 0) or -1 - old index
+    for (std::size_t i = 0; i < p_.ops.size(); ++i) {
+      const int g = group_[i];
+      if (g >= 0 && groups_[g].members.size() > 1) {
+        if (groups_[g].members.back() != static_cast<int>(i)) continue;
+        for (int m : groups_[g].members) new_index[m] = static_cast<int>(source.size());
+        source.push_back(g);
+      } else {
+        new_index[i] = static_cast<int>(source.size());
+        source.push_back(-1 - static_cast<int>(i));
+      }
+    }
+    for (std::size_t n = 0; n < source.size(); ++n) {
+      Op op = source[n] >= 0 ? fused_op(groups_[source[n]]) : p_.ops[-1 - source[n]];
+      remap_indices(op, new_index, static_cast<int>(n));
+      out.ops.push_back(std::move(op));
+    }
+    return out;
+  }
+
+  const Program& p_;
+  double vmem_;
+  std::vector<int> group_;  ///< per old op: its fusion, or -1
+  std::vector<Fusion> groups_;
+  std::vector<std::vector<int>> readers_;
+};
+
+// Sums the members' costs: HBM reads from outside, writes of what is read outside, all MXU and
+// vector work (as one stream of vector ops), one launch.
+Op FusionPass::fused_op(const Fusion& f) const {
+  const Op* root = &p_.ops[f.members.front()];
+  for (int m : f.members)
+    if (p_.ops[m].fusion_role == FusionRole::Mxu) root = &p_.ops[m];
+  Op op;
+  op.name = root->name + ".fusion";
+  op.kind = "fusion:" + root->kind;
+  op.phase = root->phase;
+  op.dtype = root->dtype;
+  op.shapes = root->shapes;
+  op.fusion_role = FusionRole::Opaque;
+  op.out_shape = root->out_shape;
+  op.feature_map = root->feature_map;
+  op.compute.matmul = root->compute.matmul;
+  op.compute.vpu_ops_per_element = 1;
+  bool first_output = true;
+  for (int m : f.members) {
+    const Op& o = p_.ops[m];
+    const ComputeCost& c = o.compute;
+    op.fused.push_back(o.name);
+    op.compute.flops += c.flops;
+    op.compute.vpu_elements += c.vpu_elements * c.vpu_ops_per_element;
+    const double traffic = c.bytes_read + c.bytes_written;
+    double read = c.bytes_read, written = 0;
+    for (const DataRead& r : o.reads)
+      if (group_[r.producer] >= 0 && &groups_[group_[r.producer]] == &f) read -= r.bytes;
+    for (const DataRead& r : o.reads)
+      if (group_[r.producer] < 0 || &groups_[group_[r.producer]] != &f) op.reads.push_back(r);
+    for (int d : o.deps) op.deps.push_back(d);
+    if (read_outside(m, f)) {
+      written = c.bytes_written;
+      (first_output ? op.output : op.more_outputs.emplace_back()) = o.output;
+      first_output = false;
+    }
+    op.compute.bytes_read += std::max(0.0, read);
+    op.compute.bytes_written += written;
+    if (traffic > 0)
+      op.padding_bytes += o.padding_bytes * (std::max(0.0, read) + written) / traffic;
+  }
+  if (first_output) op.output = {0, root->output.dtype, root->output.cls, -1};
+  return op;
+}
+
+}  // namespace
+
+double tile_bytes(const Op& op) {
+  if (op.out_shape.empty()) return 0;
+  const DType d = op.output.dtype;
+  const double minor =
+      std::ceil(static_cast<double>(op.out_shape.back()) / kTileLanes) * kTileLanes;
+  return static_cast<double>(tile_rows(d)) * minor * dtype_bytes(d);
+}
+
+Program fuse(const Program& program, double vmem_bytes) {
+  return FusionPass(program, vmem_bytes).run();
+}
+
+}  // namespace tpusim

@@ -1,0 +1,16 @@
+#pragma once
+// Copies SPMD partitioning inserts into the per-core program. Under spatial partitioning XLA
+// exchanges a window op's halos with collective-permutes and then materialises the halo'd shard
+// (concatenate the shard with the rows received, pad the image edges) before the op reads it:
+// one copy op per exchanged window op, reading and writing the shard plus its halos.
+#include "models/program.hpp"
+
+namespace tpusim {
+
+/// Op::kind of the copies the pass inserts.
+inline constexpr const char* kSpmdCopyKind = "copy";
+
+/// The Program with a halo-concatenation copy before every op that waits for halo exchanges.
+Program insert_spmd_copies(const Program& program);
+
+}  // namespace tpusim
