@@ -1,7 +1,6 @@
 #include "compiler/fusion.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "compiler/program_rewrite.hpp"
 #include "compiler/tiled_layout.hpp"
@@ -41,22 +40,15 @@ class FusionPass {
   }
 
  private:
-  // Everything op i reads or waits for.
-  std::vector<int> inputs(int i) const {
-    std::vector<int> in = p_.ops[i].deps;
-    for (const DataRead& r : p_.ops[i].reads)
-      if (std::find(in.begin(), in.end(), r.producer) == in.end()) in.push_back(r.producer);
-    return in;
-  }
+  // Whether old op `u` is a member of fusion `f`.
+  bool in(int u, const Fusion& f) const { return group_[u] >= 0 && &groups_[group_[u]] == &f; }
 
   bool can_join(int i, const Fusion& f) const {
     const Op& op = p_.ops[i];
     if (!f.open || (op.fusion_role == FusionRole::Mxu && f.has_mxu)) return false;
     if (i - f.members.back() > kMaxOpsBetween + 1) return false;
-    for (int u : inputs(i))
-      if (group_[u] >= 0 && &groups_[group_[u]] == &f &&
-          p_.ops[u].fusion_role == FusionRole::Reduction)
-        return false;
+    for (int u : inputs_of(op))
+      if (in(u, f) && p_.ops[u].fusion_role == FusionRole::Reduction) return false;
     const double tiles = f.tile_bytes + tile_bytes(op) + input_tile_bytes(p_, op);
     return 2 * tiles <= vmem_;  // double-buffered
   }
@@ -67,17 +59,18 @@ class FusionPass {
       for (Fusion& f : groups_) f.open = false;
       return;
     }
+    std::vector<int> inputs = inputs_of(op);
     int join = -1;
     if (fusible(op)) {
-      std::vector<int> in = inputs(i);
-      std::sort(in.rbegin(), in.rend());  // the most recent producer's fusion first
-      for (int u : in)
+      std::vector<int> recent_first = inputs;
+      std::sort(recent_first.rbegin(), recent_first.rend());  // the most recent producer's first
+      for (int u : recent_first)
         if (group_[u] >= 0 && can_join(i, groups_[group_[u]])) {
           join = group_[u];
           break;
         }
     }
-    for (int u : inputs(i))  // a reader outside a fusion closes it
+    for (int u : inputs)  // a reader outside a fusion closes it
       if (group_[u] >= 0 && group_[u] != join) groups_[group_[u]].open = false;
     if (!fusible(op)) return;
     if (join < 0) {
@@ -94,7 +87,7 @@ class FusionPass {
   bool read_outside(int m, const Fusion& f) const {
     if (readers_[m].empty()) return true;  // a result of the program
     for (int r : readers_[m])
-      if (group_[r] < 0 || &groups_[group_[r]] != &f) return true;
+      if (!in(r, f)) return true;
     return false;
   }
 
@@ -159,9 +152,10 @@ Op FusionPass::fused_op(const Fusion& f) const {
     const double traffic = c.bytes_read + c.bytes_written;
     double read = c.bytes_read, written = 0;
     for (const DataRead& r : o.reads)
-      if (group_[r.producer] >= 0 && &groups_[group_[r.producer]] == &f) read -= r.bytes;
-    for (const DataRead& r : o.reads)
-      if (group_[r.producer] < 0 || &groups_[group_[r.producer]] != &f) op.reads.push_back(r);
+      if (in(r.producer, f))
+        read -= r.bytes;
+      else
+        op.reads.push_back(r);
     for (int d : o.deps) op.deps.push_back(d);
     if (read_outside(m, f)) {
       written = c.bytes_written;
@@ -182,9 +176,8 @@ Op FusionPass::fused_op(const Fusion& f) const {
 double tile_bytes(const Op& op) {
   if (op.out_shape.empty()) return 0;
   const DType d = op.output.dtype;
-  const double minor =
-      std::ceil(static_cast<double>(op.out_shape.back()) / kTileLanes) * kTileLanes;
-  return static_cast<double>(tile_rows(d)) * minor * dtype_bytes(d);
+  return static_cast<double>(tile_rows(d)) * pad_to(op.out_shape.back(), kTileLanes) *
+         dtype_bytes(d);
 }
 
 Program fuse(const Program& program, double vmem_bytes) {

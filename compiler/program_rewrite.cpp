@@ -22,15 +22,17 @@ void remap_indices(Op& op, const std::vector<int>& new_index, int self) {
   for (OpOutput& o : op.more_outputs) life(o);
 }
 
+std::vector<int> inputs_of(const Op& op) {
+  std::vector<int> in = op.deps;
+  for (const DataRead& r : op.reads)
+    if (std::find(in.begin(), in.end(), r.producer) == in.end()) in.push_back(r.producer);
+  return in;
+}
+
 std::vector<std::vector<int>> readers_of(const Program& p) {
   std::vector<std::vector<int>> readers(p.ops.size());
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    const int me = static_cast<int>(i);
-    for (int d : p.ops[i].deps) readers[d].push_back(me);
-    for (const DataRead& r : p.ops[i].reads)
-      if (std::find(p.ops[i].deps.begin(), p.ops[i].deps.end(), r.producer) == p.ops[i].deps.end())
-        readers[r.producer].push_back(me);
-  }
+  for (std::size_t i = 0; i < p.ops.size(); ++i)
+    for (int u : inputs_of(p.ops[i])) readers[u].push_back(static_cast<int>(i));
   return readers;
 }
 

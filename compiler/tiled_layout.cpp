@@ -6,8 +6,6 @@
 namespace tpusim {
 namespace {
 
-double pad_to(std::int64_t x, int tile) { return std::ceil(static_cast<double>(x) / tile) * tile; }
-
 double product(const std::vector<std::int64_t>& s) {
   double p = 1;
   for (std::int64_t d : s) p *= static_cast<double>(d);
@@ -15,6 +13,8 @@ double product(const std::vector<std::int64_t>& s) {
 }
 
 }  // namespace
+
+double pad_to(std::int64_t x, int tile) { return std::ceil(static_cast<double>(x) / tile) * tile; }
 
 int tile_rows(DType dtype) { return dtype_bytes(dtype) == 2 ? 16 : 8; }
 

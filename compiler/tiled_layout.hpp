@@ -14,6 +14,9 @@
 
 namespace tpusim {
 
+/// `x` rounded up to a multiple of `tile`.
+double pad_to(std::int64_t x, int tile);
+
 /// Second-minor tile rows of `dtype`: 16 for bf16, 8 for 32-bit types.
 int tile_rows(DType dtype);
 constexpr int kTileLanes = 128;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/units.hpp"
-#include "models/workload.hpp"
 
 namespace tpusim {
 namespace {
@@ -80,11 +79,6 @@ MemoryProfile analyze_memory(const Program& p, double capacity_bytes, int larges
   at_peak.resize(keep);
   m.largest = std::move(at_peak);
   return m;
-}
-
-MemoryProfile analyze_memory(const Config& cfg, const Topology& topology, const HardwareSpec& hw,
-                             int largest) {
-  return analyze_memory(build_program(cfg, topology, hw), hw.hbm_bytes_per_core, largest);
 }
 
 std::string describe_oom(const MemoryProfile& m) {

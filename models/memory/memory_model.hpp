@@ -8,12 +8,13 @@
 //
 // API (stable; the layout planner calls it for many candidate layouts in one process):
 //
-//   Program program = build_program(cfg, topology, hw);
+//   Program program = compiled_program(cfg, topology, hw);   // compiler/compiler.hpp
 //   MemoryProfile m = analyze_memory(program, hw.hbm_bytes_per_core);
 //   m.peak_bytes, m.capacity_bytes, m.headroom_bytes(), m.fits(), m.peak_op_name,
 //   m.bytes_by_class, m.classes_by_size(), m.largest
 //
-// or in one call from a validated study: analyze_memory(cfg, topology, hw) (builds the Program).
+// A study's memory is that of its compiled Program (tiled layouts pad it, CMEM holds some of it),
+// so the analysis takes a Program, never a config.
 // live_bytes_per_op(program) gives the live bytes while each op runs (timeline counters).
 #include <array>
 #include <string>
@@ -54,10 +55,6 @@ struct MemoryProfile {
 /// Peak per-core memory of `program` against `capacity_bytes` (HardwareSpec::hbm_bytes_per_core),
 /// with the `largest` biggest buffers at the peak. O(ops + resident buffers).
 MemoryProfile analyze_memory(const Program& program, double capacity_bytes, int largest = 5);
-
-/// Builds the study's Program (build_program) and analyses it.
-MemoryProfile analyze_memory(const Config& cfg, const Topology& topology, const HardwareSpec& hw,
-                             int largest = 5);
 
 /// Per-core bytes live while op i runs (resident included), for every op; empty if the Program
 /// carries no sizes.

@@ -1,6 +1,6 @@
 // Benchmark, not a test (hidden: run `build/bin/tpusim_unit_tests "[.benchmark]"`): wall time of
 // the memory analysis of the 4096-chip studies, alone and with the Program build, as the layout
-// planner calls it (analyze_memory(cfg, topology, hw)). The brief asks for well under 100 ms.
+// planner calls it (tools/plan/evaluate.cpp). The brief asks for well under 100 ms.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <iostream>

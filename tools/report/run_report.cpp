@@ -62,7 +62,6 @@ nlohmann::json op_classes_json(const Program& program, const SimReport& r) {
   return classes;
 }
 
-/// Collectives by kind: count, bytes per core, time in flight of the longest group.
 /// What the compiler stage did (compiler/compiler.hpp).
 nlohmann::json compiler_json(const Program& program) {
   const CompileSummary c = summarize(program);
@@ -73,6 +72,7 @@ nlohmann::json compiler_json(const Program& program) {
           {"cmem_bytes_per_core", c.cmem_bytes}};
 }
 
+/// Collectives by kind: count, bytes per core, time in flight of the longest group.
 nlohmann::json collectives_json(const Program& program, const SimReport& r) {
   std::map<std::string, std::tuple<int, double, double>> by_kind;
   for (const auto& [index, st] : r.collectives) {
