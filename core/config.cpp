@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "core/nearest_name.hpp"
 #include "core/params.hpp"
 
 namespace tpusim {
@@ -65,16 +66,23 @@ std::string find_preset(const std::string& name, const std::string& where) {
       if (fs::exists(p, ec)) return p.string();
     }
   }
+  // The names the lookup above finds: configs/NAME.json and configs/FOLDER/NAME.json outside
+  // studies/ (so neither studies nor sweep files, which are no presets).
   std::error_code ec;
-  for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".json" && entry.path().parent_path().filename() != "studies")
-      known.push_back(entry.path().stem().string());
-  }
+  auto add_json_files = [&](const fs::path& folder) {
+    for (const auto& entry : fs::directory_iterator(folder, ec))
+      if (entry.is_regular_file(ec) && entry.path().extension() == ".json")
+        known.push_back(entry.path().stem().string());
+  };
+  add_json_files(dir);
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_directory(ec) && entry.path().filename() != "studies")
+      add_json_files(entry.path());
   std::sort(known.begin(), known.end());
   std::string list;
   for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-  throw ConfigError(where,
-                    "unknown preset '" + name + "'; presets in " + dir.string() + ": " + list);
+  throw ConfigError(where, "unknown preset '" + name + "'; presets in " + dir.string() + ": " +
+                               list + did_you_mean_suffix(name, known));
 }
 
 void resolve(nlohmann::json& doc, const std::string& where, int depth, int& files) {
@@ -114,8 +122,19 @@ void apply_set(nlohmann::json& doc, const std::string& assignment) {
     throw ConfigError("--set " + assignment, "expected path.to.key=value");
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-  if (value.is_discarded()) value = text;
+  // Valid JSON is read as JSON with the limits of a file (nesting depth, unique keys); anything
+  // else is a string.
+  // JSON holds UTF-8 only: other bytes would fail later, when the study is written out.
+  for (const auto& [what, part] : {std::pair{"path", &path}, std::pair{"value", &text}}) {
+    try {
+      (void)nlohmann::json(*part).dump();
+    } catch (const nlohmann::json::type_error&) {
+      throw ConfigError("--set", std::string("the ") + what +
+                                     " is not UTF-8 text; JSON keys and strings must be");
+    }
+  }
+  nlohmann::json value =
+      nlohmann::json::accept(text) ? parse_json_text(text, "--set " + path) : nlohmann::json(text);
   json_set(doc, path, std::move(value));
 }
 

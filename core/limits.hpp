@@ -24,13 +24,27 @@ inline constexpr std::int64_t kMaxCollectiveTransfers = 1 << 21;
 /// Packets the packet-level network may hold in flight one by one at once: 2^23 (each is a record
 /// and an event of about 100 bytes, so at most about 1 GB; packet trains cost one record a train).
 inline constexpr double kMaxPackets = 8388608.0;
+/// Packets the packet-level network may inject in one run, estimated before it starts from the
+/// bytes every core sends (twice its buffer for an all-reduce, once for the other collectives),
+/// times the cores, over network.packet_bytes: 2^33. Packet trains make uncontended packets
+/// cheap, but contention cuts them into single packets, one event each.
+inline constexpr double kMaxInjectedPackets = 8589934592.0;
 /// Bytes of a trace or profile file after decompression: 512 MiB (a 1 M-op trace is about 140 MB).
 inline constexpr std::size_t kMaxTraceFileBytes = std::size_t{512} << 20;
 /// Ops of one Program read from a trace or imported from a profile: 2^20.
 inline constexpr std::size_t kMaxTraceOps = std::size_t{1} << 20;
+/// Ops of the device loop `tpusim train` simulates (its simulated train and eval steps, each a copy
+/// of its step's Program, plus one infeed op a step): 2^20, as for a trace; an op costs about a
+/// kilobyte in the Program and the simulation, so a loop stays near a gigabyte.
+inline constexpr std::size_t kMaxLoopOps = std::size_t{1} << 20;
 /// Points of one sweep (the product of its axes' lengths), checked before any is expanded: 10^4
 /// (every point is a simulation of seconds to minutes, and all are validated before any runs).
 inline constexpr std::int64_t kMaxSweepPoints = 10000;
+/// Layouts of one `tpusim plan` search space (the product of its axes' lengths), checked before
+/// any is enumerated: 20,000. Each is a study document checked in-process (a few milliseconds and
+/// tens of kilobytes), so a space stays near a minute and half a gigabyte; the largest default
+/// space (a convolutional model on many cores) has under 19,000.
+inline constexpr std::size_t kMaxPlanLayouts = 20000;
 /// Preset files one study may include in all (counting repeats), however they nest.
 inline constexpr int kMaxPresetFiles = 64;
 /// Nesting depth of a sweep expression (parentheses, unary operators, chained operators).

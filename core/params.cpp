@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/nearest_name.hpp"
+
 namespace tpusim {
 
 const char* to_string(ParamType t) {
@@ -236,8 +238,12 @@ struct ParamCheck {
         if (applies(*s)) spec = s;
       if (spec) {
         if (!value_ok(*spec, it.value()))
-          problems.add(path, show(it.value()) + " is not allowed; expected " + allowed_text(*spec) +
-                                 (spec->unit.empty() ? "" : " (" + spec->unit + ")"));
+          problems.add(path,
+                       show(it.value()) + " is not allowed; expected " + allowed_text(*spec) +
+                           (spec->unit.empty() ? "" : " (" + spec->unit + ")") +
+                           (it.value().is_string()
+                                ? did_you_mean_suffix(it.value().get<std::string>(), spec->choices)
+                                : ""));
         continue;
       }
       if (reg.is_section(path)) {
@@ -271,8 +277,11 @@ struct ParamCheck {
       if (!condition_valid(specs[0]->when_path)) return;
       problems.add(path, "is not a parameter here (it applies only when " + specs[0]->when_path +
                              " is " + specs[0]->when_value + ")");
-    } else
-      problems.add(path, "unknown key; allowed here: " + (list.empty() ? "(none)" : list));
+    } else {
+      const std::string key = path.substr(pre.size());
+      problems.add(path, "unknown key; allowed here: " + (list.empty() ? "(none)" : list) +
+                             did_you_mean_suffix(key, {keys.begin(), keys.end()}));
+    }
   }
 
   // Fill defaults; report missing required values. Not under a section given as something other

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a sanitizer build (TPUSIM_SANITIZE=ON, TPUSIM_FUZZ=ON; tools/test.sh
 # makes one in build-san/) for SECONDS each, two at a time, seeded from the repository's own files
-# (seeds() below: example traces, studies, sweeps, topologies).
+# (seeds() below: example traces, studies, sweeps, topologies, and tests/fuzz/corpus/NAME/ for the
+# targets whose inputs no shipped file is: --set values, Chakra rank files).
 # First every saved input of tests/fuzz/regressions/NAME/ is replayed: an input that once crashed
 # a target stays a test. A crash lands in BUILD/fuzz/artifacts/; copy it into the regressions.
 # Usage: tools/fuzz.sh [BUILD_DIR] [SECONDS]      (defaults: build-san 30)
@@ -22,6 +23,8 @@ seeds() {  # target name -> seed directories
     study_config) echo configs/studies configs/topologies ;;
     sweep_spec) echo configs/studies/sweeps ;;
     topology_mesh) echo configs/topologies tests/data ;;
+    set_value) echo tests/fuzz/corpus/set_value ;;
+    chakra_reader) echo tests/fuzz/corpus/chakra_reader ;;
     *) echo tests/data ;;
   esac
 }

@@ -10,6 +10,7 @@
 #include "core/config.hpp"
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "core/nearest_name.hpp"
 #include "core/params.hpp"
 
 namespace tpusim {
@@ -32,6 +33,15 @@ const ShorthandRegistrar kShorthand{"topology", &expand_topology};
 const char* kShapeHelp =
     "a preset name (e.g. tpu_v3_pod, tpu_v3_multipod), a shape such as 32x128 (all dimensions "
     "wrap) or 128x32:wrap=0,1, or a JSON file";
+
+/// The names of the topology presets (configs/topologies/*.json).
+std::vector<std::string> topology_presets() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(config_dir() + "/topologies", ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  return names;
+}
 
 bool parse_int(const std::string& s, int& out) {
   if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), ::isdigit)) return false;
@@ -147,7 +157,8 @@ TopologySpec parse_topology(const std::string& text, const std::string& where) {
     try {
       resolve_presets(j, where);
     } catch (const ConfigError& e) {
-      throw ConfigError(where, "'" + text + "' is not a known topology; expected " + kShapeHelp);
+      throw ConfigError(where, "'" + text + "' is not a known topology; expected " + kShapeHelp +
+                                   did_you_mean_suffix(text, topology_presets()));
     }
   }
   return topology_from_json(j, where);

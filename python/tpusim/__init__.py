@@ -181,10 +181,29 @@ def _table(rows):
     return pandas.DataFrame(rows)
 
 
+def _native_path(path):
+    """A path for the extension, which reads it as a C string: a NUL byte would cut it there, so
+    it is refused (ConfigError) rather than read as another file."""
+    text = os.fspath(path)
+    if "\0" in text:
+        message = "%r: a path with a NUL byte; file names cannot hold one" % text
+        raise ConfigError(message, 2, "", [message])
+    return text
+
+
+def _native(call, path):
+    """Calls the extension on a path; its bad-input errors are ConfigError with .problems."""
+    try:
+        return call(_native_path(path))
+    except _tpusim.NativeConfigError as e:
+        raise ConfigError(str(e).strip(), 2, "", str(e).strip().splitlines()) from None
+
+
 def results(csv_path, as_dataframe=None):
     """A sweep's results.csv as a list of dicts (numbers as numbers, empty cells as None), or a
-    pandas DataFrame when pandas is installed (``as_dataframe=False`` forces the list)."""
-    rows = json.loads(_tpusim.results_json(os.fspath(csv_path)))
+    pandas DataFrame when pandas is installed (``as_dataframe=False`` forces the list). A file
+    that is not a results table raises ConfigError."""
+    rows = json.loads(_native(_tpusim.results_json, csv_path))
     return rows if as_dataframe is False else _table(rows)
 
 
@@ -214,7 +233,4 @@ def sweep(sweep_file, out=None, jobs=1, sets=None, shard=None, as_dataframe=None
 
 def trace_info(trace):
     """What ``tpusim trace info --json`` says about a trace file (read in this process)."""
-    try:
-        return json.loads(_tpusim.trace_info_json(os.fspath(trace)))
-    except _tpusim.NativeConfigError as e:
-        raise ConfigError(str(e).strip(), 2, "", str(e).strip().splitlines()) from None
+    return json.loads(_native(_tpusim.trace_info_json, trace))

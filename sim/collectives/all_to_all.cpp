@@ -40,6 +40,18 @@ PlanPhase exchange_phase(double fraction) {
 
 std::vector<std::string> all_to_all_names() { return {"direct", "per_dimension"}; }
 
+double all_to_all_transfers(const Machine& m, const std::vector<int>& group,
+                            const std::string& algorithm) {
+  const double n = static_cast<double>(group.size());
+  if (group.size() < 2) return 0;
+  if (algorithm == "direct") return n * (n - 1);
+  const GroupShape shape = analyse_group(m, group);
+  if (algorithm != "per_dimension" || !shape.is_grid) return 0;
+  double transfers = 0;
+  for (const auto& values : shape.values) transfers += n * static_cast<double>(values.size() - 1);
+  return transfers;
+}
+
 GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group,
                           const std::string& algorithm) {
   GroupPlan plan;

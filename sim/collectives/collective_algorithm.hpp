@@ -87,5 +87,10 @@ GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shif
 GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group,
                           const std::string& algorithm);
 std::vector<std::string> all_to_all_names();
+/// The point-to-point transfers all_to_all_plan would hold for `group`, counted without building
+/// it (direct: n (n - 1); per_dimension: n (extent - 1) summed over the group's dimensions); 0
+/// for a plan it would refuse.
+double all_to_all_transfers(const Machine& m, const std::vector<int>& group,
+                            const std::string& algorithm);
 
 }  // namespace tpusim

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "sim/machine/machine.hpp"
 
 namespace tpusim {
@@ -51,6 +52,22 @@ const CollectiveAlgorithm& CollectivePlanner::algorithm(const std::string& name)
   return *algo;
 }
 
+// The plans of all groups together, counted before any is built: each transfer holds its route,
+// so a plan past kMaxCollectiveTransfers would take gigabytes (an all-to-all over 131,072 cores).
+void CollectivePlanner::check_all_to_all_size(const GroupSet& gs, const std::string& name) const {
+  double transfers = 0;
+  for (const auto& members : gs.groups) transfers += all_to_all_transfers(machine_, members, name);
+  if (transfers <= static_cast<double>(kMaxCollectiveTransfers)) return;
+  throw ConfigError("all-to-all",
+                    "the " + name + " plan over " + std::to_string(gs.groups.size()) +
+                        (gs.groups.size() == 1 ? " group of " : " groups of ") +
+                        std::to_string(gs.groups.front().size()) + " cores holds " +
+                        format_number(transfers) + " point-to-point transfers, " +
+                        past_limit(static_cast<double>(kMaxCollectiveTransfers), "transfers",
+                                   "kMaxCollectiveTransfers") +
+                        "; use smaller groups (fewer chips or an all-to-all over one mesh axis)");
+}
+
 const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const CollectiveSpec& spec,
                                                                      const GroupSet& gs,
                                                                      const std::string& name,
@@ -63,6 +80,7 @@ const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const Colle
     return found->second.plans.empty() ? nullptr : &found->second.plans;
   PlanSet& set = plans_[key];
   try {
+    if (spec.kind == CollectiveKind::AllToAll) check_all_to_all_size(gs, name);
     for (const auto& members : gs.groups) {
       auto plan = std::make_unique<GroupPlan>();
       if (spec.kind == CollectiveKind::CollectivePermute)

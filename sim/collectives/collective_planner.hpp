@@ -55,6 +55,9 @@ class CollectivePlanner {
   /// cannot serve some group and `optional` (else its ConfigError propagates).
   const std::vector<const GroupPlan*>* cached_plans(const CollectiveSpec& spec, const GroupSet& gs,
                                                     const std::string& algorithm, bool optional);
+  /// Throws ConfigError when the all-to-all plans of `gs` would hold more than
+  /// kMaxCollectiveTransfers transfers.
+  void check_all_to_all_size(const GroupSet& gs, const std::string& name) const;
   const CollectiveAlgorithm& algorithm(const std::string& name);
   /// Chooses the algorithm of op `op_index` (one for all its groups) and returns the plans.
   const std::vector<const GroupPlan*>& choose(int op_index, const GroupSet& gs,

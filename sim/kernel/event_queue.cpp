@@ -52,7 +52,7 @@ void EventQueue::arm() {
 }
 
 void EventQueue::fire() {
-  ++activations_;
+  if ((++activations_ & 1023) == 0 && tick_) tick_();
   armed_for_ = -1;
   const std::int64_t now = sim_now().ps();
   while (!items_.empty() && items_.top().when_ps <= now) {

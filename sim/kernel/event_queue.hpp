@@ -29,6 +29,8 @@ class EventQueue : public sc_core::sc_module {
   /// Runs `cb` at absolute time `when` (not before now). Same-time callbacks run in order.
   void at(Duration when, Callback cb);
   std::uint64_t activations() const { return activations_; }
+  /// Called every 1024 activations (a progress line); empty: nothing is called.
+  void set_tick(std::function<void()> tick) { tick_ = std::move(tick); }
 
  private:
   struct Item {
@@ -49,6 +51,7 @@ class EventQueue : public sc_core::sc_module {
   std::uint64_t seq_ = 0;
   std::int64_t armed_for_ = -1;
   std::uint64_t activations_ = 0;
+  std::function<void()> tick_;
 };
 
 }  // namespace tpusim

@@ -7,7 +7,8 @@ namespace {
 std::exception_ptr g_failure;
 }
 void record_failure(std::exception_ptr e) {
-  if (!g_failure) g_failure = e;
+  if (g_failure) return;  // the kernel is stopping already; a second sc_stop() would warn (W545)
+  g_failure = e;
   sc_core::sc_stop();
 }
 std::exception_ptr take_failure() {

@@ -91,6 +91,14 @@ void Machine::check_link_names(const MachineParts& parts) const {
     if (std::string(l->get_parent_object()->basename()) == "ici") ici_names.insert(l->name());
   auto check = [&](const std::string& lname, const char* where) {
     if (ici_names.count(lname)) return;
+    if (lname.find("onchip") != std::string::npos)
+      throw ConfigError(where, "'" + lname +
+                                   "' is an on-chip link (between the cores of one chip); only "
+                                   "ICI links fail or degrade here, named " +
+                                   name() +
+                                   ".chip(COORDINATES).ici. then x, y, z or w, then + "
+                                   "or - (e.g. " +
+                                   ici_link_name(0, 0, +1) + ")");
     // An old-style name (chip5_ici_xp): say what it is called now.
     static const std::regex old(R"(chip(\d+)_ici_([xyzw])([pm]))");
     std::smatch m;

@@ -39,8 +39,7 @@ std::vector<std::string> split_link_list(const std::string& text) {
     else
       out.back() += ch;
   }
-  if (out.back().empty()) out.pop_back();  // a trailing comma ends the list
-  return out;
+  return out;  // a trailing comma leaves an empty last name: an error for the caller to report
 }
 
 NetworkOptions NetworkOptions::from_config(const Config& c) {
@@ -55,7 +54,8 @@ NetworkOptions NetworkOptions::from_config(const Config& c) {
     if (name.empty() || !o.failed_links.insert(name).second)
       throw ConfigError("network.failed_links",
                         name.empty()
-                            ? "an empty name; give NAME[,NAME...] (e.g. multipod.chip(5,0).ici.x+)"
+                            ? "an empty name (a trailing or doubled comma); give NAME[,NAME...] "
+                              "(e.g. multipod.chip(5,0).ici.x+)"
                             : "'" + name + "' is given twice");
   return o;
 }
@@ -63,6 +63,10 @@ NetworkOptions NetworkOptions::from_config(const Config& c) {
 std::map<std::string, double> parse_degraded_links(const std::string& text) {
   std::map<std::string, double> out;
   for (const std::string& item : split_link_list(text)) {
+    if (item.empty())
+      throw ConfigError("network.degraded_links",
+                        "an empty entry (a trailing or doubled comma); give "
+                        "NAME=FACTOR[,NAME=FACTOR...] (e.g. multipod.chip(5,0).ici.x+=0.5)");
     const std::size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
     double factor = 0;

@@ -14,9 +14,11 @@
 #include "sim/core/tensor_core_cost.hpp"
 #include "sim/kernel/event_queue.hpp"
 #include "sim/kernel/failure.hpp"
+#include "sim/kernel/reports.hpp"
 #include "sim/kernel/timeline.hpp"
 #include "sim/machine/machine.hpp"
 #include "sim/run/link_usage.hpp"
+#include "sim/run/run_progress.hpp"
 
 namespace tpusim {
 namespace {
@@ -81,6 +83,25 @@ void fill_context(ExecutionContext& ctx, const Program& program, const HardwareS
   ctx.async_collectives = hw.async_collectives;
 }
 
+/// The packet level's work grows with the packets a run injects; estimated from the Program
+/// (every core runs every collective) before anything is elaborated.
+void check_packet_work(const Program& program, int cores, const SimOptions& options) {
+  if (options.network.fidelity != "packet") return;
+  double bytes = 0;
+  for (const Op& op : program.ops)
+    if (op.is_collective)
+      bytes += (op.collective.kind == CollectiveKind::AllReduce ? 2 : 1) * op.collective.bytes *
+               static_cast<double>(cores);
+  const double packets = bytes / options.network.packet_bytes;
+  if (packets <= kMaxInjectedPackets) return;
+  throw ConfigError("network.packet_bytes",
+                    "the packet level would inject about " + format_number(packets) +
+                        " packets of " + format_number(options.network.packet_bytes) +
+                        " bytes (the collective bytes " + std::to_string(cores) + " cores send), " +
+                        past_limit(kMaxInjectedPackets, "packets", "kMaxInjectedPackets") +
+                        "; use larger packets, fewer bytes or network.fidelity=flow");
+}
+
 /// Elaboration: the event queue, the machine's module tree (chips, cores, links, hosts), the
 /// network and the collective engine with every collective planned.
 Design& elaborate(const Program& program, const Topology& topology, const HardwareSpec& hw,
@@ -121,12 +142,21 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
 
 /// The run: the kernel plays the Program; a failure in a process is rethrown, and a core that
 /// never finished (the kernel ran out of events) is a StuckError naming what waits on what.
-void run(const Design& d, const Program& program) {
+void run(const Design& d, const Program& program, double progress_interval_s) {
   // A failure stops the kernel (sc_stop); its "Info: simulation stopped by user" would come
   // before tpusim's own error line. SystemC's infos are not for tpusim's users.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
                                           sc_core::SC_DO_NOTHING);
-  sc_core::sc_start();
+  systemc_reports_to_stderr();
+  {
+    std::unique_ptr<RunProgress> progress;
+    if (progress_interval_s > 0) {
+      progress = std::make_unique<RunProgress>(*d.machine, program, stderr, progress_interval_s);
+      d.queue->set_tick([p = progress.get()] { p->tick(); });
+    }
+    sc_core::sc_start();
+    d.queue->set_tick({});
+  }
   if (auto failure = take_failure()) std::rethrow_exception(failure);
   std::vector<std::string> stuck;
   for (int c = 0; c < d.machine->num_cores() && stuck.size() < 3; ++c) {
@@ -174,8 +204,13 @@ void report_last_core(const Design& d, SimReport& r) {
 
 /// Every op's time per core per step (a collective's longest group), longest first.
 void report_ops(const Design& d, const Program& program, const HardwareSpec& hw, SimReport& r) {
-  for (const auto& op : program.ops)
-    if (!op.is_collective) r.useful_flops_per_core += op.compute.flops;
+  // An op counts at most what its duration holds at peak (a replayed trace's FLOP count may
+  // claim more than its measured duration allows): the utilization never passes 100 %.
+  const double peak = hw.peak_flops_per_core();
+  for (std::size_t i = 0; i < program.ops.size(); ++i)
+    if (!program.ops[i].is_collective)
+      r.useful_flops_per_core +=
+          std::min(program.ops[i].compute.flops, peak * d.ctx.op_time[i].seconds());
   if (r.step_time > Duration{})
     r.mxu_utilization =
         r.useful_flops_per_core / (hw.peak_flops_per_core() * r.step_time.seconds());
@@ -257,9 +292,10 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
   const auto wall0 = std::chrono::steady_clock::now();
   program.validate();
+  check_packet_work(program, topology.num_chips() * hw.cores_per_chip, options);
   const Design& design = elaborate(program, topology, hw, options);
   const auto wall1 = std::chrono::steady_clock::now();
-  run(design, program);
+  run(design, program, options.progress_interval_s);
   SimReport r = report(design, program, hw, options);
   const auto wall2 = std::chrono::steady_clock::now();
   r.elaboration_s = std::chrono::duration<double>(wall1 - wall0).count();

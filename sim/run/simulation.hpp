@@ -28,6 +28,9 @@ struct SimOptions {
   /// Hosts feed the Program's infeed ops (tpusim train); null: no infeed, as for one step.
   const InfeedPlan* infeed = nullptr;
   HostOptions hosts;
+  /// A progress line on stderr every this many wall seconds while the run lasts (0: none). The
+  /// commands set it when stderr is a terminal (sim/run/run_progress.hpp).
+  double progress_interval_s = 0;
   static SimOptions from_config(const Config& cfg);  ///< network, collectives, hosts
 };
 

@@ -68,3 +68,15 @@ TEST_CASE("bad convolutional layouts: one error line naming the JSON path and ex
   CHECK(r.err_lines() == 1);
   CHECK_THAT(r.err, Catch::Contains("parallelism.spatial: 32 cores cannot split the 16 rows"));
 }
+
+TEST_CASE("the layout label says data replicas and cores per batch-norm group as plan does") {
+  // 16 chips = 32 cores, pure data parallel, batch-norm groups of 8 cores: 32 data replicas in 4
+  // groups; the label says data=32 and bn=8 (parallelism.bn_group_cores), never data=4.
+  auto r = run_tpusim({"run", "configs/studies/resnet50_16.json", "--set",
+                       "parallelism.bn_group_cores=8", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["cores"] == 32);
+  CHECK(j["layout"] == "data=32 model=1 bn=8 wus=off");
+}

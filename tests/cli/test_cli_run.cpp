@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -89,4 +91,34 @@ TEST_CASE("bad studies are one error line naming the JSON path with exit code 2"
   auto missing = run_tpusim({"run", "no/such/study.json"});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains("no/such/study.json"));
+}
+
+TEST_CASE("a long run shows a progress line on a terminal, and nothing when piped") {
+  // A packet-level all-reduce on the Multipod takes seconds; the line comes once a second.
+  const std::vector<std::string> args = {"collective",
+                                         "--op",
+                                         "all-reduce",
+                                         "--bytes",
+                                         "64MiB",
+                                         "--topology",
+                                         "tpu_v3_multipod",
+                                         "--set",
+                                         "network.fidelity=packet",
+                                         "--set",
+                                         "network.packet_bytes=2048"};
+  std::string cmd = shell_quote(TPUSIM_BIN);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  // script(1) runs it on a pseudo-terminal: stderr is a terminal, stdout goes to /dev/null.
+  const std::string tty = "/tmp/tpusim_progress_" + std::to_string(::getpid());
+  const int status = std::system(("cd " + shell_quote(TPUSIM_SOURCE_DIR) + " && script -qec " +
+                                  shell_quote(cmd + " 2>&1 >/dev/null") + " /dev/null > " + tty)
+                                     .c_str());
+  CHECK(WIFEXITED(status));
+  const std::string shown = slurp(tty);
+  std::remove(tty.c_str());
+  CHECK_THAT(shown, Catch::Contains("tpusim: simulated ") &&
+                        Catch::Contains("slowest core at op") && Catch::Contains("\033[K"));
+  auto piped = run_tpusim(args);
+  CHECK(piped.exit_code == 0);
+  CHECK_THAT(piped.err, !Catch::Contains("simulated"));
 }

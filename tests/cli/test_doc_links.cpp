@@ -135,3 +135,28 @@ TEST_CASE("the anchor rule matches GitHub's for the headings the docs link to") 
   CHECK(a == std::set<std::string>{"title", "charts-of-a-sweep-tpusim-plot",
                                    "where-the-code-leaves-designmd-and-why", "title-1"});
 }
+
+TEST_CASE("files the Markdown names in plain text or code spans exist (not only links)") {
+  // A repository path in prose or inline code (`docs/results.md`, traces/FORMAT.md); fenced
+  // blocks are examples. Placeholders (configs/NAME.json, configs/tpu_vN.json) are not files.
+  const std::regex path_re(
+      R"((?:^|[^A-Za-z0-9_/.\-])((?:docs|traces|tests|tools|configs|core|sim|models|topologies|python)/[A-Za-z0-9_./\-]*\.(?:md|json|cpp|hpp|sh|py|csv|proto)))");
+  const std::regex placeholder(R"([A-Z]{2,}|\*|vN\b)");
+  int checked = 0;
+  for (const auto& file : markdown_files()) {
+    for_each_line(slurp(file.string()), [&](const std::string& line, bool code_block) {
+      if (code_block) return;
+      for (auto m = std::sregex_iterator(line.begin(), line.end(), path_re);
+           m != std::sregex_iterator(); ++m) {
+        std::string path = (*m)[1];
+        const std::string name = fs::path(path).filename().string();
+        if (std::regex_search(name, placeholder) && name != "README.md" && name != "FORMAT.md")
+          continue;
+        INFO(fs::relative(file, kRoot).string() << ": " << path);
+        CHECK((fs::exists(kRoot / path) || fs::exists(file.parent_path() / path)));
+        ++checked;
+      }
+    });
+  }
+  CHECK(checked > 50);
+}

@@ -3,6 +3,7 @@
 // unbounded allocation or a wrong number with exit 0.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -150,6 +151,11 @@ TEST_CASE("a .gz that inflates past kMaxTraceFileBytes stops inflating there") {
   }
   require_refused({"trace", "info", f}, "kMaxTraceFileBytes");
   fs::remove(f);
+  // Issue 25: refused near the limit's own size in memory (it took 1.08 GB: the string doubled
+  // past it). ru_maxrss of the children this test process waited for, in KiB.
+  struct rusage usage {};
+  ::getrusage(RUSAGE_CHILDREN, &usage);
+  CHECK(usage.ru_maxrss < 800 * 1024);
 }
 
 TEST_CASE("a sweep of more points than kMaxSweepPoints is refused before expanding any") {
@@ -228,15 +234,16 @@ TEST_CASE(
     "the example profile rescaled to the Multipod replays, and is refused with a direct "
     "all-to-all") {
   // Its all-to-all spans every device: per dimension it is a result; direct over 8192 cores is
-  // past kMaxCollectiveTransfers.
+  // past kMaxCollectiveTransfers. (The hand-made profile claims more FLOPs than a core's peak
+  // allows in two ops' durations; --log-level error leaves out that warning.)
   const auto r = run_tpusim({"replay", "traces/examples/profile_tpu_v3_8.trace.json", "--topology",
                              "tpu_v3_multipod", "--mesh", "data=2048,model=4"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  require_refused(
-      {"replay", "traces/examples/profile_tpu_v3_8.trace.json", "--topology", "tpu_v3_multipod",
-       "--mesh", "data=2048,model=4", "--set", "collectives.all_to_all_algorithm=direct"},
-      "kMaxCollectiveTransfers", 30);
+  require_refused({"replay", "traces/examples/profile_tpu_v3_8.trace.json", "--topology",
+                   "tpu_v3_multipod", "--mesh", "data=2048,model=4", "--set",
+                   "collectives.all_to_all_algorithm=direct", "--log-level", "error"},
+                  "kMaxCollectiveTransfers", 30);
 }
 
 TEST_CASE("a trace of 200k ops is read in seconds") {
@@ -257,4 +264,38 @@ TEST_CASE("a trace of 200k ops is read in seconds") {
   CHECK(nlohmann::json::parse(r.out)["ops"] == 200000);
   CHECK(s < 60);
   fs::remove(f);
+}
+
+TEST_CASE("issue 25: an all-to-all over 131,072 cores is refused before its plan is built") {
+  // 256 x 256 chips, 2 cores each, per dimension: 131072 x (255 + 255 + 1) transfers, each with
+  // its route, past kMaxCollectiveTransfers = 2^21 summed over the plan (not per line).
+  require_refused({"collective", "--op", "all-to-all", "--bytes", "1MiB", "--topology", "256x256"},
+                  "kMaxCollectiveTransfers", 120);
+}
+
+TEST_CASE("issue 25: a device loop past kMaxLoopOps is refused before it is copied") {
+  // A loop of a million training steps, all simulated: a million copies of the step's Program.
+  require_refused(
+      {"train", "configs/studies/ssd_v06_16.json", "--set", "train.target_steps=1000000", "--set",
+       "train.target_epochs=0", "--set", "train.eval_every_steps=1000000", "--set",
+       "train.eval_every_epochs=0", "--set", "train.simulated_train_steps=1000000"},
+      "kMaxLoopOps", 30);
+}
+
+TEST_CASE("issue 25: tiny packets on a big collective are refused before elaboration") {
+  // 2 x 64 MiB x 4096 cores / 16 B = 3.4e10 packets, past kMaxInjectedPackets = 2^33.
+  require_refused({"collective", "--op", "all-reduce", "--bytes", "64MiB", "--topology", "32x64",
+                   "--set", "network.fidelity=packet", "--set", "network.packet_bytes=16"},
+                  "kMaxInjectedPackets", 30);
+}
+
+TEST_CASE("issue 25: a plan space past kMaxPlanLayouts is refused before any layout is built") {
+  // BERT on 4x4 (32 cores): 6 model degrees x 2 x 2 x 900 bucket sizes = 21,600 layouts, past
+  // kMaxPlanLayouts = 20,000 (before, such a space was enumerated and checked for minutes).
+  std::string buckets = "parallelism.grad_bucket_MiB=";
+  for (int b = 1; b <= 900; ++b) buckets += (b > 1 ? "," : "") + std::to_string(b);
+  require_refused(
+      {"plan", "configs/studies/bert_large_16.json", "--space", buckets, "--out", tmp("plan")},
+      "kMaxPlanLayouts", 30);
+  CHECK(!fs::exists(tmp("plan")));
 }

@@ -132,3 +132,64 @@ TEST_CASE("a preset name too long for the file system is an unknown preset, not 
   CHECK(r.err_lines() == 1);
   CHECK_THAT(r.err, Catch::Contains("preset"));
 }
+
+TEST_CASE("a --set value holds to the limits of a file: unique keys, 256 levels of nesting") {
+  auto dup = run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set",
+                         R"(network={"fidelity": "flow", "fidelity": "packet"})"});
+  CHECK(dup.exit_code == 2);
+  CHECK(dup.err_lines() == 1);
+  CHECK_THAT(dup.err, Catch::Contains("--set network: fidelity: duplicate key"));
+  for (int depth : {300, 21000}) {
+    const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    auto r = run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set",
+                         "workload.global_batch=" + deep});
+    INFO(depth);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err_lines() == 1);
+    CHECK_THAT(r.err, Catch::Contains("--set workload.global_batch: JSON nested deeper than 256"));
+  }
+}
+
+TEST_CASE("unknown JSON keys, choice values and presets get a did-you-mean") {
+  auto key = run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set",
+                         "parallelism.weight_update_shardng=true"});
+  CHECK(key.exit_code == 2);
+  CHECK_THAT(key.err, Catch::Contains("parallelism.weight_update_shardng: unknown key") &&
+                          Catch::EndsWith("did you mean 'weight_update_sharding'?\n"));
+  auto choice = run_tpusim(
+      {"validate", "configs/studies/bert_large_16.json", "--set", "network.fidelity=flw"});
+  CHECK(choice.exit_code == 2);
+  CHECK_THAT(choice.err, Catch::EndsWith("did you mean 'flow'?\n"));
+  auto topology = run_tpusim(
+      {"validate", "configs/studies/bert_large_16.json", "--set", "topology=tpu_v3_multipods"});
+  CHECK(topology.exit_code == 2);
+  CHECK(topology.err_lines() == 1);
+  CHECK_THAT(topology.err, Catch::Contains("'tpu_v3_multipods' is not a known topology") &&
+                               Catch::EndsWith("did you mean 'tpu_v3_multipod'?\n"));
+  // The preset list names presets only: configs/*.json and configs/topologies/*.json, not the
+  // studies or the sweep files under configs/studies/sweeps/.
+  auto preset =
+      run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set", "preset=tpu_v33"});
+  CHECK(preset.exit_code == 2);
+  CHECK(preset.err_lines() == 1);
+  CHECK_THAT(preset.err,
+             Catch::Contains("unknown preset 'tpu_v33'") && Catch::Contains("tpu_v3_pod") &&
+                 Catch::Contains("tpu_v4") && !Catch::Contains("bert_weak_scaling") &&
+                 !Catch::Contains("bert_large_16") && Catch::EndsWith("did you mean 'tpu_v3'?\n"));
+  // Far from every name: no guess.
+  auto far = run_tpusim(
+      {"validate", "configs/studies/bert_large_16.json", "--set", "network.fidelity=zzzzzzzz"});
+  CHECK_THAT(far.err, !Catch::Contains("did you mean"));
+}
+
+TEST_CASE("a --set that is not UTF-8 is one error line, not an internal error") {
+  // Found by fuzz_set_value: the bytes went into the study and failed when it was written out.
+  for (const std::string set :
+       {std::string("workload.model=\x8b"), std::string("work\xffload=1")}) {
+    auto r = run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set", set});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err_lines() == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("tpusim: error: --set: the ") &&
+                          Catch::Contains("is not UTF-8 text"));
+  }
+}

@@ -101,6 +101,42 @@ TEST_CASE("plan: a rerun simulates nothing new, a wider space only the new layou
   CHECK(w["counts"]["simulated"].get<int>() > w["counts"]["cached"].get<int>());
 }
 
+TEST_CASE("plan: killed and rerun, it prunes and simulates what one uninterrupted run does") {
+  SweepScratch s;
+  const auto study = s.write("bert.json", small_bert_study());
+  const std::vector<std::string> args{"plan", study, "-j", "2", "--top", "2", "--json",
+                                      "--space", kSmallSpace};
+  auto with_out = [&](const std::string& out) {
+    auto v = args;
+    v.insert(v.end(), {"--out", s.path(out)});
+    return v;
+  };
+  auto whole = run_tpusim(with_out("whole"));
+  REQUIRE(whole.exit_code == 0);
+  const json w = json::parse(whole.out);
+  REQUIRE(w["counts"]["pruned"].get<int>() > 0);
+  // A run killed in its second wave of two: the first three layouts it simulated are on disk.
+  const json store = json::parse(slurp(s.path("whole/sweep.json")));
+  REQUIRE(store["points"].size() > 3);
+  std::filesystem::create_directories(s.path("killed/points"));
+  for (int k = 0; k < 3; ++k) {
+    const std::string id = store["points"][k]["id"];
+    for (const char* suffix : {".json", ".study.json"}) {
+      const std::string from = s.path("whole/points/" + id + suffix);
+      if (std::filesystem::exists(from))
+        std::filesystem::copy_file(from, s.path("killed/points/" + id + suffix));
+    }
+  }
+  auto rerun = run_tpusim(with_out("killed"));
+  INFO(rerun.err);
+  REQUIRE(rerun.exit_code == 0);
+  const json r = json::parse(rerun.out);
+  CHECK(r["counts"]["cached"] == 3);
+  CHECK(r["counts"]["simulated"] == w["counts"]["simulated"]);
+  CHECK(r["counts"]["pruned"] == w["counts"]["pruned"]);
+  CHECK(r["top"] == w["top"]);
+}
+
 TEST_CASE("plan: the study's own layout is always simulated and ranked") {
   SweepScratch s;
   json doc = small_bert_study();

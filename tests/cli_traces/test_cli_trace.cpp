@@ -181,3 +181,53 @@ TEST_CASE("a profile given where a trace is expected says to import it") {
                      ": is a Chrome trace event file (a profile), not a tpusim trace; convert it "
                      "with tpusim trace import\n");
 }
+
+TEST_CASE("replay: FLOPs past the matmul shape are refused, past the peak counted at peak") {
+  // TPU-v3 core peak: 2 MXUs of 128 x 128 multiply-adds at 940 MHz (configs/tpu_v3.json).
+  const double peak = 2.0 * 128 * 128 * 2 * 940e6;
+  nlohmann::json t = nlohmann::json::parse(slurp(TPUSIM_SOURCE_DIR "/" + kExample));
+  REQUIRE(t["ops"][1]["name"] == "mlp.gelu.fwd");
+  const double measured_s = t["ops"][1]["compute"]["measured_ns"].get<double>() * 1e-9;
+  const std::string path = tmp("flops.json");
+  auto replay_with = [&](double flops, const std::string& durations) {
+    t["ops"][1]["compute"]["flops"] = flops;
+    std::ofstream(path) << t.dump();
+    return run_tpusim({"replay", path, "--durations", durations, "--json"});
+  };
+  auto fits = replay_with(0.5 * peak * measured_s, "measured");
+  INFO(fits.err);
+  CHECK(fits.exit_code == 0);
+  CHECK_THAT(fits.err, !Catch::Contains("claim more FLOPs"));
+  // A measured duration that cannot hold the op's FLOPs (the trace claimed 1e13 times
+  // the peak): replayed, named in a warning, and counted at peak, so the utilization stays a
+  // fraction.
+  auto over = replay_with(1e13 * peak * measured_s, "measured");
+  CHECK(over.exit_code == 0);
+  CHECK_THAT(over.err, Catch::Contains(path + ": 1 op(s) claim more FLOPs") &&
+                           Catch::Contains("ops[1] (mlp.gelu.fwd)") &&
+                           Catch::Contains("in 850.5 ns"));
+  const double utilization = nlohmann::json::parse(over.out)["mxu_utilization"].get<double>();
+  CHECK(utilization > 0);
+  CHECK(utilization <= 1.0);
+  // Modelled from the hardware, the op (vector work on 16384 elements, no matmul shape) takes far
+  // less than the millisecond these FLOPs would need at peak: counted at peak too.
+  auto model = replay_with(peak * 1e-3, "model");
+  CHECK(model.exit_code == 0);
+  CHECK_THAT(model.err, Catch::Contains("ops[1] (mlp.gelu.fwd)"));
+  CHECK(nlohmann::json::parse(model.out)["mxu_utilization"].get<double>() <= 1.0);
+  // More FLOPs than the matmul shape of ops[0] holds (2 x 1 x 8 x 1024 x 2048): refused.
+  t["ops"][1]["compute"]["flops"] = 0;
+  REQUIRE(t["ops"][0]["compute"]["matmul"]["k"] == 1024);
+  t["ops"][0]["compute"]["flops"] = 2 * 2.0 * 8 * 1024 * 2048;
+  std::ofstream(path) << t.dump();
+  for (const char* durations : {"measured", "model"}) {
+    auto shape = run_tpusim({"replay", path, "--durations", durations});
+    CHECK(shape.exit_code == 2);
+    CHECK(shape.err_lines() == 1);
+    CHECK_THAT(shape.err,
+               Catch::Contains(path + ": ops[0] (mlp.in.fwd): claims 67108864 FLOPs, "
+                                      "more than its matmul shape holds (2 x 1 x 8 x 1024 x "
+                                      "2048 = 33554432)"));
+  }
+  std::remove(path.c_str());
+}

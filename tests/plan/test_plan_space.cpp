@@ -71,6 +71,18 @@ TEST_CASE("plan space: bad overrides name --space and what is allowed") {
   CHECK_THROWS_AS(override_axis(s, "parallelism.model=1,,2", cfg), ConfigError);
 }
 
+TEST_CASE("plan space: an axis given twice, or a value listed twice, is an error naming it") {
+  const Config cfg = test::model_study("bert_large", "4x4", 32);
+  SearchSpace s = default_space(cfg, 32);
+  CHECK_THROWS_WITH(
+      override_axes(s, {"parallelism.model=1", "parallelism.model=2"}, cfg),
+      Catch::StartsWith("--space parallelism.model=2: 'parallelism.model' is given twice"));
+  CHECK_THROWS_WITH(override_axis(s, "parallelism.model=1,2,1", cfg),
+                    Catch::StartsWith("--space parallelism.model=1,2,1: '1' is listed twice"));
+  override_axes(s, {"parallelism.model=1,2", "parallelism.grad_bucket_MiB=32"}, cfg);
+  CHECK(axis(s, "parallelism.model")->values.size() == 2);
+}
+
 TEST_CASE("plan space: --space adds an axis for another key the study declares") {
   const Config cfg = test::model_study("bert_large", "4x4", 32);
   SearchSpace s = default_space(cfg, 32);

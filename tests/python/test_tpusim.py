@@ -126,3 +126,22 @@ def test_a_program_that_does_not_fit_the_hbm():
     assert e.value.exit_code == 1
     assert "out of memory" in e.value.problems[0]
     assert isinstance(e.value.report, dict)
+
+
+def test_results_of_a_bad_table_raises_config_error_with_problems(tmp_path):
+    bad = tmp_path / "x.csv"
+    bad.write_text('a,b\n1,2,3\n')
+    with pytest.raises(tpusim.ConfigError) as e:
+        tpusim.results(bad)
+    assert e.value.problems and str(bad) in e.value.problems[0]
+    with pytest.raises(tpusim.ConfigError):
+        tpusim.results(tmp_path / "missing.csv")
+
+
+def test_a_path_with_a_nul_byte_is_refused_not_cut(tmp_path):
+    real = tmp_path / "r.csv"
+    real.write_text("status\nok\n")
+    for call in (tpusim.results, tpusim.trace_info):
+        with pytest.raises(tpusim.ConfigError) as e:
+            call(str(real) + "\0.ignored")
+        assert "NUL byte" in e.value.problems[0]

@@ -74,3 +74,31 @@ TEST_CASE("a link name of before the module tree is an error giving its name now
       simulate_child(ar, cfg_with("4x4", "chip5_ici_ym")),
       Catch::Contains("network.failed_links") && Catch::Contains("'multipod.chip(1,1).ici.y-'"));
 }
+
+TEST_CASE("a trailing comma in a link list is an error, not a shorter list") {
+  CHECK_THROWS_WITH(NetworkOptions::from_config(cfg_with("8", "multipod.chip(0).ici.x+,")),
+                    Catch::Contains("network.failed_links") &&
+                        Catch::Contains("an empty name (a trailing or doubled comma)"));
+  const Config degraded =
+      config_with({{"hardware", {{"cores_per_chip", 1}}},
+                   {"topology", "8"},
+                   {"network", {{"degraded_links", "multipod.chip(0).ici.x+=0.5,"}}}});
+  CHECK_THROWS_WITH(NetworkOptions::from_config(degraded),
+                    Catch::Contains("network.degraded_links") &&
+                        Catch::Contains("an empty entry (a trailing or doubled comma)"));
+}
+
+TEST_CASE("an on-chip link named as failed or degraded is an error naming it") {
+  // Two cores per chip: each chip has the on-chip links onchip.0to1 and onchip.1to0.
+  Program ar = one_op(16, collective_op(CollectiveKind::AllReduce, S));
+  for (const char* key : {"failed_links", "degraded_links"})
+    for (const std::string link : {"multipod.chip(0).onchip.0to1", "chip0_onchip_0to1"}) {
+      const std::string value = link + (std::string(key) == "degraded_links" ? "=0.5" : "");
+      const Config cfg = config_with({{"topology", "8"}, {"network", {{key, value}}}});
+      INFO(key << " " << value);
+      CHECK_THROWS_WITH(simulate_child(ar, cfg),
+                        Catch::Contains(std::string("network.") + key) &&
+                            Catch::Contains("'" + link + "' is an on-chip link") &&
+                            Catch::Contains("multipod.chip(0).ici.x+"));
+    }
+}

@@ -75,3 +75,18 @@ TEST_CASE("results diff matches points by their swept values, not their row orde
   CHECK(d.beyond(0.05) == 1);  // the missing point
   CHECK(d.beyond(0.01) == 2);
 }
+
+TEST_CASE("diff counts nan against a number as a difference beyond any tolerance") {
+  CsvTable a, b;
+  a.header = b.header = {"point", "id", "status", "chips_axis", "series", "step_time_ms"};
+  a.rows = {{"0", "p0", "ok", "16", "s", "100"}, {"1", "p1", "ok", "32", "s", "nan"}};
+  b.rows = {{"0", "q0", "ok", "16", "s", "nan"}, {"1", "q1", "ok", "32", "s", "nan"}};
+  const RunDiff d = diff_results(a, b);
+  CHECK(d.numbers.empty());
+  REQUIRE(d.results.size() == 1);
+  CHECK(d.results[0].where == "chips_axis=16 step_time_ms");
+  CHECK(d.results[0].a == "100");
+  CHECK(d.results[0].b == "nan");
+  CHECK(d.equal == 1);  // nan and nan at 32 chips: the same value
+  CHECK(d.beyond(1e9) == 1);
+}

@@ -173,3 +173,26 @@ TEST_CASE("tolerances are percentages or fractions") {
   CHECK_THROWS_AS(parse_tolerance("-1%"), tpusim::ConfigError);
   CHECK_THROWS_AS(parse_tolerance("abc"), tpusim::ConfigError);
 }
+
+TEST_CASE("golden comparison counts nan against a number as a drift, nan against nan as none") {
+  std::vector<json> reports;
+  for (double chips : {16.0, 16.0, 64.0, 64.0, 256.0, 256.0})
+    reports.push_back(report(chips, 10, 100 * chips, 0.2));
+  const Plan plan = plan_of_six();
+  CsvTable golden = golden_from_results(table_of(plan, reports), "s.json", "test");
+  CsvTable current = table_of(plan, reports);
+  for (const char* metric : {"step_time_ms", "comm_share"}) {
+    INFO(metric);
+    CsvTable now = current;
+    now.rows[1][static_cast<std::size_t>(now.column(metric))] = "nan";
+    auto drifts = compare_to_golden(golden, now, 0.5);  // any tolerance: nan is never within it
+    REQUIRE(drifts.size() == 1);
+    CHECK(drifts[0].metric == metric);
+    CHECK(drifts[0].got == "nan");
+    CHECK(drifts[0].difference == "not a number");
+    CsvTable nan_golden = golden;
+    nan_golden.rows[1][static_cast<std::size_t>(nan_golden.column(metric))] = "nan";
+    CHECK(compare_to_golden(nan_golden, now, 0.02).empty());
+    CHECK(compare_to_golden(nan_golden, current, 0.5).size() == 1);  // the golden's nan too
+  }
+}

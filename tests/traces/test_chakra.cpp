@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <tuple>
 
 #include "core/errors.hpp"
 #include "tests/traces/trace_test_programs.hpp"
@@ -317,11 +318,11 @@ TEST_CASE("malformed .et files give one error naming the file, message and byte"
 
 namespace {
 // A one-rank trace of hand-made nodes, as another tool would write it.
-std::string foreign_trace(const std::string& name, const std::vector<ChakraProtoMsg::Node>& nodes) {
+std::string foreign_trace(const std::string& name, const std::vector<ChakraProtoMsg::Node>& nodes,
+                          ChakraProtoMsg::GlobalMetadata meta = {}) {
   const std::string dir = temp_dir(name);
   fs::create_directories(dir);
   std::string out;
-  ChakraProtoMsg::GlobalMetadata meta;
   meta.set_version("0.0.4");
   trace::append_delimited(out, meta);
   for (const auto& n : nodes) trace::append_delimited(out, n);
@@ -385,6 +386,66 @@ TEST_CASE("a foreign trace imports in dependency order; cycles and dangling deps
   const std::string load_dir = foreign_trace("load", {load});
   CHECK_THAT(import_error(load_dir), Catch::Contains("type MEM_LOAD_NODE is not imported"));
   for (const auto& d : {dir, cyclic, dangling, reduce_dir, load_dir}) fs::remove_all(d);
+}
+
+TEST_CASE("a node depending on itself is a cycle; a batch or topology replay refuses is refused") {
+  const std::string self = foreign_trace("self", {comp(1, {}, 1), comp(2, {1, 2}, 1)});
+  CHECK(import_error(self) == self +
+                                  "/et.0.et: node 2 'op2': depends on itself: a dependency cycle; "
+                                  "dependencies must form a DAG");
+  ChakraProtoMsg::GlobalMetadata negative;
+  auto* batch = negative.add_attr();
+  batch->set_name("tpusim_examples_per_step");
+  batch->set_int64_val(-4);
+  const std::string neg = foreign_trace("negative", {comp(1, {}, 1)}, negative);
+  CHECK(import_error(neg) == neg +
+                                 "/et.0.et: metadata: tpusim_examples_per_step -4 is not a global "
+                                 "batch; expected 0 (unknown) to 2^53");
+  trace::ChakraImportOptions minus;
+  minus.examples_per_step = -1;
+  CHECK_THAT(import_error(foreign_trace("minus", {comp(1, {}, 1)}), minus),
+             Catch::StartsWith("--examples-per-step: -1 is not a global batch"));
+  ChakraProtoMsg::GlobalMetadata named;
+  auto* rec = named.add_attr();
+  rec->set_name("tpusim_recorded_on");
+  rec->set_string_val(R"({"topology": "2x2"})");
+  const std::string str = foreign_trace("string_topology", {comp(1, {}, 1)}, named);
+  CHECK_THAT(
+      import_error(str),
+      Catch::Contains("metadata tpusim_recorded_on.topology: is string; expected an object"));
+  rec->set_string_val(R"({"topology": {"name": "t", "dims": [2, 2], "wrap": [false, false]}})");
+  const std::string obj = foreign_trace("object_topology", {comp(1, {}, 1)}, named);
+  CHECK(import_error(obj) == "(no error)");
+  for (const auto& d : {self, neg, str, obj, temp_dir("minus")}) fs::remove_all(d);
+}
+
+TEST_CASE("attributes the trace reader would refuse (not finite, past its limits) are refused") {
+  // Found by fuzz_chakra_reader: a NaN was imported and written as null, which replay refuses.
+  auto with = [](const char* name, double v) {
+    auto n = comp(1, {}, 1);
+    auto* a = n.add_attr();
+    a->set_name("tpusim_flops");
+    a->set_double_val(name == std::string("tpusim_flops") ? v : 1);
+    if (name != std::string("tpusim_flops")) {
+      auto* b = n.add_attr();
+      b->set_name(name);
+      b->set_double_val(v);
+    }
+    return n;
+  };
+  std::vector<std::string> dirs;
+  for (const auto& [name, value, what] :
+       {std::tuple{"tpusim_vpu_elements", std::nan(""), "is not a finite number >= 0"},
+        std::tuple{"tpusim_bytes_read", HUGE_VAL, "is not a finite number >= 0"},
+        std::tuple{"tpusim_flops", 1e30, "kMaxOpFlops"},
+        std::tuple{"tpusim_bytes_written", 1e16, "kMaxBytes"},
+        std::tuple{"tpusim_measured_ns", 1e16, "kMaxSimulatedSeconds"}}) {
+    INFO(name);
+    dirs.push_back(foreign_trace(std::string("bound_") + name, {with(name, value)}));
+    CHECK_THAT(import_error(dirs.back()),
+               Catch::Contains(std::string("node 1 'op1': ") + name) && Catch::Contains(what));
+  }
+  for (const auto& d : dirs) fs::remove_all(d);
 }
 
 TEST_CASE("a rank with more nodes than the importer keeps is refused, not read into memory") {

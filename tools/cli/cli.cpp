@@ -8,12 +8,14 @@
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/suggest.hpp"
 
 namespace tpusim::cli {
 
 int main(int argc, char** argv) {
+  use_checked_stdout();
   CLI::App app{"tpusim: a cycle-approximate simulator of the TPU-v3 Multipod"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tpusim ") + TPUSIM_VERSION);
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    check_stdout();  // a report lost to a full disk or a closed pipe is an error, not exit 0
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

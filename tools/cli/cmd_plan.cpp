@@ -25,7 +25,7 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   cmd->add_option("--top", a->top, "layouts to list (and to keep out of the pruning)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--objective", a->objective, "step_time or examples_per_s_per_chip");
-  cmd->add_option("--out", a->out_dir, "results store (default plan_<name of the study>)");
+  cmd->add_option("--out", a->out_dir, "results store (default out/plan_<name of the study>)");
   cmd->add_flag("--json", a->json, "print the plan as one JSON object");
   cmd->callback([a] { set_exit_code(run_plan(*a)); });
 }};

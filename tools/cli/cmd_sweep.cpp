@@ -15,7 +15,8 @@ const CommandRegistrar kRegister{[](CLI::App& app) {
   auto a = std::make_shared<SweepArgs>();
   cmd->add_option("sweep", a->sweep_file, "sweep file (JSON): base study and axes")->required();
   cmd->add_option("-j,--jobs", a->jobs, "points run at the same time")->check(CLI::Range(1, 1024));
-  cmd->add_option("--out", a->out_dir, "output directory (default sweep_<name of the sweep file>)");
+  cmd->add_option("--out", a->out_dir,
+                  "output directory (default out/sweep_<name of the sweep file>)");
   cmd->add_option("--shard", a->shard, "run only shard I of N (1-based), e.g. 2/4");
   cmd->add_option("--check", a->golden, "compare step time and comm share with this golden CSV");
   cmd->add_option("--tolerance", a->tolerance, "allowed drift for --check (default 2%)");

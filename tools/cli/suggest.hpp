@@ -1,5 +1,5 @@
 #pragma once
-// "Did you mean": the closest of a set of names to a mistyped word.
+// "Did you mean" for mistyped commands and options (the distance is core/nearest_name.hpp's).
 #include <string>
 #include <vector>
 
@@ -8,12 +8,6 @@ class App;
 }
 
 namespace tpusim::cli {
-
-/// Levenshtein distance (insertions, deletions, substitutions; each costs 1).
-std::size_t edit_distance(const std::string& a, const std::string& b);
-
-/// The candidate closest to `word`, if it is within max(2, |word| / 3) edits; else "".
-std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
 
 /// After a failed parse: a hint naming the subcommand or option the user probably meant
 /// ("did you mean 'run'?"), or "" when no argument is close to a known name.

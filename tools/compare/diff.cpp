@@ -48,8 +48,10 @@ void compare(const std::string& where, const nlohmann::json* a, const nlohmann::
              std::vector<OtherDiff>& others) {
   if (a && b && a->is_number() && b->is_number()) {
     const double x = a->get<double>(), y = b->get<double>();
-    if (x == y)
+    if (x == y || (std::isnan(x) && std::isnan(y)))
       ++d.equal;
+    else if (std::isnan(x) || std::isnan(y))  // no relative difference: a mismatch outright
+      others.push_back({where, short_number(x), short_number(y)});
     else
       d.numbers.push_back({where, x, y});
     return;

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "core/params.hpp"
 #include "tools/plan/candidates.hpp"
 #include "tools/plan/output.hpp"
@@ -94,11 +95,9 @@ class BoundOrderSearch {
       const Survivor& s = survivors_[i];
       if (sweep::read_outcome(a_.out_dir, s.id).state == sweep::PointState::Ok) cached.push_back(i);
     }
-    for (std::size_t i : cached) {
-      result_.from_cache[i] = true;
-      add_point(i);
-      take_result(i);
-    }
+    // A cached result joins the pruner only when its wave ends, as in the run that computed it:
+    // a killed and rerun plan makes the same pruning decisions as one uninterrupted run.
+    for (std::size_t i : cached) result_.from_cache[i] = true;
     const std::size_t to_check = survivors_.size() - cached.size();
     if (!cached.empty())
       std::cerr << "tpusim plan: " << cached.size() << " layouts already simulated in "
@@ -136,12 +135,16 @@ class BoundOrderSearch {
     pruner_.add_simulated(result_.evals[i]);
   }
 
-  /// Up to -j survivors from `next` on that are neither cached nor ruled out by the bound.
+  /// Up to -j survivors from `next` on that the bound does not rule out (cached ones included:
+  /// they hold a wave's place as they did when they were simulated).
   std::vector<std::size_t> next_wave(std::size_t& next, SweepProgress& progress) {
     std::vector<std::size_t> wave;
     while (next < order_.size() && static_cast<int>(wave.size()) < a_.jobs) {
       const std::size_t i = order_[next++];
-      if (result_.from_cache[i]) continue;
+      if (result_.from_cache[i]) {
+        wave.push_back(i);
+        continue;
+      }
       const plan::Evaluated& e = result_.evals[i];
       const auto dominator = survivors_[i].is_study ? std::nullopt : pruner_.dominated_by(e);
       if (!dominator) {
@@ -164,9 +167,10 @@ class BoundOrderSearch {
     std::vector<std::size_t> indices;
     for (std::size_t i : wave) {
       add_point(i);
+      if (result_.from_cache[i]) continue;
       indices.push_back(point_of_[i]);
-      sweep::write_file_atomic(sweep::study_file(a_.out_dir, survivors_[i].id),
-                               survivors_[i].check.resolved.dump(1) + "\n");
+      write_output_file(sweep::study_file(a_.out_dir, survivors_[i].id),
+                        survivors_[i].check.resolved.dump(1) + "\n");
     }
     write_plan(a_.out_dir, store_);
     const RunnerSummary summary =
@@ -296,7 +300,7 @@ int run_plan(PlanArgs a) {
                         "add --objective examples_per_s_per_chip");
     plan::set_batch_per_chip(space, a.batch_per_chip, chips);
   }
-  for (const auto& s : a.space) plan::override_axis(space, s, study.config);
+  plan::override_axes(space, a.space, study.config);
   // The study's own layout joins the search (to show where it ranks) unless a --space option
   // left out one of its values.
   const plan::Candidate own = plan::candidate_of(space, base);
@@ -325,7 +329,7 @@ int run_plan(PlanArgs a) {
                                   " of the search space: " + classes);
   }
 
-  if (a.out_dir.empty()) a.out_dir = "plan_" + fs::path(a.study_file).stem().string();
+  if (a.out_dir.empty()) a.out_dir = "out/plan_" + fs::path(a.study_file).stem().string();
   // Held until the plan's files are written: a second plan or sweep into the same directory
   // stops at once instead of overwriting this one's points.
   const SweepDirLock lock = make_sweep_dir(a.out_dir);
@@ -341,9 +345,9 @@ int run_plan(PlanArgs a) {
       plan_json(a, objective, space, checked, result, base, chips, own, own_in_space);
   const Survivor& w = checked.survivors[top.front()];
   const std::string winner_file = a.out_dir + "/winner.study.json";
-  sweep::write_file_atomic(winner_file, winner_study(a, space, w).dump(2) + "\n");
+  write_output_file(winner_file, winner_study(a, space, w).dump(2) + "\n");
   out["winner"] = {{"id", w.id}, {"layout", w.label}, {"study_file", winner_file}};
-  sweep::write_file_atomic(a.out_dir + "/plan.json", out.dump(1) + "\n");
+  write_output_file(a.out_dir + "/plan.json", out.dump(1) + "\n");
   if (a.json)
     std::cout << out.dump(2) << "\n";
   else

@@ -1,7 +1,9 @@
 #include "tools/plan/space.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/errors.hpp"
 #include "core/params.hpp"
@@ -87,6 +89,8 @@ void override_axis(SearchSpace& space, const std::string& assignment, const Conf
         rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (item.empty()) throw ConfigError(where, "an empty value in the list");
     values.push_back(parse_value(item));
+    if (std::count(values.begin(), values.end(), values.back()) > 1)
+      throw ConfigError(where, "'" + item + "' is listed twice; list each value once");
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -105,6 +109,20 @@ void override_axis(SearchSpace& space, const std::string& assignment, const Conf
                                "' is neither an axis of this study's search space nor a key the "
                                "study declares (topology excluded); axes: " +
                                allowed);
+}
+
+void override_axes(SearchSpace& space, const std::vector<std::string>& assignments,
+                   const Config& base) {
+  std::set<std::string> given;
+  for (const auto& s : assignments) {
+    const std::string path = s.substr(0, s.find('='));
+    if (!path.empty() && !given.insert(path).second)
+      throw ConfigError("--space " + s, "'" + path +
+                                            "' is given twice; give an axis once, with all its "
+                                            "values (--space " +
+                                            path + "=V1,V2,...)");
+    override_axis(space, s, base);
+  }
 }
 
 void set_batch_per_chip(SearchSpace& space, const std::string& range, long long chips) {
@@ -130,9 +148,11 @@ std::vector<Candidate> enumerate(const SearchSpace& space, const nlohmann::json&
   for (const auto& a : space.axes) {
     if (a.values.empty()) throw ConfigError("--space " + a.path, "the axis has no values");
     if (total > max_candidates / a.values.size())
-      throw ConfigError("--space", "the search space has more than " +
-                                       std::to_string(max_candidates) +
-                                       " layouts; fix some axes with --space PATH=VALUE");
+      throw ConfigError(
+          "--space",
+          "the search space has more than " + std::to_string(max_candidates) + " layouts, " +
+              past_limit(static_cast<double>(kMaxPlanLayouts), "layouts", "kMaxPlanLayouts") +
+              "; fix some axes with --space PATH=VALUE");
     total *= a.values.size();
   }
   std::vector<Candidate> out;

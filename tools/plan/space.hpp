@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/limits.hpp"
 
 namespace tpusim::plan {
 
@@ -36,6 +37,9 @@ SearchSpace default_space(const Config& base, int cores);
 /// (e.g. workload.rematerialize). Throws ConfigError naming --space when PATH is neither, or a
 /// value list is empty.
 void override_axis(SearchSpace& space, const std::string& assignment, const Config& base);
+/// override_axis for every --space option; an axis given twice is a ConfigError naming it.
+void override_axes(SearchSpace& space, const std::vector<std::string>& assignments,
+                   const Config& base);
 
 /// Adds (or replaces) the axis workload.global_batch with chips x b for b = lo, 2 lo, 4 lo, ...
 /// up to hi ("--batch-per-chip LO:HI"). Throws ConfigError naming --batch-per-chip.
@@ -47,10 +51,11 @@ struct Candidate {
   nlohmann::json study;  ///< base with the values set (not yet validated)
 };
 
-/// Every combination, the first axis outermost. Throws ConfigError if there would be more than
-/// `max_candidates` (a space that large is a mistake, not a search).
+/// Every combination, the first axis outermost. Throws ConfigError, before anything is allocated,
+/// if there would be more than `max_candidates` (kMaxPlanLayouts: a space that large is a mistake,
+/// not a search).
 std::vector<Candidate> enumerate(const SearchSpace& space, const nlohmann::json& base,
-                                 std::size_t max_candidates = 200000);
+                                 std::size_t max_candidates = kMaxPlanLayouts);
 
 /// The values of `study` along the axes of `space` (the study's own layout as a candidate).
 Candidate candidate_of(const SearchSpace& space, const nlohmann::json& study);

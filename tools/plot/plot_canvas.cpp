@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "core/output_file.hpp"
+
 namespace tpusim::cli {
 namespace {
 
@@ -44,8 +46,15 @@ std::vector<double> log_ticks(double lo, double hi) {
 
 void check(cairo_surface_t* s, const std::string& path) {
   if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS)
-    throw std::runtime_error("cannot write " + path + ": " +
+    throw std::runtime_error("cannot draw " + path + ": " +
                              cairo_status_to_string(cairo_surface_status(s)));
+}
+
+/// cairo's stream writer: appends to the std::string the closure points at. The file is written
+/// by write_output_file, so a full disk or an unwritable path is the same error everywhere.
+cairo_status_t append_bytes(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
 }
 
 }  // namespace
@@ -323,7 +332,8 @@ void write_drawing(const std::string& path_stem, const std::vector<LegendEntry>&
   const double height = std::max(kHeight, kTop + 30 + 22 * static_cast<double>(legend.size()));
 
   const std::string svg = path_stem + ".svg", png = path_stem + ".png";
-  cairo_surface_t* s = cairo_svg_surface_create(svg.c_str(), width, height);
+  std::string bytes;
+  cairo_surface_t* s = cairo_svg_surface_create_for_stream(append_bytes, &bytes, width, height);
   check(s, svg);
   cairo_t* cr = cairo_create(s);
   draw(cr, legend_width);
@@ -331,16 +341,19 @@ void write_drawing(const std::string& path_stem, const std::vector<LegendEntry>&
   cairo_surface_finish(s);
   check(s, svg);
   cairo_surface_destroy(s);
+  write_output_file(svg, bytes);
 
   s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(width),
                                  static_cast<int>(height));
   cr = cairo_create(s);
   draw(cr, legend_width);
   cairo_destroy(cr);
-  cairo_status_t st = cairo_surface_write_to_png(s, png.c_str());
+  bytes.clear();
+  cairo_status_t st = cairo_surface_write_to_png_stream(s, append_bytes, &bytes);
   cairo_surface_destroy(s);
   if (st != CAIRO_STATUS_SUCCESS)
-    throw std::runtime_error("cannot write " + png + ": " + cairo_status_to_string(st));
+    throw std::runtime_error("cannot draw " + png + ": " + cairo_status_to_string(st));
+  write_output_file(png, bytes);
 }
 
 }  // namespace tpusim::cli

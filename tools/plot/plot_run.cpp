@@ -9,6 +9,7 @@
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "tools/plot/plot_chart.hpp"
 #include "tools/plot/plot_data.hpp"
 #include "tools/sweep/csv_table.hpp"
@@ -48,7 +49,7 @@ void run_plot(const std::string& csv, const std::string& out, PlotRequest reques
   if (ec) throw ConfigError("--out " + out, "cannot create the directory: " + ec.message());
   for (const auto& [stem, chart] : set.charts) write_chart(chart, out + "/" + stem);
   for (const auto& [stem, bars] : set.bars) write_bars(bars, out + "/" + stem);
-  sweep::write_file_atomic(out + "/charts.json", set.manifest.dump(2) + "\n");
+  write_output_file(out + "/charts.json", set.manifest.dump(2) + "\n");
   // Frees cairo's font caches, so that leak checkers see only real leaks.
   cairo_debug_reset_static_data();
   std::cerr << "tpusim plot: x = " << set.x_column << ", "

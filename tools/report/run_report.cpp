@@ -1,6 +1,7 @@
 #include "tools/report/run_report.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -15,13 +16,31 @@
 namespace tpusim::cli {
 
 std::string layout_string(const Program& program, const Config& cfg) {
-  std::string s;
-  for (const auto& a : program.mesh)
-    s += (s.empty() ? "" : " ") + a.name + "=" + std::to_string(a.size);
+  // The vocabulary of `tpusim plan`'s labels (docs/results.md): data = all data replicas (the
+  // mesh's data and bn axes together), bn = cores per batch-norm group
+  // (parallelism.bn_group_cores), the other mesh axes by name.
+  long long data = 1;
+  bool has_data = false, has_bn = false;
+  std::string rest;
+  for (const auto& a : program.mesh) {
+    if (a.name == "data" || a.name == "bn") {
+      data *= a.size;
+      has_data = true;
+      has_bn = has_bn || a.name == "bn";
+    } else {
+      rest += " " + a.name + "=" + std::to_string(a.size);
+    }
+  }
+  std::string s =
+      has_data ? "data=" + std::to_string(data) + rest : rest.substr(rest.empty() ? 0 : 1);
+  const auto* bn = json_at(cfg.json(), "parallelism.bn_group_cores");
+  if (has_bn && bn && bn->is_number_integer()) s += " bn=" + std::to_string(bn->get<long long>());
   const auto* wus = json_at(cfg.json(), "parallelism.weight_update_sharding");
   if (wus && wus->is_boolean()) s += std::string(" wus=") + (wus->get<bool>() ? "on" : "off");
   return s;
 }
+
+double progress_interval_s() { return ::isatty(2) == 1 ? 1.0 : 0.0; }
 
 namespace {
 

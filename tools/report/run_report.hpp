@@ -13,8 +13,13 @@ namespace tpusim::cli {
 
 constexpr int kReportSchemaVersion = 1;
 
-/// "data=4096 model=2 spatial=1 wus=on": the layout, from the Program's mesh and the study.
+/// "data=8192 model=1 bn=8 wus=off": the layout, from the Program's mesh and the study, in the
+/// vocabulary of `tpusim plan`'s labels (data: all data replicas; bn: cores per batch-norm group).
 std::string layout_string(const Program& program, const Config& cfg);
+
+/// The interval of the progress line of a long run (SimOptions::progress_interval_s): 1 s when
+/// stderr is a terminal, else 0 (nothing when piped or in a sweep's point).
+double progress_interval_s();
 
 nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
                            int top_n = 10);

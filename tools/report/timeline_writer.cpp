@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "traces/format/file_bytes.hpp"
 
 namespace tpusim::cli {
@@ -180,15 +181,7 @@ nlohmann::json TimelineWriter::document() const {
 void TimelineWriter::write(const std::string& path) const {
   std::string bytes = document().dump();
   if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0) bytes = trace::gzip(bytes);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ConfigError("--timeline", "cannot write '" + path + "'");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw ConfigError("--timeline", "error writing '" + path + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw ConfigError("--timeline", "cannot write '" + path + "'");
+  write_output_file(path, bytes);
 }
 
 std::vector<int> assign_lanes(const std::vector<std::tuple<Duration, Duration, bool>>& spans) {

@@ -7,9 +7,11 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "sim/collectives/collective_algorithm.hpp"
 #include "sim/run/simulation.hpp"
 #include "tools/report/link_csv.hpp"
+#include "tools/report/run_report.hpp"
 #include "tools/study/study.hpp"
 #include "tools/sweep/readable.hpp"
 #include "traces/format/mesh_groups.hpp"
@@ -81,6 +83,7 @@ void print_collective(const CollectiveArgs& a, double bytes, const CollectiveOpS
 }  // namespace
 
 void run_collective(const CollectiveArgs& a) {
+  if (!a.links_csv.empty()) check_output_path(a.links_csv, "--links-csv");
   auto kind = parse_collective_kind(a.op);
   if (!kind)
     throw ConfigError(
@@ -106,6 +109,7 @@ void run_collective(const CollectiveArgs& a) {
   const int group = static_cast<int>(mesh.groups(op.collective.axes).front().size());
 
   SimOptions options = SimOptions::from_config(study.config);
+  options.progress_interval_s = progress_interval_s();
   options.link_stats = !a.links_csv.empty();
   SimReport r = simulate(program, topology, study.hardware, options);
   if (!a.links_csv.empty()) write_link_csv(a.links_csv, r);

@@ -1,9 +1,13 @@
 #include "tools/run/replay_run.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
+#include "core/units.hpp"
 #include "sim/run/simulation.hpp"
 #include "tools/report/memory_report.hpp"
 #include "tools/report/run_report.hpp"
@@ -47,6 +51,42 @@ Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled
   return load_study(doc, a.sets, a.trace);
 }
 
+// A trace op's FLOPs are checked before anything is simulated. More FLOPs than its matmul shape
+// holds (2 x batch x m x k x n) is a broken trace: refused. More than its duration holds at the
+// core's peak (a measured duration, or one modelled without a matmul shape: XLA's FLOP counts
+// include vector work) is replayed, the op counted at peak in the MXU utilization (sim/run), so
+// that stays a fraction; a warning names the first such op.
+void check_flops_fit(const Program& program, const HardwareSpec& hw, bool measured,
+                     const std::string& trace) {
+  const std::vector<Duration> times = compute_times(program, hw, measured);
+  const double peak = hw.peak_flops_per_core();
+  int over = 0;
+  std::string first;
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    if (op.is_collective) continue;
+    const std::string where = "ops[" + std::to_string(i) + "] (" + op.name + ")";
+    const auto& mm = op.compute.matmul;
+    if (mm && op.compute.flops > mm->flops() * (1 + 1e-9))
+      throw ConfigError(trace + ": " + where,
+                        "claims " + format_number(op.compute.flops) +
+                            " FLOPs, more than its matmul shape holds (2 x " +
+                            std::to_string(mm->batch) + " x " + std::to_string(mm->m) + " x " +
+                            std::to_string(mm->k) + " x " + std::to_string(mm->n) + " = " +
+                            format_number(mm->flops()) + "); fix flops or the matmul shape");
+    const double most = peak * times[i].seconds();
+    if (op.compute.flops <= most * (1 + 1e-9) || over++ > 0) continue;
+    first = where + ": " + format_number(op.compute.flops) + " FLOPs in " +
+            format_number(times[i].seconds() * 1e9) + " ns, at most " + format_number(most) +
+            " at the core's peak of " + format_number(peak) + " FLOP/s";
+  }
+  if (over > 0)
+    spdlog::warn(
+        "{}: {} op(s) claim more FLOPs than their duration holds at the core's peak "
+        "({}); the MXU utilization counts them at peak",
+        trace, over, first);
+}
+
 }  // namespace
 
 void run_replay(const ReplayArgs& a) {
@@ -77,7 +117,9 @@ void run_replay(const ReplayArgs& a) {
                           " cores per chip (" + std::to_string(cores) +
                           " cores); pick a topology with that many cores or rescale with --mesh");
   SimOptions options = SimOptions::from_config(study.config);
+  options.progress_interval_s = progress_interval_s();
   options.use_measured_durations = a.durations == "measured";
+  check_flops_fit(program, study.hardware, options.use_measured_durations, a.trace);
   const SimReport r = simulate(program, topology, study.hardware, options);
   nlohmann::json report = make_report(study, program, r);
   report["trace"] = {{"file", a.trace},

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "compiler/compiler.hpp"
+#include "core/output_file.hpp"
 #include "models/workload.hpp"
 #include "sim/run/simulation.hpp"
 #include "tools/report/link_csv.hpp"
@@ -44,6 +45,9 @@ int report_oom(const RunArgs& a, const Study& study, const Program& program,
 }  // namespace
 
 int run_study(const RunArgs& a) {
+  if (!a.timeline.empty()) check_output_path(a.timeline, "--timeline");
+  if (!a.record_trace.empty()) check_output_path(a.record_trace, "--record-trace");
+  if (!a.links_csv.empty()) check_output_path(a.links_csv, "--links-csv");
   Study study = load_study_file(a.study, a.sets, LayoutChecks::Program);
   Topology topology(study.topology);
   Program program = compiled_program(study.config, topology, study.hardware);
@@ -55,6 +59,7 @@ int run_study(const RunArgs& a) {
   if (!memory.profile.fits() && !a.allow_oom)
     return report_oom(a, study, program, topology, memory);
   SimOptions options = SimOptions::from_config(study.config);
+  options.progress_interval_s = progress_interval_s();
   std::unique_ptr<TimelineWriter> trace;
   if (!a.timeline.empty()) {
     const int cores = topology.num_chips() * study.hardware.cores_per_chip;

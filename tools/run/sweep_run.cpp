@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "models/train_schedule.hpp"
 #include "models/workload.hpp"
 #include "tools/study/study.hpp"
@@ -90,10 +91,11 @@ int run_sweep(SweepArgs a) {
     throw ConfigError("--check " + a.golden,
                       "no such golden file (create it with --update-golden)");
   sweep::parse_tolerance(a.tolerance);  // bad input fails before anything runs
+  if (a.update_golden) check_output_path(a.golden, "--check");
 
   const sweep::SweepSpec spec = sweep::load_sweep_file(a.sweep_file);
   const auto points = checked_points(spec, a.sets);
-  if (a.out_dir.empty()) a.out_dir = "sweep_" + fs::path(a.sweep_file).stem().string();
+  if (a.out_dir.empty()) a.out_dir = "out/sweep_" + fs::path(a.sweep_file).stem().string();
 
   sweep::Plan plan;
   plan.sweep_file = a.sweep_file;
@@ -114,7 +116,7 @@ int run_sweep(SweepArgs a) {
       ++done;
       continue;
     }
-    sweep::write_file_atomic(sweep::study_file(a.out_dir, p.id), p.resolved.dump(1) + "\n");
+    write_output_file(sweep::study_file(a.out_dir, p.id), p.resolved.dump(1) + "\n");
     todo.push_back(idx);
   }
   write_results(a.out_dir, plan);

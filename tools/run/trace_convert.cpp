@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "core/units.hpp"
 #include "tools/sweep/readable.hpp"
 #include "traces/chakra/chakra.hpp"
@@ -110,6 +111,7 @@ void print_text(const std::string& path, const trace::TraceFile& t,
 }  // namespace
 
 void import_trace(const ImportArgs& a) {
+  check_output_path(a.out, "--out");
   if (a.format == "chakra")
     run_import_chakra(a);
   else
@@ -128,6 +130,7 @@ void print_trace_info(const std::string& path, bool as_json) {
 }
 
 void rescale_trace(const std::string& in, const std::string& mesh, const std::string& out) {
+  check_output_path(out, "--out");
   trace::TraceFile t = trace::read_trace_file(in);
   const auto axes = trace::parse_mesh_axes(mesh, "--mesh");
   Program rescaled;

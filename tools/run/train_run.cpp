@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "compiler/compiler.hpp"
+#include "core/limits.hpp"
 #include "models/device_loop.hpp"
 #include "models/input_pipeline.hpp"
 #include "models/train_schedule.hpp"
@@ -103,6 +104,22 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
                      j["simulated"]["eval_steps"].get<int>(), j["wall_s"].get<double>());
 }
 
+// The loop's size is known from the step Programs before any copy is made.
+void check_loop_size(const std::vector<const Program*>& steps, const Program& train,
+                     const Program& eval) {
+  std::size_t ops = 0;
+  for (const Program* p : steps) ops += p->ops.size() + 1;
+  if (ops <= kMaxLoopOps) return;
+  const std::string path = train.ops.size() >= eval.ops.size() ? "train.simulated_train_steps"
+                                                               : "train.simulated_eval_steps";
+  throw ConfigError(
+      path, "a device loop of " + std::to_string(steps.size()) + " steps (" +
+                std::to_string(train.ops.size()) + " ops a training step, " +
+                std::to_string(eval.ops.size()) + " an eval step) holds " + std::to_string(ops) +
+                " ops, " + past_limit(static_cast<double>(kMaxLoopOps), "ops", "kMaxLoopOps") +
+                "; simulate fewer steps (the rest of the loop is composed from them)");
+}
+
 }  // namespace
 
 void run_train(const TrainArgs& a) {
@@ -124,6 +141,7 @@ void run_train(const TrainArgs& a) {
                                                                 : train.infeed_bytes_per_example;
     plan.batch_example_bytes.push_back(is_eval ? eval_bytes : train.infeed_bytes_per_example);
   }
+  check_loop_size(steps, train, eval);
   DeviceLoop loop = make_device_loop(steps);
   plan.op_batch = loop.op_batch;
   plan.examples_per_s_per_host = host_examples_per_s(cfg);
@@ -131,6 +149,7 @@ void run_train(const TrainArgs& a) {
                loop.program.ops.size(), topology.describe());
 
   SimOptions options = SimOptions::from_config(cfg);
+  options.progress_interval_s = progress_interval_s();
   options.infeed = &plan;
   SimReport r = simulate(loop.program, topology, study.hardware, options);
   std::vector<SimulatedStep> simulated;

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 
 namespace tpusim::sweep {
 namespace {
@@ -122,31 +123,7 @@ std::string to_csv_text(const CsvTable& table) {
 }
 
 void write_csv(const std::string& path, const CsvTable& table) {
-  write_file_atomic(path, to_csv_text(table));
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  // fsync before rename: after a crash or power loss the file is either the old or the new one.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& what) {
-    std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot " + what + " " + tmp + ": " + err);
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create");
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      fail("write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) fail("sync");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename to " + path + ":");
+  write_output_file(path, to_csv_text(table));
 }
 
 std::string number_text(double v) {

@@ -23,11 +23,8 @@ struct CsvTable {
 /// Throws ConfigError(path...) if the file cannot be read or a row has the wrong cell count.
 CsvTable read_csv(const std::string& path);
 std::string to_csv_text(const CsvTable& table);
-/// Writes via a temporary file and rename, so readers never see half a file.
+/// Writes with write_output_file (core/output_file.hpp): a regular file is replaced atomically.
 void write_csv(const std::string& path, const CsvTable& table);
-
-/// Writes `text` to `path` atomically (temp file in the same directory, then rename).
-void write_file_atomic(const std::string& path, const std::string& text);
 
 /// A number as text with 9 significant digits (enough for regression comparisons).
 std::string number_text(double v);

@@ -84,7 +84,8 @@ std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& cur
     for (const char* metric : {"step_time_ms", "comm_share"}) {
       auto want = golden.number(g->second, metric);
       auto got = current.number(r, metric);
-      if (!want || !got) {
+      if (want && got && (*want == *got || (std::isnan(*want) && std::isnan(*got)))) continue;
+      if (!want || !got || std::isnan(*want) || std::isnan(*got)) {
         drifts.push_back(
             {key, metric, golden.cell(g->second, metric), current.cell(r, metric), "not a number"});
         continue;

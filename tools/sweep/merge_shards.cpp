@@ -3,7 +3,10 @@
 #include <filesystem>
 #include <iostream>
 
+#include "core/config.hpp"
 #include "core/errors.hpp"
+#include "core/limits.hpp"
+#include "core/output_file.hpp"
 #include "tools/sweep/readable.hpp"
 #include "tools/sweep/sweep_dir.hpp"
 
@@ -15,8 +18,7 @@ namespace fs = std::filesystem;
 void copy_if_present(const std::string& from, const std::string& to) {
   std::error_code ec;
   if (!fs::exists(from) || (fs::exists(to) && fs::equivalent(from, to, ec))) return;
-  fs::copy_file(from, to + ".tmp", fs::copy_options::overwrite_existing);
-  fs::rename(to + ".tmp", to);
+  write_output_file(to, read_file_bounded(from, kMaxTraceFileBytes, "kMaxTraceFileBytes"));
 }
 
 }  // namespace

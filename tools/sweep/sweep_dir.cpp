@@ -10,6 +10,7 @@
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 
 namespace tpusim::cli {
 namespace fs = std::filesystem;
@@ -42,7 +43,7 @@ SweepDirLock make_sweep_dir(const std::string& dir) {
 }
 
 void write_plan(const std::string& dir, const sweep::Plan& plan) {
-  sweep::write_file_atomic(dir + "/sweep.json", plan.to_json().dump(1) + "\n");
+  write_output_file(dir + "/sweep.json", plan.to_json().dump(1) + "\n");
 }
 
 sweep::Plan read_plan(const std::string& dir) {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/output_file.hpp"
 #include "tools/sweep/expand.hpp"
 #include "tools/sweep/sweep_progress.hpp"
 
@@ -179,9 +180,8 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
     const std::string label = point_label(plan, p);
     const nlohmann::json where = sweep::sweep_point_json(plan, p);
     if (problem.empty()) {
-      sweep::write_file_atomic(
-          sweep::point_file(dir, p.id),
-          nlohmann::json{{"sweep_point", where}, {"report", report}}.dump(1) + "\n");
+      write_output_file(sweep::point_file(dir, p.id),
+                        nlohmann::json{{"sweep_point", where}, {"report", report}}.dump(1) + "\n");
       std::remove(sweep::error_file(dir, p.id).c_str());
       ++(oom ? summary.oom : summary.ok);
       const std::string text = result_text(report, oom);
@@ -189,14 +189,13 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
     } else {
       const std::string tail = error_tail(err);
       const std::string message = problem + (tail.empty() ? "" : ": " + tail);
-      sweep::write_file_atomic(
-          sweep::error_file(dir, p.id),
-          nlohmann::json{{"sweep_point", where},
-                         {"error", message},
-                         {"stderr", err},
-                         {"exit_code", WIFEXITED(status) ? WEXITSTATUS(status) : -1}}
-                  .dump(1) +
-              "\n");
+      write_output_file(sweep::error_file(dir, p.id),
+                        nlohmann::json{{"sweep_point", where},
+                                       {"error", message},
+                                       {"stderr", err},
+                                       {"exit_code", WIFEXITED(status) ? WEXITSTATUS(status) : -1}}
+                                .dump(1) +
+                            "\n");
       ++summary.failed;
       progress.finished(label, false, message, seconds, running.size());
     }

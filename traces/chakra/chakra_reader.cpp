@@ -1,11 +1,14 @@
 // Chakra rank files -> one SPMD Program: rank 0's nodes in dependency order, collective groups
 // from every rank's pg_name (or involved_dim), collective-permutes from send/receive pairs.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <queue>
 #include <unordered_map>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
+#include "topologies/topology.hpp"
 #include "traces/chakra/chakra.hpp"
 #include "traces/chakra/chakra_attrs.hpp"
 #include "traces/chakra/chakra_names.hpp"
@@ -92,6 +95,9 @@ std::vector<std::size_t> order_units(const ch::RankNodes& r, const Units& u,
         if (it == index.end())
           throw ConfigError(r.rank0_file + ": " + ch::node_label(n),
                             "depends on node " + std::to_string(id) + ", which is not in the file");
+        if (id == n.id())
+          throw ConfigError(r.rank0_file + ": " + ch::node_label(n),
+                            "depends on itself: a dependency cycle; dependencies must form a DAG");
         const std::size_t d = u.unit_of[it->second];
         if (d == k || std::find(deps[k].begin(), deps[k].end(), d) != deps[k].end()) return;
         deps[k].push_back(d);
@@ -154,39 +160,58 @@ void read_common(Op& op, const Node& n, const std::string& where) {
   op.dtype = d.value_or(DType::BF16);
 }
 
-double non_negative(std::optional<double> v, const char* name, const std::string& where) {
-  if (v && *v < 0)
-    throw ConfigError(where, std::string(name) + " " + std::to_string(*v) +
-                                 " is negative; expected a value >= 0");
+// The bounds of the trace reader (traces/format/trace_reader.cpp) for the same fields, so an
+// import never writes a trace that replay refuses: finite, >= 0, at most `limit`.
+double non_negative(std::optional<double> v, const char* name, const std::string& where,
+                    double limit = kMaxBytes, const char* unit = "bytes",
+                    const char* limit_name = "kMaxBytes") {
+  if (v && !(std::isfinite(*v) && *v >= 0))
+    throw ConfigError(where,
+                      std::string(name) + " " + format_number(*v) + " is not a finite number >= 0");
+  if (v && *v > limit)
+    throw ConfigError(where, std::string(name) + " " + format_number(*v) + " is " +
+                                 past_limit(limit, unit, limit_name));
   return v.value_or(0);
+}
+
+double flops_of(std::optional<double> v, const char* name, const std::string& where) {
+  return non_negative(v, name, where, kMaxOpFlops, "FLOPs", "kMaxOpFlops");
+}
+
+double duration_ns(std::optional<double> v, const char* name, const std::string& where) {
+  return non_negative(v, name, where, kMaxSimulatedSeconds * 1e9, "ns", "kMaxSimulatedSeconds");
 }
 
 ComputeCost read_compute(const Node& n, const std::string& where) {
   ComputeCost c;
   const auto& a = n.attr();
   if (ch::find(a, ch::kFlops)) {  // exported by tpusim: the exact cost model inputs
-    c.flops = non_negative(ch::get_double(a, ch::kFlops, where), ch::kFlops, where);
+    c.flops = flops_of(ch::get_double(a, ch::kFlops, where), ch::kFlops, where);
     c.bytes_read = non_negative(ch::get_double(a, ch::kBytesRead, where), ch::kBytesRead, where);
     c.bytes_written =
         non_negative(ch::get_double(a, ch::kBytesWritten, where), ch::kBytesWritten, where);
     c.vpu_elements =
         non_negative(ch::get_double(a, ch::kVpuElements, where), ch::kVpuElements, where);
     c.vpu_ops_per_element =
-        non_negative(ch::get_double(a, ch::kVpuOpsPerElement, where), ch::kVpuOpsPerElement, where);
+        non_negative(ch::get_double(a, ch::kVpuOpsPerElement, where), ch::kVpuOpsPerElement, where,
+                     kMaxOpFlops, "ops", "kMaxOpFlops");
     if (auto m = ch::get_int_list(a, ch::kMatmul, where)) {
-      if (m->size() != 4 || (*m)[0] < 1 || (*m)[1] < 0 || (*m)[2] < 0 || (*m)[3] < 0)
-        throw ConfigError(where, "tpusim_matmul must be [batch >= 1, m, k, n >= 0]");
+      constexpr std::int64_t kMaxDim = std::int64_t{1} << 53;  // as the trace reader
+      if (m->size() != 4 || (*m)[0] < 1 || (*m)[1] < 0 || (*m)[2] < 0 || (*m)[3] < 0 ||
+          std::any_of(m->begin(), m->end(), [](std::int64_t d) { return d > kMaxDim; }))
+        throw ConfigError(where, "tpusim_matmul must be [batch >= 1, m, k, n >= 0], each <= 2^53");
       c.matmul = MatmulShape{(*m)[0], (*m)[1], (*m)[2], (*m)[3]};
     }
     if (ch::find(a, ch::kMeasuredNs))
       c.measured_ns =
-          non_negative(ch::get_double(a, ch::kMeasuredNs, where), ch::kMeasuredNs, where);
+          duration_ns(ch::get_double(a, ch::kMeasuredNs, where), ch::kMeasuredNs, where);
     return c;
   }
   // A trace from elsewhere: FLOPs, bytes moved and the duration, which replay uses as measured.
-  c.flops = non_negative(ch::get_double(a, ch::kNumOps, where), ch::kNumOps, where);
+  c.flops = flops_of(ch::get_double(a, ch::kNumOps, where), ch::kNumOps, where);
   c.bytes_read = non_negative(ch::get_double(a, ch::kTensorSize, where), ch::kTensorSize, where);
-  c.measured_ns = static_cast<double>(n.duration_micros()) * 1e3;
+  c.measured_ns =
+      duration_ns(static_cast<double>(n.duration_micros()) * 1e3, "duration_micros x 1000", where);
   return c;
 }
 
@@ -295,6 +320,22 @@ std::vector<MeshAxis> import_mesh(const ch::RankNodes& r, const ChakraImportOpti
   return mesh;
 }
 
+// Global batches up to 2^53, the largest integer a JSON double holds (as traces/FORMAT.md says).
+constexpr long long kMaxExamplesPerStep = 1LL << 53;
+
+// A recorded topology must be an object the trace reader reads back (replay uses it).
+void check_recorded_topology(const nlohmann::json& recorded_on, const std::string& where) {
+  if (!recorded_on.contains("topology")) return;
+  const nlohmann::json& t = recorded_on["topology"];
+  if (!t.is_object())
+    throw ConfigError(where, "is " + std::string(t.type_name()) +
+                                 "; expected an object such as {\"name\": \"tpu_v3_2x2\", "
+                                 "\"dims\": [2, 2], \"wrap\": [false, false]}");
+  if (t.contains("name") && !t["name"].is_string())
+    throw ConfigError(where + ".name", "is not a string");
+  topology_from_json(t, where);
+}
+
 // The Program's model, batch and recorded_on from rank 0's metadata (or the options).
 void read_metadata(ChakraImport& result, const ch::RankNodes& r, const ChakraImportOptions& options,
                    const std::string& dir) {
@@ -309,11 +350,19 @@ void read_metadata(ChakraImport& result, const ch::RankNodes& r, const ChakraImp
   if (p.model.empty()) p.model = "imported";
   p.examples_per_step = options.examples_per_step.value_or(
       ch::get_int(r.meta.attr(), ch::kExamplesPerStep, meta_where).value_or(0));
+  // What the trace reader (and so replay) accepts, checked here so no trace it refuses is written.
+  if (p.examples_per_step < 0 || p.examples_per_step > kMaxExamplesPerStep) {
+    const std::string what = std::to_string(p.examples_per_step) +
+                             " is not a global batch; expected 0 (unknown) to 2^53";
+    if (options.examples_per_step) throw ConfigError("--examples-per-step", what);
+    throw ConfigError(meta_where, std::string(ch::kExamplesPerStep) + " " + what);
+  }
   nlohmann::json recorded_on = nlohmann::json::object();
   if (auto text = ch::get_string(r.meta.attr(), ch::kRecordedOn, meta_where)) {
     recorded_on = nlohmann::json::parse(*text, nullptr, false);
     if (!recorded_on.is_object())
       throw ConfigError(meta_where, std::string(ch::kRecordedOn) + " is not a JSON object");
+    check_recorded_topology(recorded_on, meta_where + " " + ch::kRecordedOn + ".topology");
   }
   recorded_on["chakra_source"] = dir;
   result.trace.recorded_on = recorded_on;

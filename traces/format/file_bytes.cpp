@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "core/config.hpp"
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "core/output_file.hpp"
 #include "core/units.hpp"
 
 namespace tpusim::trace {
@@ -32,14 +34,20 @@ std::string gunzip(const std::string& bytes, const std::string& name) {
     zs.next_out = reinterpret_cast<Bytef*>(buf);
     zs.avail_out = sizeof buf;
     rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - zs.avail_out);
-    if (out.size() > kMaxTraceFileBytes) {
+    const std::size_t produced = sizeof buf - zs.avail_out;
+    if (out.size() + produced > kMaxTraceFileBytes) {
       inflateEnd(&zs);
       throw ConfigError(
           name,
           "decompresses to more than " + format_bytes(kMaxTraceFileBytes) + ", " +
               past_limit(static_cast<double>(kMaxTraceFileBytes), "bytes", "kMaxTraceFileBytes"));
     }
+    // Grown by doubling, but never past the limit: a string's own doubling would reserve up to
+    // twice kMaxTraceFileBytes just before the limit is reached.
+    if (out.size() + produced > out.capacity())
+      out.reserve(
+          std::min(std::max(2 * out.capacity(), out.size() + produced), kMaxTraceFileBytes));
+    out.append(buf, produced);
     if (rc == Z_STREAM_END) {
       if (zs.avail_in == 0) break;
       if (inflateReset(&zs) != Z_OK) break;  // another gzip member follows
@@ -85,11 +93,7 @@ std::string read_file_maybe_gzip(const std::string& path) {
 
 void write_file_maybe_gzip(const std::string& path, const std::string& bytes) {
   const bool gz = path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw ConfigError(path, "cannot open file for writing");
-  const std::string data = gz ? gzip(bytes) : bytes;
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!out) throw ConfigError(path, "write failed");
+  write_output_file(path, gz ? gzip(bytes) : bytes);
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
