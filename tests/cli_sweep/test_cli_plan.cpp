@@ -104,8 +104,8 @@ TEST_CASE("plan: a rerun simulates nothing new, a wider space only the new layou
 TEST_CASE("plan: killed and rerun, it prunes and simulates what one uninterrupted run does") {
   SweepScratch s;
   const auto study = s.write("bert.json", small_bert_study());
-  const std::vector<std::string> args{"plan", study, "-j", "2", "--top", "2", "--json",
-                                      "--space", kSmallSpace};
+  const std::vector<std::string> args{"plan", study,    "-j",      "2",        "--top",
+                                      "2",    "--json", "--space", kSmallSpace};
   auto with_out = [&](const std::string& out) {
     auto v = args;
     v.insert(v.end(), {"--out", s.path(out)});
