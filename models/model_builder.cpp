@@ -16,7 +16,7 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kParams{{
-    {"workload.model", T::String, "", "bert_large", "the model whose training step is simulated", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"bert_large", "transformer_big", "resnet50", "ssd", "maskrcnn"}},
+    {"workload.model", T::String, "", "bert_large", "the model whose training step is simulated", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"bert_large", "transformer_big", "resnet50", "ssd", "maskrcnn", "decoder_lm"}},
     // Defaults: the global batches of the largest MLPerf v0.7 runs (reference table), declared
     // here for every model so that a study of a model whose builder is missing still validates
     // and gets the clear "no builder" error from model_builder_for().
@@ -25,6 +25,7 @@ const ParamRegistrar kParams{{
     {"workload.global_batch", T::Integer, "examples", 65536, "images per training step over all replicas", 1, 1e9, {}, "workload.model", "resnet50"},
     {"workload.global_batch", T::Integer, "examples", 4096, "images per training step over all replicas", 1, 1e9, {}, "workload.model", "ssd"},
     {"workload.global_batch", T::Integer, "examples", 256, "images per training step over all replicas", 1, 1e9, {}, "workload.model", "maskrcnn"},
+    {"workload.global_batch", T::Integer, "examples", 256, "sequences per training step over all replicas", 1, 1e9, {}, "workload.model", "decoder_lm"},
 }};
 // clang-format on
 

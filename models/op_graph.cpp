@@ -94,6 +94,13 @@ double OpGraph::total_flops(Phase p) const {
   return sum;
 }
 
+double OpGraph::model_flops() const {
+  double sum = 0;
+  for (Vertex v = 0; v < size(); ++v)
+    if (!node(v).recompute) sum += node(v).flops;
+  return sum;
+}
+
 std::int64_t OpGraph::total_params() const {
   std::int64_t sum = 0;
   for (Vertex v = 0; v < size(); ++v)

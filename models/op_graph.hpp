@@ -104,6 +104,10 @@ struct OpNode {
   // Rematerialization (workload.rematerialize).
   int layer = -1;          ///< forward op: the layer it belongs to (OpGraph::begin_layer), or -1
   bool recompute = false;  ///< a forward op recomputed in the backward pass (its copy)
+  int recompute_of = -1;   ///< a recomputed copy: the forward op it copies
+  /// Recomputed under selective rematerialisation (RematPolicy::Attention): the attention's
+  /// scores, softmax and context, whose activations grow with the square of the sequence.
+  bool selective_remat = false;
 };
 
 struct OpEdge {
@@ -149,7 +153,12 @@ class OpGraph {
   const std::vector<SplitConstraint>& constraints() const { return constraints_; }
 
   std::string model;               ///< builder name
-  std::int64_t replica_batch = 0;  ///< examples one replica processes per step
+  std::int64_t replica_batch = 0;  ///< examples one replica processes per microbatch
+  /// Gradient accumulation: the step runs the forward and backward ops this many times (each on
+  /// replica_batch examples), summing the weight gradients in place, then syncs and updates once.
+  int microbatches = 1;
+  /// Tokens of one example for a sequence model that reports tokens per second (0: none).
+  std::int64_t tokens_per_example = 0;
   /// f32 optimizer slots kept per weight (momentum 1, Adam and LAMB 2); set by
   /// derive_training_graph.
   int optimizer_slots = 0;
@@ -161,6 +170,8 @@ class OpGraph {
   // Totals over ops (per replica).
   double total_flops() const;
   double total_flops(Phase p) const;
+  /// FLOPs of the ops that are not recomputed copies (the model's FLOPs).
+  double model_flops() const;
   std::int64_t total_params() const;
 
  private:

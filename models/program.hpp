@@ -148,6 +148,12 @@ struct Program {
   /// True when the ops' outputs and the resident buffers describe the step's memory (the
   /// partitioner sets them); false for a Program read from a trace, which carries no sizes.
   bool has_memory = false;
+  /// The step's FLOPs as the model defines them, over all cores: every replica's forward and
+  /// backward once, without recomputation or work repeated on the cores of a model split (the
+  /// numerator of model FLOPs utilisation). 0: unknown (a Program read from a trace).
+  double model_flops = 0;
+  /// Tokens in one example of a sequence model (the decoder's seq_len); 0: not counted.
+  std::int64_t tokens_per_example = 0;
 
   /// Checks dependencies point backwards, outputs are freed at or after their producer and
   /// collectives name mesh axes that exist.

@@ -98,10 +98,10 @@ OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s
 
 class Deriver {
  public:
-  Deriver(OpGraph& g, OptimizerKind opt, bool rematerialize)
+  Deriver(OpGraph& g, OptimizerKind opt, RematPolicy remat)
       : g_(g),
         opt_(opt),
-        rematerialize_(rematerialize),
+        remat_(remat),
         forward_ops_(g.size()),
         dy_sources_(forward_ops_),
         weight_grads_(forward_ops_),
@@ -112,7 +112,7 @@ class Deriver {
     std::vector<bool> layer_done(static_cast<std::size_t>(g_.layers()), false);
     for (int v = forward_ops_ - 1; v >= 0; --v) {
       const int layer = g_.node(v).layer;
-      if (rematerialize_ && layer >= 0 && !layer_done[layer]) {
+      if (remat_ != RematPolicy::None && layer >= 0 && !layer_done[layer]) {
         layer_done[layer] = true;
         recompute_layer(layer);
       }
@@ -137,15 +137,18 @@ class Deriver {
   // A forward tensor as the backward pass reads it: its recomputed copy, if there is one.
   int saved(int v) const { return v < forward_ops_ && recomputed_[v] >= 0 ? recomputed_[v] : v; }
 
-  // Copies of the layer's forward ops, in forward order, reading the recomputed copies of their
-  // inputs from the same layer and the kept tensors from outside it. They own no weights.
+  // Copies of the layer's forward ops (all of them, or the selective ones), in forward order,
+  // reading the recomputed copies of their inputs and the kept tensors otherwise. They own no
+  // weights.
   void recompute_layer(int layer) {
     for (int v = 0; v < forward_ops_; ++v) {
       if (g_.node(v).layer != layer) continue;
+      if (remat_ == RematPolicy::Attention && !g_.node(v).selective_remat) continue;
       OpNode copy = g_.node(v);
       copy.name += ".remat";
       copy.phase = Phase::Backward;
       copy.recompute = true;
+      copy.recompute_of = v;
       copy.params = 0;
       copy.tied_to = -1;
       copy.params_split_by_model = false;
@@ -291,7 +294,7 @@ class Deriver {
 
   OpGraph& g_;
   OptimizerKind opt_;
-  bool rematerialize_;
+  RematPolicy remat_;
   int forward_ops_;
   std::vector<bool> requires_grad_;
   std::vector<std::vector<int>> dy_sources_;    ///< ops whose outputs sum into dY of a forward op
@@ -301,10 +304,14 @@ class Deriver {
 
 }  // namespace
 
-void derive_training_graph(OpGraph& g, OptimizerKind optimizer, bool rematerialize) {
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer, RematPolicy remat) {
   g.optimizer = to_string(optimizer);
   g.optimizer_slots = optimizer_slots(optimizer);
-  Deriver(g, optimizer, rematerialize).run();
+  Deriver(g, optimizer, remat).run();
+}
+
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer, bool rematerialize) {
+  derive_training_graph(g, optimizer, rematerialize ? RematPolicy::Full : RematPolicy::None);
 }
 
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, const Config& cfg) {

@@ -13,6 +13,13 @@ enum class OptimizerKind {
 };
 const char* to_string(OptimizerKind k);
 
+/// What the backward pass recomputes instead of keeping from the forward pass.
+enum class RematPolicy {
+  None,       ///< keep every activation
+  Full,       ///< every layer (OpGraph::begin_layer) from its input
+  Attention,  ///< the ops of each layer marked OpNode::selective_remat
+};
+
 /// Appends to a forward-only graph, in this order:
 ///  - the backward ops, walking the forward ops in reverse. A matmul Y = A x B gives dA = dY x B^T
 ///    and dB = A^T x dY (for a weight, a gradient matmul with f32 output); a vector op gives a
@@ -29,6 +36,9 @@ const char* to_string(OptimizerKind k);
 /// before its backward ops, which then read the recomputed tensors: the forward pass keeps only
 /// the tensors crossing layer boundaries, at the cost of a second forward pass of each layer.
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, bool rematerialize = false);
+/// The same with a policy: Full is `rematerialize`; Attention recomputes, per layer, only the ops
+/// marked OpNode::selective_remat (from the kept tensors they read).
+void derive_training_graph(OpGraph& g, OptimizerKind optimizer, RematPolicy remat);
 /// The same, with rematerialize read from the study's workload.rematerialize.
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, const Config& cfg);
 

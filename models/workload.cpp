@@ -8,6 +8,7 @@
 #include "core/params.hpp"
 #include "models/model_builder.hpp"
 #include "models/parallelism/layout.hpp"
+#include "models/parallelism/mesh_on_torus.hpp"
 #include "models/parallelism/partitioner.hpp"
 
 namespace tpusim {
@@ -18,6 +19,7 @@ using T = ParamType;
 // clang-format off
 const ParamRegistrar kParams{{
     {"workload.program", T::String, "", "train", "the program tpusim run simulates: train (one training step) or eval (one evaluation step: forward and the model's on-device post-processing at workload.eval_batch)", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"train", "eval"}},
+    {"workload.microbatches", T::Integer, "", 1, "gradient accumulation: each replica runs its share of the global batch as this many forward and backward passes, summing the weight gradients in place (f32 accumulators), then syncs gradients and updates once", 1, 1 << 16},
     {"workload.eval_batch", T::Integer, "examples", 0, "examples per evaluation step over all replicas; 0: workload.global_batch", 0, 1e9},
 }};
 // clang-format on
@@ -83,6 +85,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   const Layout layout = read_layout(cfg, num_cores(topology, hw));
   const auto builder = model_builder_for(cfg);
   ProblemList problems;
+  check_mesh_on_torus(layout, topology, hw.cores_per_chip, problems);
   check_layout(cfg, *builder, layout, problems);
   const bool eval = kind == ProgramKind::Eval;
   const std::int64_t batch = step_examples(cfg, kind);
@@ -93,18 +96,26 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   // so that the layout's dimension constraints are reported together with the batch.
   const std::int64_t replica_batch =
       std::max<std::int64_t>(1, (batch + layout.data - 1) / layout.data);
+  const int micro = eval ? 1 : static_cast<int>(cfg.integer("workload.microbatches"));
+  if (replica_batch % micro != 0)
+    problems.add(
+        "workload.microbatches",
+        std::to_string(micro) + " microbatches do not divide the " + std::to_string(replica_batch) +
+            " examples of a replica; allowed: a divisor of " + std::to_string(replica_batch));
+  const std::int64_t micro_batch = std::max<std::int64_t>(1, replica_batch / micro);
   if (layout.model > 1 && !builder->supports_model_parallel()) problems.throw_if_any();
   if (layout.spatial > 1 && !builder->supports_spatial()) problems.throw_if_any();
   std::optional<OpGraph> graph;
   try {
     if (eval) {
-      graph = builder->build_eval(cfg, replica_batch);
+      graph = builder->build_eval(cfg, micro_batch);
       if (!graph)
         problems.add("workload.program", "eval: " + cfg.string("workload.model") +
                                              " has no evaluation program in this build; "
                                              "allowed: train");
     } else {
-      graph.emplace(builder->build(cfg, replica_batch));
+      graph.emplace(builder->build(cfg, micro_batch));
+      graph->microbatches = micro;
     }
   } catch (const ConfigError& e) {
     for (const auto& p : e.problems()) problems.add(p.where, p.what);

@@ -15,6 +15,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 const ParamRegistrar kParams{{
     {"parallelism.model", T::Integer, "cores", 1, "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and rows, vocabulary); the innermost mesh axis, so the cores of a chip first", 1, 1 << 20},
     {"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20},
+    {"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20},
     {"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"},
     // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
     {"parallelism.grad_bucket_MiB", T::Number, "MiB", 32.0, "gradient bytes (per core, in grad_dtype) combined into one collective; a bucket is issued as soon as the backward op completing it has run", 1.0 / 1024, 1 << 20},
@@ -22,6 +23,21 @@ const ParamRegistrar kParams{{
     {"parallelism.grad_dtype", T::String, "", "bf16", "dtype of the gradient collectives", -kInf, kInf, {"bf16", "f32"}},
 }};
 // clang-format on
+
+int read_fsdp(const Config& cfg, const Layout& l) {
+  const int fsdp = static_cast<int>(cfg.integer("parallelism.fsdp"));
+  ProblemList problems;
+  if (l.data % fsdp != 0)
+    problems.add("parallelism.fsdp",
+                 std::to_string(fsdp) + " does not divide the " + std::to_string(l.data) +
+                     " data replicas; allowed: a divisor of " + std::to_string(l.data));
+  if (fsdp > 1 && l.weight_update_sharding)
+    problems.add("parallelism.weight_update_sharding",
+                 "true with parallelism.fsdp = " + std::to_string(fsdp) +
+                     ": FSDP already shards the optimizer; allowed: false");
+  problems.throw_if_any();
+  return fsdp;
+}
 
 }  // namespace
 
@@ -31,7 +47,8 @@ std::string Layout::describe() const {
 }
 
 std::vector<MeshAxis> Layout::mesh_axes() const {
-  std::vector<MeshAxis> axes{{"data", data / bn_group}};
+  std::vector<MeshAxis> axes{{"data", data / (bn_group * fsdp)}};
+  if (fsdp > 1) axes.push_back({"fsdp", fsdp});
   if (bn_group > 1) axes.push_back({"bn", bn_group});
   if (spatial > 1) axes.push_back({"spatial", spatial});
   axes.push_back({"model", model});
@@ -39,7 +56,8 @@ std::vector<MeshAxis> Layout::mesh_axes() const {
 }
 
 int Layout::degree(const std::string& axis) const {
-  if (axis == "data") return data / bn_group;
+  if (axis == "data") return data / (bn_group * fsdp);
+  if (axis == "fsdp") return fsdp;
   if (axis == "bn") return bn_group;
   if (axis == "model") return model;
   if (axis == "spatial") return spatial;
@@ -48,6 +66,7 @@ int Layout::degree(const std::string& axis) const {
 
 std::vector<std::string> Layout::replica_axes() const {
   std::vector<std::string> axes{"data"};
+  if (fsdp > 1) axes.push_back("fsdp");
   if (bn_group > 1) axes.push_back("bn");
   if (spatial > 1) axes.push_back("spatial");
   return axes;
@@ -81,6 +100,7 @@ Layout read_layout(const Config& cfg, int cores) {
                      " cores; allowed: spatial such that model x spatial divides them");
   problems.throw_if_any();
   l.data = static_cast<int>(cores / replica_cores);
+  l.fsdp = read_fsdp(cfg, l);
   l.bn_group = read_bn_group(cfg, l);
   l.spatial_w = read_spatial_w(cfg, l);
   return l;

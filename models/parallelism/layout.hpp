@@ -19,6 +19,11 @@ struct Layout {
   /// models; models/parallelism/batch_norm_groups.hpp). > 1 splits the data axis into
   /// "data" (data / bn_group) x "bn" (bn_group), so the BN all-reduce spans {"bn", "spatial"}.
   int bn_group = 1;
+  /// Fully sharded data parallelism: of the data replicas, how many shard the weights, the
+  /// gradients and the optimizer state among them (an "fsdp" axis of that size inside "data").
+  /// Each weight is all-gathered before its forward and backward use and its gradient
+  /// reduce-scattered (docs/llm.md).
+  int fsdp = 1;
   /// Of the spatial cores, how many split W (models/parallelism/spatial.hpp); 1: H only.
   int spatial_w = 1;
   bool weight_update_sharding = false;
@@ -26,7 +31,8 @@ struct Layout {
   DType grad_dtype = DType::BF16;
 
   /// {"data", "model"}, or {"data", "spatial", "model"} when spatial > 1; innermost last.
-  /// With bn_group > 1 a "bn" axis of bn_group replicas follows "data" (data / bn_group).
+  /// With fsdp > 1 an "fsdp" axis follows "data"; with bn_group > 1 a "bn" axis of bn_group
+  /// replicas follows (data / (fsdp x bn_group) remain on "data").
   std::vector<MeshAxis> mesh_axes() const;
   /// The degree of a named axis (1 for an axis the mesh does not have).
   int degree(const std::string& axis) const;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "models/parallelism/compiler_hints.hpp"
+#include "models/parallelism/fsdp_plan.hpp"
 #include "models/parallelism/per_core_cost.hpp"
 #include "models/parallelism/spatial.hpp"
 
@@ -26,19 +27,27 @@ class Partitioner {
         compute_op_(g.size(), -1),
         bucket_of_(g.size(), -1),
         pending_(g.size(), 0),
-        optimizer_ops_(g.size()) {}
+        optimizer_ops_(g.size()) {
+    if (l.fsdp > 1) fsdp_ = plan_fsdp(g);
+  }
 
   Program run() {
     p_.model = g_.model;
     p_.mesh = l_.mesh_axes();
-    p_.examples_per_step = g_.replica_batch * l_.data;
+    p_.examples_per_step = g_.replica_batch * g_.microbatches * l_.data;
     p_.infeed_bytes_per_example = g_.infeed_bytes_per_example;
+    p_.model_flops = g_.model_flops() * g_.microbatches * l_.data;
+    p_.tokens_per_example = g_.tokens_per_example;
     count_contributors();
-    for (int v = 0; v < g_.size(); ++v) {
-      if (g_.node(v).phase == Phase::Optimizer)
-        optimizer_ops_[g_.node(v).param_owner].push_back(v);
-      else
-        emit_step_op(v);
+    for (int v = 0; v < g_.size(); ++v)
+      if (g_.node(v).phase == Phase::Optimizer) optimizer_ops_[g_.node(v).param_owner].push_back(v);
+    for (int m = 0; m < g_.microbatches; ++m) {
+      last_micro_ = m + 1 == g_.microbatches;
+      segment_ = -1;
+      gathered_.clear();
+      for (int v = 0; v < g_.size(); ++v)
+        if (g_.node(v).phase != Phase::Optimizer) emit_step_op(v);
+      if (!last_micro_) end_early_microbatch();
     }
     close_bucket();
     emit_optimizer();
@@ -74,7 +83,18 @@ class Partitioner {
     return static_cast<int>(p_.ops.size()) - 1;
   }
 
-  double shard() const { return l_.weight_update_sharding ? l_.replicas() : 1; }
+  double shard() const {
+    if (l_.weight_update_sharding) return l_.replicas();
+    return l_.fsdp;
+  }
+
+  // Replica axes with more than one member.
+  std::vector<std::string> live_replica_axes() const {
+    std::vector<std::string> axes;
+    for (const auto& a : l_.replica_axes())
+      if (l_.degree(a) > 1) axes.push_back(a);
+    return axes;
+  }
 
   // A weight-gradient op whose output only the optimizer reads (a matmul's dW, an embedding's
   // table gradient). Vector ops that own scale and shift (layer and batch norm) output the input
@@ -101,6 +121,8 @@ class Partitioner {
     if (n.phase == Phase::Optimizer)
       return params_per_core(n.param_owner) / shard * n.out_bytes_per_param + n.partial_bytes;
     if (!only_weight_gradient(v)) return cost.bytes_written;
+    // Summed in place into the resident accumulators (with FSDP, after the reduce-scatter).
+    if (g_.microbatches > 1 && !sync_each_microbatch()) return 0;
     double params = 0;  // the gradient of every parameter the op owns, biases included
     for (int o : owners_of(n)) params += params_per_core(o);
     return params * dtype_bytes(n.out_dtype);
@@ -164,12 +186,48 @@ class Partitioner {
     return deps;
   }
 
+  // FSDP: at the start of each segment, the all-gathers of its weights and of the next
+  // segment's (one segment ahead, so that they overlap compute where collectives are
+  // asynchronous); returns the gather op `v` reads, or -1.
+  int fsdp_gather_for(int v) {
+    if (l_.fsdp <= 1) return -1;
+    const int seg = fsdp_.segment[v];
+    if (seg != segment_) {
+      segment_ = seg;
+      emit_gathers(seg);
+      emit_gathers(seg + 1);
+    }
+    const int owner = fsdp_.owner_read[v];
+    return owner < 0 ? -1 : gathered_.at({owner, seg});
+  }
+
+  // One all-gather per segment for all the weights it reads, as XLA's all-gather combiner
+  // merges the gathers of a layer.
+  void emit_gathers(int seg) {
+    if (seg >= static_cast<int>(fsdp_.owners_of_segment.size())) return;
+    const auto& owners = fsdp_.owners_of_segment[seg];
+    if (owners.empty() || gathered_.count({owners.front(), seg})) return;
+    const Phase phase = fsdp_.segment_phase[seg];
+    double bytes = 0;
+    for (int owner : owners) bytes += params_per_core(owner) * dtype_bytes(DType::BF16);
+    const int first = owners.front();
+    const int op =
+        emit_collective(g_.node(first).name +
+                            (phase == Phase::Forward ? ".weights" : ".weights.bwd") + ".all-gather",
+                        CollectiveKind::AllGather, phase, bytes, DType::BF16, {"fsdp"}, {});
+    p_.ops[op].output.cls = MemoryClass::WeightCopies;
+    for (int owner : owners) gathered_[{owner, seg}] = op;
+  }
+
   void emit_step_op(int v) {
     const OpNode& n = g_.node(v);
     std::vector<int> deps = input_deps(v);
+    const int gather = fsdp_gather_for(v);
+    if (gather >= 0) deps.push_back(gather);
     const std::size_t first_halo = p_.ops.size();
     deps = emit_halos(n, std::move(deps));
     const int op = emit_compute(v, deps);
+    if (gather >= 0) p_.ops[gather].output.last_use = std::max(p_.ops[gather].output.last_use, op);
     for (std::size_t h = first_halo; h < static_cast<std::size_t>(op); ++h)
       p_.ops[h].output.last_use = op;
     result_[v] = op;
@@ -191,7 +249,7 @@ class Partitioner {
       p_.ops[op].output.cls = MemoryClass::CollectiveBuffers;
       p_.ops[op].output.last_use = result_[v];
     }
-    if (!n.weight_grad) return;
+    if (!n.weight_grad || (!last_micro_ && !sync_each_microbatch())) return;
     for (int o : owners_of(n))
       if (--pending_[o] == 0) complete_gradient(o, result_[v]);
   }
@@ -236,6 +294,7 @@ class Partitioner {
     bucket_open_ = false;
     Bucket& b = buckets_.back();
     if (l_.replicas() <= 1) return;  // nothing to sum: optimizer waits for the gradients
+    if (l_.fsdp > 1) return close_fsdp_bucket(b);
     const auto kind =
         l_.weight_update_sharding ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     b.collective = emit_collective(
@@ -246,10 +305,50 @@ class Partitioner {
     if (l_.weight_update_sharding) out.bytes = b.grad_bytes / l_.replicas();
   }
 
+  // With FSDP every microbatch reduce-scatters its gradients (a core accumulates only its
+  // shard); otherwise they are summed in place and synced once.
+  bool sync_each_microbatch() const { return l_.fsdp > 1; }
+
+  // After a microbatch that is not the last: its tensors' lifetimes (before result_ moves on);
+  // with FSDP its gradient buckets, whose reduce-scattered shards are added into the
+  // accumulators (so freed at once), are set aside and counting starts again.
+  void end_early_microbatch() {
+    set_lifetimes();
+    if (!sync_each_microbatch()) return;
+    close_bucket();
+    for (const Bucket& b : buckets_)
+      if (b.collective >= 0) p_.ops[b.collective].output.last_use = -1;
+    buckets_.clear();
+    std::fill(bucket_of_.begin(), bucket_of_.end(), -1);
+    std::fill(pending_.begin(), pending_.end(), 0);
+    count_contributors();
+  }
+
+  // FSDP: the bucket's gradients reduce-scattered over "fsdp" (each core keeps the sum of its
+  // shard), then that shard all-reduced over the other replica axes.
+  void close_fsdp_bucket(Bucket& b) {
+    const std::string name = "grad.bucket." + std::to_string(buckets_.size() - 1);
+    b.collective =
+        emit_collective(name + ".reduce-scatter", CollectiveKind::ReduceScatter, Phase::Backward,
+                        b.grad_bytes, l_.grad_dtype, {"fsdp"}, b.done_ops);
+    p_.ops[b.collective].output = {b.grad_bytes / l_.fsdp, l_.grad_dtype,
+                                   MemoryClass::GradientBuckets, -1};
+    std::vector<std::string> others;
+    for (const auto& a : live_replica_axes())
+      if (a != "fsdp") others.push_back(a);
+    if (others.empty() || !last_micro_) return;  // the shards' sum is all-reduced once
+    const int rs = b.collective;
+    b.collective = emit_collective(name + ".all-reduce", CollectiveKind::AllReduce, Phase::Backward,
+                                   b.grad_bytes / l_.fsdp, l_.grad_dtype, others, {rs});
+    p_.ops[b.collective].output.cls = MemoryClass::GradientBuckets;
+    p_.ops[rs].output.last_use = b.collective;
+  }
+
   // Axes over which an optimizer op's weights are sharded (its norms are partial over them).
   std::vector<std::string> shard_axes(int owner) const {
     std::vector<std::string> axes;
     if (l_.weight_update_sharding && l_.replicas() > 1) axes = l_.replica_axes();
+    if (l_.fsdp > 1) axes.push_back("fsdp");
     if (g_.node(owner).params_split_by_model && l_.model > 1) axes.push_back("model");
     return axes;
   }
@@ -358,14 +457,18 @@ class Partitioner {
       p_.resident.push_back({f.name + " master weights", MemoryClass::MasterWeights, DType::F32,
                              sharded * dtype_bytes(DType::F32)});
       p_.resident.push_back({f.name + " bf16 copy", MemoryClass::WeightCopies, DType::BF16,
-                             n * dtype_bytes(DType::BF16)});
+                             n / l_.fsdp * dtype_bytes(DType::BF16)});
+      if (g_.microbatches > 1 && !optimizer_ops_[o].empty())
+        p_.resident.push_back({f.name + " gradient accumulator", MemoryClass::WeightGradients,
+                               DType::F32, n / l_.fsdp * dtype_bytes(DType::F32)});
       if (!optimizer_ops_[o].empty() && g_.optimizer_slots > 0)
         p_.resident.push_back({f.name + " " + g_.optimizer + " slots", MemoryClass::OptimizerState,
                                DType::F32, sharded * g_.optimizer_slots * dtype_bytes(DType::F32)});
     }
     if (g_.infeed_bytes_per_example > 0)
-      p_.resident.push_back({"infeed (2 batches)", MemoryClass::Infeed, g_.infeed_dtype,
-                             2.0 * g_.replica_batch * g_.infeed_bytes_per_example / l_.spatial});
+      p_.resident.push_back(
+          {"infeed (2 batches)", MemoryClass::Infeed, g_.infeed_dtype,
+           2.0 * g_.replica_batch * g_.microbatches * g_.infeed_bytes_per_example / l_.spatial});
   }
 
   const OpGraph& g_;
@@ -378,6 +481,10 @@ class Partitioner {
   std::vector<std::vector<int>> optimizer_ops_;  ///< per owner, in graph order
   std::vector<Bucket> buckets_;
   bool bucket_open_ = false;
+  FsdpPlan fsdp_;                                ///< with parallelism.fsdp > 1
+  int segment_ = -1;                             ///< FSDP segment of the op being emitted
+  bool last_micro_ = true;                       ///< emitting the step's last microbatch
+  std::map<std::pair<int, int>, int> gathered_;  ///< (owner, segment) -> its all-gather op
 };
 
 }  // namespace

@@ -34,6 +34,9 @@ const std::vector<std::vector<std::string>> kStudies = {
      "workload.global_batch=8"},
     {"run", "configs/studies/transformer_big_256.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=16"},
+    // The decoder-only language model, sharded over model x fsdp (megacore v4, 16 chips).
+    {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
+     "workload.seq_len=256"},
     // The SPMD copies the compiler inserts exist only under spatial partitioning.
     {"run", "configs/studies/ssd_64.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=4", "--set", "parallelism.spatial=2", "--set",

@@ -108,6 +108,44 @@ nlohmann::json collectives_json(const Program& program, const SimReport& r) {
   return coll;
 }
 
+/// Collectives by the mesh axes they span ("fsdp", "model", "data+fsdp"): count, bytes per
+/// core, time in flight of the longest group.
+nlohmann::json collectives_by_axis_json(const Program& program, const SimReport& r) {
+  std::map<std::string, std::tuple<int, double, double>> by_axes;
+  for (const auto& [index, st] : r.collectives) {
+    const Op& op = program.ops[index];
+    std::string axes;
+    for (const auto& a : op.collective.axes) axes += (axes.empty() ? "" : "+") + a;
+    if (axes.empty()) axes = op.collective.replica_groups.empty() ? "all" : "replica_groups";
+    auto& [count, bytes, ms] = by_axes[axes];
+    ++count;
+    bytes += op.collective.bytes;
+    ms += st.longest.ms();
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [axes, v] : by_axes)
+    out[axes] = {
+        {"count", std::get<0>(v)}, {"bytes_per_core", std::get<1>(v)}, {"time_ms", std::get<2>(v)}};
+  return out;
+}
+
+/// Model and hardware FLOPs utilisation (PaLM's MFU and HFU) and tokens per second per chip,
+/// where the Program carries what they need.
+void add_utilisation(nlohmann::json& j, const Program& program, const SimReport& r) {
+  const double step_s = r.step_time.seconds();
+  if (step_s <= 0 || r.mxu_utilization <= 0) return;
+  // Peak FLOP/s of one core times the step, as mxu_utilization was computed.
+  const double peak_step = r.useful_flops_per_core / r.mxu_utilization;
+  if (program.model_flops > 0) j["mfu"] = program.model_flops / r.cores / peak_step;
+  j["hfu"] = r.mxu_utilization;
+  if (program.tokens_per_example > 0) {
+    const double tokens = static_cast<double>(program.examples_per_step) *
+                          static_cast<double>(program.tokens_per_example);
+    j["tokens_per_step"] = tokens;
+    j["tokens_per_s_per_chip"] = tokens / step_s / r.chips;
+  }
+}
+
 }  // namespace
 
 nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
@@ -164,6 +202,8 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"wall_s", r.wall_s},
       {"config", study.config.json()},
   };
+  j["collectives_by_axis"] = collectives_by_axis_json(program, r);
+  add_utilisation(j, program, r);
   return j;
 }
 
@@ -235,12 +275,28 @@ void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
                      100 * j["mxu_utilization"].get<double>())
       << fmt::format("  examples per second     {:10.0f}  ({:.1f} per chip)\n",
                      j["examples_per_s"].get<double>(), j["examples_per_s_per_chip"].get<double>());
+  if (j.contains("mfu"))
+    out << fmt::format(
+        "  model FLOPs utilisation {:10.1f} %  (hardware FLOPs, with recomputation: "
+        "{:.1f} %)\n",
+        100 * j["mfu"].get<double>(), 100 * j["hfu"].get<double>());
+  if (j.contains("tokens_per_s_per_chip"))
+    out << fmt::format("  tokens per second       {:10.0f}  per chip\n",
+                       j["tokens_per_s_per_chip"].get<double>());
   out << "  collectives:\n";
   for (auto it = j["collectives"].begin(); it != j["collectives"].end(); ++it)
     out << fmt::format("    {:<20} {:>9}  {:>10} per core  {:>10}\n", it.key(),
                        count_of(it.value()["count"].get<int>(), "op"),
                        format_bytes(it.value()["bytes_per_core"].get<double>()),
                        readable_duration_ms(it.value()["time_ms"].get<double>()));
+  if (j.contains("collectives_by_axis") && j["collectives_by_axis"].size() > 1) {
+    out << "  communication by mesh axis:\n";
+    for (auto it = j["collectives_by_axis"].begin(); it != j["collectives_by_axis"].end(); ++it)
+      out << fmt::format("    {:<20} {:>9}  {:>10} per core  {:>10}\n", it.key(),
+                         count_of(it.value()["count"].get<int>(), "op"),
+                         format_bytes(it.value()["bytes_per_core"].get<double>()),
+                         readable_duration_ms(it.value()["time_ms"].get<double>()));
+  }
   print_compiled_ops(out, j, op_classes);
   if (j.contains("memory")) print_memory(out, j["memory"]);
   out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n",

@@ -1,0 +1,145 @@
+#include "models/builders/decoder_blocks.hpp"
+
+#include "models/builders/transformer_blocks.hpp"
+#include "models/ops.hpp"
+
+namespace tpusim {
+namespace {
+
+// Vector ops per element (the conventions of models/ops.hpp).
+// Rotary positions: x * cos + rotate_half(x) * sin, the tables read alongside: 2 mul, 1 add.
+constexpr double kRotary = 3;
+constexpr double kRotaryGrad = 3;  // the same rotation by -theta
+// Causal softmax: scale, mask select, max, subtract, exp, sum, divide (no dropout).
+constexpr double kCausalSoftmax = vpu_ops::kSoftmax - vpu_ops::kDropout;
+constexpr double kCausalSoftmaxGrad = vpu_ops::kSoftmaxGrad - 1;  // no dropout mask
+// SwiGLU: swish(gate) * up = gate * sigmoid(gate) * up; sigmoid as exp, add, reciprocal.
+constexpr double kSwiglu = 6;
+constexpr double kSwigluGrad = 10;  // sigmoid again, its derivative, both products' gradients
+constexpr double kResidualAdd = 1;  // per input beyond the first
+
+int add_residual(OpGraph& g, const std::string& name, const DecoderDims& d,
+                 const std::vector<int>& inputs) {
+  const int n = static_cast<int>(inputs.size());
+  return g.add(vector_op(OpKind::Elementwise, name, static_cast<double>(d.tokens()) * d.d_model, n,
+                         kResidualAdd * (n - 1), kResidualAdd),
+               inputs);
+}
+
+int add_norm(OpGraph& g, const std::string& name, const DecoderDims& d, int x) {
+  OpNode ln =
+      layer_norm(name, d.tokens(), d.d_model, 1, vpu_ops::kLayerNorm, vpu_ops::kLayerNormGrad);
+  if (!d.biases) ln.params = d.d_model;  // scale only
+  return g.add(std::move(ln), {x});
+}
+
+// Q, K and V from the layer norm `x`, rotary positions, scores, causal softmax, context, output
+// projection. Returns the projection (a partial sum over the model axis).
+int add_decoder_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
+  const std::int64_t tokens = d.tokens(), hd = d.head_dim;
+  int qv = -1, kvv = -1;
+  if (d.kv_heads % d.model_degree == 0) {  // one projection, split on heads: one partial dX
+    OpNode qkv =
+        weight_matmul(p + "qkv", tokens, d.d_model, (d.heads + 2 * d.kv_heads) * hd, d.biases);
+    split_columns(qkv);
+    qv = kvv = g.add(std::move(qkv), {x});
+  } else {  // K and V whole on every model core
+    OpNode q = weight_matmul(p + "q", tokens, d.d_model, d.heads * hd, d.biases);
+    split_columns(q);
+    qv = g.add(std::move(q), {x});
+    kvv = g.add(weight_matmul(p + "kv", tokens, d.d_model, 2 * d.kv_heads * hd, d.biases), {x});
+  }
+  int q_src = qv, kv_src = kvv;
+  if (d.rotary) {
+    OpNode rot = vector_op(OpKind::Elementwise, p + "rotary",
+                           static_cast<double>(tokens) * (d.heads + d.kv_heads) * hd, 1, kRotary,
+                           kRotaryGrad);
+    rot.split.model = SplitDim::N;
+    q_src = kv_src = qv == kvv ? g.add(std::move(rot), {qv}) : g.add(std::move(rot), {qv, kvv});
+  }
+  const std::int64_t products = d.batch * d.heads;
+  OpNode scores = activation_matmul(p + "scores", products, d.seq, hd, d.seq);
+  OpNode softmax =
+      vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(products) * d.seq * d.seq, 1,
+                kCausalSoftmax, kCausalSoftmaxGrad);
+  OpNode context = activation_matmul(p + "context", products, d.seq, d.seq, hd);
+  for (OpNode* op : {&scores, &softmax, &context}) {
+    op->split.model = SplitDim::Batch;
+    op->selective_remat = true;
+  }
+  const int s = g.add(std::move(scores), {q_src, kv_src});
+  const int probs = g.add(std::move(softmax), {s});
+  const int c = g.add(std::move(context), {probs, kv_src});
+  OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * hd, d.d_model, d.biases);
+  split_rows(out);
+  return g.add(std::move(out), {c});
+}
+
+// GELU: in, gelu, out. SwiGLU: gate and up as one [d_model, 2 d_ff] matmul, swish(gate) * up,
+// down. Returns the down projection (a partial sum over the model axis).
+int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
+  const std::int64_t tokens = d.tokens();
+  const std::int64_t width = d.swiglu ? 2 * d.d_ff : d.d_ff;
+  OpNode in = weight_matmul(p + "mlp.in", tokens, d.d_model, width, d.biases);
+  split_columns(in);
+  const int i = g.add(std::move(in), {x});
+  OpNode act = d.swiglu ? vector_op(OpKind::Elementwise, p + "mlp.swiglu",
+                                    static_cast<double>(tokens) * d.d_ff, 2, kSwiglu, kSwigluGrad)
+                        : vector_op(OpKind::Elementwise, p + "mlp.gelu",
+                                    static_cast<double>(tokens) * d.d_ff, 1, vpu_ops::kGelu,
+                                    vpu_ops::kGeluGrad);
+  act.split.model = SplitDim::N;
+  const int a = g.add(std::move(act), {i});
+  OpNode out = weight_matmul(p + "mlp.out", tokens, d.d_ff, d.d_model, d.biases);
+  split_rows(out);
+  return g.add(std::move(out), {a});
+}
+
+}  // namespace
+
+DecoderEmbeddings add_decoder_embeddings(OpGraph& g, const DecoderDims& d) {
+  DecoderEmbeddings e;
+  OpNode lookup = embedding_lookup("embed.tokens", d.tokens(), d.vocab, d.d_model);
+  lookup.split.model = SplitDim::K;
+  lookup.params_split_by_model = true;
+  e.lookup = e.out = g.add(std::move(lookup));
+  if (!d.rotary) {
+    OpNode pos = vector_op(OpKind::Elementwise, "embed.positions",
+                           static_cast<double>(d.tokens()) * d.d_model, 1, 2 * vpu_ops::kGather, 1);
+    pos.params = d.seq * d.d_model;
+    e.out = g.add(std::move(pos), {e.lookup});
+  }
+  return e;
+}
+
+int add_decoder_layer(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
+  if (d.parallel) {
+    const int ln = add_norm(g, p + "layer_norm", d, x);
+    const int a = add_decoder_attention(g, p + "attention.", ln, d);
+    const int m = add_decoder_mlp(g, p, ln, d);
+    return add_residual(g, p + "residual", d, {a, m, x});
+  }
+  const int ln1 = add_norm(g, p + "attention.layer_norm", d, x);
+  const int a = add_decoder_attention(g, p + "attention.", ln1, d);
+  const int r1 = add_residual(g, p + "attention.residual", d, {a, x});
+  const int ln2 = add_norm(g, p + "mlp.layer_norm", d, r1);
+  const int m = add_decoder_mlp(g, p, ln2, d);
+  return add_residual(g, p + "mlp.residual", d, {m, r1});
+}
+
+void add_decoder_head(OpGraph& g, const DecoderDims& d, int x, int tied_lookup) {
+  const int ln = add_norm(g, "head.layer_norm", d, x);
+  OpNode logits = weight_matmul("head.logits", d.tokens(), d.d_model, d.vocab, false);
+  split_columns(logits);
+  if (tied_lookup >= 0) {
+    logits.params = 0;
+    logits.params_split_by_model = false;
+    logits.tied_to = tied_lookup;
+  }
+  const int l = g.add(std::move(logits), {ln});
+  OpNode loss = cross_entropy_loss("head.loss", d.tokens(), d.vocab);
+  loss.split.model = SplitDim::K;
+  g.add(std::move(loss), {l});
+}
+
+}  // namespace tpusim

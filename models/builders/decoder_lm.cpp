@@ -1,0 +1,124 @@
+// A decoder-only transformer language model (GPT-3, PaLM and their kin), sized by parameters:
+// pre-layer-norm blocks, serial (attention then MLP) or parallel (both from one layer norm,
+// summed: PaLM), multi-head, multi-query or grouped-query attention (workload.kv_heads), GELU or
+// SwiGLU MLPs, rotary or learned positions, optional biases, tied or separate output embedding.
+// Adam. docs/llm.md lists what is modelled and the closed forms the tests hold it to.
+//
+// Model-parallel splits ("model" axis, Megatron-style): Q and the MLP's first matmul split on
+// output columns (heads, d_ff), the attention output and the MLP's second matmul on input rows
+// (partial sums, all-reduced); K and V split on their heads when the model degree divides
+// kv_heads, else every model core computes them whole (multi-query attention as PaLM runs it).
+// The vocabulary splits the embedding, the output projection and the loss.
+#include <limits>
+
+#include "core/errors.hpp"
+#include "core/params.hpp"
+#include "models/builders/decoder_blocks.hpp"
+#include "models/model_builder.hpp"
+#include "models/ops.hpp"
+#include "models/training.hpp"
+
+namespace tpusim {
+namespace {
+using T = ParamType;
+const char* kModel = "decoder_lm";
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Defaults: a model of about 1.1 B parameters (configs/models/decoder_1b.json), small enough to
+// test quickly. One parameter per line reads as a table.
+// clang-format off
+const ParamRegistrar kParams{{
+    {"workload.layers", T::Integer, "", 20, "decoder layers", 1, 1000, {}, "workload.model", kModel},
+    {"workload.d_model", T::Integer, "", 2048, "model width", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.heads", T::Integer, "", 16, "query heads", 1, 1e4, {}, "workload.model", kModel},
+    {"workload.kv_heads", T::Integer, "", 0, "key/value heads: 0 as many as workload.heads (multi-head), 1 multi-query, a divisor of the heads grouped-query", 0, 1e4, {}, "workload.model", kModel},
+    {"workload.head_dim", T::Integer, "", 0, "width of one head; 0: d_model / heads", 0, 1e5, {}, "workload.model", kModel},
+    {"workload.d_ff", T::Integer, "", 8192, "MLP inner width", 1, 1e7, {}, "workload.model", kModel},
+    {"workload.vocab", T::Integer, "", 32768, "vocabulary (embedding rows, output classes)", 2, 1e8, {}, "workload.model", kModel},
+    {"workload.seq_len", T::Integer, "tokens", 2048, "tokens per sequence", 1, 1e6, {}, "workload.model", kModel},
+    {"workload.block", T::String, "", "serial", "serial: MLP after attention, each with its own layer norm; parallel: attention and MLP from one layer norm, summed (PaLM)", -kInf, kInf, {"serial", "parallel"}, "workload.model", kModel},
+    {"workload.mlp", T::String, "", "gelu", "MLP: gelu (two matmuls) or swiglu (gate and up projections, then down: three d_model x d_ff matrices)", -kInf, kInf, {"gelu", "swiglu"}, "workload.model", kModel},
+    {"workload.positions", T::String, "", "learned", "learned (a seq_len x d_model table added to the embeddings) or rotary (queries and keys rotated in every layer)", -kInf, kInf, {"learned", "rotary"}, "workload.model", kModel},
+    {"workload.biases", T::Boolean, "", true, "matmuls and layer norms have biases (GPT-3; PaLM has none)", -kInf, kInf, {}, "workload.model", kModel},
+    {"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kModel},
+    {"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kModel},
+}};
+// clang-format on
+
+DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
+  DecoderDims d;
+  d.batch = batch;
+  d.seq = cfg.integer("workload.seq_len");
+  d.d_model = cfg.integer("workload.d_model");
+  d.heads = cfg.integer("workload.heads");
+  d.kv_heads = cfg.integer("workload.kv_heads");
+  if (d.kv_heads == 0) d.kv_heads = d.heads;
+  d.head_dim = cfg.integer("workload.head_dim");
+  d.d_ff = cfg.integer("workload.d_ff");
+  d.vocab = cfg.integer("workload.vocab");
+  d.parallel = cfg.string("workload.block") == "parallel";
+  d.swiglu = cfg.string("workload.mlp") == "swiglu";
+  d.rotary = cfg.string("workload.positions") == "rotary";
+  d.biases = cfg.boolean("workload.biases");
+  d.model_degree = cfg.integer("parallelism.model");
+  ProblemList problems;
+  if (d.head_dim == 0 && d.d_model % d.heads != 0)
+    problems.add("workload.heads",
+                 std::to_string(d.heads) +
+                     " heads do not divide workload.d_model = " + std::to_string(d.d_model) +
+                     "; allowed: a divisor of it, or set workload.head_dim");
+  if (d.head_dim == 0) d.head_dim = d.d_model / d.heads;
+  if (d.kv_heads > d.heads || d.heads % d.kv_heads != 0)
+    problems.add("workload.kv_heads",
+                 std::to_string(d.kv_heads) + " does not divide workload.heads = " +
+                     std::to_string(d.heads) + "; allowed: 0, 1 or a divisor of the heads");
+  if (cfg.boolean("workload.rematerialize"))
+    problems.add("workload.rematerialize",
+                 "true: decoder_lm takes its policy from workload.remat (none, full, attention); "
+                 "allowed: false");
+  problems.throw_if_any();
+  return d;
+}
+
+RematPolicy remat_policy(const Config& cfg) {
+  const std::string r = cfg.string("workload.remat");
+  if (r == "full") return RematPolicy::Full;
+  if (r == "attention") return RematPolicy::Attention;
+  return RematPolicy::None;
+}
+
+class DecoderLm final : public ModelBuilder {
+ public:
+  bool supports_model_parallel() const override { return true; }
+
+  OpGraph build(const Config& cfg, std::int64_t batch) const override {
+    const DecoderDims d = read_dims(cfg, batch);
+    OpGraph g;
+    g.model = kModel;
+    g.replica_batch = batch;
+    g.require_divisible({"model", "workload.heads", d.heads, "attention heads"});
+    g.require_divisible({"model", "workload.d_ff", d.d_ff, "MLP width"});
+    // FSDP shards every weight matrix along its d_model side.
+    g.require_divisible(
+        {"fsdp", "workload.d_model", d.d_model, "model width (FSDP weight shards)"});
+    const DecoderEmbeddings e = add_decoder_embeddings(g, d);
+    int x = e.out;
+    for (std::int64_t l = 0; l < cfg.integer("workload.layers"); ++l) {
+      g.begin_layer();
+      x = add_decoder_layer(g, "decoder." + std::to_string(l) + ".", x, d);
+      g.end_layer();
+    }
+    add_decoder_head(g, d, x, cfg.boolean("workload.tied_embeddings") ? e.lookup : -1);
+    // Infeed: the token ids and the targets (next tokens), i32.
+    g.infeed_bytes_per_example = static_cast<double>(2 * d.seq) * dtype_bytes(DType::I32);
+    g.infeed_dtype = DType::I32;
+    g.tokens_per_example = d.seq;
+    derive_training_graph(g, OptimizerKind::Adam, remat_policy(cfg));
+    return g;
+  }
+};
+
+const ModelRegistrar kRegister{kModel, [] { return std::make_unique<DecoderLm>(); }};
+
+}  // namespace
+}  // namespace tpusim
