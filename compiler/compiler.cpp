@@ -10,7 +10,7 @@ namespace tpusim {
 namespace {
 using T = ParamType;
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kCompilerParams{{
     {"compiler.fusion", T::String, "", "xla", "fusion pass: xla (loop, output, multi-output and input fusion as XLA's TPU backend does) or none (every op its own kernel through HBM)", -1e300, 1e300, {"xla", "none"}},
     {"compiler.tiled_layouts", T::Boolean, "", true, "pad every per-core tensor to the TPU tile of its dtype ((8, 128) 32-bit, (16, 128) bf16) in HBM traffic, vector work and memory"},
     {"compiler.spmd_copies", T::Boolean, "", true, "add the copies SPMD partitioning inserts (halo concatenation before a spatially partitioned window op)"},

@@ -8,7 +8,7 @@ using T = ParamType;
 // Defaults are TPU v3 (see configs/tpu_v3.json for the source of each number).
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kHardwareParams{{
     label_param("hardware.name", "tpu_v3", "name of the chip generation, for reports"),
     {"hardware.cores_per_chip", T::Integer, "", 2, "TensorCores per chip", 1, 8},
     {"hardware.clock_MHz", T::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},

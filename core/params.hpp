@@ -2,7 +2,7 @@
 // Parameters are declared once, where they are read, with type, unit, default and meaning.
 // The declarations feed `tpusim params`, validation of studies and default filling.
 //
-//   static const ParamRegistrar kParams{{
+//   static const ParamRegistrar kHardwareParams{{   // named after its file (unity builds)
 //     {"hardware.clock_MHz", ParamType::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},
 //   }};
 #include <limits>
@@ -13,6 +13,9 @@
 #include "core/errors.hpp"
 
 namespace tpusim {
+
+/// Unbounded, for the min and max of a parameter table row.
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 enum class ParamType { Integer, Number, Boolean, String, IntegerList, BooleanList, NumberList };
 

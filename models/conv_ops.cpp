@@ -6,12 +6,7 @@
 #include "models/ops.hpp"
 
 namespace tpusim {
-namespace {
-
-constexpr int kBf16 = 2;
-constexpr int kF32 = 4;
-
-}  // namespace
+namespace {}  // namespace
 
 std::int64_t conv_out_size(std::int64_t in, int kernel, int stride, ConvPadding pad) {
   if (pad == ConvPadding::Same) return (in + stride - 1) / stride;
@@ -63,8 +58,8 @@ OpNode conv2d(std::string name, const FeatureMap& in, std::int64_t out_channels,
   op.flops = 2.0 * taps * op.matmul->m * c.in_channels * out_channels;
   const std::int64_t weights = taps * c.in_channels * out_channels;
   const FeatureMap out = output_of(op);
-  op.bytes_read = (in.elements() + static_cast<double>(weights)) * kBf16;
-  op.bytes_written = out.elements() * kBf16;
+  op.bytes_read = (in.elements() + static_cast<double>(weights)) * kBf16Bytes;
+  op.bytes_written = out.elements() * kBf16Bytes;
   op.params = weights + (bias ? out_channels : 0);
   if (bias) {
     op.vpu_elements = out.elements();
@@ -94,7 +89,7 @@ OpNode batch_norm_stats(std::string name, const FeatureMap& map) {
   // so the statistics add vector work but no HBM pass over the map; likewise their gradient
   // sums ride on the apply gradient's pass (the derived backward op reads only these bytes).
   op.bytes_read = 0;
-  op.bytes_written = 2.0 * map.channels * kF32;  // sum and sum of squares per channel
+  op.bytes_written = 2.0 * map.channels * kF32Bytes;  // sum and sum of squares per channel
   op.partial_bytes = op.bytes_written;
   op.shapes.push_back({2, map.channels});
   return op;
@@ -114,7 +109,7 @@ OpNode max_pool(std::string name, const FeatureMap& in, int kernel, int stride, 
                        conv_out_size(in.width, kernel, stride, pad), in.channels};
   // One compare-select per window element and output; backward routes dY to the arg-max.
   OpNode op = map_op(OpKind::Pool, std::move(name), out, 1, kernel * kernel, kernel * kernel);
-  op.bytes_read = in.elements() * kBf16;
+  op.bytes_read = in.elements() * kBf16Bytes;
   op.conv->height = in.height;
   op.conv->width = in.width;
   op.conv->kernel_h = op.conv->kernel_w = kernel;
@@ -135,12 +130,12 @@ void finish_conv_training_graph(OpGraph& g) {
       // Fused conv traffic: X, W and Y (or their gradients) once each.
       double weights = 1;  // conv2d's shapes: input, kernel {k, k, Cin, Cout}, output
       for (std::int64_t d : f.shapes.at(1)) weights *= static_cast<double>(d);
-      const double w_bytes = weights * kBf16;
+      const double w_bytes = weights * kBf16Bytes;
       const double x_bytes = f.bytes_read - w_bytes;
       const double y_bytes = f.bytes_written;
       if (b.weight_grad) {  // dW = X^T dY, written in f32
         b.bytes_read = x_bytes + y_bytes;
-        b.bytes_written = w_bytes / kBf16 * kF32;
+        b.bytes_written = w_bytes / kBf16Bytes * kF32Bytes;
       } else {  // dX = dY * W^T
         b.bytes_read = y_bytes + w_bytes;
         b.bytes_written = x_bytes;

@@ -10,7 +10,6 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 ParamSpec self_suppression_param(const char* model) {
   // Assumed: the loop ends at the first pass that changes nothing, so at least 1; one more pass
@@ -43,7 +42,7 @@ ParamSpec precision_param(const char* model) {
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kDetectionOpsParams{{
     // 32 bytes: an HBM2 pseudo-channel is 64 bits wide with a burst of 4 (JESD235).
     {"hardware.hbm.access_bytes", T::Integer, "bytes", 32, "smallest HBM transfer of one random access (true gathers and scatter-adds pay at least this per element)", 1, 1 << 20},
     // The TF detection code requests no precision (reference page), so XLA's DEFAULT applies.

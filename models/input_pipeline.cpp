@@ -16,7 +16,7 @@ using T = ParamType;
 // The infeed bytes of an example come from the builders (OpGraph::infeed_bytes_per_example).
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kInputPipelineParams{{
     {"workload.host_examples_per_s", T::Number, "examples/s", 48000.0, "examples one host preprocesses per second (tpusim train); an assumption, docs/train.md", 1e-9, 1e12, {}, "workload.model", "bert_large"},
     {"workload.host_examples_per_s", T::Number, "examples/s", 96000.0, "examples one host preprocesses per second (tpusim train); an assumption, docs/train.md", 1e-9, 1e12, {}, "workload.model", "transformer_big"},
     {"workload.host_examples_per_s", T::Number, "examples/s", 9600.0, "examples one host preprocesses per second (tpusim train); an assumption, docs/train.md", 1e-9, 1e12, {}, "workload.model", "resnet50"},

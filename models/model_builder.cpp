@@ -15,7 +15,7 @@ using T = ParamType;
 // model_builder_for() with the list of those that are registered.
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kModelBuilderParams{{
     {"workload.model", T::String, "", "bert_large", "the model whose training step is simulated", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"bert_large", "transformer_big", "resnet50", "ssd", "maskrcnn", "decoder_lm"}},
     // Defaults: the global batches of the largest MLPerf v0.7 runs (reference table), declared
     // here for every model so that a study of a model whose builder is missing still validates

@@ -8,11 +8,13 @@
 //   class MyNet final : public ModelBuilder {
 //     OpGraph build(const Config& cfg, std::int64_t replica_batch) const override { ... }
 //   };
-//   const ParamRegistrar kParams{{
+//   const ParamRegistrar kMyNetParams{{
 //     {"workload.layers", ParamType::Integer, "", 24, "encoder layers", 1, 1000, {},
 //      "workload.model", "my_net"}}};
-//   const ModelRegistrar kRegister{"my_net", [] { return std::make_unique<MyNet>(); }};
+//   const ModelRegistrar kMyNetRegister{"my_net", [] { return std::make_unique<MyNet>(); }};
 //
+// Registrars are named after their file (kMyNetParams in my_net.cpp): unity builds
+// (TPUSIM_UNITY) compile several files as one, where two kParams would collide.
 // The name must also be among the choices of "workload.model" (models/model_builder.cpp).
 #include <cstdint>
 #include <functional>

@@ -12,6 +12,10 @@
 
 namespace tpusim {
 
+/// Bytes per element of the two dtypes the convolution and detection builders size buffers by.
+inline constexpr int kBf16Bytes = 2;
+inline constexpr int kF32Bytes = 4;
+
 namespace vpu_ops {
 constexpr double kBiasAdd = 1;    ///< matmul epilogue
 constexpr double kGelu = 10;      ///< tanh form: x^3, 4 mul/add, tanh, 2 mul/add

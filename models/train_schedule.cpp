@@ -12,12 +12,11 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // One parameter per line reads as a table. The facts of the shipped studies and their sources
 // are in docs/train.md.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kTrainScheduleParams{{
     {"train.target_steps", T::Integer, "steps", 0, "training steps until the quality target is reached (at an evaluation); 0: from train.target_epochs", 0, 1e12},
     {"train.target_epochs", T::Number, "epochs", 0.0, "epochs until the quality target is reached, when train.target_steps is 0 (needs train.dataset_examples)", 0, 1e6},
     {"train.dataset_examples", T::Integer, "examples", 0, "training examples per epoch; an epoch is ceil(dataset_examples / workload.global_batch) steps", 0, 1e12},

@@ -23,7 +23,7 @@ const char* to_string(OptimizerKind k) {
 }
 
 namespace {
-const ParamRegistrar kParams{{
+const ParamRegistrar kTrainingParams{{
     {"workload.rematerialize", ParamType::Boolean, "", false,
      "recompute each layer's activations in the backward pass instead of keeping them from the "
      "forward pass (less memory, a second forward pass of every layer)"},

@@ -17,7 +17,7 @@ using T = ParamType;
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kWorkloadParams{{
     {"workload.program", T::String, "", "train", "the program tpusim run simulates: train (one training step) or eval (one evaluation step: forward and the model's on-device post-processing at workload.eval_batch)", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"train", "eval"}},
     {"workload.microbatches", T::Integer, "", 1, "gradient accumulation: each replica runs its share of the global batch as this many forward and backward passes, summing the weight gradients in place (f32 accumulators), then syncs gradients and updates once", 1, 1 << 16},
     {"workload.eval_batch", T::Integer, "examples", 0, "examples per evaluation step over all replicas; 0: workload.global_batch", 0, 1e9},

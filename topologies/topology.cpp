@@ -18,7 +18,7 @@ namespace {
 using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kTopologyParams{{
     label_param("topology.name", "tpu_v3_multipod", "name of the topology, for reports"),
     {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}), "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
     {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}), "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},

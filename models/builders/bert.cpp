@@ -16,21 +16,20 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-const char* kModel = "bert_large";
-constexpr double kInf = std::numeric_limits<double>::infinity();
+const char* kBertModel = "bert_large";
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
-    {"workload.layers", T::Integer, "", 24, "encoder layers", 1, 1000, {}, "workload.model", kModel},
-    {"workload.hidden", T::Integer, "", 1024, "hidden width (d_model)", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kModel},
-    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (GELU)", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.seq_len", T::Integer, "tokens", 512, "tokens per sequence", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.vocab", T::Integer, "", 30522, "word-piece vocabulary (word embedding rows, MLM classes)", 2, 1e8, {}, "workload.model", kModel},
-    {"workload.type_vocab", T::Integer, "", 2, "token-type (segment) embedding rows", 1, 1e3, {}, "workload.model", kModel},
-    {"workload.one_hot_embeddings", T::Boolean, "", false, "look up word embeddings as a one-hot matmul [tokens, vocab] x [vocab, hidden] on the MXU (BERT's TPU code option use_one_hot_embeddings) instead of a gather", -kInf, kInf, {}, "workload.model", kModel},
-    {"workload.masked_positions", T::Integer, "tokens", 76, "masked-LM predictions per sequence (the MLM head runs on these only)", 1, 1e6, {}, "workload.model", kModel},
+const ParamRegistrar kBertParams{{
+    {"workload.layers", T::Integer, "", 24, "encoder layers", 1, 1000, {}, "workload.model", kBertModel},
+    {"workload.hidden", T::Integer, "", 1024, "hidden width (d_model)", 1, 1e6, {}, "workload.model", kBertModel},
+    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kBertModel},
+    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (GELU)", 1, 1e6, {}, "workload.model", kBertModel},
+    {"workload.seq_len", T::Integer, "tokens", 512, "tokens per sequence", 1, 1e6, {}, "workload.model", kBertModel},
+    {"workload.vocab", T::Integer, "", 30522, "word-piece vocabulary (word embedding rows, MLM classes)", 2, 1e8, {}, "workload.model", kBertModel},
+    {"workload.type_vocab", T::Integer, "", 2, "token-type (segment) embedding rows", 1, 1e3, {}, "workload.model", kBertModel},
+    {"workload.one_hot_embeddings", T::Boolean, "", false, "look up word embeddings as a one-hot matmul [tokens, vocab] x [vocab, hidden] on the MXU (BERT's TPU code option use_one_hot_embeddings) instead of a gather", -kInf, kInf, {}, "workload.model", kBertModel},
+    {"workload.masked_positions", T::Integer, "tokens", 76, "masked-LM predictions per sequence (the MLM head runs on these only)", 1, 1e6, {}, "workload.model", kBertModel},
 }};
 // clang-format on
 
@@ -89,7 +88,7 @@ class BertLarge final : public ModelBuilder {
 
     Forward f;
     OpGraph& g = f.graph;
-    g.model = kModel;
+    g.model = kBertModel;
     g.replica_batch = batch;
     require_transformer_splits(g, d);
     g.require_divisible(
@@ -166,7 +165,7 @@ class BertLarge final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kRegister{kModel, [] { return std::make_unique<BertLarge>(); }};
+const ModelRegistrar kBertRegister{kBertModel, [] { return std::make_unique<BertLarge>(); }};
 
 }  // namespace
 }  // namespace tpusim

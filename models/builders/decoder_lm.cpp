@@ -21,27 +21,26 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-const char* kModel = "decoder_lm";
-constexpr double kInf = std::numeric_limits<double>::infinity();
+const char* kDecoderLmModel = "decoder_lm";
 
 // Defaults: a model of about 1.1 B parameters (configs/models/decoder_1b.json), small enough to
 // test quickly. One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
-    {"workload.layers", T::Integer, "", 20, "decoder layers", 1, 1000, {}, "workload.model", kModel},
-    {"workload.d_model", T::Integer, "", 2048, "model width", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.heads", T::Integer, "", 16, "query heads", 1, 1e4, {}, "workload.model", kModel},
-    {"workload.kv_heads", T::Integer, "", 0, "key/value heads: 0 as many as workload.heads (multi-head), 1 multi-query, a divisor of the heads grouped-query", 0, 1e4, {}, "workload.model", kModel},
-    {"workload.head_dim", T::Integer, "", 0, "width of one head; 0: d_model / heads", 0, 1e5, {}, "workload.model", kModel},
-    {"workload.d_ff", T::Integer, "", 8192, "MLP inner width", 1, 1e7, {}, "workload.model", kModel},
-    {"workload.vocab", T::Integer, "", 32768, "vocabulary (embedding rows, output classes)", 2, 1e8, {}, "workload.model", kModel},
-    {"workload.seq_len", T::Integer, "tokens", 2048, "tokens per sequence", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.block", T::String, "", "serial", "serial: MLP after attention, each with its own layer norm; parallel: attention and MLP from one layer norm, summed (PaLM)", -kInf, kInf, {"serial", "parallel"}, "workload.model", kModel},
-    {"workload.mlp", T::String, "", "gelu", "MLP: gelu (two matmuls) or swiglu (gate and up projections, then down: three d_model x d_ff matrices)", -kInf, kInf, {"gelu", "swiglu"}, "workload.model", kModel},
-    {"workload.positions", T::String, "", "learned", "learned (a seq_len x d_model table added to the embeddings) or rotary (queries and keys rotated in every layer)", -kInf, kInf, {"learned", "rotary"}, "workload.model", kModel},
-    {"workload.biases", T::Boolean, "", true, "matmuls and layer norms have biases (GPT-3; PaLM has none)", -kInf, kInf, {}, "workload.model", kModel},
-    {"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kModel},
-    {"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kModel},
+const ParamRegistrar kDecoderLmParams{{
+    {"workload.layers", T::Integer, "", 20, "decoder layers", 1, 1000, {}, "workload.model", kDecoderLmModel},
+    {"workload.d_model", T::Integer, "", 2048, "model width", 1, 1e6, {}, "workload.model", kDecoderLmModel},
+    {"workload.heads", T::Integer, "", 16, "query heads", 1, 1e4, {}, "workload.model", kDecoderLmModel},
+    {"workload.kv_heads", T::Integer, "", 0, "key/value heads: 0 as many as workload.heads (multi-head), 1 multi-query, a divisor of the heads grouped-query", 0, 1e4, {}, "workload.model", kDecoderLmModel},
+    {"workload.head_dim", T::Integer, "", 0, "width of one head; 0: d_model / heads", 0, 1e5, {}, "workload.model", kDecoderLmModel},
+    {"workload.d_ff", T::Integer, "", 8192, "MLP inner width", 1, 1e7, {}, "workload.model", kDecoderLmModel},
+    {"workload.vocab", T::Integer, "", 32768, "vocabulary (embedding rows, output classes)", 2, 1e8, {}, "workload.model", kDecoderLmModel},
+    {"workload.seq_len", T::Integer, "tokens", 2048, "tokens per sequence", 1, 1e6, {}, "workload.model", kDecoderLmModel},
+    {"workload.block", T::String, "", "serial", "serial: MLP after attention, each with its own layer norm; parallel: attention and MLP from one layer norm, summed (PaLM)", -kInf, kInf, {"serial", "parallel"}, "workload.model", kDecoderLmModel},
+    {"workload.mlp", T::String, "", "gelu", "MLP: gelu (two matmuls) or swiglu (gate and up projections, then down: three d_model x d_ff matrices)", -kInf, kInf, {"gelu", "swiglu"}, "workload.model", kDecoderLmModel},
+    {"workload.positions", T::String, "", "learned", "learned (a seq_len x d_model table added to the embeddings) or rotary (queries and keys rotated in every layer)", -kInf, kInf, {"learned", "rotary"}, "workload.model", kDecoderLmModel},
+    {"workload.biases", T::Boolean, "", true, "matmuls and layer norms have biases (GPT-3; PaLM has none)", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
+    {"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
+    {"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel},
 }};
 // clang-format on
 
@@ -94,7 +93,7 @@ class DecoderLm final : public ModelBuilder {
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
     const DecoderDims d = read_dims(cfg, batch);
     OpGraph g;
-    g.model = kModel;
+    g.model = kDecoderLmModel;
     g.replica_batch = batch;
     g.require_divisible({"model", "workload.heads", d.heads, "attention heads"});
     g.require_divisible({"model", "workload.d_ff", d.d_ff, "MLP width"});
@@ -118,7 +117,8 @@ class DecoderLm final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kRegister{kModel, [] { return std::make_unique<DecoderLm>(); }};
+const ModelRegistrar kDecoderLmRegister{kDecoderLmModel,
+                                        [] { return std::make_unique<DecoderLm>(); }};
 
 }  // namespace
 }  // namespace tpusim

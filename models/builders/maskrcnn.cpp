@@ -23,16 +23,16 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-const char* kModel = "maskrcnn";
+const char* kMaskrcnnModel = "maskrcnn";
 
 ParamSpec param(const char* path, ParamType type, const char* unit, double def, const char* meaning,
                 double min, double max) {
-  return {path, type, unit, def, meaning, min, max, {}, "workload.model", kModel};
+  return {path, type, unit, def, meaning, min, max, {}, "workload.model", kMaskrcnnModel};
 }
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kMaskrcnnParams{{
     // 256: the MLPerf v0.7 512-chip run (reference table).
     param("workload.global_batch", T::Integer, "images", 256, "images per training step over all replicas", 1, 1e9),
     param("workload.image_height", T::Integer, "pixels", 832, "padded input height (short side 800 padded to a multiple of 64)", 64, 1e5),
@@ -92,7 +92,7 @@ class MaskRcnn final : public ModelBuilder {
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
     const MaskRcnnDims d = MaskRcnnDims::from_config(cfg);
     OpGraph g;
-    g.model = kModel;
+    g.model = kMaskrcnnModel;
     g.replica_batch = batch;
     CnnBlocks b(g, BatchNormMode::Frozen, d.array_dim);
     const MaskRcnnFeatures f = add_maskrcnn_backbone(g, b, d, batch);
@@ -133,7 +133,7 @@ class MaskRcnn final : public ModelBuilder {
   std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t batch) const override {
     const MaskRcnnDims d = MaskRcnnDims::from_config(cfg);
     OpGraph g;
-    g.model = kModel;
+    g.model = kMaskrcnnModel;
     g.replica_batch = batch;
     CnnBlocks b(g, BatchNormMode::Frozen, d.array_dim);
     const MaskRcnnFeatures f = add_maskrcnn_backbone(g, b, d, batch);
@@ -150,7 +150,7 @@ class MaskRcnn final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kRegister{kModel, [] { return std::make_unique<MaskRcnn>(); }};
+const ModelRegistrar kMaskrcnnRegister{kMaskrcnnModel, [] { return std::make_unique<MaskRcnn>(); }};
 
 }  // namespace
 }  // namespace tpusim

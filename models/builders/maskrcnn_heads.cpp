@@ -10,8 +10,6 @@
 namespace tpusim {
 namespace {
 
-constexpr int kBf16 = 2;
-constexpr int kF32 = 4;
 constexpr std::int64_t kMaskSize = 28;  ///< mask head output and targets: 28 x 28
 constexpr double kSoftmax = 6;          ///< max, subtract, exp, sum, divide, (score threshold)
 
@@ -49,7 +47,7 @@ std::vector<int> gather_levels_for_roi_align(OpGraph& g, const MaskRcnnFeatures&
   for (std::size_t l = 0; l < f.levels.size(); ++l) {
     OpNode op =
         vector_op(OpKind::Elementwise, "roi_align.whole_p" + std::to_string(l + 2), 0, 0, 0, 0);
-    op.partial_bytes = f.levels[l].map.elements() * kBf16;
+    op.partial_bytes = f.levels[l].map.elements() * kBf16Bytes;
     op.split.spatial = SplitDim::K;
     op.shapes = {{f.levels[l].map.batch, f.levels[l].map.height, f.levels[l].map.width,
                   f.levels[l].map.channels}};
@@ -70,8 +68,8 @@ int add_roi_align(OpGraph& g, const MaskRcnnDims& d, const std::string& name,
     // level's features [B, H, W * 256] (bf16 in HBM, cast in the fusion): [B, N, out, W, 256].
     OpNode rows = one_hot_matmul(n + ".rows", batch, rois * out, m.height, m.width * kMaskRcnnFpn,
                                  DType::F32, d.costs);
-    rows.bytes_read = b * (static_cast<double>(m.height) * m.width * kMaskRcnnFpn * kBf16 +
-                           static_cast<double>(rois) * out * kF32);
+    rows.bytes_read = b * (static_cast<double>(m.height) * m.width * kMaskRcnnFpn * kBf16Bytes +
+                           static_cast<double>(rois) * out * kF32Bytes);
     const int r = add_split(g, std::move(rows), SplitDim::M, {boxes, levels[l]});
     // Then the column weights [B, N, out, W] per output row: [B, N, out, out, 256].
     OpNode cols = one_hot_matmul(n + ".cols", batch * rois * out, out, m.width, kMaskRcnnFpn,
@@ -84,7 +82,7 @@ int add_roi_align(OpGraph& g, const MaskRcnnDims& d, const std::string& name,
                              static_cast<int>(per_level.size()), 2.0 * per_level.size(),
                              2.0 * per_level.size());
   sum.out_dtype = DType::BF16;
-  sum.bytes_written = crops * kBf16;
+  sum.bytes_written = crops * kBf16Bytes;
   sum.shapes = {{batch, rois, out, out, kMaskRcnnFpn}};
   return add_split(g, std::move(sum), SplitDim::M, per_level);
 }
@@ -105,7 +103,7 @@ int add_mask_head(OpGraph& g, const MaskRcnnDims& d, int crops, std::int64_t roi
     // The deconvolution: each input pixel feeds a 2x2 output block, one tap per output.
     op.matmul->m = in.batch * out_size * out_size / (kernel == 2 ? 4 : 1);
     op.flops = 2.0 * kernel * kernel * op.matmul->m * in.channels * out;
-    op.bytes_written = static_cast<double>(in.batch) * out_size * out_size * out * kBf16;
+    op.bytes_written = static_cast<double>(in.batch) * out_size * out_size * out * kBf16Bytes;
     op.vpu_elements = static_cast<double>(in.batch) * out_size * out_size * out;
     if (relu) {
       op.vpu_ops_per_element += vpu_ops::kRelu;

@@ -10,8 +10,7 @@
 namespace tpusim {
 namespace {
 
-constexpr int kF32 = 4;
-constexpr double kBoxBytes = 4 * kF32;  ///< a box or a box delta: 4 f32
+constexpr double kBoxBytes = 4 * kF32Bytes;  ///< a box or a box delta: 4 f32
 /// Attributes carried by a candidate ROI through the sampler (box, matched ground-truth box).
 constexpr std::int64_t kRoiAttributes = 8;
 constexpr double kSigmoid = 4;
@@ -39,7 +38,7 @@ int add_proposals(OpGraph& g, const MaskRcnnDims& d, const MaskRcnnFeatures& f, 
       f32_vector_op(OpKind::Elementwise, "proposals.rpn_outputs", b * all_anchors * 5, 0, 0, 0);
   whole.vpu_elements = 0;
   whole.bytes_written = 0;
-  whole.partial_bytes = b * all_anchors * 5 * kF32;
+  whole.partial_bytes = b * all_anchors * 5 * kF32Bytes;
   whole.split.spatial = SplitDim::K;
   const int rpn = stopped(g, std::move(whole), f.rpn_out);
 
@@ -80,7 +79,7 @@ std::pair<int, int> add_roi_sampler(OpGraph& g, const MaskRcnnDims& d, int propo
   OpNode iou = f32_vector_op(OpKind::Elementwise, "roi_sampler.iou", b * cand * d.gt, 0,
                              vpu_ops::kBoxIou + 1, 0);
   iou.bytes_read = b * (cand + d.gt) * kBoxBytes;
-  iou.bytes_written = b * cand * 2 * kF32;  // max IoU and its index
+  iou.bytes_written = b * cand * 2 * kF32Bytes;  // max IoU and its index
   int v = stopped(g, std::move(iou), {proposals});
   // The static balanced sampler: a random shuffle as a one-hot matmul, a full sort of the
   // candidates by (label, shuffled order), a cumulative sum (log2 n passes) to count each class.

@@ -18,17 +18,16 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-constexpr double kInf = std::numeric_limits<double>::infinity();
-const char* kModel = "resnet50";
+const char* kResnet50Model = "resnet50";
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kResnet50Params{{
     // 65536: the MLPerf v0.7 4096-chip run (reference table).
-    {"workload.global_batch", T::Integer, "images", 65536, "images per training step over all replicas", 1, 1e9, {}, "workload.model", kModel},
-    {"workload.image_size", T::Integer, "pixels", 224, "height and width of the input images", 32, 1e5, {}, "workload.model", kModel},
-    {"workload.classes", T::Integer, "", 1000, "classifier outputs", 2, 1e7, {}, "workload.model", kModel},
-    {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 stem conv instead of 7x7/2, as the TPU submissions", -kInf, kInf, {}, "workload.model", kModel},
+    {"workload.global_batch", T::Integer, "images", 65536, "images per training step over all replicas", 1, 1e9, {}, "workload.model", kResnet50Model},
+    {"workload.image_size", T::Integer, "pixels", 224, "height and width of the input images", 32, 1e5, {}, "workload.model", kResnet50Model},
+    {"workload.classes", T::Integer, "", 1000, "classifier outputs", 2, 1e7, {}, "workload.model", kResnet50Model},
+    {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 stem conv instead of 7x7/2, as the TPU submissions", -kInf, kInf, {}, "workload.model", kResnet50Model},
 }};
 // clang-format on
 
@@ -62,7 +61,7 @@ class ResNet50 final : public ModelBuilder {
     check_spatial_split(cfg, size / s2d, size / s2d, map_from, map_from);
 
     OpGraph g;
-    g.model = kModel;
+    g.model = kResnet50Model;
     g.replica_batch = batch;
     CnnBlocks b(g, bn, static_cast<int>(cfg.integer("hardware.mxu.dim")));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
@@ -93,7 +92,7 @@ class ResNet50 final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kRegister{kModel, [] { return std::make_unique<ResNet50>(); }};
+const ModelRegistrar kResnet50Register{kResnet50Model, [] { return std::make_unique<ResNet50>(); }};
 
 }  // namespace
 }  // namespace tpusim

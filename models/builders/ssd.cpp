@@ -24,21 +24,20 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-constexpr double kInf = std::numeric_limits<double>::infinity();
-const char* kModel = "ssd";
+const char* kSsdModel = "ssd";
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kSsdParams{{
     // 4096: the MLPerf v0.7 4096- and 2048-chip runs (reference table).
-    {"workload.global_batch", T::Integer, "images", 4096, "images per training step over all replicas", 1, 1e9, {}, "workload.model", kModel},
-    {"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images", 64, 1e5, {}, "workload.model", kModel},
-    {"workload.classes", T::Integer, "", 81, "object classes including background", 2, 1e5, {}, "workload.model", kModel},
-    {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2", -kInf, kInf, {}, "workload.model", kModel},
+    {"workload.global_batch", T::Integer, "images", 4096, "images per training step over all replicas", 1, 1e9, {}, "workload.model", kSsdModel},
+    {"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images", 64, 1e5, {}, "workload.model", kSsdModel},
+    {"workload.classes", T::Integer, "", 81, "object classes including background", 2, 1e5, {}, "workload.model", kSsdModel},
+    {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2", -kInf, kInf, {}, "workload.model", kSsdModel},
     // true: the TF 4096-chip run; the JAX 2048-chip run holds the full label tensors on every core.
-    {"workload.labels_partitioned", T::Boolean, "", true, "label tensors split like the activations under spatial partitioning (TF); false: every core holds them whole and computes the loss of whole images (JAX)", -kInf, kInf, {}, "workload.model", kModel},
+    {"workload.labels_partitioned", T::Boolean, "", true, "label tensors split like the activations under spatial partitioning (TF); false: every core holds them whole and computes the loss of whole images (JAX)", -kInf, kInf, {}, "workload.model", kSsdModel},
     // 200: the MLPerf SSD's detections kept per image in evaluation.
-    {"workload.eval_detections", T::Integer, "boxes", 200, "detection candidates per class and detections per image kept by the eval post-processing", 1, 1e5, {}, "workload.model", kModel},
+    {"workload.eval_detections", T::Integer, "boxes", 200, "detection candidates per class and detections per image kept by the eval post-processing", 1, 1e5, {}, "workload.model", kSsdModel},
 }};
 // clang-format on
 
@@ -124,7 +123,7 @@ class Ssd final : public ModelBuilder {
                                                    "allowed: 257 or more");
 
     OpGraph g;
-    g.model = kModel;
+    g.model = kSsdModel;
     g.replica_batch = batch;
     CnnBlocks b(g, BatchNormMode::CrossReplica, static_cast<int>(cfg.integer("hardware.mxu.dim")));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
@@ -212,7 +211,7 @@ class Ssd final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kRegister{kModel, [] { return std::make_unique<Ssd>(); }};
+const ModelRegistrar kSsdRegister{kSsdModel, [] { return std::make_unique<Ssd>(); }};
 
 }  // namespace
 }  // namespace tpusim

@@ -16,23 +16,23 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-const char* kModel = "transformer_big";
+const char* kTransformerBigModel = "transformer_big";
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
-    {"workload.encoder_layers", T::Integer, "", 6, "encoder layers", 1, 1000, {}, "workload.model", kModel},
-    {"workload.decoder_layers", T::Integer, "", 6, "decoder layers", 1, 1000, {}, "workload.model", kModel},
-    {"workload.hidden", T::Integer, "", 1024, "model width (d_model)", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kModel},
-    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (ReLU)", 1, 1e6, {}, "workload.model", kModel},
-    {"workload.vocab", T::Integer, "", 33708, "shared source/target sub-word vocabulary", 2, 1e8, {}, "workload.model", kModel},
-    {"workload.seq_len", T::Integer, "tokens", 256, "tokens per packed source and per packed target sequence", 1, 1e6, {}, "workload.model", kModel},
+const ParamRegistrar kTransformerBigParams{{
+    {"workload.encoder_layers", T::Integer, "", 6, "encoder layers", 1, 1000, {}, "workload.model", kTransformerBigModel},
+    {"workload.decoder_layers", T::Integer, "", 6, "decoder layers", 1, 1000, {}, "workload.model", kTransformerBigModel},
+    {"workload.hidden", T::Integer, "", 1024, "model width (d_model)", 1, 1e6, {}, "workload.model", kTransformerBigModel},
+    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kTransformerBigModel},
+    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (ReLU)", 1, 1e6, {}, "workload.model", kTransformerBigModel},
+    {"workload.vocab", T::Integer, "", 33708, "shared source/target sub-word vocabulary", 2, 1e8, {}, "workload.model", kTransformerBigModel},
+    {"workload.seq_len", T::Integer, "tokens", 256, "tokens per packed source and per packed target sequence", 1, 1e6, {}, "workload.model", kTransformerBigModel},
     // Beam 4: the MLPerf Transformer reference's BLEU evaluation (beam search, beam size 4).
-    {"workload.beam_size", T::Integer, "", 4, "evaluation program: beams per sentence in beam-search decoding", 1, 1024, {}, "workload.model", kModel},
+    {"workload.beam_size", T::Integer, "", 4, "evaluation program: beams per sentence in beam-search decoding", 1, 1024, {}, "workload.model", kTransformerBigModel},
     // 97 tokens: an assumption (the longest newstest2014 sentences in sub-words plus headroom);
     // the eval sources are padded to the same length. docs/train.md.
-    {"workload.decode_length", T::Integer, "tokens", 97, "evaluation program: decoding steps (maximum output length); the source sentences are padded to this length too", 1, 1e5, {}, "workload.model", kModel},
+    {"workload.decode_length", T::Integer, "tokens", 97, "evaluation program: decoding steps (maximum output length); the source sentences are padded to this length too", 1, 1e5, {}, "workload.model", kTransformerBigModel},
 }};
 // clang-format on
 
@@ -137,7 +137,7 @@ class TransformerBig final : public ModelBuilder {
                                               " heads do not divide workload.hidden = " +
                                               std::to_string(d.hidden) + "; use a divisor of it");
     OpGraph& g = out.graph;
-    g.model = kModel;
+    g.model = kTransformerBigModel;
     g.replica_batch = batch;
     require_transformer_splits(g, d);
     g.require_divisible(
@@ -156,7 +156,8 @@ class TransformerBig final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kRegister{kModel, [] { return std::make_unique<TransformerBig>(); }};
+const ModelRegistrar kTransformerBigRegister{kTransformerBigModel,
+                                             [] { return std::make_unique<TransformerBig>(); }};
 
 }  // namespace
 }  // namespace tpusim

@@ -19,7 +19,7 @@ ParamSpec group_param(const char* model) {
 // Mask R-CNN trains with frozen batch norm (docs/cnn.md), so it has no group.
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{group_param("resnet50"), group_param("ssd")}};
+const ParamRegistrar kBatchNormGroupsParams{{group_param("resnet50"), group_param("ssd")}};
 // clang-format on
 
 std::string str(long long v) { return std::to_string(v); }

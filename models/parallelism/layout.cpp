@@ -8,11 +8,10 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kLayoutParams{{
     {"parallelism.model", T::Integer, "cores", 1, "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and rows, vocabulary); the innermost mesh axis, so the cores of a chip first", 1, 1 << 20},
     {"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20},
     {"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20},

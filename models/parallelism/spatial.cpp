@@ -24,7 +24,7 @@ ParamSpec spatial_w_param(const char* model) {
           "workload.model",
           model};
 }
-const ParamRegistrar kParams{
+const ParamRegistrar kSpatialParams{
     {spatial_w_param("resnet50"), spatial_w_param("ssd"), spatial_w_param("maskrcnn")}};
 
 bool is_feature_map(const OpNode& n) {

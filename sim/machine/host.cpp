@@ -13,7 +13,7 @@ using T = ParamType;
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kParams{{
+const ParamRegistrar kHostParams{{
     // 4 chips (8 TensorCores) per host: a Cloud TPU v3 host board (v3-8). The mlperf07 system
     // files describe 8 chips per host (4x2); a study can set that.
     {"hardware.host.chips_per_host", T::Integer, "chips", 4, "chips fed by one host (tpusim train): its preprocessing serves all their cores", 1, 1 << 20},

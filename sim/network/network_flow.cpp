@@ -200,7 +200,7 @@ class FlowNetwork : public Network {
   std::vector<const LinkModule*> touched_;
 };
 
-const NetworkRegistrar kRegister{
+const NetworkRegistrar kNetworkFlowRegister{
     "flow", [](EventQueue& q, const NetworkOptions& o) -> std::unique_ptr<Network> {
       return std::make_unique<FlowNetwork>(q, o);
     }};

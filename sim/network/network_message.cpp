@@ -74,7 +74,7 @@ class MessageNetwork : public Network {
   std::vector<Front> fronts_;  ///< per transfer of the batch being reserved
 };
 
-const NetworkRegistrar kRegister{
+const NetworkRegistrar kNetworkMessageRegister{
     "message", [](EventQueue& q, const NetworkOptions& o) -> std::unique_ptr<Network> {
       return std::make_unique<MessageNetwork>(q, o);
     }};

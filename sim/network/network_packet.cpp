@@ -587,7 +587,7 @@ class PacketNetwork : public Network {
   std::vector<Index> group_scratch_, merge_scratch_;
 };
 
-const NetworkRegistrar kRegister{
+const NetworkRegistrar kNetworkPacketRegister{
     "packet", [](EventQueue& q, const NetworkOptions& o) -> std::unique_ptr<Network> {
       return std::make_unique<PacketNetwork>(q, o);
     }};

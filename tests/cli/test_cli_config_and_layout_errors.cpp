@@ -10,7 +10,7 @@
 
 namespace {
 
-const std::string kStudy = "configs/studies/bert_large_16.json";
+const std::string kCliConfigAndLayoutErrorsStudy = "configs/studies/bert_large_16.json";
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -25,7 +25,7 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 
 // The data replicas of the shipped study: its cores over model x spatial.
 long long data_replicas() {
-  auto v = run_tpusim({"validate", kStudy, "--json"});
+  auto v = run_tpusim({"validate", kCliConfigAndLayoutErrorsStudy, "--json"});
   REQUIRE(v.exit_code == 0);
   const auto j = nlohmann::json::parse(v.out);
   return j["cores"].get<long long>() / (j["config"]["parallelism"]["model"].get<long long>() *
@@ -38,8 +38,8 @@ TEST_CASE("a config error and a layout error are reported together, one line eac
   const long long replicas = data_replicas();
   const std::string batch = std::to_string(replicas + 1);
   for (const std::string command : {"validate", "run"}) {
-    auto r = run_tpusim(
-        with_sets({command, kStudy}, {"hardware.clock_MHz=-5", "workload.global_batch=" + batch}));
+    auto r = run_tpusim(with_sets({command, kCliConfigAndLayoutErrorsStudy},
+                                  {"hardware.clock_MHz=-5", "workload.global_batch=" + batch}));
     INFO(command << "\n" << r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
@@ -73,33 +73,37 @@ TEST_CASE("train reports the schedule's and both programs' problems beside a con
 TEST_CASE("a bad value that the layout reads shows its own problem, not the default's") {
   const long long replicas = data_replicas();
   // The batch itself is wrong: its default stands in, and the layout is not judged on it.
-  auto batch = run_tpusim({"validate", kStudy, "--set", "workload.global_batch=-1"});
+  auto batch =
+      run_tpusim({"validate", kCliConfigAndLayoutErrorsStudy, "--set", "workload.global_batch=-1"});
   CHECK(batch.exit_code == 2);
   CHECK(batch.err_lines() == 1);
   CHECK_THAT(batch.err, Catch::Contains("workload.global_batch: -1 is not allowed"));
 
   // 12 heads do not divide the default hidden of BERT-Large: with hidden wrong, that is only the
   // stand-in's problem.
-  auto heads = run_tpusim({"validate", kStudy, "--set", "workload.heads=12"});
+  auto heads =
+      run_tpusim({"validate", kCliConfigAndLayoutErrorsStudy, "--set", "workload.heads=12"});
   REQUIRE_THAT(heads.err,
                Catch::Contains("workload.heads: 12 heads do not divide workload.hidden"));
-  auto hidden =
-      run_tpusim({"validate", kStudy, "--set", "workload.heads=12", "--set", "workload.hidden=-3"});
+  auto hidden = run_tpusim({"validate", kCliConfigAndLayoutErrorsStudy, "--set",
+                            "workload.heads=12", "--set", "workload.hidden=-3"});
   CHECK(hidden.exit_code == 2);
   CHECK(hidden.err_lines() == 1);
   CHECK_THAT(hidden.err, Catch::Contains("workload.hidden: -3 is not allowed"));
 
   // A wrong model degree: the replicas of its stand-in (model 1) are not the user's, so no batch
   // is judged against them.
-  auto degree = run_tpusim({"validate", kStudy, "--set", "parallelism.model=0", "--set",
-                            "workload.global_batch=" + std::to_string(replicas / 2)});
+  auto degree =
+      run_tpusim({"validate", kCliConfigAndLayoutErrorsStudy, "--set", "parallelism.model=0",
+                  "--set", "workload.global_batch=" + std::to_string(replicas / 2)});
   CHECK(degree.exit_code == 2);
   CHECK(degree.err_lines() == 1);
   CHECK_THAT(degree.err, Catch::Contains("parallelism.model: 0 is not allowed"));
 
   // A wrong model name: no stand-in at all (every workload parameter depends on the model).
-  auto model = run_tpusim({"validate", kStudy, "--set", "workload.model=gpt9", "--set",
-                           "workload.global_batch=" + std::to_string(replicas + 1)});
+  auto model =
+      run_tpusim({"validate", kCliConfigAndLayoutErrorsStudy, "--set", "workload.model=gpt9",
+                  "--set", "workload.global_batch=" + std::to_string(replicas + 1)});
   CHECK(model.exit_code == 2);
   CHECK(model.err_lines() == 1);
   CHECK_THAT(model.err, Catch::Contains("workload.model: \"gpt9\" is not allowed"));
@@ -114,7 +118,7 @@ TEST_CASE("config errors without a layout error read as from a command without l
   REQUIRE(reference.exit_code == 2);
   REQUIRE(reference.err_lines() == 3);
   for (const std::string command : {"validate", "run"}) {
-    auto r = run_tpusim(with_sets({command, kStudy}, sets));
+    auto r = run_tpusim(with_sets({command, kCliConfigAndLayoutErrorsStudy}, sets));
     INFO(command);
     CHECK(r.exit_code == 2);
     CHECK(r.err == reference.err);

@@ -6,10 +6,10 @@
 #include "tests/cli/run_tpusim.hpp"
 
 namespace {
-const char* kStudy = "configs/studies/bert_large_256.json";
+const char* kCliCoreResourcesStudy = "configs/studies/bert_large_256.json";
 
 nlohmann::json run_json(const std::vector<std::string>& sets) {
-  auto r = run_tpusim(with_sets({"run", kStudy, "--json"}, sets));
+  auto r = run_tpusim(with_sets({"run", kCliCoreResourcesStudy, "--json"}, sets));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out);

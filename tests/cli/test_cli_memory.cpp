@@ -12,12 +12,12 @@
 using nlohmann::json;
 
 namespace {
-constexpr double kGiB = 1073741824.0;
+constexpr double kCliMemoryGiB = 1073741824.0;
 
 // BERT-Large, 2 sequences per core on 8 cores: about 2 GiB per core, so 1 GiB does not fit.
 const std::vector<std::string> kSmall = {"--set", "topology=\"2x2\"", "--set",
                                          "workload.global_batch=16"};
-const char* kStudy = "configs/studies/bert_large_16.json";
+const char* kCliMemoryStudy = "configs/studies/bert_large_16.json";
 
 std::vector<std::string> args(std::vector<std::string> a, const std::vector<std::string>& more) {
   a.insert(a.end(), kSmall.begin(), kSmall.end());
@@ -30,7 +30,7 @@ const std::array<int, 3> kRingColour{179, 13, 26};
 }  // namespace
 
 TEST_CASE("cli memory: validate shows the peak, classes and largest buffers without simulating") {
-  auto r = run_tpusim(args({"validate", kStudy}, {}));
+  auto r = run_tpusim(args({"validate", kCliMemoryStudy}, {}));
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("ok: "));
@@ -39,14 +39,14 @@ TEST_CASE("cli memory: validate shows the peak, classes and largest buffers with
 }
 
 TEST_CASE("cli memory: run --json reports memory whose classes add up to the peak") {
-  auto r = run_tpusim(args({"run", kStudy, "--json"}, {}));
+  auto r = run_tpusim(args({"run", kCliMemoryStudy, "--json"}, {}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const json m = json::parse(r.out)["memory"];
   double sum = 0;
   for (const auto& [cls, bytes] : m["bytes_by_class"].items()) sum += bytes.get<double>();
   CHECK(sum == Approx(m["peak_bytes"].get<double>()).epsilon(1e-12));
-  CHECK(m["capacity_bytes"].get<double>() == 16 * kGiB);
+  CHECK(m["capacity_bytes"].get<double>() == 16 * kCliMemoryGiB);
   CHECK(m["headroom_bytes"].get<double>() ==
         Approx(m["capacity_bytes"].get<double>() - m["peak_bytes"].get<double>()));
   CHECK(m["fits"] == true);
@@ -54,7 +54,7 @@ TEST_CASE("cli memory: run --json reports memory whose classes add up to the pea
 }
 
 TEST_CASE("cli memory: a program that does not fit exits 1 with one verdict line") {
-  auto r = run_tpusim(args({"run", kStudy}, {"--set", "hardware.hbm.GiB_per_core=1"}));
+  auto r = run_tpusim(args({"run", kCliMemoryStudy}, {"--set", "hardware.hbm.GiB_per_core=1"}));
   CHECK(r.exit_code == 1);
   CHECK(r.err_lines() == 1);
   CHECK_THAT(r.err, Catch::StartsWith("tpusim: out of memory: peak") &&
@@ -62,22 +62,24 @@ TEST_CASE("cli memory: a program that does not fit exits 1 with one verdict line
                         Catch::Contains("activations") && Catch::Contains("--allow-oom"));
   CHECK(r.out.empty());
   // validate gives the same verdict without simulating.
-  auto v = run_tpusim(args({"validate", kStudy}, {"--set", "hardware.hbm.GiB_per_core=1"}));
+  auto v =
+      run_tpusim(args({"validate", kCliMemoryStudy}, {"--set", "hardware.hbm.GiB_per_core=1"}));
   CHECK(v.exit_code == 1);
   CHECK_THAT(v.out, Catch::StartsWith("out of memory: "));
   // With --json the verdict comes with the memory report.
-  auto j = run_tpusim(args({"run", kStudy, "--json"}, {"--set", "hardware.hbm.GiB_per_core=1"}));
+  auto j = run_tpusim(
+      args({"run", kCliMemoryStudy, "--json"}, {"--set", "hardware.hbm.GiB_per_core=1"}));
   CHECK(j.exit_code == 1);
   const json rep = json::parse(j.out);
   CHECK(rep["out_of_memory"] == true);
   CHECK_FALSE(rep.contains("step_time_ms"));
   CHECK(rep["memory"]["peak_bytes"].get<double>() > rep["memory"]["capacity_bytes"].get<double>());
-  CHECK(rep["memory"]["capacity_bytes"].get<double>() == kGiB);
+  CHECK(rep["memory"]["capacity_bytes"].get<double>() == kCliMemoryGiB);
 }
 
 TEST_CASE("cli memory: --allow-oom simulates anyway and flags the report") {
-  auto r = run_tpusim(
-      args({"run", kStudy, "--json", "--allow-oom"}, {"--set", "hardware.hbm.GiB_per_core=1"}));
+  auto r = run_tpusim(args({"run", kCliMemoryStudy, "--json", "--allow-oom"},
+                           {"--set", "hardware.hbm.GiB_per_core=1"}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const json rep = json::parse(r.out);
@@ -123,9 +125,9 @@ TEST_CASE("cli memory: a sweep across the limit records oom points and finishes"
 TEST_CASE("cli memory: the timeline has a live-bytes counter per traced core peaking at the peak") {
   const std::string path = "/tmp/tpusim_memory_timeline_test.json";
   std::remove(path.c_str());
-  auto r = run_tpusim(args({"run", kStudy, "--json", "--timeline", path}, {}));
+  auto r = run_tpusim(args({"run", kCliMemoryStudy, "--json", "--timeline", path}, {}));
   REQUIRE(r.exit_code == 0);
-  const double peak_GiB = json::parse(r.out)["memory"]["peak_bytes"].get<double>() / kGiB;
+  const double peak_GiB = json::parse(r.out)["memory"]["peak_bytes"].get<double>() / kCliMemoryGiB;
   std::map<std::string, double> max_of;
   const json trace = json::parse(slurp(path));
   for (const auto& e : trace["traceEvents"])

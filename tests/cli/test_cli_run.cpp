@@ -8,10 +8,10 @@
 #include "tests/cli/run_tpusim.hpp"
 
 namespace {
-const char* kStudy = "configs/studies/bert_large_16.json";
+const char* kCliRunStudy = "configs/studies/bert_large_16.json";
 
 void check_bad_run(const std::vector<std::string>& sets, const std::string& named) {
-  auto r = run_tpusim(with_sets({"run", kStudy}, sets));
+  auto r = run_tpusim(with_sets({"run", kCliRunStudy}, sets));
   INFO(r.err);
   CHECK(r.exit_code == 2);
   CHECK(r.err_lines() == 1);
@@ -20,7 +20,7 @@ void check_bad_run(const std::vector<std::string>& sets, const std::string& name
 }  // namespace
 
 TEST_CASE("tpusim run --json reports a step whose parts add up") {
-  auto r = run_tpusim({"run", kStudy, "--json"});
+  auto r = run_tpusim({"run", kCliRunStudy, "--json"});
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
   for (const char* key :
@@ -40,7 +40,7 @@ TEST_CASE("tpusim run --json reports a step whose parts add up") {
 }
 
 TEST_CASE("tpusim validate checks a study without simulating it") {
-  auto r = run_tpusim({"validate", kStudy});
+  auto r = run_tpusim({"validate", kCliRunStudy});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("ok: "));
 }
@@ -48,7 +48,7 @@ TEST_CASE("tpusim validate checks a study without simulating it") {
 TEST_CASE("run with a timeline writes a Chrome trace with a track per core and link counters") {
   const std::string path = "/tmp/tpusim_timeline_test.json";
   std::remove(path.c_str());
-  auto r = run_tpusim({"run", kStudy, "--timeline", path});
+  auto r = run_tpusim({"run", kCliRunStudy, "--timeline", path});
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(slurp(path));
   std::set<int> tids;
@@ -77,7 +77,7 @@ TEST_CASE("bad studies are one error line naming the JSON path with exit code 2"
   check_bad_run({"topology=64x64"}, "workload.global_batch");  // 32 sequences over 8192 cores
   check_bad_run({"parallelism.model=32", "workload.vocab=30528"}, "parallelism.model");  // 16 heads
   // Several problems at once: one line each, all reported before anything runs.
-  auto several = run_tpusim({"run", kStudy, "--set", "workload.global_batch=x", "--set",
+  auto several = run_tpusim({"run", kCliRunStudy, "--set", "workload.global_batch=x", "--set",
                              "hardware.clock_MHz=-1", "--set", "network.speed=3"});
   CHECK(several.exit_code == 2);
   CHECK(several.err_lines() == 3);

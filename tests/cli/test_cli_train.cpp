@@ -5,9 +5,9 @@
 #include "tests/cli/run_tpusim.hpp"
 
 namespace {
-const char* kStudy = "configs/studies/bert_large_16.json";  // 16 chips: 4 hosts, batch 32
+const char* kCliTrainStudy = "configs/studies/bert_large_16.json";  // 16 chips: 4 hosts, batch 32
 
-nlohmann::json train(std::vector<std::string> sets, const char* study = kStudy) {
+nlohmann::json train(std::vector<std::string> sets, const char* study = kCliTrainStudy) {
   sets.insert(sets.begin(),
               {"train.target_steps=40", "train.eval_every_steps=10", "train.eval_examples=96"});
   auto r = run_tpusim(with_sets({"train", study, "--json"}, sets));
@@ -17,7 +17,7 @@ nlohmann::json train(std::vector<std::string> sets, const char* study = kStudy) 
 }
 
 double step_ms(std::vector<std::string> sets) {
-  auto r = run_tpusim(with_sets({"run", kStudy, "--json"}, sets));
+  auto r = run_tpusim(with_sets({"run", kCliTrainStudy, "--json"}, sets));
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out)["step_time_ms"].get<double>();
 }
@@ -98,7 +98,7 @@ TEST_CASE("tpusim train: bad input is one error line naming the path, exit 2") {
            {"hardware.host.pcie_GBps=0", "hardware.host.pcie_GBps"},
            {"train.simulated_train_steps=1", "train.simulated_train_steps"}}) {
     auto r =
-        run_tpusim({"train", kStudy, "--set", "train.target_steps=40", "--set",
+        run_tpusim({"train", kCliTrainStudy, "--set", "train.target_steps=40", "--set",
                     "train.eval_every_steps=10", "--set", "train.eval_examples=96", "--set", set});
     INFO(set << ": " << r.err);
     CHECK(r.exit_code == 2);
@@ -106,7 +106,7 @@ TEST_CASE("tpusim train: bad input is one error line naming the path, exit 2") {
     CHECK_THAT(r.err, Catch::Contains(path));
   }
   // A study without the facts: the missing one is named.
-  auto r = run_tpusim({"train", kStudy});
+  auto r = run_tpusim({"train", kCliTrainStudy});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("train.target_steps"));
 }

@@ -14,9 +14,10 @@ using nlohmann::json;
 
 namespace {
 
-const char* kStudy = "configs/studies/bert_large_16.json";  // 16 chips, 32 cores: all traced
+const char* kCliTimelineStudy =
+    "configs/studies/bert_large_16.json";  // 16 chips, 32 cores: all traced
 
-std::string tmp(const std::string& name) {
+std::string timeline_tmp(const std::string& name) {
   return "/tmp/tpusim_cli_timeline_" + std::to_string(::getpid()) + "_" + name;
 }
 
@@ -25,13 +26,14 @@ struct Run {
 };
 
 Run run_with_timeline(const std::string& file, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args{"run", kStudy, "--json", "--timeline", tmp(file)};
+  std::vector<std::string> args{"run", kCliTimelineStudy, "--json", "--timeline",
+                                timeline_tmp(file)};
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = run_tpusim(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  Run out{json::parse(r.out), json::parse(tpusim::trace::read_file_maybe_gzip(tmp(file)))};
-  std::remove(tmp(file).c_str());
+  Run out{json::parse(r.out), json::parse(tpusim::trace::read_file_maybe_gzip(timeline_tmp(file)))};
+  std::remove(timeline_tmp(file).c_str());
   return out;
 }
 
@@ -162,27 +164,27 @@ TEST_CASE("async collectives that overlap compute get their own tracks per core"
 }
 
 TEST_CASE("a timeline named .gz is gzip-compressed and holds the same events") {
-  auto gz = run_tpusim({"run", kStudy, "--timeline", tmp("t.json.gz")});
-  auto plain = run_tpusim({"run", kStudy, "--timeline", tmp("t.json")});
+  auto gz = run_tpusim({"run", kCliTimelineStudy, "--timeline", timeline_tmp("t.json.gz")});
+  auto plain = run_tpusim({"run", kCliTimelineStudy, "--timeline", timeline_tmp("t.json")});
   REQUIRE(gz.exit_code == 0);
   REQUIRE(plain.exit_code == 0);
-  const std::string bytes = slurp(tmp("t.json.gz"));
+  const std::string bytes = slurp(timeline_tmp("t.json.gz"));
   REQUIRE(bytes.size() > 2);
   CHECK(static_cast<unsigned char>(bytes[0]) == 0x1f);
   CHECK(static_cast<unsigned char>(bytes[1]) == 0x8b);
-  CHECK(json::parse(tpusim::trace::read_file_maybe_gzip(tmp("t.json.gz"))) ==
-        json::parse(slurp(tmp("t.json"))));
-  std::remove(tmp("t.json.gz").c_str());
-  std::remove(tmp("t.json").c_str());
+  CHECK(json::parse(tpusim::trace::read_file_maybe_gzip(timeline_tmp("t.json.gz"))) ==
+        json::parse(slurp(timeline_tmp("t.json"))));
+  std::remove(timeline_tmp("t.json.gz").c_str());
+  std::remove(timeline_tmp("t.json").c_str());
 }
 
 TEST_CASE("a large machine's timeline samples the first, middle and last chip and says so") {
-  auto r = run_tpusim(
-      {"run", "configs/studies/bert_large_4096.json", "--json", "--timeline", tmp("big.json")});
+  auto r = run_tpusim({"run", "configs/studies/bert_large_4096.json", "--json", "--timeline",
+                       timeline_tmp("big.json")});
   REQUIRE(r.exit_code == 0);
   const json report = json::parse(r.out);
-  const json trace = json::parse(slurp(tmp("big.json")));
-  std::remove(tmp("big.json").c_str());
+  const json trace = json::parse(slurp(timeline_tmp("big.json")));
+  std::remove(timeline_tmp("big.json").c_str());
   const int chips = report["chips"], per_chip = report["cores"].get<int>() / chips;
   std::vector<int> expected;
   for (int chip : {0, chips / 2, chips - 1})

@@ -8,7 +8,7 @@
 #include "tests/cli/run_tpusim.hpp"
 
 namespace {
-std::string tmp(const std::string& name) {
+std::string trace_tmp(const std::string& name) {
   return "/tmp/tpusim_cli_trace_" + std::to_string(::getpid()) + "_" + name;
 }
 const std::string kProfile = "traces/examples/profile_tpu_v3_8.json";
@@ -16,7 +16,7 @@ const std::string kExample = "traces/examples/small_data_model.trace.json";
 }  // namespace
 
 TEST_CASE("trace import writes a trace that trace info summarises") {
-  const std::string out = tmp("import.json.gz");
+  const std::string out = trace_tmp("import.json.gz");
   auto r = run_tpusim(
       {"trace", "import", kProfile, "--out", out, "--step", "0", "--mesh", "data=2,model=4"});
   REQUIRE(r.exit_code == 0);
@@ -40,43 +40,46 @@ TEST_CASE("trace import writes a trace that trace info summarises") {
 }
 
 TEST_CASE("trace import warns on stderr and without --sizes names the op that needs a size") {
-  auto r = run_tpusim(
-      {"trace", "import", "traces/examples/profile_needs_sizes.json", "--out", tmp("x.json")});
+  auto r = run_tpusim({"trace", "import", "traces/examples/profile_needs_sizes.json", "--out",
+                       trace_tmp("x.json")});
   CHECK(r.exit_code == 2);
   CHECK(r.err_lines() == 1);
   CHECK_THAT(r.err, Catch::StartsWith("tpusim: error: traces/examples/profile_needs_sizes.json: "
                                       "traceEvents[3] (all-reduce.2): no size"));
-  auto ok =
-      run_tpusim({"trace", "import", "traces/examples/profile_needs_sizes.json", "--out",
-                  tmp("x.json"), "--sizes", "traces/examples/profile_needs_sizes.sizes.json"});
+  auto ok = run_tpusim({"trace", "import", "traces/examples/profile_needs_sizes.json", "--out",
+                        trace_tmp("x.json"), "--sizes",
+                        "traces/examples/profile_needs_sizes.sizes.json"});
   CHECK(ok.exit_code == 0);
   CHECK_THAT(ok.err, Catch::Contains("/device:TPU:1 runs a different op sequence"));
-  std::remove(tmp("x.json").c_str());
+  std::remove(trace_tmp("x.json").c_str());
 }
 
 TEST_CASE("trace rescale grows the data axis and refuses groups that follow no axis") {
-  auto bad = run_tpusim({"trace", "rescale", kExample, "--mesh", "data=8", "--out", tmp("r.json")});
+  auto bad =
+      run_tpusim({"trace", "rescale", kExample, "--mesh", "data=8", "--out", trace_tmp("r.json")});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err_lines() == 1);
   CHECK_THAT(bad.err, Catch::StartsWith("tpusim: error: " + kExample +
                                         ": ops[8] (bn.stats): its explicit replica groups"));
-  const std::string imported = tmp("imp.json");
+  const std::string imported = trace_tmp("imp.json");
   REQUIRE(run_tpusim({"trace", "import", kProfile, "--out", imported, "--step", "0", "--mesh",
                       "data=2,model=4", "--examples-per-step", "16"})
               .exit_code == 0);
-  auto ok = run_tpusim({"trace", "rescale", imported, "--mesh", "data=64", "--out", tmp("r.json")});
+  auto ok =
+      run_tpusim({"trace", "rescale", imported, "--mesh", "data=64", "--out", trace_tmp("r.json")});
   REQUIRE(ok.exit_code == 0);
-  const auto s = nlohmann::json::parse(run_tpusim({"trace", "info", tmp("r.json"), "--json"}).out);
+  const auto s =
+      nlohmann::json::parse(run_tpusim({"trace", "info", trace_tmp("r.json"), "--json"}).out);
   CHECK(s["devices"] == 64 * 4);
   CHECK(s["examples_per_step"] == 16 / 2 * 64);
   CHECK(s["recorded_on"]["rescaled_from"] == "data 2 x model 4");
   CHECK_FALSE(s["recorded_on"].contains("topology"));
   std::remove(imported.c_str());
-  std::remove(tmp("r.json").c_str());
+  std::remove(trace_tmp("r.json").c_str());
 }
 
 TEST_CASE("bad trace input is one error line naming the file and place with exit code 2") {
-  const std::string path = tmp("bad.json");
+  const std::string path = trace_tmp("bad.json");
   std::FILE* f = std::fopen(path.c_str(), "w");
   std::fputs(
       R"({"format": "tpusim-trace", "version": 7, "model": "m", "examples_per_step": 0, "mesh": [], "ops": []})",
@@ -87,11 +90,11 @@ TEST_CASE("bad trace input is one error line naming the file and place with exit
   CHECK(r.err_lines() == 1);
   CHECK(r.err ==
         "tpusim: error: " + path + ": version: 7 is not a version this tpusim reads; expected 1\n");
-  auto missing = run_tpusim({"trace", "info", tmp("does-not-exist.json")});
+  auto missing = run_tpusim({"trace", "info", trace_tmp("does-not-exist.json")});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains("cannot open file"));
-  auto mesh =
-      run_tpusim({"trace", "import", kProfile, "--out", tmp("m.json"), "--mesh", "data=three"});
+  auto mesh = run_tpusim(
+      {"trace", "import", kProfile, "--out", trace_tmp("m.json"), "--mesh", "data=three"});
   CHECK(mesh.exit_code == 2);
   CHECK_THAT(mesh.err, Catch::StartsWith("tpusim: error: --mesh: 'data=three': size must be"));
   std::remove(path.c_str());
@@ -150,7 +153,7 @@ TEST_CASE("replay with --mesh rescales and needs a topology that fits the new me
 }
 
 TEST_CASE("replaying a recorded run on the same machine reproduces its step time exactly") {
-  const std::string trace = tmp("bert16.json.gz");
+  const std::string trace = trace_tmp("bert16.json.gz");
   auto run =
       run_tpusim({"run", "configs/studies/bert_large_16.json", "--record-trace", trace, "--json"});
   REQUIRE(run.exit_code == 0);
@@ -188,7 +191,7 @@ TEST_CASE("replay: FLOPs past the matmul shape are refused, past the peak counte
   nlohmann::json t = nlohmann::json::parse(slurp(TPUSIM_SOURCE_DIR "/" + kExample));
   REQUIRE(t["ops"][1]["name"] == "mlp.gelu.fwd");
   const double measured_s = t["ops"][1]["compute"]["measured_ns"].get<double>() * 1e-9;
-  const std::string path = tmp("flops.json");
+  const std::string path = trace_tmp("flops.json");
   auto replay_with = [&](double flops, const std::string& durations) {
     t["ops"][1]["compute"]["flops"] = flops;
     std::ofstream(path) << t.dump();

@@ -19,6 +19,7 @@
 using namespace tpusim;
 using tpusim::testing::check_same_program;
 using tpusim::testing::every_field_program;
+using tpusim::testing::file_bytes;
 namespace fs = std::filesystem;
 
 namespace {
@@ -26,10 +27,6 @@ std::string temp_dir(const std::string& name) {
   const std::string dir = "/tmp/tpusim_chakra_test_" + std::to_string(::getpid()) + "_" + name;
   fs::remove_all(dir);
   return dir;
-}
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;

@@ -12,14 +12,11 @@
 using namespace tpusim;
 using tpusim::testing::check_same_program;
 using tpusim::testing::every_field_program;
+using tpusim::testing::file_bytes;
 
 namespace {
 std::string temp_path(const std::string& suffix) {
   return "/tmp/tpusim_trace_test_" + std::to_string(::getpid()) + suffix;
-}
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 }  // namespace
 

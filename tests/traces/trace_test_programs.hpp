@@ -1,12 +1,20 @@
 #pragma once
 // Programs and helpers shared by the trace tests.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "core/config.hpp"
 #include "models/program.hpp"
 
 namespace tpusim::testing {
+
+/// The bytes of a file (empty if it cannot be read).
+inline std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 inline std::string example_trace_dir() { return config_dir() + "/../traces/examples/"; }
 

@@ -16,7 +16,7 @@ using tpusim::test::program_of;
 
 namespace {
 
-const Op* op_named(const Program& p, const std::string& name) {
+const Op* find_op(const Program& p, const std::string& name) {
   for (const auto& op : p.ops)
     if (op.name == name) return &op;
   return nullptr;
@@ -58,10 +58,10 @@ TEST_CASE(
   const double side = 1.0 * 75 * 64 * 4 * 2;
   for (const std::string name : {"backbone.stage2.0.conv1", "backbone.stage2.0.conv1.bwd_input"}) {
     INFO(name);
-    const Op* conv = op_named(p, name);
+    const Op* conv = find_op(p, name);
     REQUIRE(conv);
     for (int shift : {+1, -1}) {
-      const Op* halo = op_named(p, name + ".halo" + (shift > 0 ? "+1" : "-1"));
+      const Op* halo = find_op(p, name + ".halo" + (shift > 0 ? "+1" : "-1"));
       REQUIRE(halo);
       CHECK(halo->collective.kind == CollectiveKind::CollectivePermute);
       CHECK(halo->collective.shift == shift);
@@ -72,12 +72,12 @@ TEST_CASE(
     }
   }
   // 1x1 convs and weight gradients exchange nothing.
-  CHECK(op_named(p, "backbone.stage3.0.shortcut.halo+1") == nullptr);
-  CHECK(op_named(p, "backbone.stage2.0.conv1.bwd_weight.halo+1") == nullptr);
+  CHECK(find_op(p, "backbone.stage3.0.shortcut.halo+1") == nullptr);
+  CHECK(find_op(p, "backbone.stage2.0.conv1.bwd_weight.halo+1") == nullptr);
   // The 7x7 stem on the image (no space-to-depth) sends 3 rows of 300 x 3 channels.
   auto plain = model_study("ssd", "2x2", 8, {{"spatial", 4}}, {{"space_to_depth", false}});
   const Program plain_program = program_of(plain);
-  const Op* stem_halo = op_named(plain_program, "stem.conv.halo+1");
+  const Op* stem_halo = find_op(plain_program, "stem.conv.halo+1");
   REQUIRE(stem_halo);
   CHECK(stem_halo->collective.bytes == 3.0 * 300 * 3 * 4 * 2);
 }
@@ -90,10 +90,10 @@ TEST_CASE("without spatial partitioning there are no halo exchanges") {
 TEST_CASE("row shards are padded: a degree that does not divide a map's rows costs whole rows") {
   // spatial 8 on 2x2 chips: one replica of 8 images.
   const Program p = program_of(model_study("ssd", "2x2", 8, {{"spatial", 8}}));
-  const Op* big = op_named(p, "head.0.class");  // 38 rows: 5 per core (40 with padding)
+  const Op* big = find_op(p, "head.0.class");  // 38 rows: 5 per core (40 with padding)
   REQUIRE(big);
   CHECK(big->compute.matmul->m == 8 * 5 * 38);
-  const Op* small = op_named(p, "extra.3.conv3x3");  // 3 rows: 1 per core, 5 cores idle
+  const Op* small = find_op(p, "extra.3.conv3x3");  // 3 rows: 1 per core, 5 cores idle
   REQUIRE(small);
   CHECK(small->compute.matmul->m == 8 * 1 * 3);
   // So the per-core FLOPs of the whole step exceed 1/8 of the replica's.
@@ -130,7 +130,7 @@ TEST_CASE("the batch-norm all-reduce spans the configured group of neighbouring 
   CHECK(grads.size() == stats.size());
   for (const Op* op : stats) CHECK(op->collective.axes == std::vector<std::string>{"bn"});
   // stage4's last conv3 has 2048 channels: sum and sum of squares in f32.
-  CHECK(op_named(p, "stage4.2.conv3.bn.stats.all-reduce")->collective.bytes == 2 * 2048 * 4);
+  CHECK(find_op(p, "stage4.2.conv3.bn.stats.all-reduce")->collective.bytes == 2 * 2048 * 4);
   // The group is 8 consecutive cores: 4 neighbouring chips of the 4x4 grid.
   Topology topo(topology_from_json(cfg.json().at("topology")));
   DeviceMesh mesh(topo, 2, p.mesh);
@@ -215,8 +215,8 @@ TEST_CASE("splitting H and W: shards of ceil(H/Sh) x ceil(W/Sw) and halos along 
   const Program p = program_of(cfg);
   // backbone.stage2.0.conv1: 3x3 on 75x75x64. H halo: 1 row of ceil(75/2) = 38 columns, to the
   // cores 2 places away; W halo: 1 column of ceil(75/4) = 19 rows, to the next core.
-  const Op* h = op_named(p, "backbone.stage2.0.conv1.halo+1");
-  const Op* w = op_named(p, "backbone.stage2.0.conv1.halo_w-1");
+  const Op* h = find_op(p, "backbone.stage2.0.conv1.halo+1");
+  const Op* w = find_op(p, "backbone.stage2.0.conv1.halo_w-1");
   REQUIRE(h);
   REQUIRE(w);
   CHECK(h->collective.shift == 2);
@@ -224,7 +224,7 @@ TEST_CASE("splitting H and W: shards of ceil(H/Sh) x ceil(W/Sw) and halos along 
   CHECK(w->collective.shift == -1);
   CHECK(w->collective.bytes == 1.0 * 19 * 64 * 4 * 2);
   // head.0.class on the 38x38 map: ceil(38/4) x ceil(38/2) = 10 x 19 pixels per core.
-  CHECK(op_named(p, "head.0.class")->compute.matmul->m == 4 * 10 * 19);
+  CHECK(find_op(p, "head.0.class")->compute.matmul->m == 4 * 10 * 19);
   // spatial_w must divide spatial.
   CHECK(error_path([] {
           program_of(model_study("ssd", "2x2", 4, {{"spatial", 8}, {"spatial_w", 3}}));

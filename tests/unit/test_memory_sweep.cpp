@@ -9,13 +9,13 @@ using nlohmann::json;
 using namespace tpusim::sweep;
 
 namespace {
-constexpr double kGiB = 1073741824.0;
+constexpr double kMemorySweepGiB = 1073741824.0;
 
 json memory(double peak_GiB, double capacity_GiB) {
   return {{"known", true},
-          {"peak_bytes", peak_GiB * kGiB},
-          {"capacity_bytes", capacity_GiB * kGiB},
-          {"headroom_bytes", (capacity_GiB - peak_GiB) * kGiB},
+          {"peak_bytes", peak_GiB * kMemorySweepGiB},
+          {"capacity_bytes", capacity_GiB * kMemorySweepGiB},
+          {"headroom_bytes", (capacity_GiB - peak_GiB) * kMemorySweepGiB},
           {"peak_op", "x.bwd"}};
 }
 

@@ -8,7 +8,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kCollectiveRegister{[](CLI::App& app) {
   auto args = std::make_shared<CollectiveArgs>();
   auto* cmd = app.add_subcommand("collective", "Simulate one collective on a topology");
   cmd->add_option("--op", args->op,

@@ -8,7 +8,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kDiffRegister{[](CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "diff", "Compare two reports (tpusim run --json) or two results.csv files side by side");
   auto a = std::make_shared<DiffArgs>();

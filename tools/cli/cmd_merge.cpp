@@ -8,7 +8,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kMergeRegister{[](CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "merge", "Join the output directories of sweep shards into one results.csv");
   auto dirs = std::make_shared<std::vector<std::string>>();

@@ -9,7 +9,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kParamsRegister{[](CLI::App& app) {
   auto* cmd =
       app.add_subcommand("params", "List every parameter with type, unit, default and meaning");
   auto as_json = std::make_shared<bool>(false);

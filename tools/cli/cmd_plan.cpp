@@ -9,7 +9,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kPlanRegister{[](CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "plan", "Search the layouts of a study for the fastest that fits (see docs/plan.md)");
   auto a = std::make_shared<PlanArgs>();

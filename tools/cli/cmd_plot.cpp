@@ -8,7 +8,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kPlotRegister{[](CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "plot",
       "Draw a sweep's results.csv: metrics against a swept axis, time breakdown (SVG, PNG)");

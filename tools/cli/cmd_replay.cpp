@@ -9,7 +9,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kReplayRegister{[](CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "replay", "Replay a trace (recorded or imported) on a topology and hardware");
   auto a = std::make_shared<ReplayArgs>();

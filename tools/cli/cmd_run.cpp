@@ -8,7 +8,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kRunRegister{[](CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Simulate one training step of a study");
   cmd->add_option("study", a->study, "study JSON file")->required();

@@ -9,7 +9,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kSweepRegister{[](CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "sweep", "Run every point of a sweep file, each in its own process (see docs/studies.md)");
   auto a = std::make_shared<SweepArgs>();

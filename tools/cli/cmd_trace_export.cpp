@@ -10,7 +10,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kTraceExportRegister{[](CLI::App& app) {
   auto* cmd = trace_command_group(app)->add_subcommand(
       "export", "Write a trace in another format: Chakra execution traces, one .et per rank");
   auto a = std::make_shared<ExportArgs>();

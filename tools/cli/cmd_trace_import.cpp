@@ -9,7 +9,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kTraceImportRegister{[](CLI::App& app) {
   auto* cmd = trace_command_group(app)->add_subcommand(
       "import",
       "Import a TensorFlow/JAX TPU profile (Chrome trace events, .json or .json.gz) or a "

@@ -9,7 +9,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kTraceInfoRegister{[](CLI::App& app) {
   auto* cmd = trace_command_group(app)->add_subcommand(
       "info", "Summarise a trace: ops, collectives, bytes, mesh");
   auto path = std::make_shared<std::string>();

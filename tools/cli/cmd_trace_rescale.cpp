@@ -9,7 +9,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kTraceRescaleRegister{[](CLI::App& app) {
   auto* cmd = trace_command_group(app)->add_subcommand(
       "rescale", "Rewrite a trace for other mesh axis sizes (collective groups follow the axes)");
   auto in = std::make_shared<std::string>();

@@ -10,7 +10,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kTrainRegister{[](CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   auto* cmd = app.add_subcommand(
       "train", "Predict the time to train of a study: device loops, hosts and evaluation");

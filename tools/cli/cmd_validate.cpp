@@ -9,7 +9,7 @@
 namespace tpusim::cli {
 namespace {
 
-const CommandRegistrar kRegister{[](CLI::App& app) {
+const CommandRegistrar kValidateRegister{[](CLI::App& app) {
   auto study_path = std::make_shared<std::string>();
   auto sets = std::make_shared<std::vector<std::string>>();
   auto as_json = std::make_shared<bool>(false);
