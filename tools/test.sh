@@ -2,10 +2,12 @@
 # The README's test command (and CI's). A sequence of steps; each must pass, and the first that
 # fails stops the run (exit status non-zero). Add a step as one more block below.
 #   1. install what is missing (tools/install-deps.sh)
-#   2. Release build (gcc) and every test, the regression goldens included
+#   2. Release build (gcc) of the binary, the Python module and the end-to-end tests, and their
+#      tests: the command's (cli), the regression goldens, pytest, Slurm, the tree's structure
 #   3. clang-format of every tracked C++ file
 #   4. one clang build with AddressSanitizer + UndefinedBehaviorSanitizer that also holds the
-#      libFuzzer targets: the tests again (goldens excepted), then every fuzz target for
+#      libFuzzer targets: every test but the goldens and the parameter-effect test (the library
+#      tests, tests/unit, sim and plan, run only here: once, under the sanitizers), then every fuzz target for
 #      TPUSIM_FUZZ_SECONDS (default 30) seconds from its corpus in tests/fuzz/corpus/
 # Clean builds use precompiled headers (see CMakeLists.txt); with ccache they do not.
 set -euo pipefail
@@ -15,9 +17,10 @@ tools/install-deps.sh
 step() { echo "== $1 ($(date -u +%H:%M:%S), $SECONDS s so far)"; }
 
 step "Release build and tests"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTPUSIM_LIBRARY_TESTS=OFF >/dev/null
 cmake --build build -j"$jobs"
 log=$(mktemp)
+san_log=$(mktemp)
 (cd build && ctest --output-on-failure -j"$jobs" | tee "$log")
 
 step "Python module (pytest) and Slurm job-array sweep: their results in the Release run"
@@ -33,16 +36,17 @@ step "ASan + UBSan build (clang, with the fuzz targets) and tests"
 # -O1 with line tables: sanitizer reports keep file:line, the build costs far less than -O2 -g.
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DTPUSIM_SANITIZE=ON -DTPUSIM_FUZZ=ON >/dev/null
+  -DTPUSIM_SANITIZE=ON -DTPUSIM_FUZZ=ON -DTPUSIM_LIBRARY_TESTS=ON >/dev/null
 cmake --build build-san -j"$jobs"
 # Goldens and the parameter-effect test check outputs (the Release run has them), not memory.
 (cd build-san && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-   ctest --output-on-failure -j"$jobs" -E "^golden:|^cli: ?every declared parameter")
+   ctest --output-on-failure -j"$jobs" -E "^golden:|^cli: ?every declared parameter" | tee "$san_log")
 
 step "fuzz targets, ${TPUSIM_FUZZ_SECONDS:-30} s each"
 tools/fuzz.sh build-san "${TPUSIM_FUZZ_SECONDS:-30}"
 
 step "done"
-# The closing lines CI reads: the Release run's totals.
-grep -E "tests passed|tests failed" "$log" | tail -n 1
-rm -f "$log"
+# The closing lines CI reads: the totals of the Release run and of the sanitizer run.
+echo "Release: $(grep -E "tests passed|tests failed" "$log" | tail -n 1)"
+echo "ASan + UBSan: $(grep -E "tests passed|tests failed" "$san_log" | tail -n 1)"
+rm -f "$log" "$san_log"

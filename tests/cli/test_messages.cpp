@@ -184,7 +184,7 @@ TEST_CASE("unknown JSON keys, choice values and presets get a did-you-mean") {
 
 TEST_CASE("a --set that is not UTF-8 is one error line, not an internal error") {
   // Found by fuzz_set_value: the bytes went into the study and failed when it was written out.
-  for (const std::string set :
+  for (const std::string& set :
        {std::string("workload.model=\x8b"), std::string("work\xffload=1")}) {
     auto r = run_tpusim({"validate", "configs/studies/bert_large_16.json", "--set", set});
     CHECK(r.exit_code == 2);
