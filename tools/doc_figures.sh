@@ -9,10 +9,13 @@
 #
 # The default sections take a few minutes of CPU together. Two run only when named: `slow`
 # (BERT at packet level and async BERT with 2 DMA engines per core: minutes each) and `plan`
-# (tools/plan_docs.sh, which rewrites docs/plan.md's tables itself). Not here: the wall, CPU and memory columns of the README's
-# Benchmarks table (tools/bench.sh measures them) and docs/compiler.md's tables
-# (tools/compiler_effects.py and tools/calibrate.py print them).
-# On a terminal a progress line ([3/12] section: command) is drawn on stderr; nothing when piped.
+# (tools/plan_docs.sh, which rewrites docs/plan.md's tables itself). Not here: the wall, CPU and
+# memory columns of the README's Benchmarks table (tools/bench.sh measures them) and
+# docs/compiler.md's tables (tools/compiler_effects.py prints them); docs/hardening.md, section
+# 10, lists what else is not.
+# Progress goes to stderr when it is a terminal: a line redrawn in place ([3/12] section:
+# command) when stdout goes elsewhere, one line per section when both are the terminal; nothing
+# when stderr is piped.
 # shellcheck disable=SC2317,SC2086 # the sections are called by name; study paths have no spaces
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,16 +62,21 @@ done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-tty=false
+tty=false inplace=false
 [[ -t 2 ]] && tty=true
+[[ -t 2 && ! -t 1 ]] && inplace=true
 index=0
 current=
 progress() {  # the command being run, on a terminal only
   local what="$*"
-  $tty && printf '\r\033[K[%d/%d] %s: %s' "$index" "${#sections[@]}" "$current" "${what:0:100}" >&2
+  $inplace && printf '\r\033[K[%d/%d] %s: %s' "$index" "${#sections[@]}" "$current" "${what:0:100}" >&2
   return 0
 }
-heading() { echo; echo "=== [$current] $(describe "$current")"; }
+heading() {
+  if $tty && ! $inplace; then echo "[$index/${#sections[@]}] $current" >&2; fi
+  echo
+  echo "=== [$current] $(describe "$current")"
+}
 # tps ARGS...: print the command (on fd 3, the script's stdout, past the caller's pipe), run it
 exec 3>&1
 tps() {
@@ -313,5 +321,5 @@ for current in "${sections[@]}"; do
   heading
   "sec_$current"
 done
-$tty && printf '\r\033[K' >&2
+$inplace && printf '\r\033[K' >&2
 exit 0
