@@ -313,7 +313,7 @@ sec_plan() {
   echo "\$ TPUSIM=$bin JOBS=1 tools/plan_docs.sh"
   progress "tools/plan_docs.sh"
   TPUSIM=$bin JOBS=1 sh tools/plan_docs.sh
-  grep -E 'MLPerf layout' docs/plan.md
+  grep -E '^\|.*\(MLPerf layout\)' docs/plan.md
 }
 
 for current in "${sections[@]}"; do
