@@ -1,19 +1,325 @@
 #!/usr/bin/env bash
-# Reruns the commands whose figures the README and docs quote for the BERT-Large Multipod step
-# (docs/network.md "Where the time goes", the README's calibration section) and prints the lines
-# they quote, so a change that moves them shows what to update. Usage: tools/doc_figures.sh [BUILD]
+# Reruns the commands behind the simulated figures README.md and docs/*.md quote and prints the
+# lines they quote, section by section: each section names the page and the part of it it feeds,
+# then each command and its lines. A change that moves them shows what to update.
+#
+#   tools/doc_figures.sh                      # build/bin/tpusim, every default section
+#   tools/doc_figures.sh build network cnn    # BUILD, then only these sections
+#   tools/doc_figures.sh --list               # the sections and what they feed
+#
+# The default sections take a few minutes of CPU together. Two run only when named: `slow`
+# (BERT at packet level and async BERT with 2 DMA engines per core: minutes each) and `plan`
+# (tools/plan_docs.sh, which rewrites docs/plan.md's tables itself). Not here: the wall, CPU and
+# memory columns of the README's Benchmarks table (tools/bench.sh measures them) and
+# docs/compiler.md's tables (tools/compiler_effects.py prints them); docs/hardening.md, section
+# 10, lists what else is not.
+# Progress goes to stderr when it is a terminal: a line redrawn in place ([3/12] section:
+# command) when stdout goes elsewhere, one line per section when both are the terminal; nothing
+# when stderr is piped.
+# shellcheck disable=SC2317,SC2086 # the sections are called by name; study paths have no spaces
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${1:-build}/bin/tpusim
-study=configs/studies/bert_large_4096.json
-show() {  # title, then the --set options
-  local title=$1
-  shift
-  echo "== $title: tpusim run $study $*"
-  "$bin" run "$study" "$@" | grep -E 'step time|^  communication|in collectives'
+
+default_sections=(quickstart calibration bert network collectives cnn detection train memory
+  results chakra benchmarks)
+extra_sections=(slow plan)
+describe() {
+  case $1 in
+    quickstart) echo "README.md: Quick start (the report)" ;;
+    calibration) echo "README.md: Calibration and validation (the predicted-against-measured table)" ;;
+    bert) echo "README.md: Calibration and validation (Reading it; What the same parameters say elsewhere); docs/network.md: Where the time in collectives goes, Core resources" ;;
+    network) echo "docs/network.md: Core resources (the table of the three studies); README.md and docs/network.md: SSD's batch-norm all-reduces" ;;
+    collectives) echo "README.md: Benchmarks (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
+    cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies)" ;;
+    detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
+    train) echo "README.md: Time to train (the table); docs/train.md: Host rates (needed at the study's step)" ;;
+    memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts; README.md: Memory" ;;
+    results) echo "docs/results.md: the tpusim diff example" ;;
+    chakra) echo "docs/chakra.md: Cost (the replay of the BERT 256-chip trace)" ;;
+    benchmarks) echo "README.md: Benchmarks (simulated column and kernel events of the run and replay rows)" ;;
+    slow) echo "docs/network.md: Packet trains (BERT at packet level), Core resources (async BERT with 2 DMA engines per core); README.md: Benchmarks (the packet row)" ;;
+    plan) echo "docs/plan.md: the plan tables (runs tools/plan_docs.sh, which rewrites them)" ;;
+    *) return 1 ;;
+  esac
 }
-show "default"
-show "DMA traffic free" --set collectives.dma_hbm_traffic=false
-show "five-pass reductions" --set collectives.reduce_on_arrival=false
-show "the model before the core resources" --set collectives.dma_hbm_traffic=false \
-  --set collectives.reduce_on_arrival=false
+
+build=build
+if [[ $# -gt 0 && $1 == --list ]]; then
+  for s in "${default_sections[@]}" "${extra_sections[@]}"; do printf '%-12s %s\n' "$s" "$(describe "$s")"; done
+  exit 0
+fi
+if [[ $# -gt 0 ]] && ! describe "$1" >/dev/null; then
+  build=$1
+  shift
+fi
+[[ -x $build/bin/tpusim ]] || { echo "tools/doc_figures.sh: no $build/bin/tpusim (build first, or name the build folder)" >&2; exit 2; }
+bin=$(cd "$build" && pwd)/bin/tpusim
+sections=("$@")
+[[ ${#sections[@]} -gt 0 ]] || sections=("${default_sections[@]}")
+for s in "${sections[@]}"; do
+  describe "$s" >/dev/null || { echo "tools/doc_figures.sh: unknown section '$s' (--list names them)" >&2; exit 2; }
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+tty=false inplace=false
+[[ -t 2 ]] && tty=true
+[[ -t 2 && ! -t 1 ]] && inplace=true
+index=0
+current=
+progress() {  # the command being run, on a terminal only
+  local what="$*"
+  $inplace && printf '\r\033[K[%d/%d] %s: %s' "$index" "${#sections[@]}" "$current" "${what:0:100}" >&2
+  return 0
+}
+heading() {
+  if $tty && ! $inplace; then echo "[$index/${#sections[@]}] $current" >&2; fi
+  echo
+  echo "=== [$current] $(describe "$current")"
+}
+# tps ARGS...: print the command (on fd 3, the script's stdout, past the caller's pipe), run it
+exec 3>&1
+tps() {
+  echo "\$ tpusim $*" >&3
+  progress "tpusim $*"
+  "$bin" "$@"
+}
+# q FILTER ARGS...: run `tpusim ARGS --json` quietly and print the jq FILTER of its report
+q() {
+  local filter=$1
+  shift
+  progress "tpusim $*"
+  "$bin" "$@" --json | jq -r "$filter"
+}
+step_share='"\(.step_time_ms * 1000 | round / 1000) ms, share \(.comm_share * 1000 | round / 10) %"'
+study=configs/studies/bert_large_4096.json
+
+sec_quickstart() {
+  tps run $study
+}
+
+sec_calibration() {
+  echo "\$ tools/calibrate.py --bin $bin --markdown"
+  progress "tools/calibrate.py --markdown"
+  /usr/bin/python3 tools/calibrate.py --bin "$bin" --markdown
+}
+
+async_report='"step \(.step_time_ms * 100 | round / 100) ms, compute \(.compute_ms * 100 | round / 100) ms, compute slowed \(.compute_slowdown_by_communication_ms * 100 | round / 100) ms, share \(.comm_share * 1000 | round / 10) %, DMA streams in flight at most \(.core_resources.dma_peak_in_flight), waiting for an engine \(.core_resources.dma_waiting_ms * 100 | round / 100) ms"'
+
+sec_bert() {
+  local variant
+  for variant in "" "--set collectives.dma_hbm_traffic=false" "--set collectives.reduce_on_arrival=false" \
+    "--set collectives.dma_hbm_traffic=false --set collectives.reduce_on_arrival=false"; do
+    # shellcheck disable=SC2086 # the options are words
+    tps run $study $variant | grep -E 'step time|^  communication|in collectives'
+  done
+  tps run configs/studies/bert_large_4096_no_wus.json | grep -E 'step time|^  communication'
+  tps run $study --set hardware.dma.engines_per_core=1 | grep -E 'step time'
+  echo "async (tpusim run $study --set hardware.async_collectives=true --json, with the --sets named):"
+  for variant in "" "--set collectives.dma_hbm_traffic=false" \
+    "--set collectives.dma_hbm_traffic=false --set collectives.reduction_compute=false" \
+    "--set hardware.dma.engines_per_core=8" "--set hardware.dma.engines_per_core=4"; do
+    echo "${variant:-(no other --set)}: $(q "$async_report" run $study --set hardware.async_collectives=true $variant)"
+  done
+}
+
+sec_network() {
+  local s a b c
+  echo "| study | now | dma_hbm_traffic=false reduce_on_arrival=false | reduce_on_arrival=false |"
+  for s in bert_large_4096 resnet50_4096 ssd_4096; do
+    a=$(q '.step_time_ms' run configs/studies/$s.json)
+    b=$(q '.step_time_ms' run configs/studies/$s.json --set collectives.dma_hbm_traffic=false \
+      --set collectives.reduce_on_arrival=false)
+    c=$(q '.step_time_ms' run configs/studies/$s.json --set collectives.reduce_on_arrival=false)
+    printf '| %s | %.2f ms | %.2f ms | %.2f ms |\n' "$s" "$a" "$b" "$c"
+  done
+  echo "(each: tpusim run configs/studies/STUDY.json --json with the column's --sets)"
+  tps run configs/studies/ssd_4096.json | grep -E 'step time|^  communication'
+  tps run configs/studies/ssd_4096.json --set collectives.algorithm=per_dimension | grep -E 'step time'
+}
+
+sec_collectives() {
+  local t='"\(.collective_time_ns / 1000 * 10 | round / 10) us, \(.algorithm), \(.steps) steps, \(.events) kernel events, \(.network_work_items) network work items"'
+  local a
+  while IFS= read -r a; do
+    echo "\$ tpusim collective $a"
+    # shellcheck disable=SC2086 # the options are words
+    q "$t" collective $a 2>&1 || echo "(exit code $?)"
+  done <<'EOF'
+--op all-reduce --bytes 64MiB --topology tpu_v3_pod
+--op all-reduce --bytes 64MiB --topology tpu_v3_multipod
+--op all-reduce --bytes 64MiB --topology tpu_v3_multipod --set network.fidelity=flow
+--op all-reduce --bytes 64MiB --topology tpu_v3_multipod --set network.fidelity=packet
+--op all-reduce --bytes 64MiB --topology 8x8
+--op all-reduce --bytes 64MiB --topology 8x8 --set network.fidelity=flow
+--op all-reduce --bytes 64MiB --topology 8x8 --set network.fidelity=packet
+--op all-to-all --bytes 64KiB --topology tpu_v3_pod
+--op all-to-all --bytes 64KiB --topology tpu_v3_pod --set collectives.all_to_all_algorithm=direct
+--op all-reduce --bytes 512 --topology 4x2 --mesh a=16
+--op all-reduce --bytes 512 --topology 4x2 --mesh a=16 --algorithm per_dimension
+--op all-reduce --bytes 64MiB --topology 8x8 --set network.degraded_links=multipod.chip(0,0).ici.x+=0.5
+--op all-reduce --bytes 64MiB --topology 4x4
+--op all-reduce --bytes 64MiB --topology 4x4 --set network.failed_links=multipod.chip(0,0).ici.x+
+EOF
+}
+
+sec_cnn() {
+  local s r
+  echo "ResNet-50 (tpusim run configs/studies/resnet50_CHIPS.json --json):"
+  echo "| chips | batch | predicted ms/step | img/s/chip | comm share |"
+  for s in 16 64 128 256 512 1024 4096; do
+    q '"| \(.chips) | \(.global_batch) | \(.step_time_ms * 10 | round / 10) | \(.examples_per_s_per_chip | round) | \(.comm_share * 1000 | round / 10) % |"' \
+      run configs/studies/resnet50_$s.json
+  done
+  echo "Spatial sweep (tpusim run configs/studies/{ssd,maskrcnn}_spatial_S.json --json; efficiency = T(1) / (S x T(S))):"
+  echo "| S | SSD step | SSD efficiency | Mask R-CNN step | Mask R-CNN efficiency |"
+  local s1 m1 ts tm
+  for s in 1 2 4 8; do
+    ts=$(q '.step_time_ms' run configs/studies/ssd_spatial_$s.json)
+    tm=$(q '.step_time_ms' run configs/studies/maskrcnn_spatial_$s.json)
+    [[ $s == 1 ]] && { s1=$ts; m1=$tm; }
+    r=$(/usr/bin/python3 -c "print(f'| $s | {$ts:.2f} | {$s1/($s*$ts):.2g} | {$tm:.2f} | {$m1/($s*$tm):.2g} |')")
+    echo "$r"
+  done
+  echo "Other studies:"
+  for s in ssd_4096 ssd_2048 maskrcnn_512; do
+    echo "$s: $(q "$step_share" run configs/studies/$s.json)"
+  done
+}
+
+sec_detection() {
+  local s n m tr ev per ttt steps
+  echo "v0.6 studies (train: tpusim run STUDY --json; eval: --set workload.program=eval; period: tpusim train STUDY --json, time to train / N):"
+  echo "| study | train ms | eval step ms | loop N + M | period ms |"
+  for s in ssd_v06_16 ssd_v06_64 ssd_v06_128 ssd_v06_256 ssd_v06_512 ssd_v06_1024 maskrcnn_v06_16 \
+    maskrcnn_v06_64 maskrcnn_v06_128; do
+    tr=$(q '.step_time_ms' run configs/studies/$s.json)
+    ev=$(q '.step_time_ms' run configs/studies/$s.json --set workload.program=eval)
+    q '"\(.schedule.steps_per_loop) \(.schedule.eval_steps_per_evaluation) \(.time_to_train_s) \(.schedule.target_steps)"' \
+      train configs/studies/$s.json >"$tmp/train"
+    read -r n m ttt steps <"$tmp/train"
+    per=$(/usr/bin/python3 -c "print(f'{1000 * $ttt / $steps:.1f}')")
+    printf '| %s | %.2f | %.1f | %s + %s | %s |\n' "$s" "$tr" "$ev" "$n" "$m" "$per"
+  done
+  echo "(period = time to train / target steps; maskrcnn_v06_16's time to train: $(q '.time_to_train_s * 100 | round / 100' train configs/studies/maskrcnn_v06_16.json) s)"
+  tps train configs/studies/ssd_4096.json --set train.target_steps=145 --set train.eval_every_steps=145 \
+    --set train.eval_steps=2 --set train.eval_examples=5000 | grep -E 'time to train|training step'
+  tps train configs/studies/maskrcnn_512.json --set train.target_steps=462 --set train.eval_every_steps=462 \
+    --set train.eval_steps=11 --set train.eval_examples=5000 --set workload.eval_batch=512 |
+    grep -E 'time to train|training step'
+  local classes='"\(.step_time_ms * 100 | round / 100) ms", (.op_classes[] | "  \(.class) \(.ops) ops, \(.gflop_per_core * 10 | round / 10) GFLOP, \(.hbm_bytes_per_core / 1048576 * 10 | round / 10) MiB, \(.time_ms * 100 | round / 100) ms")'
+  echo "\$ tpusim run configs/studies/maskrcnn_512.json --top 0 --json (op_classes)"
+  q "$classes" run configs/studies/maskrcnn_512.json --top 0
+  echo "\$ tpusim run configs/studies/maskrcnn_512.json --set workload.program=eval --set workload.eval_batch=512 --top 0 --json"
+  q "$classes" run configs/studies/maskrcnn_512.json --set workload.program=eval --set workload.eval_batch=512 --top 0
+  echo "\$ tpusim run configs/studies/ssd_4096.json --top 0 --json"
+  q "$classes" run configs/studies/ssd_4096.json --top 0
+  echo "\$ tpusim run configs/studies/ssd_4096.json --set workload.program=eval --top 0 --json"
+  q "$classes" run configs/studies/ssd_4096.json --set workload.program=eval --top 0
+  echo "f32 precision (tpusim run STUDY --set workload.f32_matmul_precision=P --json --allow-oom; ms, peak GiB per core):"
+  local p
+  for s in maskrcnn_v06_16 maskrcnn_v06_64 maskrcnn_v06_128; do
+    r="| $s |"
+    for p in default high highest; do
+      r="$r $(q '"\(.step_time_ms | round) (\(.memory.peak_bytes / 1073741824 * 10 | round / 10) GiB)"' run \
+        configs/studies/$s.json --set workload.f32_matmul_precision=$p --allow-oom) |"
+    done
+    echo "$r"
+  done
+}
+
+sec_train() {
+  local s
+  echo "| study | time to train | training steps | evaluation | input stalls | examples/s per host |"
+  for s in bert_large_4096 resnet50_4096 transformer_big_4096 ssd_4096 maskrcnn_512; do
+    echo "\$ tpusim train configs/studies/$s.json --json"
+    q '"| \(.study | sub(".*/"; "") | sub(".json"; "")) | \(.time_to_train_s * 10 | round / 10) s | \(.breakdown.training_s * 100 | round / 100) s (\(.schedule.target_steps) x \(.per_step.train_step_ms * 100 | round / 100) ms) | \(.breakdown.evaluation_s * 100 | round / 100) s (\(.schedule.evaluations) x \(.schedule.eval_steps_per_evaluation) x \(.per_step.eval_step_ms * 100 | round / 100) ms) | \(.breakdown.input_stall_s) | \(.examples_per_s / .hosts | round) |"' \
+      train configs/studies/$s.json
+  done
+}
+
+sec_memory() {
+  local b16=configs/studies/bert_large_16.json v
+  tps validate $b16 --set workload.global_batch=448 --set parallelism.weight_update_sharding=false |
+    head -n 16
+  tps run configs/studies/resnet50_16.json --set hardware.hbm.GiB_per_core=0.01 2>&1 || true
+  while IFS= read -r v; do
+    tps validate $v 2>&1 | grep -E '^  memory per core' || true  # exit 1: does not fit
+  done <<EOF
+$b16 --set workload.global_batch=8192
+$b16 --set workload.global_batch=8192 --set workload.rematerialize=true
+$b16 --set workload.global_batch=448
+$b16 --set workload.global_batch=512 --set parallelism.weight_update_sharding=false
+$study
+configs/studies/resnet50_16.json
+configs/studies/resnet50_128.json
+configs/studies/transformer_big_256.json --set workload.global_batch=8192 --set parallelism.model=1
+EOF
+  echo "every shipped study (tpusim validate configs/studies/*.json --json), smallest and largest peak per core:"
+  for v in configs/studies/*.json; do
+    q '"\(.memory.peak_bytes / 1073741824 * 100 | round / 100) GiB of \(.memory.capacity_bytes / 1073741824) GiB \(.study)"' validate "$v"
+  done | sort -g | sed -n '1p;$p'
+  echo "\$ tpusim sweep configs/studies/sweeps/bert_rematerialize.json -j 1 --out DIR"
+  progress "tpusim sweep configs/studies/sweeps/bert_rematerialize.json -j 1"
+  "$bin" sweep configs/studies/sweeps/bert_rematerialize.json -j 1 --out "$tmp/remat" >/dev/null 2>&1 || true
+  /usr/bin/python3 - "$tmp/remat/results.csv" <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    step = f'{float(r["step_time_ms"]):.0f} ms' if r.get("step_time_ms") else ""
+    peak = f'{float(r["peak_memory_GiB"]):.3g} GiB' if r.get("peak_memory_GiB") else ""
+    print(r["topology"], "remat" if r["workload.rematerialize"] == "true" else "kept", r["status"], peak, step)
+PY
+}
+
+sec_results() {
+  echo "\$ tpusim run $study --json > a.json"
+  progress "tpusim run $study --json"
+  "$bin" run $study --json >"$tmp/a.json"
+  echo "\$ tpusim run $study --json --set hardware.ici.bandwidth_GBps=82 > b.json"
+  progress "tpusim run $study --json --set hardware.ici.bandwidth_GBps=82"
+  "$bin" run $study --json --set hardware.ici.bandwidth_GBps=82 >"$tmp/b.json"
+  echo "\$ tpusim diff a.json b.json"
+  (cd "$tmp" && "$bin" diff a.json b.json) | grep -E 'numbers differ|busiest_utilization|step_time_ms'
+}
+
+sec_chakra() {
+  tps run configs/studies/bert_large_256.json --record-trace "$tmp/bert256.trace" | grep 'step time'
+  tps trace export "$tmp/bert256.trace" --format chakra --out "$tmp/chakra" | tail -n 1
+  tps trace import "$tmp/chakra" --format chakra --out "$tmp/back.trace" | tail -n 1
+  tps replay "$tmp/back.trace" | grep 'step time'
+}
+
+sec_benchmarks() {
+  local kv='"\(.step_time_ms * 100 | round / 100) ms step, \(.kernel_events) kernel events, \(.network_work_items) network work items"'
+  local s
+  for s in bert_large_4096 transformer_big_4096 resnet50_4096 ssd_4096 ssd_2048 maskrcnn_512; do
+    echo "\$ tpusim run configs/studies/$s.json --json"
+    q "$kv" run configs/studies/$s.json
+  done
+  echo "\$ tpusim run $study --set network.fidelity=flow --json"
+  q "$kv" run $study --set network.fidelity=flow
+  "$bin" run $study --record-trace "$tmp/bert.trace" >/dev/null
+  echo "\$ tpusim run $study --record-trace bert.trace; tpusim replay bert.trace --json"
+  q "$kv" replay "$tmp/bert.trace"
+}
+
+sec_slow() {
+  tps run $study --set network.fidelity=packet | grep -E 'step time|^  communication|kernel events'
+  echo "--set hardware.dma.engines_per_core=2: $(q "$async_report" run $study --set hardware.async_collectives=true \
+    --set hardware.dma.engines_per_core=2)"
+}
+
+sec_plan() {
+  echo "\$ TPUSIM=$bin JOBS=1 tools/plan_docs.sh"
+  progress "tools/plan_docs.sh"
+  TPUSIM=$bin JOBS=1 sh tools/plan_docs.sh
+  grep -E '^\|.*\(MLPerf layout\)' docs/plan.md
+}
+
+for current in "${sections[@]}"; do
+  index=$((index + 1))
+  heading
+  "sec_$current"
+done
+$inplace && printf '\r\033[K' >&2
+exit 0
