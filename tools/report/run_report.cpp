@@ -213,7 +213,7 @@ static void print_compiled_ops(std::ostream& out, const nlohmann::json& j, bool 
   if (j.contains("compiler")) {
     const auto& c = j["compiler"];
     out << fmt::format(
-        "  compiler: {} fusions of {} ops, {} SPMD copies; tile padding {}, CMEM {} "
+        "  compiler: {} fusions of {} ops, {} SPMD copies; tile padding {}, CMEM traffic {} "
         "per core\n",
         c["fusions"].get<int>(), c["fused_ops"].get<int>(), c["spmd_copies"].get<int>(),
         format_bytes(c["padding_bytes_per_core"].get<double>()),
