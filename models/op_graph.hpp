@@ -85,6 +85,16 @@ struct OpNode {
   std::int64_t params = 0;  ///< parameters this op owns (weights and biases)
   int tied_to = -1;         ///< uses the weights owned by this forward op (tied embeddings)
   bool params_split_by_model = false;  ///< the op's weights are divided over the model axis
+  /// Activations sharded over the model axis (decoder_lm's parallelism.shard_activations): bytes
+  /// per replica of an operand the op needs whole but that arrives sharded over "model", so an
+  /// all-gather over "model" comes first; 0: none.
+  double gather_bytes = 0;
+  /// The vertices whose outputs make up the gathered operand (empty: the op's inputs). Ops
+  /// gathering the same operand share one all-gather.
+  std::vector<int> gather_from;
+  /// The partial sum over "model" is reduce-scattered (its readers take it sharded), not
+  /// all-reduced.
+  bool scatter_partial = false;
 
   // Backward derivation (forward ops).
   double bwd_vpu_ops_per_element = 0;  ///< vector ops per element of the gradient op

@@ -77,6 +77,11 @@ OpSplit map_split(const OpSplit& s, SplitDim (*f)(SplitDim)) { return {f(s.model
 SplitDim divided(SplitDim d) { return d == SplitDim::K ? SplitDim::N : d; }
 OpSplit divided(const OpSplit& s) { return {divided(s.model), divided(s.spatial)}; }
 
+// Bytes of a matmul's output [batch, m, n] in bf16: the dY its gradients read.
+double output_bytes_bf16(const MatmulShape& s) {
+  return static_cast<double>(s.batch) * s.m * s.n * dtype_bytes(DType::BF16);
+}
+
 OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s, DType out,
                        OpSplit split) {
   OpNode op;
@@ -158,6 +163,13 @@ class Deriver {
     }
   }
 
+  // Sharded activations: the gradient op of matmul v (shape s) reads dY whole, gathered from the
+  // ops that produce it.
+  void gather_dy(OpNode& op, int v, const MatmulShape& s) const {
+    op.gather_bytes = output_bytes_bf16(s);
+    op.gather_from = dy_sources_[v];
+  }
+
   // Adds a backward op that waits for the gradient of v's output and for `saved` forward tensors.
   int add_backward(OpNode op, int v, const std::vector<int>& saved, bool weight_grad) {
     op.forward_of = v;
@@ -194,6 +206,10 @@ class Deriver {
                               : gradient_matmul(f, ".bwd_input_b", {s.batch, s.k, s.m, s.n},
                                                 f.dtype, map_split(f.split, map_split_input_b));
         op.conv = f.conv;
+        // Sharded activations: dX of a gathered input goes back sharded (reduce-scattered); dY
+        // of a scattered output arrives sharded and is gathered.
+        op.scatter_partial = f.gather_bytes > 0;
+        if (f.scatter_partial) gather_dy(op, v, s);
         dy_sources_[ins[slot]].push_back(add_backward(std::move(op), v, {other}, false));
       }
       if (owns_weights) {
@@ -201,6 +217,12 @@ class Deriver {
         OpNode op = gradient_matmul(f, ".bwd_weight", {1, s.k, s.batch * s.m, s.n}, DType::F32,
                                     map_split(f.split, map_split_weight));
         op.conv = f.conv;
+        if (f.scatter_partial) {
+          gather_dy(op, v, s);
+        } else if (f.gather_bytes > 0 && !ins.empty()) {  // X again, whole
+          op.gather_bytes = f.gather_bytes;
+          op.gather_from = {saved(ins[0])};
+        }
         op.vpu_elements = f.vpu_elements;  // bias gradient: column sums of dY
         op.vpu_ops_per_element = f.bwd_vpu_ops_per_element;
         add_backward(std::move(op), v, ins.empty() ? std::vector<int>{} : std::vector<int>{ins[0]},
@@ -227,6 +249,10 @@ class Deriver {
       // input.
       op.bytes_read = f.bytes_read + f.bytes_written;
       op.bytes_written = f.bytes_read;
+    }
+    if (f.scatter_partial) {  // dY arrives sharded
+      op.gather_bytes = f.bytes_written;
+      op.gather_from = dy_sources_[v];
     }
     std::vector<int> saved = ins;
     saved.push_back(v);

@@ -18,18 +18,34 @@ constexpr double kSwiglu = 6;
 constexpr double kSwigluGrad = 10;  // sigmoid again, its derivative, both products' gradients
 constexpr double kResidualAdd = 1;  // per input beyond the first
 
+// With sharded activations, an op on the residual stream divides its rows over the model axis.
+void shard_rows(OpNode& op, const DecoderDims& d) {
+  if (d.shard_activations) op.split.model = SplitDim::M;
+}
+
+// A column-split matmul reading the (sharded) residual stream gathers it whole first.
+void gather_rows(OpNode& op, const DecoderDims& d) {
+  if (d.shard_activations)
+    op.gather_bytes = static_cast<double>(d.tokens()) * d.d_model * dtype_bytes(DType::BF16);
+}
+
+// A row-split matmul writing the residual stream reduce-scatters its partial sums.
+void scatter_rows(OpNode& op, const DecoderDims& d) { op.scatter_partial = d.shard_activations; }
+
 int add_residual(OpGraph& g, const std::string& name, const DecoderDims& d,
                  const std::vector<int>& inputs) {
   const int n = static_cast<int>(inputs.size());
-  return g.add(vector_op(OpKind::Elementwise, name, static_cast<double>(d.tokens()) * d.d_model, n,
-                         kResidualAdd * (n - 1), kResidualAdd),
-               inputs);
+  OpNode add = vector_op(OpKind::Elementwise, name, static_cast<double>(d.tokens()) * d.d_model, n,
+                         kResidualAdd * (n - 1), kResidualAdd);
+  shard_rows(add, d);
+  return g.add(std::move(add), inputs);
 }
 
 int add_norm(OpGraph& g, const std::string& name, const DecoderDims& d, int x) {
   OpNode ln =
       layer_norm(name, d.tokens(), d.d_model, 1, vpu_ops::kLayerNorm, vpu_ops::kLayerNormGrad);
   if (!d.biases) ln.params = d.d_model;  // scale only
+  shard_rows(ln, d);
   return g.add(std::move(ln), {x});
 }
 
@@ -42,12 +58,16 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
     OpNode qkv =
         weight_matmul(p + "qkv", tokens, d.d_model, (d.heads + 2 * d.kv_heads) * hd, d.biases);
     split_columns(qkv);
+    gather_rows(qkv, d);
     qv = kvv = g.add(std::move(qkv), {x});
   } else {  // K and V whole on every model core
     OpNode q = weight_matmul(p + "q", tokens, d.d_model, d.heads * hd, d.biases);
     split_columns(q);
+    gather_rows(q, d);
     qv = g.add(std::move(q), {x});
-    kvv = g.add(weight_matmul(p + "kv", tokens, d.d_model, 2 * d.kv_heads * hd, d.biases), {x});
+    OpNode kv = weight_matmul(p + "kv", tokens, d.d_model, 2 * d.kv_heads * hd, d.biases);
+    gather_rows(kv, d);
+    kvv = g.add(std::move(kv), {x});
   }
   int q_src = qv, kv_src = kvv;
   if (d.rotary) {
@@ -72,6 +92,7 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
   const int c = g.add(std::move(context), {probs, kv_src});
   OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * hd, d.d_model, d.biases);
   split_rows(out);
+  scatter_rows(out, d);
   return g.add(std::move(out), {c});
 }
 
@@ -82,6 +103,7 @@ int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   const std::int64_t width = d.swiglu ? 2 * d.d_ff : d.d_ff;
   OpNode in = weight_matmul(p + "mlp.in", tokens, d.d_model, width, d.biases);
   split_columns(in);
+  gather_rows(in, d);
   const int i = g.add(std::move(in), {x});
   OpNode act = d.swiglu ? vector_op(OpKind::Elementwise, p + "mlp.swiglu",
                                     static_cast<double>(tokens) * d.d_ff, 2, kSwiglu, kSwigluGrad)
@@ -92,6 +114,7 @@ int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   const int a = g.add(std::move(act), {i});
   OpNode out = weight_matmul(p + "mlp.out", tokens, d.d_ff, d.d_model, d.biases);
   split_rows(out);
+  scatter_rows(out, d);
   return g.add(std::move(out), {a});
 }
 
@@ -102,11 +125,13 @@ DecoderEmbeddings add_decoder_embeddings(OpGraph& g, const DecoderDims& d) {
   OpNode lookup = embedding_lookup("embed.tokens", d.tokens(), d.vocab, d.d_model);
   lookup.split.model = SplitDim::K;
   lookup.params_split_by_model = true;
+  scatter_rows(lookup, d);
   e.lookup = e.out = g.add(std::move(lookup));
   if (!d.rotary) {
     OpNode pos = vector_op(OpKind::Elementwise, "embed.positions",
                            static_cast<double>(d.tokens()) * d.d_model, 1, 2 * vpu_ops::kGather, 1);
     pos.params = d.seq * d.d_model;
+    shard_rows(pos, d);
     e.out = g.add(std::move(pos), {e.lookup});
   }
   return e;
@@ -131,6 +156,7 @@ void add_decoder_head(OpGraph& g, const DecoderDims& d, int x, int tied_lookup) 
   const int ln = add_norm(g, "head.layer_norm", d, x);
   OpNode logits = weight_matmul("head.logits", d.tokens(), d.d_model, d.vocab, false);
   split_columns(logits);
+  gather_rows(logits, d);
   if (tied_lookup >= 0) {
     logits.params = 0;
     logits.params_split_by_model = false;

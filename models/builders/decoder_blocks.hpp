@@ -23,6 +23,9 @@ struct DecoderDims {
   bool rotary = false;    ///< rotary positions instead of a learned table
   bool biases = true;
   std::int64_t model_degree = 1;  ///< parallelism.model: K and V split only if it divides kv_heads
+  /// parallelism.shard_activations: the residual stream, layer norms and adds sharded over the
+  /// model axis (gathered before the column-split matmuls, reduce-scattered after the row-split)
+  bool shard_activations = false;
   std::int64_t tokens() const { return batch * seq; }
 };
 

@@ -40,6 +40,7 @@ const ParamRegistrar kDecoderLmParams{{
     {"workload.positions", T::String, "", "learned", "learned (a seq_len x d_model table added to the embeddings) or rotary (queries and keys rotated in every layer)", -kInf, kInf, {"learned", "rotary"}, "workload.model", kDecoderLmModel},
     {"workload.biases", T::Boolean, "", true, "matmuls and layer norms have biases (GPT-3; PaLM has none)", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
     {"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
+    {"parallelism.shard_activations", T::Boolean, "", false, "shard the residual stream, layer norms and residual adds over the model axis too (GSPMD's and PaLM's layouts, Megatron's sequence parallelism): all-gathered before the column-split matmuls, partial sums reduce-scattered instead of all-reduced; 1/model of the activations and their vector work", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
     {"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel},
 }};
 // clang-format on
@@ -60,6 +61,7 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   d.rotary = cfg.string("workload.positions") == "rotary";
   d.biases = cfg.boolean("workload.biases");
   d.model_degree = cfg.integer("parallelism.model");
+  d.shard_activations = cfg.boolean("parallelism.shard_activations");
   ProblemList problems;
   if (d.head_dim == 0 && d.d_model % d.heads != 0)
     problems.add("workload.heads",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "models/parallelism/compiler_hints.hpp"
 #include "models/parallelism/fsdp_plan.hpp"
@@ -151,8 +152,17 @@ class Partitioner {
   void add_compiler_hints(int v, Op& op) const {
     const OpNode& n = g_.node(v);
     double left = op.compute.bytes_read;
+    // Sharded activations: the gathered operand is read in place of its shards.
+    std::vector<int> gathered;
+    if (input_gather_ >= 0) {
+      gathered = n.gather_from.empty() ? g_.inputs(v) : n.gather_from;
+      const double bytes = std::min(left, p_.ops[input_gather_].output.bytes);
+      if (bytes > 0) op.reads.push_back({input_gather_, bytes});
+      left -= bytes;
+    }
     for (int u : g_.inputs(v)) {
       if (result_[u] < 0 || left <= 0) continue;
+      if (std::find(gathered.begin(), gathered.end(), u) != gathered.end()) continue;
       const double bytes = std::min(left, p_.ops[result_[u]].output.bytes);
       if (bytes > 0) op.reads.push_back({result_[u], bytes});
       left -= bytes;
@@ -219,20 +229,63 @@ class Partitioner {
     for (int owner : owners) gathered_[{owner, seg}] = op;
   }
 
+  // Sharded activations: the all-gather over "model" of the operand `v` needs whole (made of the
+  // outputs of n.gather_from, or of its inputs); ops of one pass gathering the same operand (a
+  // parallel block's Q/K/V and MLP reading one layer norm, the input and weight gradients of a
+  // row-split matmul reading one dY) share it. Returns the op, or -1.
+  int gather_input(int v) {
+    const OpNode& n = g_.node(v);
+    if (n.gather_bytes <= 0 || l_.model <= 1) return -1;
+    const std::vector<int> from = n.gather_from.empty() ? g_.inputs(v) : n.gather_from;
+    std::vector<int> deps;
+    for (int u : from)
+      if (result_[u] >= 0) deps.push_back(result_[u]);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    const bool forward = n.phase == Phase::Forward;
+    InputGatherKey key{forward, deps, n.gather_bytes};
+    if (auto it = input_gathers_.find(key); it != input_gathers_.end()) return it->second;
+    const OpNode& src = g_.node(from.front());
+    const bool activation = src.phase == Phase::Forward || src.recompute;
+    const int op = emit_collective(n.name + ".input.all-gather", CollectiveKind::AllGather, n.phase,
+                                   n.gather_bytes, DType::BF16, {"model"}, deps);
+    p_.ops[op].output.cls =
+        activation ? MemoryClass::Activations : MemoryClass::ActivationGradients;
+    input_gathers_[key] = op;
+    return op;
+  }
+
   void emit_step_op(int v) {
     const OpNode& n = g_.node(v);
     std::vector<int> deps = input_deps(v);
+    const int input = gather_input(v);
+    if (input >= 0) deps.push_back(input);
     const int gather = fsdp_gather_for(v);
     if (gather >= 0) deps.push_back(gather);
     const std::size_t first_halo = p_.ops.size();
     deps = emit_halos(n, std::move(deps));
+    input_gather_ = input;
     const int op = emit_compute(v, deps);
+    input_gather_ = -1;
     if (gather >= 0) p_.ops[gather].output.last_use = std::max(p_.ops[gather].output.last_use, op);
+    if (input >= 0) p_.ops[input].output.last_use = std::max(p_.ops[input].output.last_use, op);
     for (std::size_t h = first_halo; h < static_cast<std::size_t>(op); ++h)
       p_.ops[h].output.last_use = op;
     result_[v] = op;
+    emit_partial_sum(v, op);
+    if (!n.weight_grad || (!last_micro_ && !sync_each_microbatch())) return;
+    const int done = emit_row_split_param_sum(v, op);
+    for (int o : owners_of(n))
+      if (--pending_[o] == 0) complete_gradient(o, done);
+  }
+
+  // The partial sum of compute op `op` (of vertex v) over the axes splitting its reduced
+  // dimension: all-reduced, or reduce-scattered over "model" where its readers take it sharded
+  // (OpNode::scatter_partial). Weight gradients are summed over replica axes by the sync.
+  void emit_partial_sum(int v, int op) {
+    const OpNode& n = g_.node(v);
     std::vector<std::string> axes = partial_axes(n, l_);
-    if (n.weight_grad) {  // summed over replica axes by the gradient sync
+    if (n.weight_grad) {
       const auto rep = l_.replica_axes();
       axes.erase(std::remove_if(axes.begin(), axes.end(),
                                 [&](const std::string& a) {
@@ -240,18 +293,33 @@ class Partitioner {
                                 }),
                  axes.end());
     }
-    if (!axes.empty()) {
-      // The partial sum is staged for the all-reduce; the reduced tensor is what readers see.
-      result_[v] =
-          emit_collective(n.name + ".all-reduce", CollectiveKind::AllReduce, n.phase,
-                          partial_result_bytes(n, l_, p_.ops[op].compute), n.out_dtype, axes, {op});
-      p_.ops[result_[v]].output.cls = p_.ops[op].output.cls;
-      p_.ops[op].output.cls = MemoryClass::CollectiveBuffers;
-      p_.ops[op].output.last_use = result_[v];
-    }
-    if (!n.weight_grad || (!last_micro_ && !sync_each_microbatch())) return;
+    if (axes.empty()) return;
+    // The partial sum is staged for the collective; the reduced tensor is what readers see.
+    const bool scatter = n.scatter_partial && axes == std::vector<std::string>{"model"};
+    const auto kind = scatter ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+    const double bytes = partial_result_bytes(n, l_, p_.ops[op].compute);
+    result_[v] = emit_collective(n.name + "." + to_string(kind), kind, n.phase, bytes, n.out_dtype,
+                                 axes, {op});
+    if (scatter) p_.ops[result_[v]].output.bytes = bytes / l_.model;
+    p_.ops[result_[v]].output.cls = p_.ops[op].output.cls;
+    p_.ops[op].output.cls = MemoryClass::CollectiveBuffers;
+    p_.ops[op].output.last_use = result_[v];
+  }
+
+  // Sharded activations: a vector op owning weights (a layer norm's scale) whose rows are split
+  // over "model" holds partial sums of its weight gradients; they are all-reduced over "model"
+  // (f32) before the gradient sync. Returns the op the gradient is complete after.
+  int emit_row_split_param_sum(int v, int op) {
+    const OpNode& n = g_.node(v);
+    if (n.matmul || n.split.model != SplitDim::M || l_.model <= 1) return result_[v];
+    double bytes = 0;
     for (int o : owners_of(n))
-      if (--pending_[o] == 0) complete_gradient(o, result_[v]);
+      if (!g_.node(o).params_split_by_model) bytes += params_per_core(o) * dtype_bytes(DType::F32);
+    if (bytes <= 0) return result_[v];
+    const int sum = emit_collective(n.name + ".params.all-reduce", CollectiveKind::AllReduce,
+                                    n.phase, bytes, DType::F32, {"model"}, {op});
+    p_.ops[sum].output.cls = MemoryClass::WeightGradients;
+    return sum;
   }
 
   // Spatial partitioning: per split dimension the two collective-permutes (+d, -d along
@@ -485,6 +553,10 @@ class Partitioner {
   int segment_ = -1;                             ///< FSDP segment of the op being emitted
   bool last_micro_ = true;                       ///< emitting the step's last microbatch
   std::map<std::pair<int, int>, int> gathered_;  ///< (owner, segment) -> its all-gather op
+  /// Sharded activations: (forward pass, the gathered tensors' ops, bytes) -> the all-gather.
+  using InputGatherKey = std::tuple<bool, std::vector<int>, double>;
+  std::map<InputGatherKey, int> input_gathers_;
+  int input_gather_ = -1;  ///< the all-gather of the op being emitted, or -1
 };
 
 }  // namespace
