@@ -4,25 +4,17 @@
 
 #include "core/errors.hpp"
 #include "tests/traces/trace_test_programs.hpp"
+#include "tests/unit/model_study.hpp"
 #include "traces/format/file_bytes.hpp"
 #include "traces/profile/profile_import.hpp"
 
 using namespace tpusim;
 using namespace tpusim::trace;
+using tpusim::test::index_of;
+using tpusim::test::op_named;
 using tpusim::testing::example_trace_dir;
 
 namespace {
-const Op& op_named(const Program& p, const std::string& name) {
-  for (const auto& op : p.ops)
-    if (op.name == name) return op;
-  FAIL("no op " << name);
-  return p.ops.front();
-}
-int index_of(const Program& p, const std::string& name) {
-  for (std::size_t i = 0; i < p.ops.size(); ++i)
-    if (p.ops[i].name == name) return static_cast<int>(i);
-  return -1;
-}
 bool has_warning(const ImportResult& r, const std::string& text) {
   for (const auto& w : r.warnings)
     if (w.find(text) != std::string::npos) return true;

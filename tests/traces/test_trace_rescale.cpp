@@ -2,11 +2,13 @@
 
 #include "core/errors.hpp"
 #include "tests/traces/trace_test_programs.hpp"
+#include "tests/unit/model_study.hpp"
 #include "topologies/device_mesh.hpp"
 #include "traces/format/mesh_groups.hpp"
 #include "traces/format/rescale.hpp"
 
 using namespace tpusim;
+using tpusim::test::op_named;
 using tpusim::testing::every_field_program;
 
 namespace {
@@ -15,12 +17,6 @@ Program rescalable_program() {
   Program p = every_field_program();
   p.ops.pop_back();
   return p;
-}
-const Op& op_named(const Program& p, const std::string& name) {
-  for (const auto& op : p.ops)
-    if (op.name == name) return op;
-  FAIL("no op " << name);
-  return p.ops.front();
 }
 }  // namespace
 

@@ -1,6 +1,8 @@
 #pragma once
 // Helpers for the models/ tests: a study from inline JSON, its graph and its Program.
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/config.hpp"
 #include "core/hardware.hpp"
@@ -36,6 +38,32 @@ inline double sum_flops(const Program& p) {
   for (const auto& op : p.ops)
     if (!op.is_collective) s += op.compute.flops;
   return s;
+}
+
+/// The op named `name` (the test fails if there is none).
+inline const Op& op_named(const Program& p, const std::string& name) {
+  for (const auto& op : p.ops)
+    if (op.name == name) return op;
+  FAIL("no op " << name);
+  return p.ops.front();
+}
+
+/// The index of the first op named `name` (the test fails if there is none).
+inline int index_of(const Program& p, const std::string& name) {
+  for (int i = 0; i < static_cast<int>(p.ops.size()); ++i)
+    if (p.ops[i].name == name) return i;
+  FAIL("no op " << name);
+  return -1;
+}
+
+/// Bytes of activations live while op i runs.
+inline double activations_at(const Program& p, int i) {
+  double sum = 0;
+  for (int j = 0; j <= i; ++j) {
+    const OpOutput& o = p.ops[j].output;
+    if (o.cls == MemoryClass::Activations && (j == i || o.last_use >= i)) sum += o.bytes;
+  }
+  return sum;
 }
 
 }  // namespace tpusim::test

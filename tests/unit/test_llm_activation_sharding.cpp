@@ -7,6 +7,9 @@
 #include "model_study.hpp"
 
 using namespace tpusim;
+using tpusim::test::activations_at;
+using tpusim::test::index_of;
+using tpusim::test::op_named;
 using tpusim::test::program_of;
 
 namespace {
@@ -24,20 +27,6 @@ Program lm(bool shard, const std::string& remat) {
   return program_of(load_config({{"topology", "2x2"}, {"workload", w}, {"parallelism", par}}));
 }
 
-const Op& op_named(const Program& p, const std::string& name) {
-  for (const auto& op : p.ops)
-    if (op.name == name) return op;
-  FAIL("no op " << name);
-  return p.ops.front();
-}
-
-int index_of(const Program& p, const std::string& name) {
-  for (int i = 0; i < static_cast<int>(p.ops.size()); ++i)
-    if (p.ops[i].name == name) return i;
-  FAIL("no op " << name);
-  return -1;
-}
-
 // Bytes of the collectives of `kind` over "model" alone whose name starts with `prefix`.
 double model_bytes(const Program& p, CollectiveKind kind, const std::string& prefix = "") {
   double s = 0;
@@ -46,16 +35,6 @@ double model_bytes(const Program& p, CollectiveKind kind, const std::string& pre
         op.collective.axes == std::vector<std::string>{"model"} && op.name.rfind(prefix, 0) == 0)
       s += op.collective.bytes;
   return s;
-}
-
-// Activations live while op i runs.
-double activations_at(const Program& p, int i) {
-  double sum = 0;
-  for (int j = 0; j <= i; ++j) {
-    const OpOutput& o = p.ops[j].output;
-    if (o.cls == MemoryClass::Activations && (j == i || o.last_use >= i)) sum += o.bytes;
-  }
-  return sum;
 }
 
 const std::string kLayer = "decoder.0.";

@@ -7,6 +7,7 @@
 #include "models/memory/memory_model.hpp"
 
 using namespace tpusim;
+using tpusim::test::activations_at;
 using tpusim::test::program_of;
 using tpusim::test::sum_flops;
 
@@ -30,15 +31,6 @@ int last_op(const Program& p, const std::string& name) {
   return at;
 }
 
-/// Bytes of activations live while op i runs.
-double activations_at(const Program& p, int i) {
-  double sum = 0;
-  for (int j = 0; j <= i; ++j) {
-    const OpOutput& o = p.ops[j].output;
-    if (o.cls == MemoryClass::Activations && (j == i || o.last_use >= i)) sum += o.bytes;
-  }
-  return sum;
-}
 }  // namespace
 
 TEST_CASE("selective remat drops each layer's scores, softmax and context until backward") {

@@ -7,6 +7,7 @@
 #include "model_study.hpp"
 
 using namespace tpusim;
+using tpusim::test::op_named;
 using tpusim::test::program_of;
 
 namespace {
@@ -25,13 +26,6 @@ Config small_lm(const std::string& topology, long long batch, nlohmann::json par
                    {"seq_len", S}};
   w.update(extra);
   return load_config({{"topology", topology}, {"workload", w}, {"parallelism", parallelism}});
-}
-
-const Op& op_named(const Program& p, const std::string& name) {
-  for (const auto& op : p.ops)
-    if (op.name == name) return op;
-  FAIL("no op " << name);
-  return p.ops.front();
 }
 
 bool has_op(const Program& p, const std::string& name) {
