@@ -94,31 +94,46 @@ TEST_CASE("bad studies are one error line naming the JSON path with exit code 2"
 }
 
 TEST_CASE("a long run shows a progress line on a terminal, and nothing when piped") {
-  // A packet-level all-reduce on the Multipod takes seconds; the line comes once a second.
+  // The line comes once a second; TPUSIM_PROGRESS_INTERVAL_S=0.05 makes a packet-level
+  // all-reduce over a pod (half a second in a Release build) a long run.
+  const std::string env = "TPUSIM_PROGRESS_INTERVAL_S=0.05";
   const std::vector<std::string> args = {"collective",
                                          "--op",
                                          "all-reduce",
                                          "--bytes",
                                          "64MiB",
                                          "--topology",
-                                         "tpu_v3_multipod",
+                                         "tpu_v3_pod",
                                          "--set",
                                          "network.fidelity=packet",
                                          "--set",
                                          "network.packet_bytes=2048"};
-  std::string cmd = shell_quote(TPUSIM_BIN);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  // script(1) runs it on a pseudo-terminal: stderr is a terminal, stdout goes to /dev/null.
-  const std::string tty = "/tmp/tpusim_progress_" + std::to_string(::getpid());
-  const int status = std::system(("cd " + shell_quote(TPUSIM_SOURCE_DIR) + " && script -qec " +
-                                  shell_quote(cmd + " 2>&1 >/dev/null") + " /dev/null > " + tty)
-                                     .c_str());
-  CHECK(WIFEXITED(status));
-  const std::string shown = slurp(tty);
-  std::remove(tty.c_str());
+  // script(1) runs the command on a pseudo-terminal (stderr a terminal, stdout /dev/null) and
+  // returns its exit status; what the terminal showed lands in a file.
+  const auto on_terminal = [&args](const std::string& environment, std::string& shown) {
+    std::string cmd = "env " + environment + " " + shell_quote(TPUSIM_BIN);
+    for (const auto& a : args) cmd += " " + shell_quote(a);
+    const std::string tty = "/tmp/tpusim_progress_" + std::to_string(::getpid());
+    const int status = std::system(("cd " + shell_quote(TPUSIM_SOURCE_DIR) + " && script -qec " +
+                                    shell_quote(cmd + " 2>&1 >/dev/null") + " /dev/null > " + tty)
+                                       .c_str());
+    shown = slurp(tty);
+    std::remove(tty.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  std::string shown;
+  CHECK(on_terminal(env, shown) == 0);
   CHECK_THAT(shown, Catch::Contains("tpusim: simulated ") &&
                         Catch::Contains("slowest core at op") && Catch::Contains("\033[K"));
-  auto piped = run_tpusim(args);
+  auto piped = run_tpusim_env(env, args);
   CHECK(piped.exit_code == 0);
   CHECK_THAT(piped.err, !Catch::Contains("simulated"));
+  // An interval that is not a number of seconds is one error line naming the variable, on a
+  // terminal and piped.
+  CHECK(on_terminal("TPUSIM_PROGRESS_INTERVAL_S=soon", shown) == 2);
+  CHECK_THAT(shown, Catch::Contains("TPUSIM_PROGRESS_INTERVAL_S") && Catch::Contains("'soon'"));
+  auto bad = run_tpusim_env("TPUSIM_PROGRESS_INTERVAL_S=0", args);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err_lines() == 1);
+  CHECK_THAT(bad.err, Catch::Contains("TPUSIM_PROGRESS_INTERVAL_S") && Catch::Contains("0.01"));
 }

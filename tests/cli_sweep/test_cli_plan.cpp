@@ -137,6 +137,50 @@ TEST_CASE("plan: killed and rerun, it prunes and simulates what one uninterrupte
   CHECK(r["top"] == w["top"]);
 }
 
+TEST_CASE("plan: killed in its first wave, the rerun does not prune that wave by its results") {
+  // -j 13 puts the 12 layouts with weight-update sharding (bounds near 66 ms, steps near 74 ms)
+  // and the first without it (bound near 98 ms) in one wave: one uninterrupted run simulates all
+  // 13, nothing being simulated when the wave is formed. Killed after the wave's first layout
+  // finished, the rerun must form the same wave: were that cached result counted before the
+  // wave (as before the fix), its 74 ms would rule out the 98 ms bound (top 1, less memory).
+  SweepScratch s;
+  const auto study = s.write("bert.json", small_bert_study());
+  const std::vector<std::string> args{"plan", study,    "-j",      "13",       "--top",
+                                      "1",    "--json", "--space", kSmallSpace};
+  auto with_out = [&](const std::string& out) {
+    auto v = args;
+    v.insert(v.end(), {"--out", s.path(out)});
+    return v;
+  };
+  auto whole = run_tpusim(with_out("whole"));
+  REQUIRE(whole.exit_code == 0);
+  const json w = json::parse(whole.out);
+  const json store = json::parse(slurp(s.path("whole/sweep.json")));
+  // The premise: the first wave holds a layout whose bound is above the first layout's step.
+  REQUIRE(store["points"].size() > 13);
+  const auto& cand = w["candidates"];
+  const std::string first = store["points"][0]["id"];
+  bool wave_holds_a_worse_bound = false;
+  for (int k = 1; k < 13; ++k) {
+    const auto& c = cand[store["points"][k]["id"].get<std::string>()];
+    wave_holds_a_worse_bound |= c["bound_ms"].get<double>() > cand[first]["step_time_ms"] &&
+                                c["peak_memory_bytes"] >= cand[first]["peak_memory_bytes"];
+  }
+  REQUIRE(wave_holds_a_worse_bound);
+  std::filesystem::create_directories(s.path("killed/points"));
+  for (const char* suffix : {".json", ".study.json"})
+    std::filesystem::copy_file(s.path("whole/points/" + first + suffix),
+                               s.path("killed/points/" + first + suffix));
+  auto rerun = run_tpusim(with_out("killed"));
+  INFO(rerun.err);
+  REQUIRE(rerun.exit_code == 0);
+  const json r = json::parse(rerun.out);
+  CHECK(r["counts"]["cached"] == 1);
+  CHECK(r["counts"]["simulated"] == w["counts"]["simulated"]);
+  CHECK(r["counts"]["pruned"] == w["counts"]["pruned"]);
+  CHECK(r["top"] == w["top"]);
+}
+
 TEST_CASE("plan: the study's own layout is always simulated and ranked") {
   SweepScratch s;
   json doc = small_bert_study();

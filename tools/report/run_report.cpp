@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <ostream>
 
 #include "compiler/compiler.hpp"
+#include "core/errors.hpp"
 #include "core/params.hpp"
 #include "core/units.hpp"
 #include "tools/report/memory_report.hpp"
@@ -40,7 +43,20 @@ std::string layout_string(const Program& program, const Config& cfg) {
   return s;
 }
 
-double progress_interval_s() { return ::isatty(2) == 1 ? 1.0 : 0.0; }
+double progress_interval_s() {
+  double interval = 1.0;
+  // A number of seconds in [0.01, 3600]; anything else is the user's mistake, named (also when
+  // stderr is piped and no line would be drawn).
+  if (const char* env = std::getenv("TPUSIM_PROGRESS_INTERVAL_S"); env != nullptr) {
+    char* end = nullptr;
+    interval = std::strtod(env, &end);
+    if (*env == '\0' || *end != '\0' || !std::isfinite(interval) || interval < 0.01 ||
+        interval > 3600)
+      throw ConfigError("TPUSIM_PROGRESS_INTERVAL_S",
+                        fmt::format("'{}' is not a number of seconds from 0.01 to 3600", env));
+  }
+  return ::isatty(2) == 1 ? interval : 0.0;
+}
 
 namespace {
 

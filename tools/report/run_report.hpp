@@ -17,8 +17,10 @@ constexpr int kReportSchemaVersion = 1;
 /// vocabulary of `tpusim plan`'s labels (data: all data replicas; bn: cores per batch-norm group).
 std::string layout_string(const Program& program, const Config& cfg);
 
-/// The interval of the progress line of a long run (SimOptions::progress_interval_s): 1 s when
-/// stderr is a terminal, else 0 (nothing when piped or in a sweep's point).
+/// The interval of the progress line of a long run (SimOptions::progress_interval_s): when
+/// stderr is a terminal, 1 s or the environment's TPUSIM_PROGRESS_INTERVAL_S; else 0 (nothing
+/// when piped or in a sweep's point). A TPUSIM_PROGRESS_INTERVAL_S that is not a number of
+/// seconds from 0.01 to 3600 throws ConfigError naming it, on a terminal or not.
 double progress_interval_s();
 
 nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
