@@ -38,11 +38,11 @@ const ParamRegistrar kInputPipelineParams{{
 constexpr double kInputPipelineImagenetPixels = 469.0 * 387.0;
 constexpr double kInputPipelineCocoPixels = 640.0 * 480.0;
 constexpr double kInputPipelineCocoBoxes = 860001.0 / 118287.0;
-// SSD: 8732 default boxes (workloads.md); up to 50 random-crop tries, each testing the crop's
-// IoU against every box (timed-run.md; all 50 taken: the worst case).
+// SSD: 8732 default boxes (docs/cnn.md); up to 50 random-crop tries, each testing the crop's
+// IoU against every box (the MLPerf v0.7 code; all 50 taken: the worst case).
 constexpr double kInputPipelineSsdAnchors = 8732;
 constexpr double kInputPipelineSsdCropTries = 50;
-// Mask R-CNN: 279,279 anchors at 832 x 1344 (detection-on-tpu.md); a 640 x 480 image resized to
+// Mask R-CNN: 279,279 anchors at 832 x 1344 (docs/detection.md); a 640 x 480 image resized to
 // short side 800 is 1067 x 800.
 constexpr double kInputPipelineMaskrcnnAnchors = 279279;
 constexpr double kInputPipelineMaskrcnnResized = 1067.0 * 800.0;

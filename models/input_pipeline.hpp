@@ -1,7 +1,7 @@
 #pragma once
 // The host input pipeline of a model as the operations it runs per example (JPEG decode, crop,
 // resize, flip, colour jitter, normalise, anchor matching, box encoding, mask crops, record
-// parsing, packing; shared/reference/timed-run.md), each costed by its size in that example
+// parsing, packing: what the MLPerf v0.7 code does), each costed by its size in that example
 // (pixels, box x anchor pairs, tokens, bytes) times a per-unit CPU cost that all models share
 // (hardware.host.cost.*, measured by tools/bench/host_ops.cpp). What-ifs that cache or move a step
 // are workload.input.*. docs/train.md has the table of costs and sizes.

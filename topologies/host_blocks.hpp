@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
 #include "topologies/topology.hpp"
 
 namespace tpusim {
@@ -18,6 +19,9 @@ struct HostBlocks {
   int chips_per_host() const { return chips.empty() ? 0 : static_cast<int>(chips[0].size()); }
   std::string describe() const;  ///< "4x2 chips per host"
 };
+
+/// The study's hardware.host.chip_block (declared in host_blocks.cpp: a preset may set it).
+std::vector<int> host_chip_block(const Config& cfg);
 
 /// Cuts `topology` into blocks of `block` chips (X first). A block longer than the grid along a
 /// dimension is clipped to the grid (a 2x2 slice has one host of 4 chips); extents that do not

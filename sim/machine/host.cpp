@@ -14,9 +14,6 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kHostParams{{
-    // 8 chips (16 TensorCores) per host as a 4x2 block of the chip grid: the mlperf07 system
-    // files and launch flags (512 hosts on the 128x32 Multipod). Clipped to smaller grids.
-    {"hardware.host.chip_block", T::IntegerList, "chips", nlohmann::json::array({4, 2}), "chips one host feeds, as a block of the chip grid (X first; clipped to the grid, must tile it) (tpusim train)", 1, 1 << 20},
     // 96: ASSUMPTION. The mlperf07 system files give 2 CPU sockets per host but no core count;
     // a Cloud TPU v3 host (v3-8 TPU VM) has 96 vCPUs (2 sockets x 24 cores x 2 threads), taken
     // here for the 8-chip host. A core here is one vCPU of the speed measured by
@@ -32,9 +29,7 @@ const ParamRegistrar kHostParams{{
 
 HostOptions HostOptions::from_config(const Config& cfg) {
   HostOptions o;
-  o.chip_block.clear();
-  for (auto e : cfg.integers("hardware.host.chip_block"))
-    o.chip_block.push_back(static_cast<int>(e));
+  o.chip_block = host_chip_block(cfg);
   o.cpu_cores = static_cast<int>(cfg.integer("hardware.host.cpu_cores"));
   o.pcie_per_chip = cfg.GBps("hardware.host.pcie_GBps");
   o.queue_batches = static_cast<int>(cfg.integer("hardware.host.infeed_queue_batches"));
