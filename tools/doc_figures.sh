@@ -32,7 +32,7 @@ describe() {
     collectives) echo "README.md: Benchmarks (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
-    train) echo "README.md: Time to train (the table); docs/train.md: Host rates (needed at the study's step)" ;;
+    train) echo "README.md: Time to train (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost)" ;;
     memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts; README.md: Memory" ;;
     results) echo "docs/results.md: the tpusim diff example" ;;
     chakra) echo "docs/chakra.md: Cost (the replay of the BERT 256-chip trace)" ;;
@@ -230,10 +230,10 @@ sec_detection() {
 
 sec_train() {
   local s
-  echo "| study | time to train | training steps | evaluation | input stalls | examples/s per host |"
+  echo "| study | time to train | training steps | evaluation | input stalls | host CPU per example, per batch, busy |"
   for s in bert_large_4096 resnet50_4096 transformer_big_4096 ssd_4096 maskrcnn_512; do
     echo "\$ tpusim train configs/studies/$s.json --json"
-    q '"| \(.study | sub(".*/"; "") | sub(".json"; "")) | \(.time_to_train_s * 10 | round / 10) s | \(.breakdown.training_s * 100 | round / 100) s (\(.schedule.target_steps) x \(.per_step.train_step_ms * 100 | round / 100) ms) | \(.breakdown.evaluation_s * 100 | round / 100) s (\(.schedule.evaluations) x \(.schedule.eval_steps_per_evaluation) x \(.per_step.eval_step_ms * 100 | round / 100) ms) | \(.breakdown.input_stall_s) | \(.examples_per_s / .hosts | round) |"' \
+    q '"| \(.study | sub(".*/"; "") | sub(".json"; "")) | \(.time_to_train_s * 10 | round / 10) s | \(.breakdown.training_s * 100 | round / 100) s (\(.schedule.target_steps) x \(.per_step.train_step_ms * 100 | round / 100) ms) | \(.breakdown.evaluation_s * 100 | round / 100) s (\(.schedule.evaluations) x \(.schedule.eval_steps_per_evaluation) x \(.per_step.eval_step_ms * 100 | round / 100) ms) | \(.breakdown.input_stall_s) | \(.host.cpu_us_per_example * 10 | round / 10) us, \(.host.train_batch_cpu_ms * 1000 | round / 1000) ms, \(.host.cpu_utilisation_train * 1000 | round / 10) % |"' \
       train configs/studies/$s.json
   done
 }

@@ -14,9 +14,11 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kHostParams{{
-    // 4 chips (8 TensorCores) per host: a Cloud TPU v3 host board (v3-8). The mlperf07 system
-    // files describe 8 chips per host (4x2); a study can set that.
-    {"hardware.host.chips_per_host", T::Integer, "chips", 4, "chips fed by one host (tpusim train): its preprocessing serves all their cores", 1, 1 << 20},
+    // 96: ASSUMPTION. The mlperf07 system files give 2 CPU sockets per host but no core count;
+    // a Cloud TPU v3 host (v3-8 TPU VM) has 96 vCPUs (2 sockets x 24 cores x 2 threads), taken
+    // here for the 8-chip host. A core here is one vCPU of the speed measured by
+    // tools/bench/host_ops.cpp (docs/train.md).
+    {"hardware.host.cpu_cores", T::Integer, "cores", 96, "CPU cores (vCPUs) of one host that run its input pipeline in parallel (tpusim train)", 1, 1 << 20},
     // About 15 GB/s per chip: the scaling book's TPU chapter (PCIe host link).
     {"hardware.host.pcie_GBps", T::Number, "GB/s", 15.0, "host-to-chip PCIe bandwidth per chip, for infeed (tpusim train)", 1e-6, 1e6},
     {"hardware.host.infeed_queue_batches", T::Integer, "batches", 2, "batches a core's infeed queue holds (2: double-buffered); the host runs at most this far ahead of the core (tpusim train)", 1, 1024},
@@ -27,28 +29,31 @@ const ParamRegistrar kHostParams{{
 
 HostOptions HostOptions::from_config(const Config& cfg) {
   HostOptions o;
-  o.chips_per_host = static_cast<int>(cfg.integer("hardware.host.chips_per_host"));
+  o.chip_block = host_chip_block(cfg);
+  o.cpu_cores = static_cast<int>(cfg.integer("hardware.host.cpu_cores"));
   o.pcie_per_chip = cfg.GBps("hardware.host.pcie_GBps");
   o.queue_batches = static_cast<int>(cfg.integer("hardware.host.infeed_queue_batches"));
   return o;
 }
 
-HostSet::HostSet(int chips, int cores_per_chip, const HostOptions& options, const InfeedPlan& plan,
-                 EventQueue& queue, std::function<void(int)> wake)
+HostSet::HostSet(const Topology& topology, int cores_per_chip, const HostOptions& options,
+                 const InfeedPlan& plan, EventQueue& queue, std::function<void(int)> wake)
     : plan_(plan), queue_(queue), wake_(std::move(wake)) {
+  const int chips = topology.num_chips();
   const int cores = chips * cores_per_chip;
   const std::size_t batches = plan.batch_examples.size();
   arrival_.assign(cores, std::vector<Duration>(batches, Duration::ps(-1)));
   waiting_since_.assign(cores, Duration{});
   waiting_.assign(cores, false);
   stats_.assign(batches, InfeedBatchStats{});
-  const int hosts = (chips + options.chips_per_host - 1) / options.chips_per_host;
-  for (int h = 0; h < hosts; ++h) {
-    const int first = h * options.chips_per_host;
-    const int n = std::min(options.chips_per_host, chips - first);
-    hosts_.push_back(std::make_unique<Host>(("host" + std::to_string(h)).c_str(), *this, first, n,
-                                            cores_per_chip, chips, options));
-    host_of_core_.insert(host_of_core_.end(), static_cast<std::size_t>(n) * cores_per_chip, h);
+  const HostBlocks blocks = host_blocks(topology, options.chip_block);
+  host_of_core_.assign(cores, -1);
+  for (std::size_t h = 0; h < blocks.chips.size(); ++h) {
+    hosts_.push_back(std::make_unique<Host>(("host" + std::to_string(h)).c_str(), *this,
+                                            blocks.chips[h], cores_per_chip, chips, options));
+    for (int c : blocks.chips[h])
+      for (int k = 0; k < cores_per_chip; ++k)
+        host_of_core_[c * cores_per_chip + k] = static_cast<int>(h);
   }
 }
 
@@ -74,22 +79,27 @@ void HostSet::dequeue(int core, int batch, Duration now) {
   hosts_[host_of_core_[core]]->dequeued(batch);
 }
 
+void HostSet::preprocessed(int batch, Duration cpu) {
+  stats_[batch].cpu = max(stats_[batch].cpu, cpu);
+}
+
 void HostSet::arrived(int core, int batch, Duration when) {
   arrival_[core][batch] = when;
   stats_[batch].arrived = max(stats_[batch].arrived, when);
   queue_.at(when, [this, core] { wake_(core); });
 }
 
-Host::Host(sc_core::sc_module_name name, HostSet& set, int first_chip, int chips,
+Host::Host(sc_core::sc_module_name name, HostSet& set, const std::vector<int>& chips,
            int cores_per_chip, int total_chips, const HostOptions& options)
     : sc_core::sc_module(name),
       set_(set),
-      first_core_(first_chip * cores_per_chip),
-      cores_(chips * cores_per_chip),
-      share_(static_cast<double>(chips) / total_chips),
+      chips_(chips),
+      cores_per_chip_(cores_per_chip),
+      cores_(static_cast<int>(chips.size()) * cores_per_chip),
+      share_(static_cast<double>(chips.size()) / total_chips),
       options_(options),
       taken_(set.plan_.batch_examples.size(), 0),
-      pcie_free_(chips, Duration{}) {
+      pcie_free_(chips.size(), Duration{}) {
   SC_METHOD(guarded_work);
   sensitive << wake_;
   // Runs once at time zero (SC_METHODs are initialised): the first batch starts at run_start.
@@ -116,14 +126,13 @@ void Host::work() {
   if (busy_) {
     // Batch next_ is preprocessed: copy each chip's share over its PCIe link (FIFO per link).
     busy_ = false;
-    const int chips = static_cast<int>(pcie_free_.size());
-    const int cores_per_chip = cores_ / chips;
+    const int chips = static_cast<int>(chips_.size());
     const Duration copy =
         options_.pcie_per_chip.time_for(examples / chips * plan.batch_example_bytes[next_]);
     for (int c = 0; c < chips; ++c) {
       pcie_free_[c] = max(pcie_free_[c], now) + copy;
-      for (int k = 0; k < cores_per_chip; ++k)
-        set_.arrived(first_core_ + c * cores_per_chip + k, next_, pcie_free_[c]);
+      for (int k = 0; k < cores_per_chip_; ++k)
+        set_.arrived(chips_[c] * cores_per_chip_ + k, next_, pcie_free_[c]);
     }
     ++next_;
   }
@@ -132,8 +141,11 @@ void Host::work() {
   const int freed = next_ - options_.queue_batches;
   if (freed >= 0 && taken_[freed] < cores_) return;  // woken again by dequeued()
   busy_ = true;
+  // The pipeline runs its examples in parallel over the host's CPU cores.
   const double n = plan.batch_examples[next_] * share_;
-  const Duration preprocess = Duration::seconds(n / plan.examples_per_s_per_host);
+  const Duration preprocess =
+      Duration::seconds(n * plan.batch_cpu_ns_per_example[next_] * 1e-9 / options_.cpu_cores);
+  set_.preprocessed(next_, preprocess);
   done_at_ = now + preprocess;
   wake_.notify(to_sc(preprocess));
 }

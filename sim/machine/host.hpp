@@ -1,7 +1,9 @@
 #pragma once
-// Hosts and infeed: one Host module per group of chips (hardware.host.chips_per_host) preprocesses
-// the examples of its chips at a fixed rate and copies each core's share of a batch over its
-// chip's PCIe link into the core's infeed queue. A queue holds host.infeed_queue_batches batches
+// Hosts and infeed: one Host module per block of chips (hardware.host.chip_block: 4x2 on TPU v3,
+// topologies/host_blocks.hpp) preprocesses the examples of its chips on its CPU cores
+// (hardware.host.cpu_cores: a batch takes its examples x the pipeline's CPU time per example /
+// cores) and copies each core's share of a batch over its chip's PCIe link into the core's
+// infeed queue. A queue holds host.infeed_queue_batches batches
 // (2: double-buffered); the host starts on batch b only when every one of its cores has dequeued
 // batch b - queue_batches. A core dequeues batch b at the Program's infeed op of that batch and
 // waits there until the batch has arrived: a host slower than the device stalls the step.
@@ -13,6 +15,7 @@
 
 #include "core/config.hpp"
 #include "core/units.hpp"
+#include "topologies/host_blocks.hpp"
 
 namespace tpusim {
 
@@ -23,12 +26,15 @@ struct InfeedPlan {
   std::vector<int> op_batch;                ///< per Program op: the batch it dequeues, or -1
   std::vector<double> batch_examples;       ///< per batch: examples over all hosts
   std::vector<double> batch_example_bytes;  ///< per batch: infeed bytes of one of its examples
-  double examples_per_s_per_host = 0;       ///< preprocessing rate of one host
+  /// per batch: CPU time of one example's preprocessing on one host core, ns
+  /// (models/input_pipeline.hpp)
+  std::vector<double> batch_cpu_ns_per_example;
 };
 
-/// The hosts' parameters hardware.host.* (declared in sim/host.cpp).
+/// The hosts' parameters hardware.host.* (declared in sim/machine/host.cpp).
 struct HostOptions {
-  int chips_per_host = 4;
+  std::vector<int> chip_block{4, 2};  ///< chips per host along each grid dimension
+  int cpu_cores = 96;                 ///< CPU cores of a host that run its input pipeline
   Bandwidth pcie_per_chip = Bandwidth::GBps(15);
   int queue_batches = 2;
   static HostOptions from_config(const Config& cfg);
@@ -38,6 +44,7 @@ struct InfeedBatchStats {
   Duration arrived;  ///< the last core's copy of the batch arrived
   Duration started;  ///< the last core dequeued it (its step began)
   Duration stall;    ///< longest wait of a core at the batch's infeed op
+  Duration cpu;      ///< longest preprocessing of the batch on a host's CPU cores
 };
 
 /// What a TensorCore asks at an infeed op.
@@ -57,8 +64,9 @@ class Host;
 class HostSet : public InfeedPort {
  public:
   /// `wake(core)` is called when a batch arrives in the queue of a core.
-  HostSet(int chips, int cores_per_chip, const HostOptions& options, const InfeedPlan& plan,
-          EventQueue& queue, std::function<void(int)> wake);
+  /// Throws ConfigError (hardware.host.chip_block) if the blocks do not tile the topology.
+  HostSet(const Topology& topology, int cores_per_chip, const HostOptions& options,
+          const InfeedPlan& plan, EventQueue& queue, std::function<void(int)> wake);
   ~HostSet() override;
 
   bool available(int core, int batch, Duration now) override;
@@ -70,6 +78,7 @@ class HostSet : public InfeedPort {
  private:
   friend class Host;
   void arrived(int core, int batch, Duration when);
+  void preprocessed(int batch, Duration cpu);
 
   const InfeedPlan& plan_;
   EventQueue& queue_;
@@ -86,8 +95,9 @@ class HostSet : public InfeedPort {
 class Host : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Host);
-  Host(sc_core::sc_module_name name, HostSet& set, int first_chip, int chips, int cores_per_chip,
-       int total_chips, const HostOptions& options);
+  /// Feeds the cores of `chips` (ids in the topology) over one PCIe link per chip.
+  Host(sc_core::sc_module_name name, HostSet& set, const std::vector<int>& chips,
+       int cores_per_chip, int total_chips, const HostOptions& options);
 
   /// One of this host's cores dequeued batch `batch`.
   void dequeued(int batch);
@@ -97,7 +107,8 @@ class Host : public sc_core::sc_module {
   void work();
 
   HostSet& set_;
-  const int first_core_, cores_;
+  const std::vector<int> chips_;
+  const int cores_per_chip_, cores_;
   const double share_;  ///< this host's chips over all chips: its share of every batch
   const HostOptions options_;
   sc_core::sc_event wake_;

@@ -20,9 +20,8 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
     chips_.push_back(std::make_unique<Chip>(chip_name(topology, c).c_str(), c,
                                             [&](Chip& chip) { build_chip(chip, parts); }));
   if (parts.infeed)
-    hosts_ =
-        std::make_unique<HostSet>(topology.num_chips(), hw.cores_per_chip, parts.hosts,
-                                  *parts.infeed, *parts.queue, [this](int c) { core(c).wake(); });
+    hosts_ = std::make_unique<HostSet>(topology, hw.cores_per_chip, parts.hosts, *parts.infeed,
+                                       *parts.queue, [this](int c) { core(c).wake(); });
   check_link_names(parts);
 }
 

@@ -21,30 +21,80 @@ double step_ms(std::vector<std::string> sets) {
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out)["step_time_ms"].get<double>();
 }
+
+/// BERT parses its records (one a (3 x 512 + 3 x 76 + 1) int32 = 7060-byte example) and nothing
+/// else: a host with `cores` cores at `ns_per_byte` preprocesses an example in 7060 x ns_per_byte
+/// / cores ns. bert_large_16 is a 4x4 slice: two hosts of 4x2 chips, 16 of the 32 examples each.
+constexpr double kCliTrainRecordBytes = (3 * 512 + 3 * 76 + 1) * 4;
+constexpr double kCliTrainExamplesPerHost = 32.0 / 2;
+
+std::vector<std::string> host_cpu(double ns_per_byte, int cores) {
+  return {"hardware.host.cost.record_parse_ns_per_byte=" + std::to_string(ns_per_byte),
+          "hardware.host.cpu_cores=" + std::to_string(cores)};
+}
+
+/// The settings under which one host preprocesses `rate` examples per second (one core).
+std::vector<std::string> host_rate(double rate) {
+  return host_cpu(1e9 / (rate * kCliTrainRecordBytes), 1);
+}
 }  // namespace
 
-TEST_CASE("a host slower than the device: the step period is the host's batch / rate") {
-  // 32 examples over 4 hosts at 100 examples/s per host: 80 ms per batch, longer than the step.
-  const double rate = 100, per_host = 32.0 / 4;
-  auto j = train({"workload.host_examples_per_s=" + std::to_string(rate)});
+TEST_CASE("an input-bound run: the step is the host's CPU time per batch, cores halve it") {
+  // 4000 ns per byte on 2 cores: 16 x 7060 x 4000 / 2 ns = 226 ms per batch, longer than the
+  // step; the copy of the previous batch (2 examples per chip over PCIe) overlaps it.
+  const double ns_per_byte = 4000;
+  auto batch_ms = [&](int cores) {
+    return 1e-6 * kCliTrainExamplesPerHost * kCliTrainRecordBytes * ns_per_byte / cores;
+  };
+  auto j = train(host_cpu(ns_per_byte, 2));
   const auto& p = j["per_step"];
-  const double period_ms = 1e3 * per_host / rate;
+  CHECK(j["hosts"] == 2);
+  CHECK(j["host"]["chips_per_host"] == 8);
   CHECK(p["train_step_ms"].get<double>() + p["input_stall_per_train_step_ms"].get<double>() ==
-        Approx(period_ms).epsilon(1e-6));
+        Approx(batch_ms(2)).epsilon(1e-6));
   CHECK(p["input_stall_per_train_step_ms"].get<double>() > 0);
-  CHECK(j["step_time_ms"].get<double>() == Approx(period_ms).epsilon(1e-6));
-  // The first batch is the start-up: one preprocessing period (plus its PCIe copy, microseconds).
-  CHECK(j["breakdown"]["startup_s"].get<double>() == Approx(per_host / rate).epsilon(1e-3));
-  // Hosts of unequal size (16 chips, 3 per host: five of 3 and one of 1): each gets its chips'
-  // share of the batch, so the period is the largest host's 32 x 3 / 16 examples / rate.
-  auto uneven = train(
-      {"workload.host_examples_per_s=" + std::to_string(rate), "hardware.host.chips_per_host=3"});
-  CHECK(uneven["hosts"] == 6);
-  CHECK(uneven["step_time_ms"].get<double>() == Approx(1e3 * 32.0 * 3 / 16 / rate).epsilon(1e-6));
-  // Fast hosts: no stall, and the training step is the one `tpusim run` simulates.
-  auto fast = train({});
+  CHECK(j["step_time_ms"].get<double>() == Approx(batch_ms(2)).epsilon(1e-6));
+  CHECK(j["host"]["train_batch_cpu_ms"].get<double>() == Approx(batch_ms(2)).epsilon(1e-9));
+  CHECK(j["host"]["cpu_utilisation_train"].get<double>() == Approx(1).epsilon(1e-6));
+  CHECK(j["host"]["input_bound"] == true);
+  // The first batch is the start-up: its CPU time, then its PCIe copy (2 examples per chip).
+  const double copy_s = 2 * kCliTrainRecordBytes / 15e9;
+  CHECK(j["breakdown"]["startup_s"].get<double>() ==
+        Approx(batch_ms(2) * 1e-3 + copy_s).epsilon(1e-6));
+  // Twice the cores: half the step.
+  auto doubled = train(host_cpu(ns_per_byte, 4));
+  CHECK(doubled["step_time_ms"].get<double>() == Approx(batch_ms(4)).epsilon(1e-6));
+  CHECK(doubled["step_time_ms"].get<double>() ==
+        Approx(j["step_time_ms"].get<double>() / 2).epsilon(1e-6));
+  // Hosts of 2x2 chips: four hosts with 8 examples each, half the batch per host again.
+  auto small = train([&] {
+    auto s = host_cpu(ns_per_byte, 2);
+    s.push_back("hardware.host.chip_block=[2,2]");
+    return s;
+  }());
+  CHECK(small["hosts"] == 4);
+  CHECK(small["step_time_ms"].get<double>() == Approx(batch_ms(2) / 2).epsilon(1e-6));
+}
+
+TEST_CASE("free hosts: the run is the device-bound one of tpusim run") {
+  // No CPU cost and a fast PCIe link: nothing waits, the training step is the simulated step.
+  auto fast =
+      train({"hardware.host.cost.record_parse_ns_per_byte=0", "hardware.host.pcie_GBps=1e6"});
   CHECK(fast["breakdown"]["input_stall_s"].get<double>() == 0);
+  CHECK(fast["host"]["input_bound"] == false);
   CHECK(fast["per_step"]["train_step_ms"].get<double>() == Approx(step_ms({})).epsilon(1e-6));
+  // With the measured defaults the hosts keep up too, and their CPU is partly busy.
+  auto measured = train({});
+  CHECK(measured["breakdown"]["input_stall_s"].get<double>() == 0);
+  CHECK(measured["per_step"]["train_step_ms"].get<double>() ==
+        Approx(fast["per_step"]["train_step_ms"].get<double>()).epsilon(1e-9));
+  const double cpu_ms =
+      1e-6 * kCliTrainExamplesPerHost * kCliTrainRecordBytes *
+      measured["config"]["hardware"]["host"]["cost"]["record_parse_ns_per_byte"].get<double>() /
+      measured["config"]["hardware"]["host"]["cpu_cores"].get<double>();
+  CHECK(measured["host"]["train_batch_cpu_ms"].get<double>() == Approx(cpu_ms).epsilon(1e-6));
+  CHECK(measured["host"]["cpu_utilisation_train"].get<double>() ==
+        Approx(cpu_ms / measured["step_time_ms"].get<double>()).epsilon(1e-6));
 }
 
 TEST_CASE("PCIe-bound infeed: the period is a chip's bytes / PCIe bandwidth") {
@@ -71,16 +121,15 @@ TEST_CASE("evaluation cost: evaluations x eval steps x the eval step of tpusim r
 }
 
 TEST_CASE("loop composition: a few simulated steps predict the fully simulated loop") {
-  // Host-bound throughout (100/s: 80 ms per batch) and device-bound (1e6/s): every step after
-  // the first of its kind is steady, so composing 2 + 2 simulated steps equals simulating all
-  // 10 + 3. In between (300/s: the host keeps up with training, not with evaluation) the queue
+  // Host-bound throughout (200/s: 80 ms per batch of 16) and device-bound (2e6/s): every step
+  // after the first of its kind is steady, so composing 2 + 2 simulated steps equals simulating
+  // all 10 + 3. In between (600/s: the host keeps up with training, not with evaluation) the queue
   // drains over the first eval steps, a transient the composition approximates: within 2 %.
   for (const auto& [rate, tolerance] :
-       std::vector<std::pair<std::string, double>>{{"workload.host_examples_per_s=100", 1e-6},
-                                                   {"workload.host_examples_per_s=1e6", 1e-6},
-                                                   {"workload.host_examples_per_s=300", 0.02}}) {
+       std::vector<std::pair<double, double>>{{200, 1e-6}, {2e6, 1e-6}, {600, 0.02}}) {
     CAPTURE(rate);
-    const std::vector<std::string> base{rate, "workload.eval_batch=32", "train.target_steps=10"};
+    std::vector<std::string> base = host_rate(rate);
+    base.insert(base.end(), {"workload.eval_batch=32", "train.target_steps=10"});
     auto some = base, all = base;
     some.insert(some.end(), {"train.simulated_train_steps=2", "train.simulated_eval_steps=2"});
     all.insert(all.end(), {"train.simulated_train_steps=10", "train.simulated_eval_steps=3"});
@@ -92,7 +141,11 @@ TEST_CASE("loop composition: a few simulated steps predict the fully simulated l
 
 TEST_CASE("tpusim train: bad input is one error line naming the path, exit 2") {
   for (const auto& [set, path] : std::vector<std::pair<std::string, std::string>>{
-           {"workload.host_examples_per_s=0", "workload.host_examples_per_s"},
+           {"hardware.host.cpu_cores=0", "hardware.host.cpu_cores"},
+           {"hardware.host.chip_block=[3,2]", "hardware.host.chip_block"},
+           // Removed parameters: the rate per model and the chip count per host.
+           {"workload.host_examples_per_s=100", "workload.host_examples_per_s"},
+           {"hardware.host.chips_per_host=8", "hardware.host.chips_per_host"},
            {"train.target_steps=45", "train.target_steps"},
            {"train.eval_every_steps=0", "train.eval_every_steps"},
            {"hardware.host.pcie_GBps=0", "hardware.host.pcie_GBps"},
@@ -118,9 +171,9 @@ TEST_CASE("tpusim train bert_large_4096 --json: time to train from the study's f
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["schedule"]["target_steps"] == 496);
   CHECK(j["schedule"]["evaluations"] == 8);
-  CHECK(j["hosts"] == 1024);  // 4096 chips, 4 per host
+  CHECK(j["hosts"] == 512);  // 4096 chips, 4x2 per host
   // 496 training steps of the simulated step, 8 evaluations of 2 eval steps, nothing input-bound
-  // with the default host rate: the total is those plus the first batch's start-up.
+  // with the default hosts: the total is those plus the first batch's start-up.
   const auto& p = j["per_step"];
   const double predicted =
       j["breakdown"]["startup_s"].get<double>() +

@@ -51,6 +51,15 @@ const std::vector<std::vector<std::string>> kStudies = {
     // Ring steps sent separately differ from coalesced ones on a single ring.
     {"run", "configs/studies/bert_large_16.json", "--set", "topology=4x2:wrap=0,0", "--set",
      "workload.global_batch=16", "--set", "collectives.algorithm=ring"},
+    // The hosts and their input pipelines act in tpusim train only (its report gives their CPU
+    // use): an image pipeline and a detection one, with anchor matching.
+    {"train", "configs/studies/resnet50_16.json", "--set", "topology=2x2", "--set",
+     "workload.global_batch=16", "--set", "train.target_steps=4", "--set",
+     "train.eval_every_steps=4", "--set", "train.eval_examples=32"},
+    {"train", "configs/studies/ssd_64.json", "--set", "topology=2x2", "--set",
+     "workload.global_batch=16", "--set", "parallelism.bn_group_cores=2", "--set",
+     "train.target_steps=4", "--set", "train.eval_every_steps=4", "--set",
+     "train.eval_examples=32"},
     // Chunks pipeline over multi-hop routes, which an all-to-all over a 4x4 torus has.
     {"collective", "--op", "all-to-all", "--bytes", "64MiB", "--topology", "4x4"},
 };

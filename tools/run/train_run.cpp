@@ -11,15 +11,58 @@
 #include "models/input_pipeline.hpp"
 #include "models/train_schedule.hpp"
 #include "models/workload.hpp"
+#include "sim/machine/host.hpp"
 #include "sim/run/simulation.hpp"
 #include "tools/report/run_report.hpp"
 #include "tools/study/study.hpp"
+#include "topologies/host_blocks.hpp"
 
 namespace tpusim::cli {
 namespace {
 
+/// What the hosts are and do: their blocks, cores, pipeline and CPU use in the steady steps.
+struct TrainHosts {
+  HostBlocks blocks;
+  int cpu_cores = 0;
+  InputPipeline pipeline;
+  double train_cpu_s = 0;  ///< CPU time of one training batch on the busiest host
+  double eval_cpu_s = 0;   ///< likewise, one eval batch
+};
+
+nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const TimeToTrain& t) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const PipelineOp& op : h.pipeline.ops)
+    ops.push_back({{"op", op.name},
+                   {"units", op.units},
+                   {"unit", op.unit},
+                   {"ns_per_unit", op.ns_per_unit},
+                   {"cost", op.cost_path},
+                   {"us_per_example", op.ns() * 1e-3}});
+  const double train_period = t.train_step_s + t.train_stall_s;
+  // Over the run: every batch's CPU time over the time to train.
+  const double run_cpu_s =
+      static_cast<double>(s.target_steps) * h.train_cpu_s +
+      static_cast<double>(s.evaluations) * static_cast<double>(s.eval_steps) * h.eval_cpu_s;
+  return {
+      {"count", static_cast<int>(h.blocks.chips.size())},
+      {"chip_block", h.blocks.extent},
+      {"chips_per_host", h.blocks.chips_per_host()},
+      {"cpu_cores", h.cpu_cores},
+      {"cpu_us_per_example", h.pipeline.ns_per_example() * 1e-3},
+      {"pipeline", ops},
+      {"train_batch_cpu_ms", h.train_cpu_s * 1e3},
+      {"eval_batch_cpu_ms", h.eval_cpu_s * 1e3},
+      // The busiest host's CPU cores: a training batch's CPU time over the steady training step
+      // period, and all batches' CPU time over the time to train.
+      {"cpu_utilisation_train", train_period > 0 ? h.train_cpu_s / train_period : 0.0},
+      {"cpu_utilisation_run", t.total_s > 0 ? run_cpu_s / t.total_s : 0.0},
+      // The steady training step waits for its batch: the hosts (CPU or PCIe) bound the run.
+      {"input_bound", t.train_stall_s > 0},
+  };
+}
+
 nlohmann::json train_report(const Study& study, const Program& train, const TrainSchedule& s,
-                            const TimeToTrain& t, const SimReport& r, int hosts) {
+                            const TimeToTrain& t, const SimReport& r, const TrainHosts& hosts) {
   const double step_s = t.train_step_s + t.train_stall_s;
   const double ms = 1e3;
   return {
@@ -30,7 +73,8 @@ nlohmann::json train_report(const Study& study, const Program& train, const Trai
       {"layout", layout_string(train, study.config)},
       {"chips", r.chips},
       {"cores", r.cores},
-      {"hosts", hosts},
+      {"hosts", r.hosts},
+      {"host", hosts_report(hosts, s, t)},
       {"global_batch", s.global_batch},
       {"eval_batch", s.eval_batch},
       {"time_to_train_s", t.total_s},
@@ -72,6 +116,7 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
   const auto& b = j["breakdown"];
   const auto& s = j["schedule"];
   const auto& p = j["per_step"];
+  const auto& h = j["host"];
   const double total = j["time_to_train_s"].get<double>();
   auto share = [&](const char* k) { return total > 0 ? 100 * b[k].get<double>() / total : 0.0; };
   out << fmt::format("{} on {} chips ({} cores, {} hosts), {}, global batch {}\n",
@@ -99,6 +144,15 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
              "input stall {:.3f} ms\n",
              p["train_step_ms"].get<double>(), p["input_stall_per_train_step_ms"].get<double>(),
              p["eval_step_ms"].get<double>(), p["input_stall_per_eval_step_ms"].get<double>())
+      << fmt::format(
+             "  per host ({} chips, {} CPU cores): {:.1f} us CPU per example, {:.3f} ms per "
+             "training batch, CPU {:.1f}% busy in the training step, {:.1f}% over the run; {}\n",
+             h["chips_per_host"].get<int>(), h["cpu_cores"].get<int>(),
+             h["cpu_us_per_example"].get<double>(), h["train_batch_cpu_ms"].get<double>(),
+             100 * h["cpu_utilisation_train"].get<double>(),
+             100 * h["cpu_utilisation_run"].get<double>(),
+             h["input_bound"].get<bool>() ? "INPUT-BOUND (training waits for its hosts)"
+                                          : "not input-bound")
       << fmt::format("  simulated {} training + {} eval + 1 training steps in {:.3f} s\n",
                      j["simulated"]["train_steps"].get<int>(),
                      j["simulated"]["eval_steps"].get<int>(), j["wall_s"].get<double>());
@@ -129,6 +183,11 @@ void run_train(const TrainArgs& a) {
   Topology topology(study.topology);
   const Program train = compiled_program(cfg, topology, study.hardware, ProgramKind::Train);
   const Program eval = compiled_program(cfg, topology, study.hardware, ProgramKind::Eval);
+  const HostOptions host_options = HostOptions::from_config(cfg);
+  TrainHosts hosts{host_blocks(topology, host_options.chip_block), host_options.cpu_cores,
+                   input_pipeline(cfg, train.infeed_bytes_per_example)};
+  // Evaluation batches come from the same pipeline, at the training pipeline's cost per example.
+  const double cpu_ns = hosts.pipeline.ns_per_example();
 
   std::vector<const Program*> steps;
   InfeedPlan plan;
@@ -140,11 +199,11 @@ void run_train(const TrainArgs& a) {
     const double eval_bytes = eval.infeed_bytes_per_example > 0 ? eval.infeed_bytes_per_example
                                                                 : train.infeed_bytes_per_example;
     plan.batch_example_bytes.push_back(is_eval ? eval_bytes : train.infeed_bytes_per_example);
+    plan.batch_cpu_ns_per_example.push_back(cpu_ns);
   }
   check_loop_size(steps, train, eval);
   DeviceLoop loop = make_device_loop(steps);
   plan.op_batch = loop.op_batch;
-  plan.examples_per_s_per_host = host_examples_per_s(cfg);
   spdlog::info("{}: a device loop of {} steps, {} ops, on {}", a.study, steps.size(),
                loop.program.ops.size(), topology.describe());
 
@@ -155,7 +214,11 @@ void run_train(const TrainArgs& a) {
   std::vector<SimulatedStep> simulated;
   for (const InfeedBatchStats& b : r.infeed) simulated.push_back({b.started, b.stall});
   const TimeToTrain t = compose_time_to_train(schedule, simulated, r.step_time);
-  nlohmann::json report = train_report(study, train, schedule, t, r, r.hosts);
+  // The steady batches: the second training batch and the second eval batch of the sequence.
+  hosts.train_cpu_s = r.infeed[1].cpu.seconds();
+  hosts.eval_cpu_s =
+      r.infeed[static_cast<std::size_t>(schedule.simulated_train_steps) + 1].cpu.seconds();
+  nlohmann::json report = train_report(study, train, schedule, t, r, hosts);
   if (a.json)
     std::cout << report.dump(2) << "\n";
   else
