@@ -2,13 +2,15 @@
 # The README's test command (and CI's). A sequence of steps; each must pass, and the first that
 # fails stops the run (exit status non-zero). Add a step as one more block below.
 #   1. install what is missing (tools/install-deps.sh)
-#   2. Release build (gcc) of the binary, the Python module and the end-to-end tests, and their
-#      tests: the command's (cli), the regression goldens, pytest, Slurm, the tree's structure
+#   2. Release build (gcc) of the binary and the Python module, and the tests that need the
+#      optimised binary users run: the regression goldens, pytest, Slurm, the parameter-effect and
+#      input-limit command tests, the tree's structure
 #   3. clang-format of every tracked C++ file
 #   4. one clang build with AddressSanitizer + UndefinedBehaviorSanitizer that also holds the
 #      libFuzzer targets: every test but the goldens and the parameter-effect test (the library
-#      tests, tests/unit, sim and plan, run only here: once, under the sanitizers), then every fuzz target for
-#      TPUSIM_FUZZ_SECONDS (default 30) seconds from its corpus in tests/fuzz/corpus/
+#      tests, tests/unit, sim and plan, and the command tests run here: once, under the
+#      sanitizers), then every fuzz target for TPUSIM_FUZZ_SECONDS (default 15) seconds from its
+#      corpus in tests/fuzz/corpus/
 # Clean builds use precompiled headers (see CMakeLists.txt); with ccache they do not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +19,8 @@ tools/install-deps.sh
 step() { echo "== $1 ($(date -u +%H:%M:%S), $SECONDS s so far)"; }
 
 step "Release build and tests"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTPUSIM_LIBRARY_TESTS=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTPUSIM_LIBRARY_TESTS=OFF -DTPUSIM_CLI_TESTS=OFF \
+  >/dev/null
 cmake --build build -j"$jobs"
 log=$(mktemp)
 san_log=$(mktemp)
@@ -36,14 +39,14 @@ step "ASan + UBSan build (clang, with the fuzz targets) and tests"
 # -O1 with line tables: sanitizer reports keep file:line, the build costs far less than -O2 -g.
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DTPUSIM_SANITIZE=ON -DTPUSIM_FUZZ=ON -DTPUSIM_LIBRARY_TESTS=ON >/dev/null
+  -DTPUSIM_SANITIZE=ON -DTPUSIM_FUZZ=ON -DTPUSIM_LIBRARY_TESTS=ON -DTPUSIM_CLI_TESTS=ON >/dev/null
 cmake --build build-san -j"$jobs"
 # Goldens and the parameter-effect test check outputs (the Release run has them), not memory.
 (cd build-san && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
    ctest --output-on-failure -j"$jobs" -E "^golden:|^cli: ?every declared parameter" | tee "$san_log")
 
-step "fuzz targets, ${TPUSIM_FUZZ_SECONDS:-30} s each"
-tools/fuzz.sh build-san "${TPUSIM_FUZZ_SECONDS:-30}"
+step "fuzz targets, ${TPUSIM_FUZZ_SECONDS:-15} s each"
+tools/fuzz.sh build-san "${TPUSIM_FUZZ_SECONDS:-15}"
 
 step "done"
 # The closing lines CI reads: the totals of the Release run and of the sanitizer run.
