@@ -25,6 +25,8 @@ const ParamRegistrar kTrainScheduleParams{{
     {"train.eval_examples", T::Integer, "examples", 0, "examples of one evaluation (at workload.eval_batch per eval step)", 0, 1e12},
     {"train.eval_steps", T::Integer, "steps", 0, "eval steps per evaluation as the run did them; 0: ceil(train.eval_examples / eval batch)", 0, 1e9},
     {"train.simulated_train_steps", T::Integer, "steps", 3, "training steps of the loop that tpusim train simulates (at most the loop's); the rest of the loop is composed from them (the first and the mean of the others)", 2, 1e6},
+    {"train.program_start_s", T::Number, "s", 1.0, "start of the device program after run_start, before the first batch is fed (launching the compiled loop on every host's TPU runtime; compilation precedes run_start). An assumption, not measured, not fitted (docs/train.md)", 0, 3600},
+    {"train.loop_round_trip_us", T::Number, "us", 1000.0, "host round trip at the end of each device loop (control returns to the host, which launches the next loop through the TPU runtime; after the last loop, the wait for its result before run_stop). An assumption, not measured, not fitted (docs/train.md)", 0, 1e9},
     {"train.simulated_eval_steps", T::Integer, "steps", 2, "eval steps that tpusim train simulates (at most an evaluation's); the rest is composed from them (the first and the mean of the others)", 2, 1e6},
 }};
 // clang-format on
@@ -108,6 +110,8 @@ TrainSchedule read_train_schedule(const Config& cfg) {
                           std::to_string(s.eval_batch) + " examples cannot cover " +
                           std::to_string(s.eval_examples) +
                           " eval examples; allowed: 0 or >= " + std::to_string(needed));
+  s.program_start_s = cfg.number("train.program_start_s");
+  s.loop_round_trip_s = cfg.number("train.loop_round_trip_us") * 1e-6;
   s.simulated_train_steps = static_cast<int>(
       std::min<std::int64_t>(cfg.integer("train.simulated_train_steps"), s.steps_per_loop));
   s.simulated_eval_steps = static_cast<int>(
@@ -127,7 +131,9 @@ TimeToTrain compose_time_to_train(const TrainSchedule& s, const std::vector<Simu
     stall[i] = steps[i].stall.seconds();
   }
   TimeToTrain t;
-  t.startup_s = steps[0].start.seconds();
+  t.program_start_s = s.program_start_s;
+  t.first_batch_s = steps[0].start.seconds();
+  t.startup_s = t.program_start_s + t.first_batch_s;
   t.first_train_step_s = own[0];
   t.train_step_s = n > 1 ? mean_own(own, 1, n) : own[n + m];
   t.train_stall_s = n > 1 ? mean_own(stall, 1, n) : stall[n + m];
@@ -146,7 +152,8 @@ TimeToTrain compose_time_to_train(const TrainSchedule& s, const std::vector<Simu
   t.evaluation_s = V * (t.first_eval_step_s + (M - 1) * t.eval_step_s);
   t.input_stall_s = (V - 1) * t.loop_first_train_stall_s + V * (N - 1) * t.train_stall_s +
                     V * (t.first_eval_stall_s + (M - 1) * t.eval_stall_s);
-  t.total_s = t.startup_s + t.training_s + t.evaluation_s + t.input_stall_s;
+  t.loop_round_trips_s = V * s.loop_round_trip_s;
+  t.total_s = t.startup_s + t.training_s + t.evaluation_s + t.input_stall_s + t.loop_round_trips_s;
   return t;
 }
 

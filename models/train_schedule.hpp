@@ -19,6 +19,8 @@ struct TrainSchedule {
   std::int64_t evaluations = 0;     ///< = device loops; the last one detects the target
   std::int64_t eval_examples = 0;   ///< examples of one evaluation
   std::int64_t eval_steps = 0;      ///< eval steps per evaluation
+  double program_start_s = 0;       ///< train.program_start_s: run_start to the program's start
+  double loop_round_trip_s = 0;     ///< train.loop_round_trip_us: host round trip ending a loop
   int simulated_train_steps = 0;    ///< training steps simulated at the start of the loop
   int simulated_eval_steps = 0;     ///< eval steps simulated
 
@@ -42,10 +44,13 @@ struct SimulatedStep {
 /// The whole run composed from the simulated sequence (all in seconds).
 struct TimeToTrain {
   double total_s = 0;
-  double startup_s = 0;      ///< run_start until the first training step begins (first batch)
-  double training_s = 0;     ///< training steps, without input stalls
-  double evaluation_s = 0;   ///< eval steps, without input stalls
-  double input_stall_s = 0;  ///< waiting at infeed ops after the first step
+  double startup_s = 0;           ///< run_start until the first training step begins
+  double program_start_s = 0;     ///< of the start-up: the program's start (train.program_start_s)
+  double first_batch_s = 0;       ///< of the start-up: the pipeline filling the first infeed
+  double loop_round_trips_s = 0;  ///< V host round trips, the last one the wait for the result
+  double training_s = 0;          ///< training steps, without input stalls
+  double evaluation_s = 0;        ///< eval steps, without input stalls
+  double input_stall_s = 0;       ///< waiting at infeed ops after the first step
   // Per step, as composed:
   double train_step_s = 0;             ///< steady training step, without stall
   double train_stall_s = 0;            ///< steady input stall per training step
@@ -64,6 +69,8 @@ struct TimeToTrain {
 ///   loop 1:       stall(T1) [start-up] + own(T1) + (N-1) (stall_T + own_T) + E
 ///   loops 2..V:   stall(T') + own(T') + (N-1) (stall_T + own_T) + E
 ///   E = stall(E1) + own(E1) + (M-1) (stall_E + own_E)
+///   total = program start + loops + V round trips (V-1 launching the next loop, the last the
+///           wait for the last evaluation's result before run_stop)
 /// where _T and _E are means over the simulated training steps after the first and the eval
 /// steps after the first (the first's own values when only one was simulated), T' the trailing
 /// training step, N = steps_per_loop, M = eval_steps, V = evaluations.

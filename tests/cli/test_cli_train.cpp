@@ -59,8 +59,11 @@ TEST_CASE("an input-bound run: the step is the host's CPU time per batch, cores 
   CHECK(j["host"]["input_bound"] == true);
   // The first batch is the start-up: its CPU time, then its PCIe copy (2 examples per chip).
   const double copy_s = 2 * kCliTrainRecordBytes / 15e9;
-  CHECK(j["breakdown"]["startup_s"].get<double>() ==
+  CHECK(j["breakdown"]["first_batch_s"].get<double>() ==
         Approx(batch_ms(2) * 1e-3 + copy_s).epsilon(1e-6));
+  CHECK(j["breakdown"]["startup_s"].get<double>() ==
+        Approx(j["config"]["train"]["program_start_s"].get<double>() + batch_ms(2) * 1e-3 + copy_s)
+            .epsilon(1e-6));
   // Twice the cores: half the step.
   auto doubled = train(host_cpu(ns_per_byte, 4));
   CHECK(doubled["step_time_ms"].get<double>() == Approx(batch_ms(4)).epsilon(1e-6));
@@ -117,7 +120,47 @@ TEST_CASE("evaluation cost: evaluations x eval steps x the eval step of tpusim r
         Approx(j["breakdown"]["startup_s"].get<double>() +
                j["breakdown"]["training_s"].get<double>() +
                j["breakdown"]["evaluation_s"].get<double>() +
+               j["breakdown"]["loop_round_trips_s"].get<double>() +
                j["breakdown"]["input_stall_s"].get<double>()));
+}
+
+TEST_CASE("the run's structure: program start + loops of steps and evaluations + round trips") {
+  // Free hosts: nothing stalls, and the run is the closed form of its parts.
+  const std::vector<std::string> free_hosts = {
+      "hardware.host.cost.record_parse_ns_per_byte=0", "hardware.host.pcie_GBps=1e6",
+      "train.program_start_s=2.5", "train.loop_round_trip_us=3000"};
+  auto j = train(free_hosts);
+  const auto& b = j["breakdown"];
+  const auto& p = j["per_step"];
+  const double V = j["schedule"]["evaluations"].get<double>();
+  const double N = j["schedule"]["steps_per_loop"].get<double>();
+  const double M = j["schedule"]["eval_steps_per_evaluation"].get<double>();
+  REQUIRE(V > 1);
+  CHECK(b["input_stall_s"].get<double>() == 0);
+  CHECK(b["program_start_s"].get<double>() == 2.5);
+  CHECK(b["loop_round_trips_s"].get<double>() == Approx(V * 3e-3));
+  const double closed = 2.5 + b["first_batch_s"].get<double>() +
+                        1e-3 * (p["first_train_step_ms"].get<double>() +
+                                (V - 1) * p["loop_first_train_step_ms"].get<double>() +
+                                V * (N - 1) * p["train_step_ms"].get<double>() +
+                                V * (p["first_eval_step_ms"].get<double>() +
+                                     (M - 1) * p["eval_step_ms"].get<double>())) +
+                        V * 3e-3;
+  CHECK(j["time_to_train_s"].get<double>() == Approx(closed).epsilon(1e-9));
+  // The parts add up to the total.
+  CHECK(j["time_to_train_s"].get<double>() ==
+        Approx(b["startup_s"].get<double>() + b["training_s"].get<double>() +
+               b["evaluation_s"].get<double>() + b["loop_round_trips_s"].get<double>() +
+               b["input_stall_s"].get<double>())
+            .epsilon(1e-12));
+  // Without program start and round trips the total drops by exactly them.
+  auto none = free_hosts;
+  none[2] = "train.program_start_s=0";
+  none[3] = "train.loop_round_trip_us=0";
+  auto k = train(none);
+  CHECK(k["breakdown"]["loop_round_trips_s"].get<double>() == 0);
+  CHECK(j["time_to_train_s"].get<double>() - k["time_to_train_s"].get<double>() ==
+        Approx(2.5 + V * 3e-3).epsilon(1e-9));
 }
 
 TEST_CASE("loop composition: a few simulated steps predict the fully simulated loop") {
@@ -173,13 +216,14 @@ TEST_CASE("tpusim train bert_large_4096 --json: time to train from the study's f
   CHECK(j["schedule"]["evaluations"] == 8);
   CHECK(j["hosts"] == 512);  // 4096 chips, 4x2 per host
   // 496 training steps of the simulated step, 8 evaluations of 2 eval steps, nothing input-bound
-  // with the default hosts: the total is those plus the first batch's start-up.
+  // with the default hosts: the total is those plus the start-up and the 8 loop round trips.
   const auto& p = j["per_step"];
   const double predicted =
       j["breakdown"]["startup_s"].get<double>() +
       1e-3 * (p["first_train_step_ms"].get<double>() +
               7 * p["loop_first_train_step_ms"].get<double>() +
-              8 * 61 * p["train_step_ms"].get<double>() + 8 * 2 * p["eval_step_ms"].get<double>());
+              8 * 61 * p["train_step_ms"].get<double>() + 8 * 2 * p["eval_step_ms"].get<double>()) +
+      8 * 1e-6 * j["config"]["train"]["loop_round_trip_us"].get<double>();
   CHECK(j["breakdown"]["input_stall_s"].get<double>() == 0);
   CHECK(j["time_to_train_s"].get<double>() == Approx(predicted).epsilon(1e-9));
   CHECK(j["time_to_train_s"].get<double>() > 496 * p["train_step_ms"].get<double>() * 1e-3);

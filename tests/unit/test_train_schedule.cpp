@@ -112,6 +112,17 @@ TEST_CASE("loop composition: startup + V loops of N training steps and M eval st
   CHECK(r.input_stall_s ==
         Approx(1e-3 * ((V - 1) * 1.5 + V * (N - 1) * 0.5 + V * (0.25 + (M - 1) * 0.75))));
   CHECK(r.total_s == Approx(r.startup_s + r.training_s + r.evaluation_s + r.input_stall_s));
+  // Program start and V round trips add to the start-up and the total, nothing else.
+  TrainSchedule timed = s;
+  timed.program_start_s = 0.5;
+  timed.loop_round_trip_s = 2e-3;
+  const TimeToTrain rt = compose_time_to_train(timed, steps, ms(t));
+  CHECK(rt.first_batch_s == Approx(1e-3));
+  CHECK(rt.startup_s == Approx(0.5 + 1e-3));
+  CHECK(rt.loop_round_trips_s == Approx(V * 2e-3));
+  CHECK(rt.total_s == Approx(r.total_s + 0.5 + V * 2e-3));
+  CHECK(rt.total_s == Approx(rt.startup_s + rt.training_s + rt.evaluation_s + rt.input_stall_s +
+                             rt.loop_round_trips_s));
   // A loop simulated in full (N = 3, M = 2, V = 1) composes to exactly its simulated time
   // without the trailing step.
   s.steps_per_loop = 3;

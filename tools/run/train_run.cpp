@@ -80,8 +80,11 @@ nlohmann::json train_report(const Study& study, const Program& train, const Trai
       {"time_to_train_s", t.total_s},
       {"breakdown",
        {{"startup_s", t.startup_s},
+        {"program_start_s", t.program_start_s},
+        {"first_batch_s", t.first_batch_s},
         {"training_s", t.training_s},
         {"evaluation_s", t.evaluation_s},
+        {"loop_round_trips_s", t.loop_round_trips_s},
         {"input_stall_s", t.input_stall_s}}},
       {"schedule",
        {{"target_steps", s.target_steps},
@@ -124,12 +127,17 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
                      j["hosts"].get<int>(), j["layout"].get<std::string>(),
                      j["global_batch"].get<std::int64_t>())
       << fmt::format("  time to train           {:10.2f} s\n", total)
-      << fmt::format("    start-up (first batch){:10.4f} s  ({:.1f}%)\n",
-                     b["startup_s"].get<double>(), share("startup_s"))
+      << fmt::format(
+             "    start-up              {:10.4f} s  ({:.1f}%): program start {:.4f} s + "
+             "first batch {:.4f} s\n",
+             b["startup_s"].get<double>(), share("startup_s"), b["program_start_s"].get<double>(),
+             b["first_batch_s"].get<double>())
       << fmt::format("    training steps        {:10.2f} s  ({:.1f}%)\n",
                      b["training_s"].get<double>(), share("training_s"))
       << fmt::format("    evaluation            {:10.2f} s  ({:.1f}%)\n",
                      b["evaluation_s"].get<double>(), share("evaluation_s"))
+      << fmt::format("    loop round trips      {:10.4f} s  ({:.1f}%)\n",
+                     b["loop_round_trips_s"].get<double>(), share("loop_round_trips_s"))
       << fmt::format("    input stalls          {:10.2f} s  ({:.1f}%)\n",
                      b["input_stall_s"].get<double>(), share("input_stall_s"))
       << fmt::format("  {} training steps in {} loop{} of {} steps + {} eval step{} (batch {})\n",
