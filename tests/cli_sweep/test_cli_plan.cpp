@@ -14,6 +14,38 @@ json plan_json(const std::string& out_dir) { return json::parse(slurp(out_dir + 
 // 2x2 slice (8 cores), batch 16: model 1 and 2 are valid (4 and 8 do not divide the vocabulary);
 // 12 valid layouts with both gradient dtypes, both sharding choices and three bucket sizes.
 const char* kSmallSpace = "parallelism.grad_bucket_MiB=8,32,128";
+
+/// `tpusim plan` of the small BERT study with `jobs` at a time and the top `top` into `out`.
+TpusimResult plan_small(const SweepScratch& s, int jobs, int top, const std::string& out) {
+  return run_tpusim({"plan", s.write("bert.json", small_bert_study()), "-j", std::to_string(jobs),
+                     "--top", std::to_string(top), "--json", "--space", kSmallSpace, "--out",
+                     s.path(out)});
+}
+
+/// The folder a run killed after the first `n` layouts of `whole` (in its store's order) leaves:
+/// their results and studies copied into `killed`.
+void keep_first_layouts(const SweepScratch& s, const json& store, int n) {
+  std::filesystem::create_directories(s.path("killed/points"));
+  for (int k = 0; k < n; ++k) {
+    const std::string id = store["points"][k]["id"];
+    for (const char* suffix : {".json", ".study.json"}) {
+      const std::string from = s.path("whole/points/" + id + suffix);
+      if (std::filesystem::exists(from))
+        std::filesystem::copy_file(from, s.path("killed/points/" + id + suffix));
+    }
+  }
+}
+
+/// The rerun reused `cached` layouts and decided as the whole run did.
+void check_same_decisions(const TpusimResult& rerun, const json& w, int cached) {
+  INFO(rerun.err);
+  REQUIRE(rerun.exit_code == 0);
+  const json r = json::parse(rerun.out);
+  CHECK(r["counts"]["cached"] == cached);
+  CHECK(r["counts"]["simulated"] == w["counts"]["simulated"]);
+  CHECK(r["counts"]["pruned"] == w["counts"]["pruned"]);
+  CHECK(r["top"] == w["top"]);
+}
 }  // namespace
 
 TEST_CASE("plan: simulated steps are never below their bound, top K, front and winner agree") {
@@ -103,38 +135,15 @@ TEST_CASE("plan: a rerun simulates nothing new, a wider space only the new layou
 
 TEST_CASE("plan: killed and rerun, it prunes and simulates what one uninterrupted run does") {
   SweepScratch s;
-  const auto study = s.write("bert.json", small_bert_study());
-  const std::vector<std::string> args{"plan", study,    "-j",      "2",        "--top",
-                                      "2",    "--json", "--space", kSmallSpace};
-  auto with_out = [&](const std::string& out) {
-    auto v = args;
-    v.insert(v.end(), {"--out", s.path(out)});
-    return v;
-  };
-  auto whole = run_tpusim(with_out("whole"));
+  auto whole = plan_small(s, 2, 2, "whole");
   REQUIRE(whole.exit_code == 0);
   const json w = json::parse(whole.out);
   REQUIRE(w["counts"]["pruned"].get<int>() > 0);
   // A run killed in its second wave of two: the first three layouts it simulated are on disk.
   const json store = json::parse(slurp(s.path("whole/sweep.json")));
   REQUIRE(store["points"].size() > 3);
-  std::filesystem::create_directories(s.path("killed/points"));
-  for (int k = 0; k < 3; ++k) {
-    const std::string id = store["points"][k]["id"];
-    for (const char* suffix : {".json", ".study.json"}) {
-      const std::string from = s.path("whole/points/" + id + suffix);
-      if (std::filesystem::exists(from))
-        std::filesystem::copy_file(from, s.path("killed/points/" + id + suffix));
-    }
-  }
-  auto rerun = run_tpusim(with_out("killed"));
-  INFO(rerun.err);
-  REQUIRE(rerun.exit_code == 0);
-  const json r = json::parse(rerun.out);
-  CHECK(r["counts"]["cached"] == 3);
-  CHECK(r["counts"]["simulated"] == w["counts"]["simulated"]);
-  CHECK(r["counts"]["pruned"] == w["counts"]["pruned"]);
-  CHECK(r["top"] == w["top"]);
+  keep_first_layouts(s, store, 3);
+  check_same_decisions(plan_small(s, 2, 2, "killed"), w, 3);
 }
 
 TEST_CASE("plan: killed in its first wave, the rerun does not prune that wave by its results") {
@@ -144,15 +153,7 @@ TEST_CASE("plan: killed in its first wave, the rerun does not prune that wave by
   // finished, the rerun must form the same wave: were that cached result counted before the
   // wave (as before the fix), its 74 ms would rule out the 98 ms bound (top 1, less memory).
   SweepScratch s;
-  const auto study = s.write("bert.json", small_bert_study());
-  const std::vector<std::string> args{"plan", study,    "-j",      "13",       "--top",
-                                      "1",    "--json", "--space", kSmallSpace};
-  auto with_out = [&](const std::string& out) {
-    auto v = args;
-    v.insert(v.end(), {"--out", s.path(out)});
-    return v;
-  };
-  auto whole = run_tpusim(with_out("whole"));
+  auto whole = plan_small(s, 13, 1, "whole");
   REQUIRE(whole.exit_code == 0);
   const json w = json::parse(whole.out);
   const json store = json::parse(slurp(s.path("whole/sweep.json")));
@@ -167,18 +168,8 @@ TEST_CASE("plan: killed in its first wave, the rerun does not prune that wave by
                                 c["peak_memory_bytes"] >= cand[first]["peak_memory_bytes"];
   }
   REQUIRE(wave_holds_a_worse_bound);
-  std::filesystem::create_directories(s.path("killed/points"));
-  for (const char* suffix : {".json", ".study.json"})
-    std::filesystem::copy_file(s.path("whole/points/" + first + suffix),
-                               s.path("killed/points/" + first + suffix));
-  auto rerun = run_tpusim(with_out("killed"));
-  INFO(rerun.err);
-  REQUIRE(rerun.exit_code == 0);
-  const json r = json::parse(rerun.out);
-  CHECK(r["counts"]["cached"] == 1);
-  CHECK(r["counts"]["simulated"] == w["counts"]["simulated"]);
-  CHECK(r["counts"]["pruned"] == w["counts"]["pruned"]);
-  CHECK(r["top"] == w["top"]);
+  keep_first_layouts(s, store, 1);
+  check_same_decisions(plan_small(s, 13, 1, "killed"), w, 1);
 }
 
 TEST_CASE("plan: the study's own layout is always simulated and ranked") {

@@ -89,6 +89,16 @@ inline Config config_with(const nlohmann::json& overrides) {
   return load_config(doc);
 }
 
+/// A matmul op of `shape`, its FLOPs from the shape (no HBM bytes stated).
+inline Op matmul_op(const MatmulShape& shape) {
+  Op op;
+  op.name = "matmul";
+  op.kind = "matmul";
+  op.compute.matmul = shape;
+  op.compute.flops = shape.flops();
+  return op;
+}
+
 /// A Program of collective ops over one mesh axis "all" (or the given mesh).
 inline Op collective_op(CollectiveKind kind, double bytes, std::vector<std::string> axes = {}) {
   Op op;

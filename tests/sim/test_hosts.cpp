@@ -16,12 +16,7 @@ namespace {
 Program hosts_step() {
   Program p;
   p.mesh = {{"data", 32}};
-  Op mm;
-  mm.name = "matmul";
-  mm.kind = "matmul";
-  mm.compute.matmul = MatmulShape{1, 1024, 1024, 1024};
-  mm.compute.flops = mm.compute.matmul->flops();
-  p.ops.push_back(mm);
+  p.ops.push_back(matmul_op(MatmulShape{1, 1024, 1024, 1024}));
   return p;
 }
 

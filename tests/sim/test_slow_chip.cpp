@@ -12,12 +12,7 @@ namespace {
 Program compute_then_allreduce() {
   Program p;
   p.mesh = {{"data", 32}};  // 16 chips x 2 cores
-  Op mm;
-  mm.name = "matmul";
-  mm.kind = "matmul";
-  mm.compute.matmul = MatmulShape{1, 4096, 1024, 1024};
-  mm.compute.flops = mm.compute.matmul->flops();
-  p.ops.push_back(mm);
+  p.ops.push_back(matmul_op(MatmulShape{1, 4096, 1024, 1024}));
   Op ar = collective_op(CollectiveKind::AllReduce, 1 << 20, {"data"});
   ar.deps = {0};
   p.ops.push_back(ar);
