@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
-
 struct TpusimResult {
   int exit_code = -1;
   std::string out;
@@ -27,13 +25,6 @@ inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
-}
-
-/// A large JSON document (a timeline, a trace) parsed by the library's reader: the library keeps
-/// the build's optimisation, the tests' own code compiles at -O0 (tests/CMakeLists.txt), and
-/// nlohmann's parser instantiated there reads a 14 MB timeline several times slower.
-inline nlohmann::json parse_large_json(const std::string& text) {
-  return tpusim::parse_json_text(text, "(test)");
 }
 
 inline std::string slurp(const std::string& path) {

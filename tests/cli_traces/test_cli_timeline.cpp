@@ -36,8 +36,7 @@ Run run_with_timeline(const std::string& file, const std::vector<std::string>& e
   auto r = run_tpusim(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  Run out{json::parse(r.out),
-          parse_large_json(tpusim::trace::read_file_maybe_gzip(timeline_tmp(file)))};
+  Run out{json::parse(r.out), json::parse(tpusim::trace::read_file_maybe_gzip(timeline_tmp(file)))};
   std::remove(timeline_tmp(file).c_str());
   return out;
 }
@@ -179,8 +178,8 @@ TEST_CASE("a timeline named .gz is gzip-compressed and holds the same events") {
   REQUIRE(bytes.size() > 2);
   CHECK(static_cast<unsigned char>(bytes[0]) == 0x1f);
   CHECK(static_cast<unsigned char>(bytes[1]) == 0x8b);
-  CHECK(parse_large_json(tpusim::trace::read_file_maybe_gzip(timeline_tmp("t.json.gz"))) ==
-        parse_large_json(slurp(timeline_tmp("t.json"))));
+  CHECK(json::parse(tpusim::trace::read_file_maybe_gzip(timeline_tmp("t.json.gz"))) ==
+        json::parse(slurp(timeline_tmp("t.json"))));
   std::remove(timeline_tmp("t.json.gz").c_str());
   std::remove(timeline_tmp("t.json").c_str());
 }
@@ -190,7 +189,7 @@ TEST_CASE("a large machine's timeline samples the first, middle and last chip an
                        timeline_tmp("big.json")});
   REQUIRE(r.exit_code == 0);
   const json report = json::parse(r.out);
-  const json trace = parse_large_json(slurp(timeline_tmp("big.json")));
+  const json trace = json::parse(slurp(timeline_tmp("big.json")));
   std::remove(timeline_tmp("big.json").c_str());
   const int chips = report["chips"], per_chip = report["cores"].get<int>() / chips;
   std::vector<int> expected;
