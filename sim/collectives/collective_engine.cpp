@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "core/params.hpp"
+#include "sim/collectives/symmetry.hpp"
 #include "sim/core/core_resources.hpp"
 #include "sim/core/tensor_core_cost.hpp"
 #include "sim/machine/machine.hpp"
@@ -98,20 +99,33 @@ void CollectiveEngine::arrive(int op_index, int core) {
     listener_.collective_done(core, op_index);
     return;
   }
-  if (++state->arrived[g] == static_cast<int>(state->set->groups[g].size()))
-    start_group(op_index, g, *state->set);
+  const int members = symmetric_ ? symmetric_->ops[op_index]->active_members[g]
+                                 : static_cast<int>(state->set->groups[g].size());
+  if (++state->arrived[g] != members) return;
+  ready_.emplace_back(op_index, g);
+  if (ready_.size() == 1) queue_.at(sim_now(), [this] { start_ready(); });
+}
+
+void CollectiveEngine::start_ready() {
+  std::vector<std::pair<int, int>> ready;
+  ready.swap(ready_);
+  std::sort(ready.begin(), ready.end());
+  for (const auto& [op, g] : ready) start_group(op, g, *pending_[op]->set);
 }
 
 void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) {
   auto run = std::make_shared<Running>();
   run->op_index = op_index;
-  run->plan = planner_.plans(op_index)[group];
+  run->plan =
+      symmetric_ ? symmetric_->ops[op_index]->plans[group].get() : planner_.plans(op_index)[group];
   run->members = &gs.groups[group];
   run->bytes = program_.ops[op_index].collective.bytes;
   run->dtype = program_.ops[op_index].collective.dtype;
   run->started = sim_now();
   const OpState& state = *pending_[op_index];
-  for (int core : *run->members) split_[core].waiting += run->started - state.arrived_at[core];
+  for (int core : *run->members)
+    if (!symmetric_ || symmetric_->active[core])
+      split_[core].waiting += run->started - state.arrived_at[core];
   auto& st = stats_[op_index];
   if (st.groups == 0 || run->started < st.first_start) st.first_start = run->started;
   ++st.groups;
@@ -236,22 +250,32 @@ void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
   st.last_end = max(st.last_end, now);
   st.longest = max(st.longest, now - run->started);
   const Duration sync = hw_.collective_step_overhead * run->steps_run + hw_.collective_launch;
+  const auto* played = symmetric_ ? symmetric_->ops[run->op_index] : nullptr;
   for (int core : *run->members) {
+    if (played && !symmetric_->active[core]) continue;
     split_[core].synchronisation += sync;
     split_[core].transfer += now - run->started - sync;
   }
   auto it = pending_.find(run->op_index);
-  for (int core : *run->members) listener_.collective_done(core, run->op_index);
-  if (it != pending_.end() &&
-      ++it->second->groups_done == static_cast<int>(it->second->set->groups.size()))
-    pending_.erase(it);
+  for (int core : *run->members)
+    if (!played || symmetric_->active[core]) listener_.collective_done(core, run->op_index);
+  const int groups =
+      played ? played->played : static_cast<int>(planner_.groups(run->op_index).groups.size());
+  if (it != pending_.end() && ++it->second->groups_done == groups) pending_.erase(it);
+}
+
+void CollectiveEngine::expand_symmetric_stats() {
+  if (!symmetric_) return;
+  for (auto& [op, st] : stats_)
+    if (st.groups > 0) st.groups = static_cast<int>(planner_.groups(op).groups.size());
 }
 
 std::vector<std::string> CollectiveEngine::waiting() const {
   std::vector<std::string> out;
   for (const auto& [op, state] : pending_) {
     for (std::size_t g = 0; g < state->arrived.size(); ++g) {
-      const int n = static_cast<int>(state->set->groups[g].size());
+      const int n = symmetric_ ? symmetric_->ops[op]->active_members[g]
+                               : static_cast<int>(state->set->groups[g].size());
       if (state->arrived[g] > 0 && state->arrived[g] < n) {
         out.push_back("op " + std::to_string(op) + " (" + program_.ops[op].name + ", " +
                       to_string(program_.ops[op].collective.kind) + ") group " + std::to_string(g) +

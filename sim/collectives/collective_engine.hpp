@@ -26,6 +26,7 @@ namespace tpusim {
 
 class Machine;
 class CoreResources;
+struct SymmetricRun;
 
 /// Told when a core's part in a collective is over; lends the cores' resources to the steps.
 class CollectiveListener {
@@ -53,13 +54,20 @@ class CollectiveEngine {
   /// group an algorithm cannot serve is a ConfigError up front, not a failure mid-run.
   void prepare() { planner_.prepare(stats_); }
 
-  /// Core `core` reaches collective op `op_index` now.
+  /// Core `core` reaches collective op `op_index` now. A group whose last member this is
+  /// starts from the event queue at this instant, after the cores running now (start_ready).
   void arrive(int op_index, int core);
 
   const std::map<int, CollectiveOpStats>& stats() const { return stats_; }
   const CommSplit& split(int core) const { return split_[core]; }
 
   const CollectiveCostModel& cost_model() const { return model_; }
+  const CollectivePlanner& planner() const { return planner_; }
+  /// Plays only the groups, members and sends of `run`'s domain (symmetry.hpp); set after
+  /// prepare(), before the simulation starts. After the run, expand_symmetric_stats() gives
+  /// each op the group count of the whole machine.
+  void use_symmetry(const SymmetricRun* run) { symmetric_ = run; }
+  void expand_symmetric_stats();
   /// Cores that arrived at an unfinished collective, for the watchdog: "op 12 (name): k of n".
   std::vector<std::string> waiting() const;
 
@@ -69,6 +77,12 @@ class CollectiveEngine {
   struct StepWaves;  // one ring's step in flight, its streams issued in waves
 
   void start_group(int op_index, int group, const GroupSet& gs);
+  /// Starts the groups that became ready at this instant, after the cores running now, in
+  /// (op, group) order: not in the order the kernel happens to run their last members, so where
+  /// groups share links or a core's HBM port, who goes first is the same in a symmetric run as
+  /// in the full one, and a core's own compute at this instant is booked before the step work
+  /// of a group it completed.
+  void start_ready();
   void run_phase(const std::shared_ptr<Running>& run);
   void run_step(const std::shared_ptr<Running>& run, std::size_t ring, int step);
   /// Issues the step's next wave of streams if every member core has the DMA engines for it,
@@ -99,6 +113,8 @@ class CollectiveEngine {
   std::vector<Transfer> batch_;    ///< reused by every step (the network copies what it keeps)
   std::vector<int> stream_count_;  ///< per core, scratch of issue_wave
   std::vector<std::shared_ptr<StepWaves>> dma_waiting_;  ///< steps waiting for DMA engines
+  const SymmetricRun* symmetric_ = nullptr;
+  std::vector<std::pair<int, int>> ready_;  ///< (op, group) ready at this instant, not started
 };
 
 }  // namespace tpusim

@@ -17,6 +17,11 @@ struct Ring {
   /// The sending core of next[k] where it is not members[k] (exchanges); empty otherwise.
   std::vector<int> next_from;
   Duration path_latency;  ///< the longest route's summed hop latencies
+  /// A ring projected onto a symmetric domain (symmetry.hpp) keeps only some members and
+  /// sends; these are the sending routes and the members of the ring it stands for (negative:
+  /// count this ring's).
+  int represented_routes = -1;
+  int represented_members = -1;
   void update_path_latency();
 };
 

@@ -12,11 +12,16 @@ Duration CollectiveEngine::book_step(const Ring& ring, const StepWork& work, int
   // as much as it receives: the step's bytes over the members) and the reduction of what it
   // receives.
   double sent = 0;
-  for (const auto* routes : {&ring.next, &ring.prev})
-    for (const auto& r : *routes)
-      if (!r.empty()) sent += work.each_way * steps;
-  const double hbm_bytes =
-      model_.step_hbm_bytes(sent / static_cast<double>(ring.members.size()), work.summed * steps);
+  double members = static_cast<double>(ring.members.size());
+  if (ring.represented_routes >= 0) {  // a projected ring: what the ring it stands for sends
+    for (int k = 0; k < ring.represented_routes; ++k) sent += work.each_way * steps;
+    members = ring.represented_members;
+  } else {
+    for (const auto* routes : {&ring.next, &ring.prev})
+      for (const auto& r : *routes)
+        if (!r.empty()) sent += work.each_way * steps;
+  }
+  const double hbm_bytes = model_.step_hbm_bytes(sent / members, work.summed * steps);
   const Duration vpu = model_.reduction_vpu(work.summed, dtype) * steps;
   const int latencies = model_.reduction_hbm_latencies(work.summed) * steps;
   Duration cores_done = start;

@@ -56,6 +56,7 @@ void TensorCore::guarded_step() {
 
 void TensorCore::step() {
   ++activations_;
+  if (!active()) return;
   const Duration now = sim_now();
   if (running_) {
     if (now < run_end_) {  // woken early by a collective: keep waiting for the run's end

@@ -9,7 +9,9 @@
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "core/params.hpp"
 #include "sim/collectives/collective_engine.hpp"
+#include "sim/collectives/symmetry.hpp"
 #include "sim/core/tensor_core.hpp"
 #include "sim/core/tensor_core_cost.hpp"
 #include "sim/kernel/event_queue.hpp"
@@ -24,6 +26,12 @@ namespace tpusim {
 namespace {
 
 bool g_simulated = false;  // SystemC allows one elaboration per process
+
+// clang-format off
+const ParamRegistrar kSimulationParams{{
+    {"sim.symmetry", ParamType::String, "", "auto", "auto: where the machine and the program are symmetric under translations of the torus (no failed, degraded or slow part, no hosts, every collective's groups and plans mapped onto themselves), simulate only the cores of one fundamental domain and expand the results, which are the full simulation's; off: simulate every core", -1e300, 1e300, {"auto", "off"}},
+}};
+// clang-format on
 
 class CoreDispatch : public CollectiveListener {
  public:
@@ -46,6 +54,8 @@ struct Design {
   CoreDispatch dispatch;
   std::unique_ptr<CollectiveEngine> engine;
   LinkLogs link_logs;
+  std::unique_ptr<SymmetricRun> symmetric;  ///< null: every core simulated
+  std::string symmetry;                     ///< SimReport::symmetry
 };
 Design* g_design = nullptr;
 
@@ -102,6 +112,50 @@ void check_packet_work(const Program& program, int cores, const SimOptions& opti
                         "; use larger packets, fewer bytes or network.fidelity=flow");
 }
 
+/// Why the run cannot be symmetric before looking at the program, or "".
+std::string asymmetric_machine(const HardwareSpec& hw, const SimOptions& options) {
+  if (!options.symmetry) return "sim.symmetry=off";
+  if (!options.network.failed_links.empty()) return "network.failed_links is set";
+  if (!options.network.degraded_links.empty()) return "network.degraded_links is set";
+  if (!hw.slow_chips.empty()) return "hardware.slow_chips is set";
+  if (options.infeed) return "hosts feed the cores";
+  if (options.timeline) return "a timeline is recorded";
+  return "";
+}
+
+/// Symmetric simulation where it applies (sim/collectives/symmetry.hpp), else the reason.
+void choose_symmetry(Design& d, const Program& program, const HardwareSpec& hw,
+                     const SimOptions& options) {
+  std::string why = asymmetric_machine(hw, options);
+  if (why.empty()) {
+    SymmetrySearch found = find_symmetry(program, *d.machine, d.engine->planner());
+    d.symmetric = std::move(found.run);
+    why = found.reason;
+  }
+  if (!d.symmetric) {
+    d.symmetry = "full: " + why;
+    return;
+  }
+  d.symmetry = "symmetric: " + d.symmetric->describe();
+  d.ctx.active = &d.symmetric->active;
+  d.engine->use_symmetry(d.symmetric.get());
+}
+
+/// After a symmetric run: every link carries what its image in the domain carried, and every
+/// collective counts the groups of the whole machine.
+void expand_symmetric(const Design& d) {
+  if (!d.symmetric) return;
+  const auto& links = d.machine->links();
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const LinkModule& from = *links[d.symmetric->link_rep[i]];
+    if (&from == links[i]) continue;
+    links[i]->bytes = from.bytes;
+    links[i]->busy_time = from.busy_time;
+    links[i]->transfers = from.transfers;
+  }
+  d.engine->expand_symmetric_stats();
+}
+
 /// Elaboration: the event queue, the machine's module tree (chips, cores, links, hosts), the
 /// network and the collective engine with every collective planned.
 Design& elaborate(const Program& program, const Topology& topology, const HardwareSpec& hw,
@@ -137,6 +191,7 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
     d.ctx.infeed_batch = &options.infeed->op_batch;
   }
   if (options.timeline) d.link_logs = log_traced_links(*d.machine, options.traced_cores);
+  choose_symmetry(d, program, hw, options);
   return d;
 }
 
@@ -161,7 +216,7 @@ void run(const Design& d, const Program& program, double progress_interval_s) {
   std::vector<std::string> stuck;
   for (int c = 0; c < d.machine->num_cores() && stuck.size() < 3; ++c) {
     const TensorCore& core = d.machine->core(c);
-    if (core.finished()) continue;
+    if (core.finished() || !core.active()) continue;
     const int pc = core.pc();
     std::string what = core.name();
     if (pc < static_cast<int>(program.ops.size()))
@@ -233,6 +288,8 @@ void report_ops(const Design& d, const Program& program, const HardwareSpec& hw,
 SimReport report(const Design& d, const Program& program, const HardwareSpec& hw,
                  const SimOptions& options) {
   SimReport r;
+  expand_symmetric(d);
+  r.symmetry = d.symmetry;
   r.chips = d.machine->topology().num_chips();
   r.cores = d.machine->num_cores();
   report_last_core(d, r);
@@ -257,6 +314,7 @@ SimOptions SimOptions::from_config(const Config& cfg) {
   o.network = NetworkOptions::from_config(cfg);
   o.collectives = CollectiveOptions::from_config(cfg);
   o.hosts = HostOptions::from_config(cfg);
+  o.symmetry = cfg.string("sim.symmetry") == "auto";
   return o;
 }
 

@@ -31,7 +31,10 @@ struct SimOptions {
   /// A progress line on stderr every this many wall seconds while the run lasts (0: none). The
   /// commands set it when stderr is a terminal (sim/run/run_progress.hpp).
   double progress_interval_s = 0;
-  static SimOptions from_config(const Config& cfg);  ///< network, collectives, hosts
+  /// sim.symmetry: simulate one core per class of a translation symmetry where the machine
+  /// and the program have one (sim/collectives/symmetry.hpp); false: every core.
+  bool symmetry = true;
+  static SimOptions from_config(const Config& cfg);  ///< network, collectives, hosts, symmetry
 };
 
 struct OpTime {
@@ -90,6 +93,8 @@ struct SimReport {
   double elaboration_s = 0;
   int hosts = 0;
   std::vector<InfeedBatchStats> infeed;  ///< per infeed batch, when SimOptions::infeed is set
+  /// Which simulation ran: "symmetric: 2 of 8192 cores simulated (...)" or "full: why not".
+  std::string symmetry;
 };
 
 /// Plays `program` on the machine. Throws StuckError naming what waits on what if the program

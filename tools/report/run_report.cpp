@@ -216,6 +216,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"kernel_events", r.kernel_events},
       {"network_work_items", r.network_work},
       {"wall_s", r.wall_s},
+      {"simulation", r.symmetry},
       {"config", study.config.json()},
   };
   j["collectives_by_axis"] = collectives_by_axis_json(program, r);
@@ -321,6 +322,8 @@ void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
                      100 * j["links"]["mean_utilization"].get<double>())
       << fmt::format("  simulated with {} kernel events in {:.3f} s\n",
                      j["kernel_events"].get<std::uint64_t>(), j["wall_s"].get<double>());
+  if (j.contains("simulation"))
+    out << "  simulation: " << j["simulation"].get<std::string>() << "\n";
 }
 
 }  // namespace tpusim::cli

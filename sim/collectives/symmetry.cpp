@@ -1,0 +1,413 @@
+#include "sim/collectives/symmetry.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "sim/collectives/collective_planner.hpp"
+#include "sim/machine/machine.hpp"
+
+namespace tpusim {
+namespace {
+
+/// A translation of the chips: chip -> its image, core -> its image, link index -> its image.
+struct Translation {
+  std::vector<int> chip, core, link;
+};
+
+/// The images of chips, cores and links under `chip_image`; false if some chip's links do not
+/// line up with its image's (a dimension that is not a ring).
+bool make_translation(const Machine& m, std::vector<int> chip_image, Translation& t) {
+  const int cpc = m.hardware().cores_per_chip;
+  t.chip = std::move(chip_image);
+  t.core.assign(static_cast<std::size_t>(m.num_cores()), -1);
+  t.link.assign(m.links().size(), -1);
+  for (int c = 0; c < m.topology().num_chips(); ++c) {
+    for (int k = 0; k < cpc; ++k) t.core[c * cpc + k] = t.chip[c] * cpc + k;
+    const auto from = m.links_of_chip(c);
+    const auto to = m.links_of_chip(t.chip[c]);
+    if (from.size() != to.size()) return false;
+    for (std::size_t j = 0; j < from.size(); ++j) {
+      if (from[j]->bandwidth.bytes_per_s() != to[j]->bandwidth.bytes_per_s() ||
+          from[j]->latency != to[j]->latency)
+        return false;
+      t.link[from[j]->index] = to[j]->index;
+    }
+  }
+  return true;
+}
+
+/// Chips shifted by `by` along `dim`.
+std::vector<int> shifted_chips(const Topology& topo, int dim, int by) {
+  std::vector<int> out(static_cast<std::size_t>(topo.num_chips()));
+  for (int c = 0; c < topo.num_chips(); ++c) {
+    auto x = topo.coords(c);
+    x[dim] = (x[dim] + by) % topo.dim(dim);
+    out[c] = topo.chip_at(x);
+  }
+  return out;
+}
+
+using Sends = std::vector<std::pair<int, std::vector<int>>>;  // sender, link indices
+
+/// A ring's sends (sender, route), translated by `t` if given, sorted.
+Sends ring_sends(const Ring& r, const Translation* t) {
+  Sends out;
+  auto add = [&](int sender, const Route& route) {
+    if (route.empty()) return;
+    std::vector<int> links;
+    links.reserve(route.size());
+    for (const LinkModule* l : route) links.push_back(t ? t->link[l->index] : l->index);
+    out.emplace_back(t ? t->core[sender] : sender, std::move(links));
+  };
+  for (std::size_t k = 0; k < r.next.size(); ++k)
+    add(r.next_from.empty() ? r.members[k] : r.next_from[k], r.next[k]);
+  for (std::size_t k = 0; k < r.prev.size(); ++k) add(r.members[k], r.prev[k]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Per core of the image plan's phase: its ring and position (valid where stamp == epoch).
+struct Where {
+  std::vector<int> ring, pos, stamp;
+  int epoch = 0;
+  explicit Where(std::size_t cores) : ring(cores), pos(cores), stamp(cores, 0) {}
+};
+
+bool same_route(const Route& a, const Route& b, const Translation& t) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (t.link[a[i]->index] != b[i]->index) return false;
+  return true;
+}
+
+/// True if `image` is `ring` translated by `t` (same members, each with the same routes).
+bool same_ring(const Ring& ring, const Ring& image, const Translation& t, const Where& w) {
+  if (image.members.size() != ring.members.size() || image.path_latency != ring.path_latency ||
+      image.next.size() != ring.next.size() || image.prev.size() != ring.prev.size() ||
+      ring.next_from.empty() != image.next_from.empty())
+    return false;
+  if (!ring.next_from.empty()) return ring_sends(ring, &t) == ring_sends(image, nullptr);
+  const int r = w.ring[t.core[ring.members.front()]];
+  for (std::size_t k = 0; k < ring.members.size(); ++k) {
+    const int m = t.core[ring.members[k]];
+    if (w.stamp[m] != w.epoch || w.ring[m] != r) return false;
+    const auto j = static_cast<std::size_t>(w.pos[m]);
+    if (k < ring.next.size() && !same_route(ring.next[k], image.next[j], t)) return false;
+    if (k < ring.prev.size() && !same_route(ring.prev[k], image.prev[j], t)) return false;
+  }
+  return true;
+}
+
+/// True if `b` is `a` translated by `t`: the same phases, and each ring of `a` translated is a
+/// ring of `b` with the same sends.
+bool same_plan(const GroupPlan& a, const GroupPlan& b, const Translation& t, Where& w) {
+  if (a.phases.size() != b.phases.size()) return false;
+  for (std::size_t p = 0; p < a.phases.size(); ++p) {
+    const PlanPhase& x = a.phases[p];
+    const PlanPhase& y = b.phases[p];
+    if (x.kind != y.kind || x.steps != y.steps || x.step_fraction != y.step_fraction ||
+        x.bidirectional != y.bidirectional || x.reduce_pieces != y.reduce_pieces ||
+        x.rings.size() != y.rings.size() || x.link_s_per_byte != y.link_s_per_byte ||
+        x.path_latency != y.path_latency)
+      return false;
+    ++w.epoch;
+    for (std::size_t r = 0; r < y.rings.size(); ++r)
+      for (std::size_t k = 0; k < y.rings[r].members.size(); ++k) {
+        const int m = y.rings[r].members[k];
+        if (w.stamp[m] == w.epoch) continue;  // an exchange may list a core twice
+        w.stamp[m] = w.epoch;
+        w.ring[m] = static_cast<int>(r);
+        w.pos[m] = static_cast<int>(k);
+      }
+    for (const Ring& ring : x.rings) {
+      if (ring.members.empty()) continue;
+      const int first = t.core[ring.members.front()];
+      if (w.stamp[first] != w.epoch) return false;
+      if (!same_ring(ring, y.rings[static_cast<std::size_t>(w.ring[first])], t, w)) return false;
+    }
+  }
+  return true;
+}
+
+/// The collective ops with distinct plan sets, the smallest plans first (they are the cheapest
+/// to check and, being latency-bound, the likeliest to break a symmetry).
+std::vector<int> distinct_ops(const Program& program, const CollectivePlanner& planner) {
+  std::vector<std::pair<std::size_t, int>> sized;
+  std::map<const void*, bool> seen;
+  for (std::size_t op = 0; op < program.ops.size(); ++op) {
+    if (!program.ops[op].is_collective) continue;
+    const auto& plans = planner.plans(static_cast<int>(op));
+    if (!seen.emplace(&plans, true).second) continue;
+    std::size_t size = 0;
+    for (const GroupPlan* plan : plans)
+      if (plan)
+        for (const PlanPhase& ph : plan->phases)
+          for (const Ring& r : ph.rings) size += r.members.size() + r.next.size();
+    sized.emplace_back(size, static_cast<int>(op));
+  }
+  std::sort(sized.begin(), sized.end());
+  std::vector<int> out;
+  for (const auto& [size, op] : sized) out.push_back(op);
+  return out;
+}
+
+/// True if every collective's groups and plans map onto themselves under `t`.
+bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, const Translation& t,
+               Where& w) {
+  for (int op : ops) {
+    const auto& plans = planner.plans(op);
+    const GroupSet& gs = planner.groups(op);
+    for (std::size_t g = 0; g < gs.groups.size(); ++g) {
+      const auto& members = gs.groups[g];
+      if (members.empty()) continue;
+      const int image = gs.group_of_core[t.core[members.front()]];
+      if (image < 0 || gs.groups[image].size() != members.size()) return false;
+      for (int m : members)
+        if (gs.group_of_core[t.core[m]] != image) return false;
+      if (!plans[g] || !plans[image]) return false;
+      if (!same_plan(*plans[g], *plans[image], t, w)) return false;
+    }
+  }
+  return true;
+}
+
+/// The smallest period of dimension `dim` under which everything is invariant (the dimension's
+/// size if none smaller is).
+int find_period(const std::vector<int>& ops, const Machine& m, const CollectivePlanner& planner,
+                int dim, Where& w) {
+  const Topology& topo = m.topology();
+  const int n = topo.dim(dim);
+  if (!topo.wraps(dim)) return n;
+  for (int p = 1; p < n; ++p) {
+    if (n % p) continue;
+    Translation t;
+    if (!make_translation(m, shifted_chips(topo, dim, p), t)) return n;
+    if (invariant(ops, planner, t, w)) return p;
+  }
+  return n;
+}
+
+/// (hop x links + link index, sender class) of every hop of a batch's routes, sorted stably by
+/// the key: per link and hop, the classes of the senders crossing it in the order the message
+/// level reserves them (every first hop, then every second...).
+using HopOrder = std::vector<std::pair<std::uint64_t, int>>;
+void add_hops(HopOrder& order, std::uint64_t links, int sender_class, const Route& route) {
+  for (std::size_t h = 0; h < route.size(); ++h)
+    order.emplace_back(h * links + static_cast<std::uint64_t>(route[h]->index), sender_class);
+}
+void sort_hops(HopOrder& order) {
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+using HopRange = std::pair<HopOrder::const_iterator, HopOrder::const_iterator>;
+/// Each key of a sorted order and its range.
+std::unordered_map<std::uint64_t, HopRange> ranges(const HopOrder& order) {
+  std::unordered_map<std::uint64_t, HopRange> out;
+  out.reserve(order.size());
+  for (auto it = order.cbegin(); it != order.cend();) {
+    auto end = it;
+    while (end != order.cend() && end->first == it->first) ++end;
+    out.emplace(it->first, HopRange{it, end});
+    it = end;
+  }
+  return out;
+}
+bool same_classes(const HopRange& a, const HopRange& b) {
+  return std::equal(a.first, a.second, b.first, b.second,
+                    [](const auto& x, const auto& y) { return x.second == y.second; });
+}
+
+/// The projection of one step's batch is exact if every link of the full batch meets its
+/// senders' classes in the same order as its image in the domain does, and the projected batch
+/// meets them so too: then each reservation sees what its image sees.
+void check_batch_order(const Ring& full, const Ring& projected, const std::vector<int>& cls,
+                       const std::vector<int>& link_rep) {
+  const std::uint64_t links = link_rep.size();
+  HopOrder f, p;
+  for (std::size_t k = 0; k < full.next.size(); ++k)
+    add_hops(f, links, cls[full.next_from.empty() ? full.members[k] : full.next_from[k]],
+             full.next[k]);
+  for (std::size_t k = 0; k < full.prev.size(); ++k)
+    add_hops(f, links, cls[full.members[k]], full.prev[k]);
+  for (std::size_t k = 0; k < projected.next.size(); ++k)
+    add_hops(p, links, cls[projected.next_from[k]], projected.next[k]);
+  sort_hops(f);
+  sort_hops(p);
+  const std::string why = "a link meets the sends of one step in another order than its image";
+  const auto in_full = ranges(f);
+  for (const auto& [key, here] : in_full) {
+    const std::uint64_t image = key / links * links + link_rep[key % links];
+    if (image == key) continue;
+    auto there = in_full.find(image);
+    if (there != in_full.end() && !same_classes(here, there->second)) throw why;
+  }
+  for (const auto& [key, here] : ranges(p)) {
+    auto there = in_full.find(key);
+    if (there != in_full.end() && !same_classes(here, there->second)) throw why;
+  }
+}
+
+std::unique_ptr<GroupPlan> project(const GroupPlan& plan, const Machine& m, const SymmetricRun& s,
+                                   const std::vector<int>& cls, std::vector<int>& stamp,
+                                   int& epoch) {
+  auto out = std::make_unique<GroupPlan>();
+  // The classes (domain images) of `cores` all occur among `kept`, else not exact.
+  auto covers = [&](const std::vector<int>& cores, const std::vector<int>& kept) {
+    ++epoch;
+    for (int c : kept) stamp[c] = epoch;
+    for (int c : cores)
+      if (stamp[cls[c]] != epoch) return false;
+    return true;
+  };
+  for (const PlanPhase& phase : plan.phases) {
+    PlanPhase p = phase;
+    p.rings.clear();
+    for (const Ring& ring : phase.rings) {
+      Ring r;
+      std::vector<int> senders, kept_senders;
+      int routes = 0;
+      auto take = [&](int sender, const Route& route) {
+        if (route.empty()) return;
+        ++routes;
+        senders.push_back(sender);
+        if (!s.active[sender]) return;
+        kept_senders.push_back(sender);
+        r.next.push_back(route);  // its links are replaced by their images below
+        r.next_from.push_back(sender);
+      };
+      for (std::size_t k = 0; k < ring.next.size(); ++k)
+        take(ring.next_from.empty() ? ring.members[k] : ring.next_from[k], ring.next[k]);
+      for (std::size_t k = 0; k < ring.prev.size(); ++k) take(ring.members[k], ring.prev[k]);
+      for (int m : ring.members)
+        if (s.active[m]) r.members.push_back(m);
+      if (r.members.empty() && r.next.empty()) continue;
+      if (!covers(ring.members, r.members) || !covers(senders, kept_senders))
+        throw std::string("a ring's members in the domain do not stand for all its members");
+      r.path_latency = ring.path_latency;
+      // Every link of the kept sends replaced by its image in the domain.
+      for (Route& route : r.next) {
+        for (auto& l : route) l = m.links()[s.link_rep[l->index]];
+        for (std::size_t i = 0; i < route.size(); ++i)
+          for (std::size_t j = i + 1; j < route.size(); ++j)
+            if (route[i] == route[j])
+              throw std::string("a route crosses two images of one link in the domain");
+      }
+      check_batch_order(ring, r, cls, s.link_rep);
+      r.represented_routes = routes;
+      r.represented_members = static_cast<int>(ring.members.size());
+      p.rings.push_back(std::move(r));
+    }
+    if (p.rings.empty() && !phase.rings.empty())
+      throw std::string("a phase has no ring in the domain");
+    out->phases.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// The domain: chips whose coordinates are below the periods (their cores marked active); each
+/// chip's image in it (returned) and each core's (`cls`).
+std::vector<int> mark_domain(const Machine& m, SymmetricRun& s, std::vector<int>& cls) {
+  const Topology& topo = m.topology();
+  const int cpc = m.hardware().cores_per_chip;
+  std::vector<int> chip_rep(static_cast<std::size_t>(topo.num_chips()));
+  s.active.assign(static_cast<std::size_t>(m.num_cores()), 0);
+  cls.assign(static_cast<std::size_t>(m.num_cores()), 0);
+  for (int c = 0; c < topo.num_chips(); ++c) {
+    auto x = topo.coords(c);
+    bool in = true;
+    for (int d = 0; d < topo.num_dims(); ++d) {
+      in = in && x[d] < s.period[d];
+      x[d] %= s.period[d];
+    }
+    chip_rep[c] = topo.chip_at(x);
+    for (int k = 0; k < cpc; ++k) {
+      s.active[c * cpc + k] = in;
+      cls[c * cpc + k] = chip_rep[c] * cpc + k;
+      s.active_cores += in;
+    }
+  }
+  return chip_rep;
+}
+
+}  // namespace
+
+std::string SymmetricRun::describe() const {
+  std::string p;
+  for (std::size_t d = 0; d < period.size(); ++d) p += (d ? " x " : "") + std::to_string(period[d]);
+  return std::to_string(active_cores) + " of " + std::to_string(active.size()) +
+         " cores simulated (a domain of " + p + " chips)";
+}
+
+SymmetrySearch find_symmetry(const Program& program, const Machine& m,
+                             const CollectivePlanner& planner) {
+  SymmetrySearch out;
+  const Topology& topo = m.topology();
+  auto s = std::make_unique<SymmetricRun>();
+  bool smaller = false;
+  const std::vector<int> ops = distinct_ops(program, planner);
+  Where where(static_cast<std::size_t>(m.num_cores()));
+  for (int d = 0; d < topo.num_dims(); ++d) {
+    s->period.push_back(find_period(ops, m, planner, d, where));
+    smaller = smaller || s->period.back() < topo.dim(d);
+  }
+  if (!smaller) {
+    out.reason = "no translation of the torus maps every collective group onto another";
+    return out;
+  }
+  std::vector<int> cls;
+  const std::vector<int> chip_rep = mark_domain(m, *s, cls);
+  Translation rep;
+  if (!make_translation(m, chip_rep, rep)) {
+    out.reason = "the links of a chip and of its image in the domain differ";
+    return out;
+  }
+  s->link_rep = rep.link;
+  s->ops.assign(program.ops.size(), nullptr);
+  std::map<const void*, const SymmetricRun::OpGroups*> done;
+  std::vector<int> stamp(static_cast<std::size_t>(m.num_cores()), 0);
+  int epoch = 0;
+  try {
+    for (std::size_t op = 0; op < program.ops.size(); ++op) {
+      if (!program.ops[op].is_collective) continue;
+      const auto& plans = planner.plans(static_cast<int>(op));
+      auto it = done.find(&plans);
+      if (it != done.end()) {
+        s->ops[op] = it->second;
+        continue;
+      }
+      const GroupSet& gs = planner.groups(static_cast<int>(op));
+      auto g = std::make_unique<SymmetricRun::OpGroups>();
+      g->active_members.assign(gs.groups.size(), 0);
+      g->plans.resize(gs.groups.size());
+      for (std::size_t k = 0; k < gs.groups.size(); ++k) {
+        std::vector<int> in;
+        for (int c : gs.groups[k])
+          if (s->active[c]) in.push_back(c);
+        g->active_members[k] = static_cast<int>(in.size());
+        if (in.empty()) continue;
+        ++epoch;
+        for (int c : in) stamp[c] = epoch;
+        for (int c : gs.groups[k])
+          if (stamp[cls[c]] != epoch)
+            throw std::string("a group's members in the domain do not stand for all its members");
+        ++g->played;
+        g->plans[k] = project(*plans[k], m, *s, cls, stamp, epoch);
+      }
+      done.emplace(&plans, g.get());
+      s->ops[op] = g.get();
+      s->owned.push_back(std::move(g));
+    }
+  } catch (const std::string& why) {
+    out.reason = why;
+    return out;
+  }
+  out.run = std::move(s);
+  return out;
+}
+
+}  // namespace tpusim

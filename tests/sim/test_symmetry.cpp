@@ -1,0 +1,150 @@
+// Symmetric simulation (sim.symmetry, sim/collectives/symmetry.hpp): where the torus and every
+// collective's groups and plans are invariant under translations, one fundamental domain is
+// simulated and its results expanded; they must be the full simulation's, figure for figure.
+// tests/symmetry/both_ways.py holds every shipped study to the same.
+#include <catch2/catch.hpp>
+
+#include "tests/sim/sim_fixture.hpp"
+
+using namespace tpusim;
+using namespace tpusim::test;
+
+namespace {
+
+const double kSymBytes = 4.0 * 1024 * 1024;
+
+/// What the tests compare: the mode line's checks, then every figure of the report that the
+/// two modes must share (step, compute, communication, its split, every link's traffic and
+/// every collective's times).
+struct SymRun {
+  std::string mode;
+  std::vector<double> figures;
+};
+
+SymRun sym_run(const Program& program, const Config& cfg, const std::string& expect_mode) {
+  auto v = in_child([&] {
+    HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    SimOptions o = SimOptions::from_config(cfg);
+    o.link_stats = true;
+    SimReport r = simulate(program, topo, hw, o);
+    std::vector<double> out{r.symmetry.rfind(expect_mode, 0) == 0 ? 1.0 : 0.0,
+                            r.step_time.seconds(),
+                            r.compute.seconds(),
+                            r.communication.seconds(),
+                            r.exposed_communication.seconds(),
+                            r.comm_split.waiting.seconds(),
+                            r.comm_split.transfer.seconds(),
+                            r.comm_split.synchronisation.seconds(),
+                            r.occupancy.hbm.seconds(),
+                            r.links.busiest_utilization,
+                            r.links.mean_utilization,
+                            r.links.total_bytes};
+    for (const auto& l : r.link_stats) {
+      out.push_back(l.bytes);
+      out.push_back(l.busy.seconds());
+      out.push_back(static_cast<double>(l.transfers));
+    }
+    for (const auto& [op, st] : r.collectives) {
+      out.push_back(st.first_start.seconds());
+      out.push_back(st.last_end.seconds());
+      out.push_back(st.longest.seconds());
+      out.push_back(st.groups);
+    }
+    return out;
+  });
+  SymRun s;
+  s.mode = v.at(0) == 1.0 ? expect_mode : "(another mode)";
+  s.figures.assign(v.begin() + 1, v.end());
+  return s;
+}
+
+Config sym_cfg(const nlohmann::json& extra) {
+  nlohmann::json j = {{"topology", "4x4"},
+                      {"hardware", {{"async_collectives", true}}},
+                      {"collectives", {{"algorithm", "per_dimension"}}}};
+  if (extra.is_object()) deep_merge(j, extra);
+  return config_with(j);
+}
+
+/// matmul, all-reduce over `axes`, matmul, reduce-scatter over all cores: a step's shape.
+Program step_program(const std::vector<MeshAxis>& mesh, std::vector<std::string> axes) {
+  Program p;
+  p.mesh = mesh;
+  p.ops.push_back(matmul_op({1, 2048, 2048, 2048}));
+  p.ops.push_back(collective_op(CollectiveKind::AllReduce, kSymBytes, axes));
+  p.ops.back().deps = {0};
+  p.ops.push_back(matmul_op({1, 2048, 2048, 2048}));
+  p.ops.back().deps = {0};
+  p.ops.push_back(collective_op(CollectiveKind::ReduceScatter, kSymBytes));
+  p.ops.back().deps = {2};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("symmetry: a data-parallel step on a torus simulates one chip and agrees with all") {
+  // Per-dimension rings over a 4x4 torus map onto themselves under every unit shift: the
+  // domain is one chip, its cores_per_chip cores.
+  const Config cfg = sym_cfg({});
+  const int cores = 16 * cfg.integer("hardware.cores_per_chip");
+  const Program p = step_program({{"all", cores}}, {});
+  const std::string domain = "symmetric: " + std::to_string(cores / 16) + " of " +
+                             std::to_string(cores) + " cores simulated (a domain of 1 x 1 chips)";
+  const SymRun sym = sym_run(p, cfg, domain);
+  const SymRun full =
+      sym_run(p, sym_cfg({{"sim", {{"symmetry", "off"}}}}), "full: sim.symmetry=off");
+  CHECK(sym.mode == domain);
+  CHECK(full.mode == "full: sim.symmetry=off");
+  REQUIRE(sym.figures.size() == full.figures.size());
+  for (std::size_t i = 0; i < sym.figures.size(); ++i) {
+    INFO("figure " << i);
+    CHECK(sym.figures[i] == full.figures[i]);  // exactly: the same arithmetic on each class
+  }
+}
+
+TEST_CASE("symmetry: model groups of two chips make a domain of two chips") {
+  // data x model with model = 2 x cores_per_chip: each model group is two neighbouring chips
+  // along X, so only shifts by 2 along X (and any along Y) map the groups onto themselves.
+  const Config cfg = sym_cfg({});
+  const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
+  const int cores = 16 * cpc;
+  const Program p = step_program({{"data", cores / (2 * cpc)}, {"model", 2 * cpc}}, {"model"});
+  const std::string domain = "symmetric: " + std::to_string(2 * cpc) + " of " +
+                             std::to_string(cores) + " cores simulated (a domain of 2 x 1 chips)";
+  const SymRun sym = sym_run(p, cfg, domain);
+  const SymRun full = sym_run(p, sym_cfg({{"sim", {{"symmetry", "off"}}}}), "full:");
+  CHECK(sym.mode == domain);
+  REQUIRE(sym.figures.size() == full.figures.size());
+  for (std::size_t i = 0; i < sym.figures.size(); ++i) {
+    INFO("figure " << i);
+    CHECK(sym.figures[i] == full.figures[i]);
+  }
+}
+
+TEST_CASE("symmetry: anything that breaks it runs the full simulation and says why") {
+  const Program p = step_program({{"all", 32}}, {});
+  struct Case {
+    nlohmann::json extra;
+    std::string mode;
+  };
+  const std::vector<Case> cases = {
+      {{{"network", {{"failed_links", "multipod.chip(1,1).ici.x+"}}}},
+       "full: network.failed_links is set"},
+      {{{"network", {{"degraded_links", "multipod.chip(1,1).ici.x+=0.5"}}}},
+       "full: network.degraded_links is set"},
+      {{{"hardware", {{"slow_chips", {3}}}}}, "full: hardware.slow_chips is set"},
+      // An open line has no translation that maps it onto itself.
+      {{{"topology", "4x4:wrap=0,0"}},
+       "full: no translation of the torus maps every collective group onto another"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.extra.dump());
+    CHECK(sym_run(p, sym_cfg(c.extra), c.mode).mode == c.mode);
+  }
+}
+
+TEST_CASE("symmetry: sim.symmetry takes auto or off") {
+  CHECK_THROWS_WITH(sym_cfg({{"sim", {{"symmetry", "maybe"}}}}),
+                    Catch::Contains("sim.symmetry") && Catch::Contains("auto"));
+}
