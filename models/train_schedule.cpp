@@ -163,8 +163,7 @@ void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming&
   const double step = t.train_step_s + t.train_stall_s;
   double overlap = x;
   if (!h.blocking && t.train_stall_s <= 0) {
-    const double slack =
-        std::max(0.0, s.loop_round_trip_s + h.queue_batches * step - h.batch_ready_s);
+    const double slack = std::max(0.0, h.queue_batches * step - h.batch_ready_s);
     overlap = std::max(0.0, x - slack);
   }
   t.host_eval_metric_s = x;

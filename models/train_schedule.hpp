@@ -91,14 +91,14 @@ struct HostEvalTiming {
 };
 
 /// Adds the host evaluation visible to the run to `t` (host_eval_s, total_s). The metric starts
-/// after the evaluation's last eval step and takes every CPU core of its host until it is done
-/// (X = metric_s): the host prepares no batch meanwhile. The last evaluation's metric is the
-/// result run_stop waits for: X. Each earlier one adds X if it blocks; if it overlaps the next
-/// loop, it adds what it takes from the input pipeline: X when the training steps are input-bound
-/// (the host's lost time is the run's), else max(0, X - slack) with
-/// slack = R + Q x S - batch_ready (R the loop round trip, S the steady training step, Q queued
+/// when the evaluation's outfeed reaches the host (after the loop's round trip) and takes every
+/// CPU core of its host until it is done (X = metric_s): the host prepares no batch meanwhile.
+/// The last evaluation's metric is the result run_stop waits for: X. Each earlier one adds X if
+/// it blocks the next loop. If it overlaps the next loop, it adds what it takes from the input
+/// pipeline: X when the training steps are input-bound (the host's lost time is the run's), else
+/// max(0, X - slack) with slack = Q x S - batch_ready (S the steady training step, Q the queued
 /// batches: the next loop runs on its queued batches while the host scores, and the first batch
-/// prepared after the metric is needed Q steps in).
+/// the host prepares after the metric is needed Q steps into the loop).
 void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming& h);
 
 /// Which resource bounds the run: the largest of the terms a faster version of a resource would
