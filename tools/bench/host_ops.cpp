@@ -1,4 +1,5 @@
-// tpusim_host_ops_bench: the per-operation CPU costs of the host input pipelines, measured on
+// tpusim_host_ops_bench: the per-operation CPU costs of the host input pipelines (and, in
+// host_metric_ops.cpp, of the evaluation metrics), measured on
 // this machine with real code. Each operation runs on one thread over a synthetic input for a
 // fixed number of repetitions; the program prints, over rounds, the fastest and the median ns per
 // unit (the unit is what models/input_pipeline.cpp multiplies the cost by: decoded pixels,
