@@ -33,11 +33,10 @@ const ParamRegistrar kInputPipelineParams{{
 
 // Sizes of one example (ASSUMPTIONS where no reference page gives them; docs/train.md):
 // ImageNet's mean training image is about 469 x 387 pixels (the figure commonly given for
-// ILSVRC-2012; not in the reference pages); COCO images are mostly 640 x 480 (taken for all);
-// COCO train2017 has 860,001 instances over 118,287 images, 7.3 boxes per image.
+// ILSVRC-2012; not in the reference pages); COCO's in input_pipeline.hpp.
 constexpr double kInputPipelineImagenetPixels = 469.0 * 387.0;
-constexpr double kInputPipelineCocoPixels = 640.0 * 480.0;
-constexpr double kInputPipelineCocoBoxes = 860001.0 / 118287.0;
+constexpr double kInputPipelineCocoPixels = kCocoImagePixels;
+constexpr double kInputPipelineCocoBoxes = kCocoBoxesPerImage;
 // SSD: 8732 default boxes (docs/cnn.md); up to 50 random-crop tries, each testing the crop's
 // IoU against every box (the MLPerf v0.7 code; all 50 taken: the worst case).
 constexpr double kInputPipelineSsdAnchors = 8732;

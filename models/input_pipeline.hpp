@@ -1,16 +1,24 @@
 #pragma once
-// The host input pipeline of a model as the operations it runs per example (JPEG decode, crop,
-// resize, flip, colour jitter, normalise, anchor matching, box encoding, mask crops, record
-// parsing, packing: what the MLPerf v0.7 code does), each costed by its size in that example
-// (pixels, box x anchor pairs, tokens, bytes) times a per-unit CPU cost that all models share
-// (hardware.host.cost.*, measured by tools/bench/host_ops.cpp). What-ifs that cache or move a step
-// are workload.input.*. docs/train.md has the table of costs and sizes.
+// The host CPU work of a model. The input pipeline (input_pipeline.cpp): the operations it runs
+// per example (JPEG decode, crop, resize, flip, colour jitter, normalise, anchor matching, box
+// encoding, mask crops, record parsing, packing: what the MLPerf v0.7 code does), each costed by
+// its size in that example (pixels, box x anchor pairs, tokens, bytes) times a per-unit CPU cost
+// that all models share (hardware.host.cost.*, measured by tools/bench/host_ops.cpp). What-ifs that
+// cache or move a step are workload.input.*. The evaluation metric (eval_metric.cpp): COCO mAP,
+// BLEU, as operations costed the same way. docs/train.md has the tables of costs and sizes.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/config.hpp"
 
 namespace tpusim {
+
+// COCO sizes shared by the detection pipelines and the COCO evaluation (models/eval_metric.cpp),
+// ASSUMPTIONS (docs/train.md): images are mostly 640 x 480 (taken for all); train2017 has 860,001
+// instances over 118,287 images, 7.3 boxes per image (taken for val2017 too).
+inline constexpr double kCocoImagePixels = 640.0 * 480.0;
+inline constexpr double kCocoBoxesPerImage = 860001.0 / 118287.0;
 
 /// One operation of the pipeline, for one example.
 struct PipelineOp {
@@ -32,5 +40,44 @@ struct InputPipeline {
 /// where the pipeline parses records (the builder's infeed bytes per example: the record holds
 /// the same values). A model without its own pipeline (decoder_lm) parses records only.
 InputPipeline input_pipeline(const Config& cfg, double record_bytes);
+
+/// Where the host-side evaluation metric runs (train.eval_metric_on).
+enum class MetricPlacement {
+  Host,      ///< one host, the coordinator, after the last eval step's outfeed (MLPerf reference)
+  AllHosts,  ///< every host scores its share of the eval examples, then a gather (the paper)
+  Device,    ///< on the device: no host time (its device cost is not added)
+};
+
+/// One operation of the metric, over one whole evaluation (all its examples).
+struct MetricOp {
+  std::string name;       ///< "greedy_match"
+  std::string cost_path;  ///< "hardware.host.cost.greedy_match_ns_per_step"
+  std::string unit;
+  double units = 0;  ///< size over the evaluation
+  double ns_per_unit = 0;
+  /// true: per-example work, split over the hosts with all_hosts; false: the coordinator's
+  /// (the per-category accumulation and the parsing of what it gathers).
+  bool per_example = true;
+  double ns() const { return units * ns_per_unit; }  ///< CPU time on one host core
+};
+
+/// The model's host-side metric for its placement (ops empty for device, and for models whose
+/// metric the runs computed on the device: BERT's masked-LM accuracy, ResNet-50's top-1).
+struct EvalMetric {
+  std::string name;  ///< "coco_map_boxes", "coco_map_boxes_masks", "bleu", "device_accuracy"
+  MetricPlacement placement = MetricPlacement::Host;
+  /// The next device loop waits for the metric (true), or the metric overlaps it (false).
+  bool blocking = false;
+  int hosts = 1;  ///< hosts that share the per-example work (all_hosts), else 1
+  std::vector<MetricOp> ops;
+  /// CPU time of the busiest host (the coordinator) on one core, ns: per-example ops / hosts
+  /// plus the coordinator's ops.
+  double busiest_host_ns() const;
+};
+
+/// The study's model's metric over one evaluation of `eval_examples` examples, with
+/// train.eval_metric_on; `hosts` is the machine's host count. Throws ConfigError naming
+/// workload.eval_detections_per_image when it exceeds workload.eval_detections.
+EvalMetric eval_metric(const Config& cfg, std::int64_t eval_examples, int hosts);
 
 }  // namespace tpusim

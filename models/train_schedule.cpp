@@ -1,5 +1,6 @@
 #include "models/train_schedule.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -155,6 +156,34 @@ TimeToTrain compose_time_to_train(const TrainSchedule& s, const std::vector<Simu
   t.loop_round_trips_s = V * s.loop_round_trip_s;
   t.total_s = t.startup_s + t.training_s + t.evaluation_s + t.input_stall_s + t.loop_round_trips_s;
   return t;
+}
+
+void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming& h) {
+  const double x = h.metric_s;
+  const double step = t.train_step_s + t.train_stall_s;
+  double overlap = x;
+  if (!h.blocking && t.train_stall_s <= 0) {
+    const double slack = std::max(0.0, h.queue_batches * step - h.batch_ready_s);
+    overlap = std::max(0.0, x - slack);
+  }
+  t.host_eval_metric_s = x;
+  t.host_eval_overlap_s = overlap;
+  t.host_eval_s = x + static_cast<double>(s.evaluations - 1) * overlap;
+  t.total_s += t.host_eval_s;
+}
+
+RunBound bound_by(const TimeToTrain& t) {
+  RunBound b;
+  const double device =
+      (t.train_stall_s > 0 ? 0.0 : t.training_s) + (t.eval_stall_s > 0 ? 0.0 : t.evaluation_s);
+  b.removable_s = {{"device", device},
+                   {"input_pipeline", t.input_stall_s + t.first_batch_s},
+                   {"host_eval", t.host_eval_s},
+                   {"host_runtime", t.program_start_s + t.loop_round_trips_s}};
+  double best = -1;
+  for (const auto& [name, s] : b.removable_s)
+    if (s > best) best = s, b.resource = name;
+  return b;
 }
 
 }  // namespace tpusim

@@ -3,6 +3,8 @@
 // cadence, device loops) and the composition of a simulated device loop into the whole run.
 // Plain arithmetic: the simulation that measures the loop lives in sim/ and tools/.
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.hpp"
@@ -44,13 +46,16 @@ struct SimulatedStep {
 /// The whole run composed from the simulated sequence (all in seconds).
 struct TimeToTrain {
   double total_s = 0;
-  double startup_s = 0;           ///< run_start until the first training step begins
-  double program_start_s = 0;     ///< of the start-up: the program's start (train.program_start_s)
-  double first_batch_s = 0;       ///< of the start-up: the pipeline filling the first infeed
-  double loop_round_trips_s = 0;  ///< V host round trips, the last one the wait for the result
-  double training_s = 0;          ///< training steps, without input stalls
-  double evaluation_s = 0;        ///< eval steps, without input stalls
-  double input_stall_s = 0;       ///< waiting at infeed ops after the first step
+  double startup_s = 0;            ///< run_start until the first training step begins
+  double program_start_s = 0;      ///< of the start-up: the program's start (train.program_start_s)
+  double first_batch_s = 0;        ///< of the start-up: the pipeline filling the first infeed
+  double loop_round_trips_s = 0;   ///< V host round trips, the last one the wait for the result
+  double training_s = 0;           ///< training steps, without input stalls
+  double evaluation_s = 0;         ///< eval steps, without input stalls
+  double input_stall_s = 0;        ///< waiting at infeed ops after the first step
+  double host_eval_s = 0;          ///< the host-side metric as the run sees it (add_host_eval)
+  double host_eval_metric_s = 0;   ///< of it: one evaluation's metric on the busiest host
+  double host_eval_overlap_s = 0;  ///< of it: what an overlapped metric costs the next loop
   // Per step, as composed:
   double train_step_s = 0;             ///< steady training step, without stall
   double train_stall_s = 0;            ///< steady input stall per training step
@@ -76,5 +81,34 @@ struct TimeToTrain {
 /// training step, N = steps_per_loop, M = eval_steps, V = evaluations.
 TimeToTrain compose_time_to_train(const TrainSchedule& s, const std::vector<SimulatedStep>& steps,
                                   Duration end);
+
+/// The host-side metric of one evaluation on the busiest host (the coordinator).
+struct HostEvalTiming {
+  double metric_s = 0;       ///< its CPU work on that host / the host's cores
+  bool blocking = false;     ///< the next device loop waits for it (else it overlaps the loop)
+  double batch_ready_s = 0;  ///< a training batch's CPU time plus its PCIe copy on that host
+  int queue_batches = 2;     ///< hardware.host.infeed_queue_batches
+};
+
+/// Adds the host evaluation visible to the run to `t` (host_eval_s, total_s). The metric starts
+/// when the evaluation's outfeed reaches the host (after the loop's round trip) and takes every
+/// CPU core of its host until it is done (X = metric_s): the host prepares no batch meanwhile.
+/// The last evaluation's metric is the result run_stop waits for: X. Each earlier one adds X if
+/// it blocks the next loop. If it overlaps the next loop, it adds what it takes from the input
+/// pipeline: X when the training steps are input-bound (the host's lost time is the run's), else
+/// max(0, X - slack) with slack = Q x S - batch_ready (S the steady training step, Q the queued
+/// batches: the next loop runs on its queued batches while the host scores, and the first batch
+/// the host prepares after the metric is needed Q steps into the loop).
+void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming& h);
+
+/// Which resource bounds the run: the largest of the terms a faster version of a resource would
+/// remove. device: the training steps' time if they are not input-bound, plus the eval steps'
+/// if those are not; input_pipeline: input stalls and the first batch; host_eval: host_eval_s;
+/// host_runtime: the program start and the loop round trips. Ties go to the earlier name.
+struct RunBound {
+  std::string resource;
+  std::vector<std::pair<std::string, double>> removable_s;  ///< each resource's term, seconds
+};
+RunBound bound_by(const TimeToTrain& t);
 
 }  // namespace tpusim

@@ -49,6 +49,8 @@ const ParamRegistrar kMaskrcnnParams{{
     param("workload.eval_rpn_pre_nms_topn", T::Integer, "boxes", 1000, "proposals per FPN level and image kept before NMS (evaluation)", 1, 1e6),
     param("workload.eval_rpn_post_nms_topn", T::Integer, "boxes", 1000, "proposals per image after NMS (evaluation): the box head's ROIs", 1, 1e6),
     param("workload.eval_detections", T::Integer, "boxes", 100, "detections per image after the per-class NMS (evaluation): the mask head's ROIs", 1, 1e5),
+    // 100: ASSUMPTION, the cap above (as for SSD: every kept detection passes the threshold).
+    param("workload.eval_detections_per_image", T::Integer, "boxes", 100, "detections per image that pass the score threshold and reach the host's COCO box and mask evaluation (at most workload.eval_detections)", 0, 1e5),
 }};
 // clang-format on
 

@@ -38,6 +38,10 @@ const ParamRegistrar kSsdParams{{
     {"workload.labels_partitioned", T::Boolean, "", true, "label tensors split like the activations under spatial partitioning (TF); false: every core holds them whole and computes the loss of whole images (JAX)", -kInf, kInf, {}, "workload.model", kSsdModel},
     // 200: the MLPerf SSD's detections kept per image in evaluation.
     {"workload.eval_detections", T::Integer, "boxes", 200, "detection candidates per class and detections per image kept by the eval post-processing", 1, 1e5, {}, "workload.model", kSsdModel},
+    // 200: ASSUMPTION, the cap above: every kept detection passes the score threshold (the state
+    // late in the run; the count grows as the model learns). Read by the host metric only: the
+    // device post-processing is padded to workload.eval_detections (docs/train.md).
+    {"workload.eval_detections_per_image", T::Integer, "boxes", 200, "detections per image that pass the score threshold and reach the host's COCO evaluation (at most workload.eval_detections)", 0, 1e5, {}, "workload.model", kSsdModel},
 }};
 // clang-format on
 

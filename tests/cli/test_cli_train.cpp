@@ -1,6 +1,12 @@
 // tpusim train: time to train from a simulated device loop with hosts and evaluation.
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/cli/run_tpusim.hpp"
 
@@ -151,8 +157,10 @@ TEST_CASE("the run's structure: program start + loops of steps and evaluations +
   CHECK(j["time_to_train_s"].get<double>() ==
         Approx(b["startup_s"].get<double>() + b["training_s"].get<double>() +
                b["evaluation_s"].get<double>() + b["loop_round_trips_s"].get<double>() +
-               b["input_stall_s"].get<double>())
+               b["input_stall_s"].get<double>() + b["host_eval_s"].get<double>())
             .epsilon(1e-12));
+  // BERT's metric is the device's masked-LM accuracy: no host evaluation.
+  CHECK(b["host_eval_s"].get<double>() == 0);
   // Without program start and round trips the total drops by exactly them.
   auto none = free_hosts;
   none[2] = "train.program_start_s=0";
@@ -192,7 +200,8 @@ TEST_CASE("tpusim train: bad input is one error line naming the path, exit 2") {
            {"train.target_steps=45", "train.target_steps"},
            {"train.eval_every_steps=0", "train.eval_every_steps"},
            {"hardware.host.pcie_GBps=0", "hardware.host.pcie_GBps"},
-           {"train.simulated_train_steps=1", "train.simulated_train_steps"}}) {
+           {"train.simulated_train_steps=1", "train.simulated_train_steps"},
+           {"train.eval_metric_on=gpu", "train.eval_metric_on"}}) {
     auto r =
         run_tpusim({"train", kCliTrainStudy, "--set", "train.target_steps=40", "--set",
                     "train.eval_every_steps=10", "--set", "train.eval_examples=96", "--set", set});
@@ -227,4 +236,92 @@ TEST_CASE("tpusim train bert_large_4096 --json: time to train from the study's f
   CHECK(j["breakdown"]["input_stall_s"].get<double>() == 0);
   CHECK(j["time_to_train_s"].get<double>() == Approx(predicted).epsilon(1e-9));
   CHECK(j["time_to_train_s"].get<double>() > 496 * p["train_step_ms"].get<double>() * 1e-3);
+}
+
+namespace {
+/// SSD on a 2x2 slice (one host of 4 chips), 2 loops of 4 steps: its COCO evaluation of 32
+/// images runs on the host and overlaps the next loop.
+nlohmann::json ssd_train(std::vector<std::string> sets, const std::string& timeline = "") {
+  std::vector<std::string> args = {"train", "configs/studies/ssd_64.json", "--json"};
+  if (!timeline.empty()) args.insert(args.end(), {"--timeline", timeline});
+  sets.insert(sets.begin(),
+              {"topology=2x2", "workload.global_batch=16", "parallelism.bn_group_cores=2",
+               "train.target_steps=8", "train.eval_every_steps=4", "train.eval_examples=32"});
+  auto r = run_tpusim(with_sets(args, sets));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+double breakdown_sum(const nlohmann::json& b) {
+  double sum = 0;
+  for (const char* k : {"startup_s", "training_s", "evaluation_s", "loop_round_trips_s",
+                        "input_stall_s", "host_eval_s"})
+    sum += b[k].get<double>();
+  return sum;
+}
+}  // namespace
+
+TEST_CASE("host evaluation: on the device it costs nothing; the parts still add up") {
+  const auto host = ssd_train({});
+  const auto device = ssd_train({"train.eval_metric_on=device"});
+  const auto& m = host["eval_metric"];
+  CHECK(m["metric"] == "coco_map_boxes");
+  CHECK(m["blocking"] == false);
+  const double x = m["metric_s"].get<double>();
+  // The metric on one host: its CPU work over the host's cores.
+  CHECK(x == Approx(m["busiest_host_cpu_s"].get<double>() / 96));
+  // Two evaluations: the last one's metric is waited for, the first overlaps the second loop.
+  CHECK(host["breakdown"]["host_eval_s"].get<double>() ==
+        Approx(x + m["overlapped_cost_s"].get<double>()));
+  CHECK(host["time_to_train_s"].get<double>() ==
+        Approx(breakdown_sum(host["breakdown"])).epsilon(1e-12));
+  CHECK(device["breakdown"]["host_eval_s"].get<double>() == 0);
+  CHECK(device["eval_metric"]["ops"].empty());
+  CHECK(host["time_to_train_s"].get<double>() - device["time_to_train_s"].get<double>() ==
+        Approx(host["breakdown"]["host_eval_s"].get<double>()).epsilon(1e-9));
+  CHECK(host["bound_by"].is_string());
+}
+
+TEST_CASE("host evaluation: doubling host cores halves the metric; input-bound loses all of it") {
+  // One or two cores: the pipeline (70 ms of CPU a batch at 1 core) bounds the training steps,
+  // so the host's time scoring is the run's, at every evaluation.
+  const auto one = ssd_train({"hardware.host.cpu_cores=1"});
+  const auto two = ssd_train({"hardware.host.cpu_cores=2"});
+  const double x1 = one["eval_metric"]["metric_s"].get<double>();
+  CHECK(two["eval_metric"]["metric_s"].get<double>() == Approx(x1 / 2).epsilon(1e-12));
+  CHECK(one["host"]["input_bound"] == true);
+  CHECK(one["eval_metric"]["overlapped_cost_s"].get<double>() == Approx(x1));
+  CHECK(one["breakdown"]["host_eval_s"].get<double>() == Approx(2 * x1));
+  CHECK(one["bound_by"] == "input_pipeline");
+  // all_hosts on one host: the per-example work is not divided, the gather is added.
+  const auto all = ssd_train({"train.eval_metric_on=all_hosts"});
+  CHECK(all["eval_metric"]["hosts_sharing"] == 1);
+  CHECK(all["eval_metric"]["busiest_host_cpu_s"].get<double>() > 0);
+}
+
+TEST_CASE("train --timeline: the whole run, loops compressed, host evaluation on a host track") {
+  const std::string path = "/tmp/tpusim_cli_train_timeline_" + std::to_string(::getpid()) + ".json";
+  const auto j = ssd_train({}, path);
+  std::ifstream in(path);
+  const auto doc = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  int loops = 0, metrics = 0, device = 0;
+  double end_us = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    end_us = std::max(end_us, e["ts"].get<double>() + e["dur"].get<double>());
+    if (e["cat"] == "device_loop") ++loops;
+    if (e["cat"] == "host_eval") ++metrics;
+    // The simulated steps on the chips' tracks come after the program start.
+    if (e["pid"].get<int>() < 4) {
+      ++device;
+      CHECK(e["ts"].get<double>() >= 1e6 * j["breakdown"]["program_start_s"].get<double>());
+    }
+  }
+  CHECK(loops == 2);
+  CHECK(metrics == 2);
+  CHECK(device > 0);
+  // The run's last span (the last metric) ends at the time to train.
+  CHECK(end_us == Approx(1e6 * j["time_to_train_s"].get<double>()).epsilon(1e-9));
 }

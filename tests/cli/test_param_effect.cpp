@@ -60,6 +60,15 @@ const std::vector<std::vector<std::string>> kStudies = {
      "workload.global_batch=16", "--set", "parallelism.bn_group_cores=2", "--set",
      "train.target_steps=4", "--set", "train.eval_every_steps=4", "--set",
      "train.eval_examples=32"},
+    // The host-side evaluation metrics act in tpusim train only: COCO mAP of boxes and masks,
+    // BLEU (a short decode keeps the beam search cheap to simulate).
+    {"train", "configs/studies/maskrcnn_16.json", "--set", "topology=2x2", "--set",
+     "workload.global_batch=8", "--set", "train.target_steps=4", "--set",
+     "train.eval_every_steps=4", "--set", "train.eval_examples=32"},
+    {"train", "configs/studies/transformer_big_256.json", "--set", "topology=2x2", "--set",
+     "workload.global_batch=16", "--set", "workload.decode_length=4", "--set",
+     "train.target_steps=4", "--set", "train.eval_every_steps=4", "--set",
+     "train.eval_examples=32"},
     // Chunks pipeline over multi-hop routes, which an all-to-all over a 4x4 torus has.
     {"collective", "--op", "all-to-all", "--bytes", "64MiB", "--topology", "4x4"},
 };

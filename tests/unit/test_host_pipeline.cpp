@@ -1,6 +1,8 @@
 // The hosts' chip blocks (topologies/host_blocks.hpp) and the input pipelines' operations
 // (models/input_pipeline.hpp), each against its closed form from the parameters.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <tuple>
 
 #include "core/errors.hpp"
 #include "models/input_pipeline.hpp"
@@ -152,4 +154,127 @@ TEST_CASE("input pipelines: the what-ifs drop exactly their operations") {
                           2 * ssd.number("hardware.host.cost.jpeg_decode_ns_per_pixel")}}}}}}}});
   CHECK(input_pipeline(slow, 0).ns_per_example() ==
         Approx(full.ns_per_example() + host_pipeline_op(full, "jpeg_decode")->ns()));
+}
+
+namespace {
+const MetricOp* host_metric_op(const EvalMetric& m, const std::string& name) {
+  for (const MetricOp& op : m.ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+/// Each of `want` (name, units over the evaluation, per example or the coordinator's) is an op of
+/// `m` costing its units times its per-unit cost, and there are no others.
+void check_metric(const Config& cfg, const EvalMetric& m,
+                  const std::vector<std::tuple<std::string, double, bool>>& want) {
+  REQUIRE(m.ops.size() == want.size());
+  double busiest = 0;
+  for (const auto& [name, units, per_example] : want) {
+    CAPTURE(name);
+    const MetricOp* op = host_metric_op(m, name);
+    REQUIRE(op);
+    CHECK(op->units == Approx(units));
+    CHECK(op->per_example == per_example);
+    CHECK(op->ns() == Approx(units * cfg.number(op->cost_path)));
+    busiest += op->ns() / (per_example ? m.hosts : 1);
+  }
+  CHECK(m.busiest_host_ns() == Approx(busiest));
+}
+
+Config metric_study(const std::string& model, long long batch, const std::string& on) {
+  Config cfg = test::model_study(model, "2x2", batch);
+  nlohmann::json j = cfg.json();
+  j["train"]["eval_metric_on"] = on;
+  return load_config(j);
+}
+}  // namespace
+
+TEST_CASE("eval metrics: COCO mAP and BLEU operations cost their size times their unit cost") {
+  const double g = 860001.0 / 118287, images = 5000;
+  // COCOeval of one kind over E images of D detections and G ground truths: sort D log2 D per
+  // image, D x G IoUs, D x G x 10 thresholds x 4 areas match steps, D x 4 areas x 3 caps
+  // accumulated on the coordinator.
+  auto coco = [&](const std::string& kind, double d) {
+    return std::vector<std::tuple<std::string, double, bool>>{
+        {kind + ".score_sort", images * d * std::log2(d), true},
+        {kind + ".iou", images * d * g, true},
+        {kind + ".greedy_match", images * d * g * 40, true},
+        {kind + ".accumulate", images * d * 12, false}};
+  };
+  const Config ssd = metric_study("ssd", 16, "host");
+  const double d_ssd = static_cast<double>(ssd.integer("workload.eval_detections_per_image"));
+  CHECK(d_ssd == 200);  // the MLPerf SSD's detections per image
+  const EvalMetric s = eval_metric(ssd, 5000, 4);
+  CHECK(s.name == "coco_map_boxes");
+  CHECK_FALSE(s.blocking);  // SSD's COCO evaluation runs while training goes on
+  auto want = coco("bbox", d_ssd);
+  want.insert(want.begin(), {"receive_detections", images * d_ssd * 28, false});
+  check_metric(ssd, s, want);
+  CHECK(host_metric_op(s, "bbox.iou")->cost_path == "hardware.host.cost.iou_ns_per_pair");
+
+  const Config mask = metric_study("maskrcnn", 8, "host");
+  const double d = static_cast<double>(mask.integer("workload.eval_detections_per_image"));
+  CHECK(d == 100);
+  const EvalMetric m = eval_metric(mask, 5000, 4);
+  std::vector<std::tuple<std::string, double, bool>> mw = {
+      {"receive_detections", images * d * (28 + 28 * 28 * 4), false}};
+  for (const auto& op : coco("bbox", d)) mw.push_back(op);
+  mw.push_back({"segm.paste", images * d * 128 * 96, true});
+  mw.push_back({"segm.rle_encode", images * d * 640 * 480, true});
+  for (const auto& op : coco("segm", d)) mw.push_back(op);
+  check_metric(mask, m, mw);
+  CHECK(host_metric_op(m, "segm.iou")->cost_path == "hardware.host.cost.mask_iou_ns_per_pair");
+
+  // BLEU: n-grams n = 1..4 of the hypothesis and the reference, decode_length tokens each.
+  const Config tr = metric_study("transformer_big", 16, "host");
+  const double len = static_cast<double>(tr.integer("workload.decode_length"));
+  const EvalMetric b = eval_metric(tr, 3003, 4);
+  CHECK(b.blocking);
+  check_metric(tr, b, {{"ngram_count", 3003 * 2 * (4 * len - 6), true}});
+
+  // BERT and ResNet-50: the device computes the accuracy; no host operation.
+  CHECK(eval_metric(metric_study("bert_large", 8, "host"), 10000, 4).ops.empty());
+  CHECK(eval_metric(metric_study("resnet50", 16, "host"), 50000, 4).ops.empty());
+}
+
+TEST_CASE("eval metrics: on the device no host work; all_hosts divides it, plus the gather") {
+  for (const auto& [model, batch] : std::vector<std::pair<std::string, long long>>{
+           {"ssd", 16}, {"maskrcnn", 8}, {"transformer_big", 16}}) {
+    CAPTURE(model);
+    const int hosts = 512;
+    const EvalMetric one = eval_metric(metric_study(model, batch, "host"), 5000, hosts);
+    const EvalMetric all = eval_metric(metric_study(model, batch, "all_hosts"), 5000, hosts);
+    CHECK(eval_metric(metric_study(model, batch, "device"), 5000, hosts).ops.empty());
+    CHECK(eval_metric(metric_study(model, batch, "device"), 5000, hosts).busiest_host_ns() == 0);
+    CHECK(one.hosts == 1);
+    CHECK(all.hosts == hosts);
+    // The per-example work of one host split over all; the coordinator's accumulation stays;
+    // the detections it received become the match records it gathers.
+    double per_example = 0, accumulate = 0;
+    for (const MetricOp& op : one.ops) {
+      if (op.per_example) per_example += op.ns();
+      if (op.name.find("accumulate") != std::string::npos) accumulate += op.ns();
+    }
+    double gather = 0;
+    for (const MetricOp& op : all.ops)
+      if (op.name.find("gather") != std::string::npos) gather += op.ns();
+    CHECK(gather > 0);
+    CHECK(all.busiest_host_ns() == Approx(per_example / hosts + accumulate + gather));
+  }
+}
+
+TEST_CASE("eval metrics: more detections per image than the device keeps are refused") {
+  Config ssd = test::model_study("ssd", "2x2", 16, nlohmann::json::object(),
+                                 {{"eval_detections_per_image", 201}});
+  try {
+    eval_metric(ssd, 5000, 1);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.problems().front().where == "workload.eval_detections_per_image");
+  }
+  // Fewer: the sizes follow.
+  Config few = test::model_study("ssd", "2x2", 16, nlohmann::json::object(),
+                                 {{"eval_detections_per_image", 50}});
+  CHECK(host_metric_op(eval_metric(few, 5000, 1), "bbox.iou")->units ==
+        Approx(5000 * 50 * 860001.0 / 118287));
 }

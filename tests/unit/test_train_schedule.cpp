@@ -1,5 +1,6 @@
 // The schedule of a training run (train.*) and the composition of a simulated device loop into
 // the time to train, against closed forms.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -174,4 +175,81 @@ TEST_CASE("the five MLPerf studies carry their schedules (issue table)") {
   CHECK(maskrcnn.steps_per_loop == 462);
   CHECK(maskrcnn.evaluations == 18);
   CHECK(maskrcnn.eval_steps == 11);
+}
+
+namespace {
+/// A composed run of V = 5 loops with a steady training step of 5 ms (`stall` ms of it waiting
+/// for input), for the host evaluation's closed forms.
+TimeToTrain host_eval_run(TrainSchedule& s, double stall_ms = 0) {
+  s.steps_per_loop = 10;
+  s.eval_steps = 2;
+  s.evaluations = 5;
+  s.loop_round_trip_s = 1e-3;
+  TimeToTrain t;
+  t.train_step_s = 5e-3 - stall_ms * 1e-3;
+  t.train_stall_s = stall_ms * 1e-3;
+  t.training_s = 0.25;
+  t.total_s = 1.0;
+  return t;
+}
+}  // namespace
+
+TEST_CASE("host evaluation: the last metric is waited for; a blocking one adds exactly its time") {
+  TrainSchedule s;
+  TimeToTrain t = host_eval_run(s);
+  const double x = 0.2, V = 5;
+  add_host_eval(t, s, {x, true, 1e-3, 2});
+  CHECK(t.host_eval_metric_s == x);
+  CHECK(t.host_eval_s == Approx(V * x));
+  CHECK(t.total_s == Approx(1.0 + V * x));
+  // No metric (on the device): nothing added.
+  TimeToTrain none = host_eval_run(s);
+  add_host_eval(none, s, {0, true, 1e-3, 2});
+  CHECK(none.host_eval_s == 0);
+  CHECK(none.total_s == 1.0);
+}
+
+TEST_CASE("host evaluation: an overlapped metric adds what it takes from the input pipeline") {
+  // The next loop runs on its Q = 2 queued batches (2 x 5 ms) while the host scores; the first
+  // batch prepared after the metric takes 1 ms (CPU and PCIe): slack = 2 x 5 - 1 = 9 ms.
+  const double V = 5, slack = 2 * 5e-3 - 1e-3;
+  for (double x : {0.004, 0.009, 0.2}) {
+    CAPTURE(x);
+    TrainSchedule s;
+    TimeToTrain t = host_eval_run(s);
+    add_host_eval(t, s, {x, false, 1e-3, 2});
+    const double lost = std::max(0.0, x - slack);
+    CHECK(t.host_eval_overlap_s == Approx(lost).margin(1e-15));
+    CHECK(t.host_eval_s == Approx(x + (V - 1) * lost));
+    CHECK(t.total_s == Approx(1.0 + x + (V - 1) * lost));
+  }
+  // Input-bound training steps: every second the host scores is lost to the run.
+  TrainSchedule s;
+  TimeToTrain bound = host_eval_run(s, 1.0);
+  add_host_eval(bound, s, {0.004, false, 1e-3, 2});
+  CHECK(bound.host_eval_s == Approx(V * 0.004));
+}
+
+TEST_CASE("bound_by: the largest term a faster resource would remove") {
+  TimeToTrain t;
+  t.training_s = 10;
+  t.evaluation_s = 1;
+  t.input_stall_s = 2;
+  t.first_batch_s = 0.5;
+  t.host_eval_s = 3;
+  t.program_start_s = 1;
+  t.loop_round_trips_s = 0.5;
+  RunBound b = bound_by(t);
+  CHECK(b.resource == "device");
+  CHECK(b.removable_s[0].second == 11);
+  CHECK(b.removable_s[1].second == 2.5);
+  CHECK(b.removable_s[2].second == 3);
+  CHECK(b.removable_s[3].second == 1.5);
+  // Input-bound training steps: a faster device removes only the eval steps' time.
+  t.train_stall_s = 1e-3;
+  b = bound_by(t);
+  CHECK(b.removable_s[0].second == 1);
+  CHECK(b.resource == "host_eval");
+  t.host_eval_s = 0;
+  CHECK(bound_by(t).resource == "input_pipeline");
 }

@@ -1,4 +1,5 @@
-// tpusim_host_ops_bench: the per-operation CPU costs of the host input pipelines, measured on
+// tpusim_host_ops_bench: the per-operation CPU costs of the host input pipelines (and, in
+// host_metric_ops.cpp, of the evaluation metrics), measured on
 // this machine with real code. Each operation runs on one thread over a synthetic input for a
 // fixed number of repetitions; the program prints, over rounds, the fastest and the median ns per
 // unit (the unit is what models/input_pipeline.cpp multiplies the cost by: decoded pixels,
@@ -25,28 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench/host_ops_timing.hpp"
+
 namespace {
 
-using HostOpsClock = std::chrono::steady_clock;
-volatile double g_host_ops_sink = 0;  // keeps results alive
-
-/// The ns per unit of `body` (which processes `units` units per call) over `rounds` rounds of
-/// `reps` calls: the fastest round and the median one.
-struct HostOpsTiming {
-  double min_ns, median_ns;
-};
-HostOpsTiming host_ops_time(int rounds, int reps, double units, const std::function<void()>& body) {
-  std::vector<double> per_unit;
-  body();  // warm-up
-  for (int r = 0; r < rounds; ++r) {
-    const auto t0 = HostOpsClock::now();
-    for (int i = 0; i < reps; ++i) body();
-    const double ns = std::chrono::duration<double, std::nano>(HostOpsClock::now() - t0).count();
-    per_unit.push_back(ns / reps / units);
-  }
-  std::sort(per_unit.begin(), per_unit.end());
-  return {per_unit.front(), per_unit[per_unit.size() / 2]};
-}
+using host_ops_bench::g_sink;
+using HostOpsResult = host_ops_bench::Result;
+const auto& host_ops_time = host_ops_bench::time_per_unit;
 
 /// A synthetic photograph-like RGB image: smooth gradients, a few shapes and sensor noise, so
 /// that the JPEG has the detail of a photo (about 1.5 to 2 bits per pixel at quality 90).
@@ -150,12 +136,6 @@ std::uint32_t host_ops_crc32(const std::uint8_t* p, std::size_t n) {
   return ~crc;
 }
 
-struct HostOpsResult {
-  const char* param;
-  const char* unit;
-  HostOpsTiming ns;
-};
-
 /// Flip, colour jitter and normalise of an ow x oh RGB float image.
 void bench_pixel_ops(int rounds, int ow, int oh, std::vector<float>& resized,
                      std::vector<HostOpsResult>& out) {
@@ -166,7 +146,7 @@ void bench_pixel_ops(int rounds, int ow, int oh, std::vector<float>& resized,
            for (int a = 0, b = ow - 1; a < b; ++a, --b)
              for (int c = 0; c < 3; ++c) std::swap(row[a * 3 + c], row[b * 3 + c]);
          }
-         g_host_ops_sink = g_host_ops_sink + resized[5];
+         g_sink = g_sink + resized[5];
        })});
   // Colour jitter as the SSD pipeline does it: brightness, contrast, saturation and hue shift
   // (a hue rotation in YIQ space), then a clamp.
@@ -188,7 +168,7 @@ void bench_pixel_ops(int rounds, int ow, int oh, std::vector<float>& resized,
                      resized[p + 1] = std::clamp(yy - 0.272f * i2 - 0.647f * q2, 0.0f, 255.0f);
                      resized[p + 2] = std::clamp(yy - 1.106f * i2 + 1.703f * q2, 0.0f, 255.0f);
                    }
-                   g_host_ops_sink = g_host_ops_sink + resized[9];
+                   g_sink = g_sink + resized[9];
                  })});
   std::vector<std::uint16_t> bf16(resized.size());
   out.push_back({"normalize_ns_per_pixel", "pixel (3 channels, to bf16)",
@@ -201,7 +181,7 @@ void bench_pixel_ops(int rounds, int ow, int oh, std::vector<float>& resized,
                      std::memcpy(&bits, &v, 4);
                      bf16[p] = static_cast<std::uint16_t>(bits >> 16);
                    }
-                   g_host_ops_sink = g_host_ops_sink + bf16[11];
+                   g_sink = g_sink + bf16[11];
                  })});
 }
 
@@ -222,7 +202,7 @@ void bench_image_ops(int rounds, std::vector<HostOpsResult>& out) {
   out.push_back(
       {"jpeg_decode_ns_per_pixel", "decoded pixel", host_ops_time(rounds, 20, double(w) * h, [&] {
          tjDecompress2(dec, jpeg, jpeg_size, rgb.data(), w, 0, h, TJPF_RGB, 0);
-         g_host_ops_sink = g_host_ops_sink + rgb[1234];
+         g_sink = g_sink + rgb[1234];
        })});
   tjFree(jpeg);
   tjDestroy(enc);
@@ -233,7 +213,7 @@ void bench_image_ops(int rounds, std::vector<HostOpsResult>& out) {
   out.push_back({"resize_ns_per_pixel", "output pixel (3 channels)",
                  host_ops_time(rounds, 20, double(ow) * oh, [&] {
                    bilinear_resize(rgb.data(), w, h, 3, resized.data(), ow, oh);
-                   g_host_ops_sink = g_host_ops_sink + resized[77];
+                   g_sink = g_sink + resized[77];
                  })});
   bench_pixel_ops(rounds, ow, oh, resized, out);
   // Ground-truth mask crop: a 1-channel bilinear resize of an instance's window of the
@@ -244,7 +224,7 @@ void bench_image_ops(int rounds, std::vector<HostOpsResult>& out) {
   out.push_back(
       {"mask_crop_ns_per_pixel", "output mask pixel", host_ops_time(rounds, 200, 116.0 * 116, [&] {
          bilinear_resize(mask.data() + 100 * w + 200, 160, 120, 1, mask_out.data(), 116, 116);
-         g_host_ops_sink = g_host_ops_sink + mask_out[3];
+         g_sink = g_sink + mask_out[3];
        })});
 }
 
@@ -265,7 +245,7 @@ void bench_box_and_record_ops(int rounds, std::vector<HostOpsResult>& out) {
                      }
                      match[a] = best >= 0.5f ? arg : -1;
                    }
-                   g_host_ops_sink = g_host_ops_sink + match[17];
+                   g_sink = g_sink + match[17];
                  })});
   std::vector<float> target(static_cast<std::size_t>(anchors) * 4);
   // Box encoding: centre offsets and log sizes of the matched box against each anchor.
@@ -279,7 +259,7 @@ void bench_box_and_record_ops(int rounds, std::vector<HostOpsResult>& out) {
                      target[a * 4 + 2] = 5 * std::log((g.y1 - g.y0) / ph);
                      target[a * 4 + 3] = 5 * std::log((g.x1 - g.x0) / pw);
                    }
-                   g_host_ops_sink = g_host_ops_sink + target[9];
+                   g_sink = g_sink + target[9];
                  })});
   const std::vector<std::uint8_t> rec = make_record(4 * 512, rng);
   std::vector<std::int32_t> values(4 * 512);
@@ -296,7 +276,7 @@ void bench_box_and_record_ops(int rounds, std::vector<HostOpsResult>& out) {
                      }
                      values[n++] = static_cast<std::int32_t>(v);
                    }
-                   g_host_ops_sink = g_host_ops_sink + values[5] + crc;
+                   g_sink = g_sink + values[5] + crc;
                  })});
   // Packing: greedy first-fit of sentences into 256-token rows, writing tokens, segment ids and
   // positions.
@@ -321,7 +301,7 @@ void bench_box_and_record_ops(int rounds, std::vector<HostOpsResult>& out) {
            }
            fill[r] += l;
          }
-         g_host_ops_sink = g_host_ops_sink + rows[3];
+         g_sink = g_sink + rows[3];
        })});
 }
 
@@ -334,6 +314,7 @@ int main(int argc, char** argv) {
   std::vector<HostOpsResult> results;
   bench_image_ops(rounds, results);
   bench_box_and_record_ops(rounds, results);
+  host_ops_bench::bench_metric_ops(rounds, results);
   std::printf("%-48s %9s %9s  %s\n", "parameter", "min ns", "median ns", "per");
   for (const auto& r : results)
     std::printf("hardware.host.cost.%-29s %9.2f %9.2f  %s\n", r.param, r.ns.min_ns, r.ns.median_ns,

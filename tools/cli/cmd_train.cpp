@@ -18,6 +18,10 @@ const CommandRegistrar kTrainRegister{[](CLI::App& app) {
   cmd->add_option("--set", a->sets,
                   "override a parameter: path.to.key=value (value as JSON, else a string)");
   cmd->add_flag("--json", a->json, "print the report as one JSON object");
+  cmd->add_option("--timeline", a->timeline,
+                  "write a Chrome trace of the whole run (the simulated steps on the chips' "
+                  "tracks, each device loop as one span, the host evaluation on a host track); "
+                  ".gz compresses it");
   cmd->callback([a] { run_train(*a); });
 }};
 

@@ -151,7 +151,7 @@ nlohmann::json TimelineWriter::document() const {
     events.push_back({{"name", s.name},
                       {"cat", s.category},
                       {"ph", "X"},
-                      {"ts", s.start.us()},
+                      {"ts", (s.start + offset_).us()},
                       {"dur", (s.end - s.start).us()},
                       {"pid", s.core / cores_per_chip_},
                       {"tid", tid.at({s.core, lane[i]})},
@@ -160,9 +160,10 @@ nlohmann::json TimelineWriter::document() const {
   for (const auto& s : samples_)
     events.push_back({{"name", s.track},
                       {"ph", "C"},
-                      {"ts", s.at.us()},
+                      {"ts", (s.at + offset_).us()},
                       {"pid", s.chip},
                       {"args", {{s.name, s.value}}}});
+  for (const auto& e : extra_) events.push_back(e);
   std::vector<int> traced_chips;
   for (int c : traced_cores_)
     if (traced_chips.empty() || traced_chips.back() != c / cores_per_chip_)

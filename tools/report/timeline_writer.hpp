@@ -30,12 +30,19 @@ class TimelineWriter : public TimelineSink {
   /// The algorithm each collective ran with (the simulation's stats), for the spans' args.
   void set_collective_stats(const std::map<int, CollectiveOpStats>& stats) { stats_ = stats; }
 
+  /// Shifts every span and counter by `offset` (a simulation that starts after the trace's zero:
+  /// `tpusim train` shows the device loop after the program start).
+  void set_time_offset(Duration offset) { offset_ = offset; }
+  /// An event of the caller's own (with its pid, tid and ts), appended to traceEvents as given:
+  /// tracks beside the chips' (`tpusim train`'s composed run and host tracks).
+  void add_event(nlohmann::json event) { extra_.push_back(std::move(event)); }
+
   /// The whole trace: {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}.
   nlohmann::json document() const;
   /// Writes the document, gzip-compressed when `path` ends in ".gz"; throws ConfigError if it
   /// cannot be written.
   void write(const std::string& path) const;
-  std::size_t events() const { return spans_.size() + samples_.size(); }
+  std::size_t events() const { return spans_.size() + samples_.size() + extra_.size(); }
 
  private:
   struct Span {
@@ -57,6 +64,8 @@ class TimelineWriter : public TimelineSink {
   std::vector<Span> spans_;
   std::vector<Sample> samples_;
   std::map<int, CollectiveOpStats> stats_;
+  Duration offset_;
+  std::vector<nlohmann::json> extra_;
 };
 
 /// Which cores a timeline records: every core of small slices (up to `all_up_to`), else a

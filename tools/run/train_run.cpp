@@ -4,9 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <memory>
 
 #include "compiler/compiler.hpp"
 #include "core/limits.hpp"
+#include "core/output_file.hpp"
 #include "models/device_loop.hpp"
 #include "models/input_pipeline.hpp"
 #include "models/train_schedule.hpp"
@@ -14,6 +16,8 @@
 #include "sim/machine/host.hpp"
 #include "sim/run/simulation.hpp"
 #include "tools/report/run_report.hpp"
+#include "tools/report/timeline_writer.hpp"
+#include "tools/run/train_timeline.hpp"
 #include "tools/study/study.hpp"
 #include "topologies/host_blocks.hpp"
 
@@ -27,7 +31,31 @@ struct TrainHosts {
   InputPipeline pipeline;
   double train_cpu_s = 0;  ///< CPU time of one training batch on the busiest host
   double eval_cpu_s = 0;   ///< likewise, one eval batch
+  EvalMetric metric;       ///< the host-side metric of one evaluation
+  HostEvalTiming eval;     ///< its time on the busiest host, as the composition reads it
 };
+
+nlohmann::json metric_report(const TrainHosts& h, const TimeToTrain& t) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const MetricOp& op : h.metric.ops)
+    ops.push_back({{"op", op.name},
+                   {"units", op.units},
+                   {"unit", op.unit},
+                   {"ns_per_unit", op.ns_per_unit},
+                   {"cost", op.cost_path},
+                   {"per_example", op.per_example},
+                   {"cpu_s", op.ns() * 1e-9}});
+  static const char* kOn[] = {"host", "all_hosts", "device"};
+  return {{"metric", h.metric.name},
+          {"on", kOn[static_cast<int>(h.metric.placement)]},
+          {"blocking", h.metric.blocking},
+          {"hosts_sharing", h.metric.hosts},
+          {"ops", ops},
+          // One evaluation on the busiest host: CPU time on one core, then over its cores.
+          {"busiest_host_cpu_s", h.metric.busiest_host_ns() * 1e-9},
+          {"metric_s", t.host_eval_metric_s},
+          {"overlapped_cost_s", t.host_eval_overlap_s}};
+}
 
 nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const TimeToTrain& t) {
   nlohmann::json ops = nlohmann::json::array();
@@ -40,9 +68,11 @@ nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const T
                    {"us_per_example", op.ns() * 1e-3}});
   const double train_period = t.train_step_s + t.train_stall_s;
   // Over the run: every batch's CPU time over the time to train.
+  // The metric keeps every core of its host busy for metric_s.
   const double run_cpu_s =
       static_cast<double>(s.target_steps) * h.train_cpu_s +
-      static_cast<double>(s.evaluations) * static_cast<double>(s.eval_steps) * h.eval_cpu_s;
+      static_cast<double>(s.evaluations) * static_cast<double>(s.eval_steps) * h.eval_cpu_s +
+      static_cast<double>(s.evaluations) * t.host_eval_metric_s;
   return {
       {"count", static_cast<int>(h.blocks.chips.size())},
       {"chip_block", h.blocks.extent},
@@ -64,6 +94,9 @@ nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const T
 nlohmann::json train_report(const Study& study, const Program& train, const TrainSchedule& s,
                             const TimeToTrain& t, const SimReport& r, const TrainHosts& hosts) {
   const double step_s = t.train_step_s + t.train_stall_s;
+  const RunBound bound = bound_by(t);
+  nlohmann::json removable = nlohmann::json::object();
+  for (const auto& [name, sec] : bound.removable_s) removable[name] = sec;
   const double ms = 1e3;
   return {
       {"schema_version", kReportSchemaVersion},
@@ -85,7 +118,11 @@ nlohmann::json train_report(const Study& study, const Program& train, const Trai
         {"training_s", t.training_s},
         {"evaluation_s", t.evaluation_s},
         {"loop_round_trips_s", t.loop_round_trips_s},
-        {"input_stall_s", t.input_stall_s}}},
+        {"input_stall_s", t.input_stall_s},
+        {"host_eval_s", t.host_eval_s}}},
+      {"bound_by", bound.resource},
+      {"bound_by_removable_s", removable},
+      {"eval_metric", metric_report(hosts, t)},
       {"schedule",
        {{"target_steps", s.target_steps},
         {"steps_per_loop", s.steps_per_loop},
@@ -115,6 +152,28 @@ nlohmann::json train_report(const Study& study, const Program& train, const Trai
   };
 }
 
+std::string metric_line(const nlohmann::json& m) {
+  if (m["ops"].empty())
+    return fmt::format("  evaluation metric {} on the {}: no host time\n",
+                       m["metric"].get<std::string>(),
+                       m["on"] == "device" ? "device (what-if)" : "device (as the run did)");
+  return fmt::format(
+      "  evaluation metric {} on {}: {:.3f} s CPU on the busiest host = {:.4f} s on its cores; "
+      "{}\n",
+      m["metric"].get<std::string>(), m["on"].get<std::string>(),
+      m["busiest_host_cpu_s"].get<double>(), m["metric_s"].get<double>(),
+      m["blocking"].get<bool>() ? std::string("blocks the next loop")
+                                : fmt::format("overlaps the next loop, costing it {:.4f} s",
+                                              m["overlapped_cost_s"].get<double>()));
+}
+
+std::string removable_text(const nlohmann::json& r) {
+  std::string out;
+  for (const auto& [k, v] : r.items())
+    out += fmt::format("{}{} {:.2f} s", out.empty() ? "" : ", ", k, v.get<double>());
+  return out;
+}
+
 void print_train_report(std::ostream& out, const nlohmann::json& j) {
   const auto& b = j["breakdown"];
   const auto& s = j["schedule"];
@@ -140,6 +199,8 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
                      b["loop_round_trips_s"].get<double>(), share("loop_round_trips_s"))
       << fmt::format("    input stalls          {:10.2f} s  ({:.1f}%)\n",
                      b["input_stall_s"].get<double>(), share("input_stall_s"))
+      << fmt::format("    host evaluation       {:10.4f} s  ({:.1f}%)\n",
+                     b["host_eval_s"].get<double>(), share("host_eval_s"))
       << fmt::format("  {} training steps in {} loop{} of {} steps + {} eval step{} (batch {})\n",
                      s["target_steps"].get<std::int64_t>(), s["evaluations"].get<std::int64_t>(),
                      s["evaluations"].get<std::int64_t>() == 1 ? "" : "s",
@@ -161,6 +222,9 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
              100 * h["cpu_utilisation_run"].get<double>(),
              h["input_bound"].get<bool>() ? "INPUT-BOUND (training waits for its hosts)"
                                           : "not input-bound")
+      << metric_line(j["eval_metric"])
+      << fmt::format("  bound by {} (the largest term a faster one would remove: {})\n",
+                     j["bound_by"].get<std::string>(), removable_text(j["bound_by_removable_s"]))
       << fmt::format("  simulated {} training + {} eval + 1 training steps in {:.3f} s\n",
                      j["simulated"]["train_steps"].get<int>(),
                      j["simulated"]["eval_steps"].get<int>(), j["wall_s"].get<double>());
@@ -185,6 +249,7 @@ void check_loop_size(const std::vector<const Program*>& steps, const Program& tr
 }  // namespace
 
 void run_train(const TrainArgs& a) {
+  if (!a.timeline.empty()) check_output_path(a.timeline, "--timeline");
   Study study = load_study_file(a.study, a.sets, LayoutChecks::Train);
   const Config& cfg = study.config;
   const TrainSchedule schedule = read_train_schedule(cfg);
@@ -194,18 +259,20 @@ void run_train(const TrainArgs& a) {
   const HostOptions host_options = HostOptions::from_config(cfg);
   TrainHosts hosts{host_blocks(topology, host_options.chip_block), host_options.cpu_cores,
                    input_pipeline(cfg, train.infeed_bytes_per_example)};
+  hosts.metric =
+      eval_metric(cfg, schedule.eval_examples, static_cast<int>(hosts.blocks.chips.size()));
   // Evaluation batches come from the same pipeline, at the training pipeline's cost per example.
   const double cpu_ns = hosts.pipeline.ns_per_example();
 
   std::vector<const Program*> steps;
   InfeedPlan plan;
+  // An eval graph that does not state its infeed bytes is fed examples of the training size.
+  const double eval_bytes = eval.infeed_bytes_per_example > 0 ? eval.infeed_bytes_per_example
+                                                              : train.infeed_bytes_per_example;
   for (bool is_eval : schedule.simulated_sequence()) {
     steps.push_back(is_eval ? &eval : &train);
     plan.batch_examples.push_back(
         static_cast<double>(is_eval ? schedule.eval_batch : schedule.global_batch));
-    // An eval graph that does not state its infeed bytes is fed examples of the training size.
-    const double eval_bytes = eval.infeed_bytes_per_example > 0 ? eval.infeed_bytes_per_example
-                                                                : train.infeed_bytes_per_example;
     plan.batch_example_bytes.push_back(is_eval ? eval_bytes : train.infeed_bytes_per_example);
     plan.batch_cpu_ns_per_example.push_back(cpu_ns);
   }
@@ -218,15 +285,38 @@ void run_train(const TrainArgs& a) {
   SimOptions options = SimOptions::from_config(cfg);
   options.progress_interval_s = progress_interval_s();
   options.infeed = &plan;
+  std::unique_ptr<TimelineWriter> trace;
+  if (!a.timeline.empty()) {
+    const int cores = topology.num_chips() * study.hardware.cores_per_chip;
+    options.traced_cores = timeline_cores(cores, study.hardware.cores_per_chip);
+    trace = std::make_unique<TimelineWriter>(loop.program, study.hardware.cores_per_chip, cores,
+                                             options.traced_cores);
+    options.timeline = trace.get();
+  }
   SimReport r = simulate(loop.program, topology, study.hardware, options);
   std::vector<SimulatedStep> simulated;
   for (const InfeedBatchStats& b : r.infeed) simulated.push_back({b.started, b.stall});
-  const TimeToTrain t = compose_time_to_train(schedule, simulated, r.step_time);
+  TimeToTrain t = compose_time_to_train(schedule, simulated, r.step_time);
   // The steady batches: the second training batch and the second eval batch of the sequence.
   hosts.train_cpu_s = r.infeed[1].cpu.seconds();
   hosts.eval_cpu_s =
       r.infeed[static_cast<std::size_t>(schedule.simulated_train_steps) + 1].cpu.seconds();
+  // A training batch is ready its CPU time and its PCIe copy (a chip's share) after it starts.
+  const double pcie_s = host_options.pcie_per_chip
+                            .time_for(static_cast<double>(schedule.global_batch) /
+                                      topology.num_chips() * train.infeed_bytes_per_example)
+                            .seconds();
+  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / hosts.cpu_cores, hosts.metric.blocking,
+                hosts.train_cpu_s + pcie_s, host_options.queue_batches};
+  add_host_eval(t, schedule, hosts.eval);
   nlohmann::json report = train_report(study, train, schedule, t, r, hosts);
+  if (trace) {
+    trace->set_collective_stats(r.collectives);
+    add_run_tracks(*trace, schedule, t, hosts.eval, topology.num_chips());
+    trace->write(a.timeline);
+    spdlog::info("timeline: {} events for {} cores in {}", trace->events(),
+                 options.traced_cores.size(), a.timeline);
+  }
   if (a.json)
     std::cout << report.dump(2) << "\n";
   else

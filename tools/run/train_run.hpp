@@ -12,6 +12,7 @@ struct TrainArgs {
   std::string study;
   std::vector<std::string> sets;
   bool json = false;
+  std::string timeline;  ///< --timeline: Chrome trace of the whole run, loops compressed
 };
 
 /// Prints the time to train (text, or JSON with a.json). Throws ConfigError on bad input.
