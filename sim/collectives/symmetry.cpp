@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 
@@ -344,7 +345,8 @@ std::string SymmetricRun::describe() const {
 }
 
 SymmetrySearch find_symmetry(const Program& program, const Machine& m,
-                             const CollectivePlanner& planner) {
+                             const CollectivePlanner& planner,
+                             const std::vector<int>& multiple_of) {
   SymmetrySearch out;
   const Topology& topo = m.topology();
   auto s = std::make_unique<SymmetricRun>();
@@ -352,7 +354,10 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
   const std::vector<int> ops = distinct_ops(program, planner);
   Where where(static_cast<std::size_t>(m.num_cores()));
   for (int d = 0; d < topo.num_dims(); ++d) {
-    s->period.push_back(find_period(ops, m, planner, d, where));
+    int p = find_period(ops, m, planner, d, where);
+    // A multiple of both divides the dimension: both divide it.
+    if (d < static_cast<int>(multiple_of.size())) p = std::lcm(p, multiple_of[d]);
+    s->period.push_back(p);
     smaller = smaller || s->period.back() < topo.dim(d);
   }
   if (!smaller) {

@@ -44,7 +44,10 @@ struct SymmetrySearch {
 /// the fundamental domain. Null with a reason when no translation fits, or when the projection
 /// would not be exact (a group or ring whose domain members do not stand for all its members,
 /// a route crossing two images of one link).
+/// `multiple_of` (per dimension, may be empty): each period is raised to a multiple of it, so
+/// that the domain holds whole blocks (the chips a host feeds).
 SymmetrySearch find_symmetry(const Program& program, const Machine& machine,
-                             const CollectivePlanner& planner);
+                             const CollectivePlanner& planner,
+                             const std::vector<int>& multiple_of = {});
 
 }  // namespace tpusim

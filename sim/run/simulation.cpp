@@ -21,6 +21,7 @@
 #include "sim/machine/machine.hpp"
 #include "sim/run/link_usage.hpp"
 #include "sim/run/run_progress.hpp"
+#include "topologies/host_blocks.hpp"
 
 namespace tpusim {
 namespace {
@@ -118,7 +119,6 @@ std::string asymmetric_machine(const HardwareSpec& hw, const SimOptions& options
   if (!options.network.failed_links.empty()) return "network.failed_links is set";
   if (!options.network.degraded_links.empty()) return "network.degraded_links is set";
   if (!hw.slow_chips.empty()) return "hardware.slow_chips is set";
-  if (options.infeed) return "hosts feed the cores";
   if (options.timeline) return "a timeline is recorded";
   return "";
 }
@@ -128,7 +128,12 @@ void choose_symmetry(Design& d, const Program& program, const HardwareSpec& hw,
                      const SimOptions& options) {
   std::string why = asymmetric_machine(hw, options);
   if (why.empty()) {
-    SymmetrySearch found = find_symmetry(program, *d.machine, d.engine->planner());
+    // With hosts the domain holds whole host blocks: a host outside it feeds only cores that
+    // do not run, and the hosts inside are the images of the others.
+    std::vector<int> blocks;
+    if (options.infeed)
+      blocks = host_blocks(d.machine->topology(), options.hosts.chip_block).extent;
+    SymmetrySearch found = find_symmetry(program, *d.machine, d.engine->planner(), blocks);
     d.symmetric = std::move(found.run);
     why = found.reason;
   }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every shipped study simulated both ways: sim.symmetry=auto (one fundamental domain of the
+"""Every shipped study simulated both ways (and three trained, two at other network levels): sim.symmetry=auto (one fundamental domain of the
 torus where the machine and the program are symmetric) and sim.symmetry=off (every core). The
 two reports must be identical in every figure (times, shares, memory, links, collectives), all
 but what measures the simulation itself (wall time, kernel events, network work items, the
@@ -17,6 +17,8 @@ import sys
 
 # The other network levels on two studies: the projection is the same, the levels' arithmetic not.
 OTHER_LEVELS = [("resnet50_256.json", "packet"), ("ssd_v06_128.json", "flow")]
+# tpusim train (hosts feeding the cores: the domain then holds whole host blocks) on three.
+TRAINED = ["ssd_v06_128.json", "maskrcnn_v06_16.json", "maskrcnn_512.json"]
 
 IGNORED = {"wall_s", "kernel_events", "network_work_items", "simulation", "analysis_s"}
 
@@ -42,8 +44,8 @@ def differences(a, b, path=""):
     return [] if a == b else [f"{path}: {a!r} against {b!r}"]
 
 
-def run(binary, study, mode, level=None):
-    args = [binary, "run", study, "--json", "--set", f"sim.symmetry={mode}"]
+def run(binary, study, mode, level=None, command="run"):
+    args = [binary, command, study, "--json", "--set", f"sim.symmetry={mode}"]
     if level:
         args += ["--set", f"network.fidelity={level}"]
     with open(study) as f:
@@ -55,22 +57,27 @@ def run(binary, study, mode, level=None):
         raise RuntimeError(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
     report = json.loads(p.stdout)
     report.pop("config", None)  # holds sim.symmetry itself
+    if command == "train":  # the simulated loop's line
+        report["simulation"] = report["simulated"].pop("simulation")
     return report
 
 
 def check(binary, case):
-    study, level = case
-    auto = run(binary, study, "auto", level)
-    full = run(binary, study, "off", level)
+    study, level, command = case
+    auto = run(binary, study, "auto", level, command)
+    full = run(binary, study, "off", level, command)
     name = os.path.basename(study) + (f" at the {level} level" if level else "")
+    name = f"{command} {name}"
     return name, auto["simulation"], full["simulation"], differences(auto, full)
 
 
 def main():
     binary, source = sys.argv[1], sys.argv[2]
     studies = sorted(glob.glob(os.path.join(source, "configs", "studies", "*.json")))
-    cases = [(s, None) for s in studies]
-    cases += [(os.path.join(source, "configs", "studies", s), lvl) for s, lvl in OTHER_LEVELS]
+    at = lambda name: os.path.join(source, "configs", "studies", name)
+    cases = [(s, None, "run") for s in studies]
+    cases += [(at(s), lvl, "run") for s, lvl in OTHER_LEVELS]
+    cases += [(at(s), None, "train") for s in TRAINED]
     failed = symmetric = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for name, mode, full_mode, diffs in pool.map(lambda c: check(binary, c), cases):

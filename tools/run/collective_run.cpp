@@ -77,7 +77,8 @@ void print_collective(const CollectiveArgs& a, double bytes, const CollectiveOpS
                            100 * r.links.mean_utilization)
             << fmt::format("  kernel events     {} ({} network work items)\n", r.kernel_events,
                            r.network_work)
-            << fmt::format("  wall              {:.3f} s\n", r.wall_s);
+            << fmt::format("  wall              {:.3f} s\n", r.wall_s)
+            << fmt::format("  simulation        {}\n", r.symmetry);
 }
 
 }  // namespace
@@ -140,6 +141,7 @@ void run_collective(const CollectiveArgs& a) {
                         {"events", r.kernel_events},
                         {"network_work_items", r.network_work},
                         {"wall_s", r.wall_s},
+                        {"simulation", r.symmetry},
                         {"config", study.config.json()}};
     std::cout << j.dump(2) << "\n";
     return;

@@ -143,7 +143,8 @@ nlohmann::json train_report(const Study& study, const Program& train, const Trai
        {{"train_steps", s.simulated_train_steps},
         {"eval_steps", s.simulated_eval_steps},
         {"loop_time_ms", r.step_time.ms()},
-        {"kernel_events", r.kernel_events}}},
+        {"kernel_events", r.kernel_events},
+        {"simulation", r.symmetry}}},
       // The steady training step as the sweep's step metrics (input stall included).
       {"step_time_ms", step_s * ms},
       {"examples_per_s", step_s > 0 ? s.global_batch / step_s : 0.0},
@@ -227,7 +228,8 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
                      j["bound_by"].get<std::string>(), removable_text(j["bound_by_removable_s"]))
       << fmt::format("  simulated {} training + {} eval + 1 training steps in {:.3f} s\n",
                      j["simulated"]["train_steps"].get<int>(),
-                     j["simulated"]["eval_steps"].get<int>(), j["wall_s"].get<double>());
+                     j["simulated"]["eval_steps"].get<int>(), j["wall_s"].get<double>())
+      << "  simulation: " << j["simulated"]["simulation"].get<std::string>() << "\n";
 }
 
 // The loop's size is known from the step Programs before any copy is made.
