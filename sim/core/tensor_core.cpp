@@ -100,7 +100,7 @@ void TensorCore::step() {
     if (!ctx_.async_collectives && !outstanding_.empty()) return;
     if (!ready(pc_)) {
       if (!op.is_collective || !ctx_.async_collectives || !waits_on_collectives_only(pc_))
-        return;  // a collective or an infeed batch we need will wake us
+        return;      // a collective or an infeed batch we need will wake us
       account(now);  // pass it: it starts when the collectives it needs are done
       outstanding_.push_back(pc_);
       issued_at_.push_back(now);
