@@ -59,9 +59,9 @@ std::vector<std::pair<std::string, SplitDim>> tensor_splits(const OpSplit& s);
 /// An operand an op needs whole (over `axes`) that arrives sharded: an all-gather comes first
 /// (decoder_lm's sharded activations and sequence axis, docs/llm.md).
 struct OperandGather {
-  int slot = 0;        ///< the input made whole (0: a matmul's A, 1: its B)
-  double bytes = 0;    ///< per replica, of the whole operand (bf16), before any split
-  std::vector<std::string> axes;      ///< gathered over these mesh axes
+  int slot = 0;                   ///< the input made whole (0: a matmul's A, 1: its B)
+  double bytes = 0;               ///< per replica, of the whole operand (bf16), before any split
+  std::vector<std::string> axes;  ///< gathered over these mesh axes
   std::vector<std::string> divisors;  ///< the other axes splitting it: bytes per core = bytes /
                                       ///< their degrees
   std::vector<int> from;  ///< the vertices whose outputs make it up (empty: input `slot`)
@@ -106,7 +106,7 @@ struct OpNode {
   // Parameters (forward ops that own weights).
   std::int64_t params = 0;  ///< parameters this op owns (weights and biases)
   int tied_to = -1;         ///< uses the weights owned by this forward op (tied embeddings)
-  bool params_split_by_model = false;  ///< the op's weights are divided over the model axis
+  bool params_split_by_model = false;   ///< the op's weights are divided over the model axis
   bool params_split_by_model2 = false;  ///< ... and over the second model axis ("model2")
   /// Activations sharded over the model axes or the sequence axis (decoder_lm): operands the op
   /// needs whole but that arrive sharded, each all-gathered first. Ops gathering the same

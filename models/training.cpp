@@ -260,7 +260,7 @@ class Deriver {
                                     map_split(f.split, map_split_weight));
         op.conv = f.conv;
         if (f.scatter_partial) gather_dy(op, v, f, s);
-        gather_saved(op, f, 0, ins);  // X again, whole
+        gather_saved(op, f, 0, ins);       // X again, whole
         op.vpu_elements = f.vpu_elements;  // bias gradient: column sums of dY
         op.vpu_ops_per_element = f.bwd_vpu_ops_per_element;
         add_backward(std::move(op), v, ins.empty() ? std::vector<int>{} : std::vector<int>{ins[0]},

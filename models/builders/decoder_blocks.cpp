@@ -72,8 +72,8 @@ void scatter_rows(OpNode& op, const DecoderDims& d, std::int64_t width) {
   op.scatter_partial = d.shard_activations;
   split_tokens(op, d);
   if (d.model2_degree <= 1) return;
-  op.gathers.push_back(bf16_gather(static_cast<double>(d.tokens()) * width, {"model2"},
-                                   {"model", "sequence"}));
+  op.gathers.push_back(
+      bf16_gather(static_cast<double>(d.tokens()) * width, {"model2"}, {"model", "sequence"}));
   op.split.model2 = SplitDim::N;
   op.params_split_by_model2 = true;
 }

@@ -50,12 +50,12 @@ const ParamRegistrar kDecoderLmParams{{
 void check_all_to_all(const DecoderDims& d, ProblemList& problems) {
   if (!d.sequence_all_to_all || d.heads % d.kv_heads != 0) return;
   if (!d.kv_split_by_model())
-    return problems.add("parallelism.sequence_attention",
-                        "all_to_all with " + std::to_string(d.kv_heads) +
-                            " key/value heads that parallelism.model = " +
-                            std::to_string(d.model_degree) +
-                            " does not divide: every model core holds them whole, so they "
-                            "cannot be resharded by heads; allowed: gather");
+    return problems.add(
+        "parallelism.sequence_attention",
+        "all_to_all with " + std::to_string(d.kv_heads) +
+            " key/value heads that parallelism.model = " + std::to_string(d.model_degree) +
+            " does not divide: every model core holds them whole, so they "
+            "cannot be resharded by heads; allowed: gather");
   const std::int64_t q = d.heads / d.model_degree, kv = d.kv_heads / d.model_degree;
   for (auto [n, what] : {std::pair{q, "query"}, std::pair{kv, "key/value"}})
     if (n % d.sequence_degree != 0)
@@ -97,8 +97,7 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
                      "parallelism.shard_activations=true");
   if (d.model2_degree > 1 && batch % d.model2_degree != 0)
     problems.add("parallelism.model2",
-                 std::to_string(d.model2_degree) + " does not divide the " +
-                     std::to_string(batch) +
+                 std::to_string(d.model2_degree) + " does not divide the " + std::to_string(batch) +
                      " sequences of a replica's microbatch (workload.global_batch / data "
                      "replicas / workload.microbatches), which the attention splits over it; "
                      "allowed: a divisor of " +

@@ -102,10 +102,9 @@ Layout read_layout(const Config& cfg, int cores) {
   const long long model_cores = static_cast<long long>(l.model) * l.model2 * l.sequence;
   const long long replica_cores = model_cores * l.spatial;
   if (replica_cores > cores)
-    problems.add("parallelism", "one replica needs " + l.replica_shape() + " = " +
-                                    std::to_string(replica_cores) +
-                                    " cores, more than the topology's " + std::to_string(cores) +
-                                    " cores");
+    problems.add("parallelism",
+                 "one replica needs " + l.replica_shape() + " = " + std::to_string(replica_cores) +
+                     " cores, more than the topology's " + std::to_string(cores) + " cores");
   if (cores % l.model != 0)
     problems.add("parallelism.model", std::to_string(l.model) + " does not divide the " +
                                           std::to_string(cores) + " cores; allowed: a divisor of " +

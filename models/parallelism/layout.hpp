@@ -12,8 +12,8 @@ namespace tpusim {
 
 struct Layout {
   int cores = 1;
-  int data = 1;  ///< replicas of the whole model: cores / (model x model2 x sequence x spatial)
-  int model = 1;    ///< Megatron-style split of each layer, innermost mesh axis
+  int data = 1;   ///< replicas of the whole model: cores / (model x model2 x sequence x spatial)
+  int model = 1;  ///< Megatron-style split of each layer, innermost mesh axis
   /// The second model axis of 2D weight-stationary sharding (decoder_lm: weights split on
   /// d_model over it, on d_ff and heads over "model"); outside "model".
   int model2 = 1;

@@ -98,8 +98,7 @@ double partial_result_bytes(const OpNode& n, const Layout& layout, const Compute
   if (n.split.model != SplitDim::None && n.split.model != SplitDim::K) div *= layout.model;
   if (n.split.spatial != SplitDim::None && n.split.spatial != SplitDim::K) div *= layout.spatial;
   if (n.split.model2 != SplitDim::None && n.split.model2 != SplitDim::K) div *= layout.model2;
-  if (n.split.sequence != SplitDim::None && n.split.sequence != SplitDim::K)
-    div *= layout.sequence;
+  if (n.split.sequence != SplitDim::None && n.split.sequence != SplitDim::K) div *= layout.sequence;
   return n.partial_bytes / div;
 }
 

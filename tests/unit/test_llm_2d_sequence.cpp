@@ -61,8 +61,9 @@ const std::vector<std::string> kModel{"model"}, kModel2{"model2"}, kSeq{"sequenc
 const std::string kMlp = "decoder.0.mlp.";
 }  // namespace
 
-TEST_CASE("2D weight-stationary sharding: per matmul an all-gather over one model axis, a "
-          "reduce-scatter of the partial sums over the other") {
+TEST_CASE(
+    "2D weight-stationary sharding: per matmul an all-gather over one model axis, a "
+    "reduce-scatter of the partial sums over the other") {
   // model 2 x model2 2 (x data 2): 2 sequences per replica, T = 256 tokens.
   const double m = 2, m2 = 2, T = 2 * kS;
   const Program p = lm({{"model", m}, {"model2", m2}, {"shard_activations", true}});
@@ -150,8 +151,8 @@ TEST_CASE("sequence axis: K and V gathered over the sequence, dK and dV reduce-s
   // Backward: the gradients of the gathered K and V are partial over the sequence (each core's
   // queries), reduce-scattered back: 1/sequence kept. The backward reads the forward's gathers.
   for (const char* name : {"scores", "context"}) {
-    const Op& rs = op_named(p, std::string("decoder.0.attention.") + name +
-                                   ".bwd_input_b.reduce-scatter");
+    const Op& rs =
+        op_named(p, std::string("decoder.0.attention.") + name + ".bwd_input_b.reduce-scatter");
     CHECK(rs.collective.axes == kSeq);
     CHECK(rs.collective.bytes == kv);
     CHECK(rs.output.bytes == kv / sp);
