@@ -69,6 +69,10 @@ struct OperandGather {
   /// Shared by the forward op and the backward ops reading the same sources (K and V over the
   /// sequence axis, kept from the forward); otherwise each pass gathers its own.
   bool keep = false;
+  /// AllReduce: not a gather but a sum of per-row partial statistics the op needs whole (a layer
+  /// norm's mean and variance over d_model split over "model2"), of `bytes` in `dtype`.
+  CollectiveKind kind = CollectiveKind::AllGather;
+  DType dtype = DType::BF16;
 };
 
 /// A convolution's geometry, per replica (models/conv_ops.hpp lowers it to `OpNode::matmul`).

@@ -290,6 +290,11 @@ class Deriver {
     }
     if (f.scatter_partial)  // dY arrives sharded
       op.gathers.push_back(dy_gather(f.split, f.bytes_written, dy_sources_[v]));
+    for (OperandGather g : f.gathers)  // per-row statistics: their gradient's, from dY
+      if (g.kind == CollectiveKind::AllReduce) {
+        g.from = dy_sources_[v];
+        op.gathers.push_back(std::move(g));
+      }
     op.all_to_all_axes = f.all_to_all_axes;  // a resharding's gradient: the reverse all-to-all
     std::vector<int> saved = ins;
     saved.push_back(v);

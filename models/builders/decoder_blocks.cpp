@@ -109,6 +109,17 @@ int add_norm(OpGraph& g, const std::string& name, const DecoderDims& d, int x) {
       layer_norm(name, d.tokens(), d.d_model, 1, vpu_ops::kLayerNorm, vpu_ops::kLayerNormGrad);
   if (!d.biases) ln.params = d.d_model;  // scale only
   shard_rows(ln, d);
+  if (d.model2_degree > 1) {
+    // d_model split over model2: the per-token mean and mean square (backward: the sums of dY
+    // and dY x the normalised input) summed over it first, f32.
+    OperandGather stats =
+        bf16_gather(static_cast<double>(d.tokens()) * 2, {"model2"}, {"model", "sequence"});
+    stats.bytes = static_cast<double>(d.tokens()) * 2 * dtype_bytes(DType::F32);
+    stats.name = "stats";
+    stats.kind = CollectiveKind::AllReduce;
+    stats.dtype = DType::F32;
+    ln.gathers.push_back(std::move(stats));
+  }
   return g.add(std::move(ln), {x});
 }
 

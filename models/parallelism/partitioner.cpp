@@ -158,8 +158,11 @@ class Partitioner {
     for (std::size_t i = 0; i < input_gathers_now_.size(); ++i) {
       const int gather = input_gathers_now_[i];
       if (gather < 0) continue;
-      const auto from = gather_sources(v, n.gathers[i]);
-      gathered.insert(gathered.end(), from.begin(), from.end());
+      // A sum of statistics is read beside the operand, a gathered operand in place of it.
+      if (n.gathers[i].kind == CollectiveKind::AllGather) {
+        const auto from = gather_sources(v, n.gathers[i]);
+        gathered.insert(gathered.end(), from.begin(), from.end());
+      }
       const double bytes = std::min(left, p_.ops[gather].output.bytes);
       if (bytes > 0) op.reads.push_back({gather, bytes});
       left -= bytes;
@@ -267,8 +270,8 @@ class Partitioner {
     const OpNode& src = g_.node(from.front());
     const bool activation = src.phase == Phase::Forward || src.recompute;
     const std::string what = gather.name.empty() ? "input" : gather.name;
-    const int op = emit_collective(n.name + "." + what + ".all-gather", CollectiveKind::AllGather,
-                                   n.phase, bytes, DType::BF16, gather.axes, deps);
+    const int op = emit_collective(n.name + "." + what + "." + to_string(gather.kind), gather.kind,
+                                   n.phase, bytes, gather.dtype, gather.axes, deps);
     p_.ops[op].output.cls =
         activation ? MemoryClass::Activations : MemoryClass::ActivationGradients;
     input_gathers_[key] = op;

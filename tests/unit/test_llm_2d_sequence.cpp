@@ -103,7 +103,6 @@ TEST_CASE(
   CHECK(bytes_over(p, CollectiveKind::ReduceScatter, kModel, kMlp) == 2 * A);
   CHECK(bytes_over(p, CollectiveKind::AllGather, kModel2, kMlp) == 3 * B);
   CHECK(bytes_over(p, CollectiveKind::ReduceScatter, kModel2, kMlp) == 2 * B);
-  CHECK(bytes_over(p, CollectiveKind::AllReduce, kModel2, kMlp) == 0);
   // The attention: Q/K/V like mlp.in (3 d_model columns of heads), attention_out like mlp.out;
   // the scores, softmax and context split the heads over model and the sequences over model2.
   const double qkv = T * 3 * kHeads * kHd / m * 2;
@@ -111,6 +110,14 @@ TEST_CASE(
   CHECK(op_named(p, "decoder.0.attention.attention_out.input.all-gather").collective.bytes ==
         T * kHeads * kHd / m * 2);
   CHECK(op_named(p, "decoder.0.attention.scores").compute.matmul->batch == 2 * kHeads / (m * m2));
+  // The layer norms' per-token statistics (2 f32 per token of the core's T / model rows) are
+  // summed over model2 before the normalisation, forward and backward.
+  for (const char* ln : {"layer_norm.stats.all-reduce", "layer_norm.bwd.stats.all-reduce"}) {
+    const Op& stats = op_named(p, kMlp + ln);
+    CHECK(stats.collective.axes == kModel2);
+    CHECK(stats.collective.bytes == T / m * 2 * 4);
+  }
+  CHECK(bytes_over(p, CollectiveKind::AllReduce, kModel2, kMlp) == 2 * (T / m * 2 * 4));
   // Weights are split on both sides: mlp.in's gradient is d_model x d_ff / (model x model2).
   CHECK(op_named(p, kMlp + "in.bwd_weight").output.bytes == kD * kF / (m * m2) * 4);
 }
