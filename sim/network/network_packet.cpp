@@ -62,6 +62,7 @@ class Pool {
 class PacketNetwork : public Network {
  public:
   PacketNetwork(EventQueue& queue, const NetworkOptions& o) : queue_(queue), opts_(o) {}
+  bool coalesces_steps() const override { return opts_.coalesce_ring_steps; }
 
   void send_batch(const std::vector<Transfer>& transfers, ArrivalCallback on_arrival) override {
     const Duration now = sim_now();
