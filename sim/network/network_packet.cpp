@@ -11,7 +11,9 @@
 // hop of the train forget the rest (busy time, bytes, pending arrivals), and the rest re-enter
 // that link one event per packet, so they interleave with the newcomer exactly as single packets
 // would. Trains injected on one link together, or while earlier ones still arrive there with the
-// same spacing, are served round-robin in closed form instead (on_group, merge_with_open).
+// same spacing, are served round-robin in closed form instead (on_group, merge_with_open). A
+// train whose packets fall into the gaps of the trains open at a link (equal spacing of at least
+// two packet times, none of them queued) passes without a cut (fits_gaps, admit_into_gaps).
 // Records live in pools addressed by index: no per-packet heap objects. docs/network.md.
 #include <algorithm>
 #include <cmath>
