@@ -47,7 +47,12 @@ const std::vector<const GroupPlan*>& CollectivePlanner::choose(int op_index, con
         continue;
       const auto* ps = cached_plans(spec, gs, name, true);
       if (!ps) continue;
-      const Duration t = model_.predicted_time(*ps, spec.bytes, spec.dtype);
+      const auto key =
+          std::make_tuple(static_cast<const void*>(ps), spec.bytes, static_cast<int>(spec.dtype));
+      auto known = predicted_.find(key);
+      if (known == predicted_.end())
+        known = predicted_.emplace(key, model_.predicted_time(*ps, spec.bytes, spec.dtype)).first;
+      const Duration t = known->second;
       if (!plans || t < best) {
         plans = ps;
         best = t;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "models/program.hpp"
@@ -76,6 +77,9 @@ class CollectivePlanner {
   };
   std::map<std::string, PlanSet> plans_;  ///< by plan key
   std::vector<double> link_scratch_;      ///< for profile_plans
+  /// auto's predicted times, by (plans, bytes, dtype): the ops of a layer repeat the same
+  /// collective on the same groups many times.
+  std::map<std::tuple<const void*, double, int>, Duration> predicted_;
   /// Per op (prepared once): its group set and each group's plan.
   std::vector<const GroupSet*> op_groups_;
   std::vector<const std::vector<const GroupPlan*>*> op_plans_;
