@@ -23,7 +23,7 @@ const ParamRegistrar kTopologyParams{{
     label_param("topology.name", "tpu_v3_multipod", "name of the topology, for reports"),
     {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}), "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
     {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}), "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},
-    {"topology.twist", T::Boolean, "", false, "a twisted torus (TPU v4's optical switches, ISCA 2023): on a k x k x 2k slice with every dimension wrapping, the wrap links of the two k-chip dimensions land k chips further along the 2k-chip one (docs/network.md)"},
+    {"topology.twist", T::Boolean, "", false, "a twisted torus (TPU v4's optical switches, ISCA 2023): on a k x k x 2k slice with every dimension wrapping, the wrap links of the two k-chip dimensions land k chips further along the 2k-chip one (docs/studies.md, Chip generations)"},
 }};
 // clang-format on
 
