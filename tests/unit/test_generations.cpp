@@ -27,8 +27,11 @@ TEST_CASE("each generation preset gives its chip's published peak, HBM and ICI p
     double tflops, hbm_bytes, hbm_GBps, ici_GBps_per_chip_both_ways;
     int links;
   };
-  // docs/reference.md: peak bf16, HBM capacity and bandwidth, ICI per chip (both directions).
-  const Fact facts[] = {{"tpu_v5p", 459, 95e9, 2765, 1200, 6}, {"tpu_v5e", 197, 16e9, 819, 400, 4}};
+  // docs/reference.md: peak bf16, HBM capacity and bandwidth, ICI per chip (both directions;
+  // v4's is given per link, 45 GB/s one way over 6 links).
+  const Fact facts[] = {{"tpu_v4", 275, 32 * 1073741824.0, 1200, 45 * 6 * 2, 6},
+                        {"tpu_v5p", 459, 95e9, 2765, 1200, 6},
+                        {"tpu_v5e", 197, 16e9, 819, 400, 4}};
   for (const auto& f : facts) {
     INFO(f.preset);
     const Config cfg = generation(f.preset);
