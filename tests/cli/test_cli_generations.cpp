@@ -68,7 +68,7 @@ TEST_CASE("every generation preset builds and runs every shipped model on one ho
   }
 }
 
-TEST_CASE("--set preset= switches the generation: the report's hardware is the preset's") {
+TEST_CASE("switching generations with --set preset= gives the preset's hardware in the report") {
   for (const auto& g : kGenerations) {
     INFO(g.preset);
     const json hw = preset_hardware(g.preset);
