@@ -10,7 +10,8 @@ using T = ParamType;
 // clang-format off
 const ParamRegistrar kHardwareParams{{
     label_param("hardware.name", "tpu_v3", "name of the chip generation, for reports"),
-    {"hardware.cores_per_chip", T::Integer, "", 2, "TensorCores per chip", 1, 8},
+    {"hardware.cores_per_chip", T::Integer, "", 2, "TensorCores per chip (each its own device unless hardware.megacore)", 1, 8},
+    {"hardware.megacore", T::Boolean, "", false, "the chip's TensorCores run as one device (megacore: one program, one replica per chip, all its cores' MXUs and vector units, the chip's HBM and vector memory; no on-chip link), as on TPU v4 and v5p; false: one device per TensorCore (TPU v3). No effect on a chip of one core"},
     {"hardware.clock_MHz", T::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},
     {"hardware.mxu.count", T::Integer, "", 2, "MXUs (systolic arrays) per TensorCore", 1, 64},
     {"hardware.mxu.dim", T::Integer, "", 128, "side of the square systolic array", 8, 1024},
@@ -40,12 +41,26 @@ const ParamRegistrar kHardwareParams{{
     {"hardware.cmem.MiB_per_chip", T::Number, "MiB", 0.0, "common memory of a chip that XLA places buffers in instead of HBM (TPU v4: 128 MiB, ISCA 2023; TPU v3: none)", 0, 1e6},
 }};
 // clang-format on
+
+/// Megacore: one device per chip holding all its cores' MXUs, vector units, HBM and vector memory
+/// (ISCA 2023 TPU v4 paper, Cloud TPU docs). With one device per chip no on-chip link is used.
+void join_cores(HardwareSpec& h) {
+  const int n = h.tensorcores_per_chip;
+  h.cores_per_chip = 1;
+  h.mxu.count *= n;
+  h.vpu_sublanes *= n;
+  h.hbm_bytes_per_core *= n;
+  h.hbm_bandwidth_per_core = h.hbm_bandwidth_per_core * n;
+  h.vmem_bytes_per_core *= n;
+}
 }  // namespace
 
 HardwareSpec HardwareSpec::from_config(const Config& c) {
   HardwareSpec h;
   h.name = c.string("hardware.name");
-  h.cores_per_chip = static_cast<int>(c.integer("hardware.cores_per_chip"));
+  h.tensorcores_per_chip = static_cast<int>(c.integer("hardware.cores_per_chip"));
+  h.megacore = c.boolean("hardware.megacore");
+  h.cores_per_chip = h.tensorcores_per_chip;
   h.clock_hz = c.number("hardware.clock_MHz") * 1e6;
   h.mxu.count = static_cast<int>(c.integer("hardware.mxu.count"));
   h.mxu.dim = static_cast<int>(c.integer("hardware.mxu.dim"));
@@ -74,6 +89,7 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.collective_launch = c.ns("hardware.calibration.collective_launch_ns");
   h.vmem_bytes_per_core = c.number("hardware.vmem.MiB_per_core") * 1048576.0;
   h.cmem_bytes_per_chip = c.number("hardware.cmem.MiB_per_chip") * 1048576.0;
+  if (h.megacore) join_cores(h);
   return h;
 }
 

@@ -12,6 +12,7 @@
 #include "core/limits.hpp"
 #include "core/nearest_name.hpp"
 #include "core/params.hpp"
+#include "topologies/slice_names.hpp"
 
 namespace tpusim {
 namespace {
@@ -22,6 +23,7 @@ const ParamRegistrar kTopologyParams{{
     label_param("topology.name", "tpu_v3_multipod", "name of the topology, for reports"),
     {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}), "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
     {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}), "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},
+    {"topology.twist", T::Boolean, "", false, "a twisted torus (TPU v4's optical switches, ISCA 2023): on a k x k x 2k slice with every dimension wrapping, the wrap links of the two k-chip dimensions land k chips further along the 2k-chip one (docs/studies.md, Chip generations)"},
 }};
 // clang-format on
 
@@ -32,7 +34,8 @@ const ShorthandRegistrar kShorthand{"topology", &expand_topology};
 
 const char* kShapeHelp =
     "a preset name (e.g. tpu_v3_pod, tpu_v3_multipod), a shape such as 32x128 (all dimensions "
-    "wrap) or 128x32:wrap=0,1, or a JSON file";
+    "wrap), 4x4x8 (3D: dimensions of 4 or more wrap) or 128x32:wrap=0,1, a Cloud slice name "
+    "(v4-128, v5p-256, v5litepod-16), or a JSON file";
 
 /// The names of the topology presets (configs/topologies/*.json).
 std::vector<std::string> topology_presets() {
@@ -49,6 +52,25 @@ bool parse_int(const std::string& s, int& out) {
   return true;
 }
 
+/// The 2k-chip dimension of a k x k x 2k shape, or -1.
+int long_dim_of(const std::vector<int>& dims) {
+  if (dims.size() != 3) return -1;
+  for (int d = 0; d < 3; ++d) {
+    const int a = dims[(d + 1) % 3], b = dims[(d + 2) % 3];
+    if (a == b && dims[d] == 2 * a) return d;
+  }
+  return -1;
+}
+
+void check_twist(const TopologySpec& spec, const std::string& where) {
+  bool all_wrap = std::all_of(spec.wrap.begin(), spec.wrap.end(), [](bool w) { return w; });
+  for (int d : spec.dims) all_wrap = all_wrap && d > 2;
+  if (long_dim_of(spec.dims) < 0 || !all_wrap)
+    throw ConfigError(where,
+                      "a twisted torus is a k x k x 2k slice (k of 3 or more) whose every "
+                      "dimension wraps (TPU v4 paper, ISCA 2023); this topology is not one");
+}
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
@@ -62,7 +84,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
 nlohmann::json to_json(const TopologySpec& spec) {
   nlohmann::json wrap = nlohmann::json::array();
   for (bool w : spec.wrap) wrap.push_back(w);
-  return {{"name", spec.name}, {"dims", spec.dims}, {"wrap", wrap}};
+  nlohmann::json j{{"name", spec.name}, {"dims", spec.dims}, {"wrap", wrap}};
+  if (spec.twist) j["twist"] = true;
+  return j;
 }
 
 TopologySpec topology_from_json(const nlohmann::json& j, const std::string& where) {
@@ -70,8 +94,9 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
   TopologySpec spec;
   if (!j.is_object()) throw ConfigError(where, "expected a topology object, got " + j.dump());
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "name" && it.key() != "dims" && it.key() != "wrap" && it.key()[0] != '_')
-      problems.add(where + "." + it.key(), "unknown key; allowed: name, dims, wrap");
+    if (it.key() != "name" && it.key() != "dims" && it.key() != "wrap" && it.key() != "twist" &&
+        it.key()[0] != '_')
+      problems.add(where + "." + it.key(), "unknown key; allowed: name, dims, wrap, twist");
   // Found by fuzz_topology_mesh: a name that is not a string was a JSON type error (exit 3).
   if (auto name = j.find("name"); name != j.end() && !name->is_string())
     problems.add(where + ".name", name->dump() + " is not allowed; expected a string");
@@ -105,7 +130,14 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
                                         " entries but dims has " +
                                         std::to_string(spec.dims.size()));
   }
+  if (auto twist = j.find("twist"); twist != j.end()) {
+    if (!twist->is_boolean())
+      problems.add(where + ".twist", twist->dump() + " is not a boolean");
+    else
+      spec.twist = twist->get<bool>();
+  }
   problems.throw_if_any();
+  if (spec.twist) check_twist(spec, where + ".twist");
   long long chips = 1;
   for (int d : spec.dims) chips *= d;
   if (chips > kMaxChips)
@@ -132,7 +164,9 @@ TopologySpec parse_topology(const std::string& text, const std::string& where) {
         throw ConfigError(where, "'" + text + "' is not a topology; expected " + kShapeHelp);
       spec.dims.push_back(v);
     }
-    if (wrap_part.empty()) {
+    if (wrap_part.empty() && spec.dims.size() == 3) {
+      spec.wrap = optical_slice_wrap(spec.dims);  // TPU v4 / v5p: 4 or more chips wrap
+    } else if (wrap_part.empty()) {
       spec.wrap.assign(spec.dims.size(), true);
     } else {
       if (wrap_part.rfind("wrap=", 0) != 0)
@@ -148,6 +182,7 @@ TopologySpec parse_topology(const std::string& text, const std::string& where) {
   }
   if (!wrap_part.empty())
     throw ConfigError(where, "'" + text + "': wrap flags go with a shape, e.g. 128x32:wrap=0,1");
+  if (TopologySpec slice; parse_slice_name(text, slice, where)) return slice;
   nlohmann::json j;
   std::error_code ec;  // a name too long for the file system is no file: then it is a preset name
   if (std::filesystem::exists(text, ec) && !std::filesystem::is_directory(text, ec)) {
@@ -170,6 +205,7 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
     stride_.push_back(num_chips_);
     num_chips_ *= d;
   }
+  if (spec_.twist) twisted_dim_ = long_dim_of(spec_.dims);
   for (int s = 0; s < num_link_slots(); ++s)
     if (link_exists(s)) ++num_directed_links_;
 }
@@ -190,11 +226,16 @@ int Topology::neighbor(int chip, int d, int dir) const {
   const int n = spec_.dims[d];
   if (n == 1) return -1;
   int c = coord(chip, d) + dir;
+  int shift = 0;  // along the twisted dimension, on a twisted wrap link
   if (c < 0 || c >= n) {
     if (!wraps(d)) return -1;
     c = (c + n) % n;
+    if (twisted_dim_ >= 0 && d != twisted_dim_) {
+      const int t = twisted_dim_, half = spec_.dims[t] / 2;
+      shift = ((coord(chip, t) + half) % spec_.dims[t] - coord(chip, t)) * stride_[t];
+    }
   }
-  return chip + (c - coord(chip, d)) * stride_[d];
+  return chip + (c - coord(chip, d)) * stride_[d] + shift;
 }
 
 bool Topology::link_exists(int slot) const {
@@ -225,7 +266,7 @@ int Topology::offset(int a, int b, int d) const {
 
 std::vector<int> Topology::route(int src, int dst) const {
   std::vector<int> links;
-  links.reserve(static_cast<std::size_t>(hops(src, dst)));
+  if (twisted_dim_ < 0) links.reserve(static_cast<std::size_t>(hops(src, dst)));
   int cur = src;
   for (int d = 0; d < num_dims(); ++d) {
     int off = offset(coord(cur, d), coord(dst, d), d);
@@ -239,12 +280,28 @@ std::vector<int> Topology::route(int src, int dst) const {
 }
 
 int Topology::hops(int src, int dst) const {
+  if (twisted_dim_ >= 0) return static_cast<int>(route(src, dst).size());
   int h = 0;
   for (int d = 0; d < num_dims(); ++d) h += std::abs(offset(coord(src, d), coord(dst, d), d));
   return h;
 }
 
+int Topology::links_cut_halving(int d) const {
+  int cut = 0;
+  for (int s = 0; s < num_link_slots(); s += 2)  // the + direction of each physical link
+    if (link_exists(s)) {
+      const Link l = link(s);
+      cut += (coord(l.src, d) < spec_.dims[d] / 2) != (coord(l.dst, d) < spec_.dims[d] / 2);
+    }
+  return cut;
+}
+
 int Topology::bisection_links() const {
+  if (twisted_dim_ >= 0) {
+    int fewest = links_cut_halving(0);
+    for (int d = 1; d < num_dims(); ++d) fewest = std::min(fewest, links_cut_halving(d));
+    return fewest;
+  }
   int d =
       static_cast<int>(std::max_element(spec_.dims.begin(), spec_.dims.end()) - spec_.dims.begin());
   if (spec_.dims[d] < 2) return 0;
@@ -268,7 +325,7 @@ std::string Topology::describe() const {
   os << " (";
   for (int d = 0; d < num_dims(); ++d)
     os << (d ? " " : "") << kNames[d] << (spec_.wrap[d] ? " wraps" : " open");
-  os << "), " << num_chips_ << " chips";
+  os << (spec_.twist ? ", twisted" : "") << "), " << num_chips_ << " chips";
   return os.str();
 }
 

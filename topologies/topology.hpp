@@ -11,12 +11,18 @@ struct TopologySpec {
   std::string name;
   std::vector<int> dims;   ///< chips along each dimension, X first
   std::vector<bool> wrap;  ///< true: the dimension is a ring
+  /// A twisted torus (TPU v4's optical switches can wire one, ISCA 2023): on a k x k x 2k slice
+  /// the wrap links of the two k-chip dimensions land k chips further along the 2k-chip one.
+  bool twist = false;
 };
 
 /// Parses "tpu_v3_pod" (a preset in configs/topologies), "32x128" (every dimension wraps),
-/// "128x32:wrap=0,1", or a path to a JSON file. Throws ConfigError naming `where`.
+/// "4x4x8" (3D: a dimension of 4 or more chips wraps, as TPU v4 / v5p slices), "128x32:wrap=0,1",
+/// a Cloud slice name ("v4-128": topologies/slice_names.hpp) or a path to a JSON file. Throws
+/// ConfigError naming `where`.
 TopologySpec parse_topology(const std::string& text, const std::string& where = "--topology");
-/// The object form used inside studies: {"name":..., "dims":[...], "wrap":[...]}.
+/// The object form used inside studies: {"name":..., "dims":[...], "wrap":[...]} (and
+/// "twist": true on a twisted torus).
 nlohmann::json to_json(const TopologySpec& spec);
 /// Reads the object form; checks consistency (dims and wrap of equal length).
 TopologySpec topology_from_json(const nlohmann::json& j, const std::string& where = "topology");
@@ -66,7 +72,11 @@ class Topology {
   std::vector<int> route(int src, int dst) const;
   int hops(int src, int dst) const;
 
-  /// Physical links cut when the largest dimension is halved (the bisection).
+  /// The 2k-chip dimension along which a twisted torus's other wrap links land shifted by k
+  /// chips; -1 on a torus that is not twisted.
+  int twisted_dim() const { return twisted_dim_; }
+  /// Physical links cut when the largest dimension is halved (the bisection). On a twisted torus,
+  /// the fewest links any halving of one dimension cuts.
   int bisection_links() const;
   /// True if every chip reaches every other (checked with Boost.Graph connected_components).
   bool connected() const;
@@ -77,6 +87,8 @@ class Topology {
   std::vector<int> stride_;
   int num_chips_ = 0;
   int num_directed_links_ = 0;
+  int twisted_dim_ = -1;
+  int links_cut_halving(int d) const;
 };
 
 }  // namespace tpusim

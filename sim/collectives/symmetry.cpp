@@ -349,6 +349,10 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
                              const std::vector<int>& multiple_of) {
   SymmetrySearch out;
   const Topology& topo = m.topology();
+  if (topo.twisted_dim() >= 0) {
+    out.reason = "a twisted torus is not mapped onto itself by the translations of its grid";
+    return out;
+  }
   auto s = std::make_unique<SymmetricRun>();
   bool smaller = false;
   const std::vector<int> ops = distinct_ops(program, planner);

@@ -51,3 +51,31 @@ TEST_CASE("a compute op takes the larger of compute and memory time plus the lau
   CHECK(t.mxu > t.hbm);
   CHECK(t.total == t.mxu + hw.op_overhead);
 }
+
+TEST_CASE("megacore: one device per chip, a matmul's MXU time half a core's, the chip's HBM") {
+  const Config cores_cfg = load_config({{"preset", "tpu_v4"}, {"hardware", {{"megacore", false}}}});
+  const Config mega_cfg = load_config({{"preset", "tpu_v4"}, {"hardware", {{"megacore", true}}}});
+  const HardwareSpec core = HardwareSpec::from_config(cores_cfg);
+  const HardwareSpec mega = HardwareSpec::from_config(mega_cfg);
+  const int n = static_cast<int>(cores_cfg.integer("hardware.cores_per_chip"));
+  REQUIRE(n == 2);
+  CHECK(core.cores_per_chip == n);
+  CHECK(mega.cores_per_chip == 1);
+  CHECK(mega.tensorcores_per_chip == n);
+  // Capacity and bandwidth of the device are the chip's: n times one core's figures.
+  CHECK(mega.hbm_bytes_per_core ==
+        cores_cfg.number("hardware.hbm.GiB_per_core") * n * 1073741824.0);
+  CHECK(mega.hbm_bandwidth_per_core.bytes_per_s() ==
+        Approx(cores_cfg.number("hardware.hbm.bandwidth_GBps_per_core") * n * 1e9));
+  CHECK(mega.peak_flops_per_core() == Approx(core.peak_flops_per_core() * n));
+  // A matmul of many weight tiles: the tiles spread over twice the MXUs, so the MXU time less the
+  // one fill and drain is half; HBM traffic of twice the bytes takes as long.
+  ComputeCost c;
+  c.matmul = MatmulShape{1, 4096, 4096, 4096};
+  const double fill_drain_s = core.mxu.fill_drain_cycles / core.clock_hz / core.mxu_efficiency;
+  const double t_core = compute_op_time(core, c).mxu.seconds();
+  const double t_mega = compute_op_time(mega, c).mxu.seconds();
+  CHECK(t_mega - fill_drain_s == Approx((t_core - fill_drain_s) / 2));
+  CHECK(hbm_time(mega, 2e9).seconds() == Approx(hbm_time(core, 1e9).seconds()));
+  CHECK(vpu_cycles(mega, 2e6, 1) == Approx(vpu_cycles(core, 1e6, 1)));
+}

@@ -15,7 +15,7 @@ long long mesh_size(const Program& p) {
 }
 }  // namespace
 
-TEST_CASE("every shipped study of a registered model builds a Program covering its cores") {
+TEST_CASE("every shipped study of a registered model builds a Program covering its devices") {
   const auto dir = std::filesystem::path(config_dir()) / "studies";
   const auto models = registered_models();
   int built = 0;
@@ -27,8 +27,9 @@ TEST_CASE("every shipped study of a registered model builds a Program covering i
       continue;  // a model whose builder lives elsewhere
     const Program p = tpusim::test::program_of(cfg);
     Topology topo(topology_from_json(cfg.json().at("topology")));
+    // The mesh covers the devices: a core each, or a chip each in megacore mode.
     CHECK(mesh_size(p) ==
-          static_cast<long long>(topo.num_chips()) * cfg.integer("hardware.cores_per_chip"));
+          static_cast<long long>(topo.num_chips()) * HardwareSpec::from_config(cfg).cores_per_chip);
     CHECK(p.examples_per_step == cfg.integer("workload.global_batch"));
     ++built;
   }

@@ -179,6 +179,8 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
       {"layout", layout_string(program, study.config)},
       {"chips", r.chips},
       {"cores", r.cores},
+      {"devices", r.cores},
+      {"tensorcores", r.chips * study.hardware.tensorcores_per_chip},
       {"global_batch", program.examples_per_step},
       {"step_time_ms", step_ms},
       {"compute_ms", r.compute.ms()},
@@ -256,9 +258,14 @@ static void print_compiled_ops(std::ostream& out, const nlohmann::json& j, bool 
 }
 
 void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
-  out << fmt::format("{} on {} chips ({} cores), {}, global batch {}\n",
-                     j["model"].get<std::string>(), j["chips"].get<int>(), j["cores"].get<int>(),
-                     j["layout"].get<std::string>(), j["global_batch"].get<std::int64_t>())
+  // A megacore report names its devices and the TensorCores they join.
+  const int devices = j["cores"].get<int>(), tensorcores = j.value("tensorcores", devices);
+  const std::string units =
+      devices == tensorcores ? fmt::format("{} cores", devices)
+                             : fmt::format("{} megacore devices, {} cores", devices, tensorcores);
+  out << fmt::format("{} on {} chips ({}), {}, global batch {}\n", j["model"].get<std::string>(),
+                     j["chips"].get<int>(), units, j["layout"].get<std::string>(),
+                     j["global_batch"].get<std::int64_t>())
       << fmt::format("  step time               {:10.3f} ms\n", j["step_time_ms"].get<double>())
       << fmt::format("  compute                 {:10.3f} ms\n", j["compute_ms"].get<double>())
       << fmt::format("  communication           {:10.3f} ms  (share {:.1f}%)\n",

@@ -66,6 +66,9 @@ ChipCount count_chips(const nlohmann::json& study) {
   if (!per_chip || !per_chip->is_number_integer() || per_chip->get<std::int64_t>() < 1)
     throw ConfigError("hardware.cores_per_chip", "cannot count cores: expected a positive integer");
   c.cores_per_chip = per_chip->get<std::int64_t>();
+  // A megacore chip is one device: `cores` counts devices, as the report's `cores` does.
+  const auto* megacore = value_or_default(doc, "hardware.megacore");
+  if (megacore && megacore->is_boolean() && megacore->get<bool>()) c.cores_per_chip = 1;
   c.cores = c.chips * c.cores_per_chip;
   return c;
 }

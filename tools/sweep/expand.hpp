@@ -20,8 +20,9 @@ struct SweepPoint {
   std::string id;                      ///< 16 hex digits: FNV-1a 64 of resolved.dump()
 };
 
-/// Chips and TensorCores of a study (presets and shorthands resolved, declared defaults used
-/// for what is not given). Throws ConfigError if the topology cannot be read.
+/// Chips and devices of a study (presets and shorthands resolved, declared defaults used for
+/// what is not given): a device is a TensorCore, or a whole chip with hardware.megacore. Throws
+/// ConfigError if the topology cannot be read.
 struct ChipCount {
   std::int64_t chips = 0;
   std::int64_t cores = 0;

@@ -1,0 +1,157 @@
+// The chip-generation presets (configs/tpu_v4.json, tpu_v5p.json, tpu_v5e.json): their figures
+// against the public facts of docs/reference.md, TPU v3's calibration inherited unchanged, and a
+// preset naming an unknown field rejected.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/config.hpp"
+#include "core/errors.hpp"
+#include "core/hardware.hpp"
+#include "topologies/topology.hpp"
+
+using namespace tpusim;
+
+namespace {
+Config generation(const std::string& preset) { return load_config({{"preset", preset}}); }
+
+double chip_peak_flops(const HardwareSpec& h) { return h.peak_flops_per_core() * h.cores_per_chip; }
+}  // namespace
+
+TEST_CASE("each generation preset gives its chip's published peak, HBM and ICI per chip") {
+  struct Fact {
+    const char* preset;
+    double tflops, hbm_bytes, hbm_GBps, ici_GBps_per_chip_both_ways;
+    int links;
+  };
+  // docs/reference.md: peak bf16, HBM capacity and bandwidth, ICI per chip (both directions;
+  // v4's is given per link, 45 GB/s one way over 6 links).
+  const Fact facts[] = {{"tpu_v4", 275, 32 * 1073741824.0, 1200, 45 * 6 * 2, 6},
+                        {"tpu_v5p", 459, 95e9, 2765, 1200, 6},
+                        {"tpu_v5e", 197, 16e9, 819, 400, 4}};
+  for (const auto& f : facts) {
+    INFO(f.preset);
+    const Config cfg = generation(f.preset);
+    const HardwareSpec h = HardwareSpec::from_config(cfg);
+    const Topology topo(topology_from_json(cfg.json().at("topology")));
+    CHECK(chip_peak_flops(h) == Approx(f.tflops * 1e12).epsilon(1e-3));
+    CHECK(h.hbm_bytes_per_core * h.cores_per_chip == Approx(f.hbm_bytes).epsilon(1e-3));
+    CHECK(h.hbm_bandwidth_per_core.bytes_per_s() * h.cores_per_chip ==
+          Approx(f.hbm_GBps * 1e9).epsilon(1e-3));
+    CHECK(f.links == 2 * topo.num_dims());  // a torus: two links per dimension
+    CHECK(h.ici_bandwidth.bytes_per_s() * f.links * 2 ==
+          Approx(f.ici_GBps_per_chip_both_ways * 1e9).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("the generation presets inherit TPU v3's calibration unchanged") {
+  const auto v3 = generation("tpu_v3").json().at("hardware");
+  for (const char* preset : {"tpu_v4", "tpu_v4_megacore", "tpu_v5p", "tpu_v5e"}) {
+    INFO(preset);
+    const auto h = generation(preset).json().at("hardware");
+    CHECK(h.at("calibration") == v3.at("calibration"));
+    CHECK(h.at("onchip").at("bandwidth_GBps") == v3.at("onchip").at("bandwidth_GBps"));
+  }
+}
+
+TEST_CASE("a preset that names an unknown field is an error naming its path") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tpusim_bad_preset_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tpu_bad.json") << R"({"hardware": {"mxu": {"cout": 4}}})";
+  ::setenv("TPUSIM_CONFIG_DIR", dir.c_str(), 1);
+  bool threw = false;
+  try {
+    load_config({{"preset", "tpu_bad"}, {"topology", {{"dims", {2, 2}}}}});
+  } catch (const ConfigError& e) {
+    threw = true;
+    CHECK_THAT(e.what(), Catch::Contains("hardware.mxu.cout"));
+  }
+  ::unsetenv("TPUSIM_CONFIG_DIR");
+  std::filesystem::remove_all(dir);
+  CHECK(threw);
+}
+
+TEST_CASE("a 3D shape wraps the dimensions of 4 or more chips, as a TPU v4 slice") {
+  const Topology cube(parse_topology("4x4x4"));
+  CHECK(cube.num_chips() == 64);
+  for (int d = 0; d < 3; ++d) CHECK(cube.wraps(d));
+  CHECK(cube.num_directed_links() == 64 * 6);  // every chip: both ways along three rings
+  const Topology small(parse_topology("2x2x2"));
+  for (int d = 0; d < 3; ++d) CHECK_FALSE(small.spec().wrap[d]);
+  // No wraps: along each dimension 1 physical link per pair of chips, counted both ways.
+  CHECK(small.num_directed_links() == 3 * (8 / 2) * 2);
+  const Topology flat(parse_topology("4x4x2"));
+  CHECK(flat.spec().wrap == std::vector<bool>{true, true, false});
+  CHECK(parse_topology("2x2x2:wrap=1,1,1").wrap == std::vector<bool>{true, true, true});
+  CHECK(parse_topology("8x8").wrap == std::vector<bool>{true, true});  // 2D: as before
+}
+
+TEST_CASE("a Cloud slice name maps to the standard slice shape") {
+  struct Row {
+    const char* name;
+    std::vector<int> dims;
+  };
+  // v4 and v5p count TensorCores (2 per chip), v5e chips; the shapes of the rule in
+  // topologies/slice_names.hpp.
+  const Row rows[] = {
+      {"v4-8", {2, 2, 1}},     {"v4-16", {2, 2, 2}},        {"v4-32", {2, 2, 4}},
+      {"v4-64", {2, 4, 4}},    {"v4-128", {4, 4, 4}},       {"v4-256", {4, 4, 8}},
+      {"v4-1536", {8, 8, 12}}, {"v4-8192", {16, 16, 16}},   {"v5p-12288", {16, 16, 24}},
+      {"v5litepod-8", {2, 4}}, {"v5litepod-256", {16, 16}}, {"v5e-32", {4, 8}}};
+  for (const auto& r : rows) {
+    INFO(r.name);
+    const TopologySpec s = parse_topology(r.name);
+    CHECK(s.dims == r.dims);
+    CHECK(s.name == r.name);
+  }
+  const Topology v4_128(parse_topology("v4-128"));
+  CHECK(v4_128.num_chips() == 128 / 2);
+  CHECK(v4_128.num_directed_links() == 64 * 6);
+  CHECK(parse_topology("v4-8").wrap == std::vector<bool>{false, false, false});
+  CHECK(parse_topology("v5litepod-256").wrap == std::vector<bool>{true, true});
+  CHECK(parse_topology("v5e-32").wrap == std::vector<bool>{false, false});
+  for (const char* bad : {"v4-6", "v4-16384", "v5p-x", "v5litepod-512", "v4-10"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_topology(bad), ConfigError);
+  }
+}
+
+TEST_CASE("a twisted k x k x 2k torus cuts twice the links of the plain one at its bisection") {
+  for (int k : {4, 6}) {
+    INFO(k);
+    nlohmann::json j{{"dims", {k, k, 2 * k}}, {"wrap", {true, true, true}}};
+    const Topology plain(topology_from_json(j));
+    j["twist"] = true;
+    const Topology twisted(topology_from_json(j));
+    // Halving the 2k dimension cuts its k*k rings twice: 2k^2 links. Twisted, the 2 * k * 2k wrap
+    // links of the two k dimensions land k chips along it, so they cross that cut too (4k^2 more
+    // between them); halving a k dimension cuts its 2k^2 rings twice, 4k^2 either way.
+    CHECK(plain.bisection_links() == 2 * k * k);
+    CHECK(twisted.bisection_links() == 4 * k * k);
+    CHECK(twisted.num_directed_links() == plain.num_directed_links());
+    CHECK(twisted.connected());
+    for (int c = 0; c < twisted.num_chips(); ++c)
+      for (int d = 0; d < 3; ++d) {
+        const int n = twisted.neighbor(c, d, +1);
+        CHECK(twisted.neighbor(n, d, -1) == c);  // every link has its way back
+        CHECK(twisted.hops(c, n) <= static_cast<int>(twisted.route(c, n).size()));
+      }
+    // A route reaches its destination over existing links.
+    const int far = twisted.num_chips() - 1;
+    int at = 0;
+    for (int slot : twisted.route(0, far)) {
+      REQUIRE(twisted.link_exists(slot));
+      CHECK(twisted.link(slot).src == at);
+      at = twisted.link(slot).dst;
+    }
+    CHECK(at == far);
+  }
+  CHECK_THROWS_AS(topology_from_json({{"dims", {4, 4, 4}}, {"twist", true}}), ConfigError);
+  CHECK_THROWS_AS(
+      topology_from_json({{"dims", {4, 4, 8}}, {"wrap", {true, false, true}}, {"twist", true}}),
+      ConfigError);
+}
