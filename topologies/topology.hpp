@@ -11,12 +11,16 @@ struct TopologySpec {
   std::string name;
   std::vector<int> dims;   ///< chips along each dimension, X first
   std::vector<bool> wrap;  ///< true: the dimension is a ring
+  /// Copies of this grid (slices) joined by the data-center network (multislice); each is its own
+  /// ICI domain. 1: one ICI domain, the grid alone.
+  int slices = 1;
 };
 
 /// Parses "tpu_v3_pod" (a preset in configs/topologies), "32x128" (every dimension wraps),
 /// "128x32:wrap=0,1", or a path to a JSON file. Throws ConfigError naming `where`.
 TopologySpec parse_topology(const std::string& text, const std::string& where = "--topology");
-/// The object form used inside studies: {"name":..., "dims":[...], "wrap":[...]}.
+/// The object form used inside studies: {"name":..., "dims":[...], "wrap":[...]}, plus
+/// "slices" when it is not 1.
 nlohmann::json to_json(const TopologySpec& spec);
 /// Reads the object form; checks consistency (dims and wrap of equal length).
 TopologySpec topology_from_json(const nlohmann::json& j, const std::string& where = "topology");
@@ -40,7 +44,8 @@ class Topology {
   /// A dimension forms a ring only if it wraps and has more than two chips (with two, the
   /// wrap link would join the same pair twice; tpusim treats it as a single link).
   bool wraps(int d) const { return spec_.wrap[d] && spec_.dims[d] > 2; }
-  int num_chips() const { return num_chips_; }
+  int num_chips() const { return num_chips_; }  ///< of one slice
+  int slices() const { return spec_.slices; }
 
   std::vector<int> coords(int chip) const;
   int coord(int chip, int d) const { return (chip / stride_[d]) % spec_.dims[d]; }

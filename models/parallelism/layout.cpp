@@ -14,6 +14,7 @@ using T = ParamType;
 const ParamRegistrar kLayoutParams{{
     {"parallelism.model", T::Integer, "cores", 1, "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and rows, vocabulary); the innermost mesh axis, so the cores of a chip first", 1, 1 << 20},
     {"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20},
+    {"parallelism.slices", T::Integer, "slices", 1, "multislice data parallelism: the data axis spans this many slices (it must equal topology.slices); each slice runs global_batch / slices examples and the gradient all-reduces are hierarchical (reduce-scatter over ICI, all-reduce of each shard across the slices over the data-center network, all-gather over ICI)", 1, 64},
     {"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20},
     {"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"},
     // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
@@ -75,6 +76,7 @@ Layout read_layout(const Config& cfg, int cores) {
   Layout l;
   l.cores = cores;
   l.model = static_cast<int>(cfg.integer("parallelism.model"));
+  l.slices = static_cast<int>(cfg.integer("parallelism.slices"));
   l.spatial = static_cast<int>(cfg.integer("parallelism.spatial"));
   l.weight_update_sharding = cfg.boolean("parallelism.weight_update_sharding");
   l.grad_bucket_bytes = cfg.number("parallelism.grad_bucket_MiB") * 1048576.0;

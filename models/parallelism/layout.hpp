@@ -12,7 +12,9 @@ namespace tpusim {
 
 struct Layout {
   int cores = 1;
-  int data = 1;     ///< replicas of the whole model: cores / (model x spatial)
+  int data = 1;  ///< replicas of the whole model: cores / (model x spatial), in one slice
+  /// Slices the data axis spans (multislice; parallelism.slices): data x slices replicas in all.
+  int slices = 1;
   int model = 1;    ///< Megatron-style split of each layer, innermost mesh axis
   int spatial = 1;  ///< split of activations along H (convolutional models)
   /// Data replicas whose batch-norm statistics are combined (cross-replica BN, convolutional
