@@ -203,6 +203,8 @@ int find_period(const std::vector<int>& ops, const Machine& m, const CollectiveP
   if (!topo.wraps(dim)) return n;
   for (int p = 1; p < n; ++p) {
     if (n % p) continue;
+    // Multislice: a shift that cuts host blocks does not map the hosts' DCN links onto hosts'.
+    if (const Dcn* dcn = m.dcn(); dcn && p % dcn->blocks().extent[dim] != 0) continue;
     Translation t;
     if (!make_translation(m, shifted_chips(topo, dim, p), t)) return n;
     if (invariant(ops, planner, t, w)) return p;

@@ -29,7 +29,7 @@ DcnOptions DcnOptions::from_config(const Config& cfg) {
 
 struct Dcn::HostPorts {
   std::unique_ptr<Assembly> module;
-  std::unique_ptr<LinkModule> tx, fabric, rx;
+  std::unique_ptr<LinkModule> tx, fabric;
 };
 
 Dcn::Dcn(sc_core::sc_module_name name, const Topology& topology, int slices,
@@ -46,9 +46,8 @@ Dcn::Dcn(sc_core::sc_module_name name, const Topology& topology, int slices,
     ports->module = std::make_unique<Assembly>(("host(" + std::to_string(h) + ")").c_str(), [&] {
       ports->tx = make_link("tx", nic, Duration{});
       ports->fabric = make_link("fabric", fabric_share_, options.latency);
-      ports->rx = make_link("rx", nic, Duration{});
     });
-    routes_.push_back({ports->tx.get(), ports->fabric.get(), ports->rx.get()});
+    routes_.push_back({ports->tx.get(), ports->fabric.get()});
     hosts_.push_back(std::move(ports));
   }
 }

@@ -2,14 +2,14 @@
 // The data-center network (DCN) that joins the slices of a multislice machine
 // (topology.slices > 1), as modules of the machine tree:
 //   multipod.dcn                   the network
-//   multipod.dcn.host(N).tx, .rx   host N's network interfaces, each way (dcn.host_nics x
+//   multipod.dcn.host(N).tx        host N's network interfaces, sending (dcn.host_nics x
 //                                  dcn.nic_bandwidth_GBps)
 //   multipod.dcn.host(N).fabric    host N's share of the switch fabric's bisection
 // Only one slice is elaborated: the slices run the same Program on the same kind of slice, so
 // each is an image of the others, and a chip's cross-slice traffic is sent over its own host's
-// interfaces and fabric share (rx stands for the receiving host's interfaces in the next slice,
-// which carry the same). Links are LinkModules, carried by the study's network level like the
-// ICI links (docs/network.md, "Multislice").
+// interfaces and fabric share. The receiving host in the next slice takes in what this one
+// sends, at the same rate, so its interfaces are no separate link. Links are LinkModules,
+// carried by the study's network level like the ICI links (docs/network.md, "Multislice").
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,9 +43,9 @@ class Dcn : public sc_core::sc_module {
 
   int slices() const { return slices_; }
   const HostBlocks& blocks() const { return blocks_; }
-  /// The route of a chip's traffic to its image in the next slice: its host's tx, fabric, rx.
+  /// The route of a chip's traffic to its image in the next slice: its host's tx, fabric.
   const Route& route_of_chip(int chip) const { return routes_[blocks_.host_of_chip[chip]]; }
-  /// The DCN links of host `host`: tx, fabric, rx.
+  /// The DCN links of host `host`: tx, fabric.
   const Route& links_of_host(int host) const { return routes_[host]; }
   /// Each host's share of the bisection: 2 x hosts per slice cross-slice flows share it (a ring
   /// over the slices crosses any cut of them into two halves twice).

@@ -139,11 +139,16 @@ void choose_symmetry(Design& d, const Program& program, const HardwareSpec& hw,
     d.symmetric = std::move(found.run);
     why = found.reason;
   }
+  // Multislice: only one slice is elaborated in either mode (sim/machine/dcn.hpp).
+  const int slices = d.machine->slices();
+  const std::string images =
+      slices > 1 ? "; 1 of " + std::to_string(slices) + " slices simulated, the others its images"
+                 : std::string();
   if (!d.symmetric) {
-    d.symmetry = "full: " + why;
+    d.symmetry = "full: " + why + images;
     return;
   }
-  d.symmetry = "symmetric: " + d.symmetric->describe();
+  d.symmetry = "symmetric: " + d.symmetric->describe() + images;
   d.ctx.active = &d.symmetric->active;
   d.engine->use_symmetry(d.symmetric.get());
 }

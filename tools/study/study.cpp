@@ -46,6 +46,7 @@ const char* const kLayoutInputs[] = {
     "parallelism.model",
     "parallelism.spatial",
     "parallelism.spatial_w",
+    "parallelism.slices",
     "parallelism.bn_group_cores",
     "workload.program",
     "workload.eval_batch",
