@@ -271,14 +271,29 @@ static void print_compiled_ops(std::ostream& out, const nlohmann::json& j, bool 
         c.value("padding_bytes_per_core", 0.0) / 1048576.0, c["time_ms"].get<double>());
 }
 
+// Multislice: " in 4 slices of 4096 chips" for the first line, or "".
+static std::string slices_text(const nlohmann::json& j) {
+  if (!j.contains("slices")) return "";
+  return fmt::format(" in {} slices of {} chips", j["slices"].get<int>(),
+                     j["chips_per_slice"].get<int>());
+}
+
+// Multislice: communication over ICI and over the data-center network.
+static void print_dcn(std::ostream& out, const nlohmann::json& j) {
+  if (!j.contains("communication_dcn_ms")) return;
+  out << fmt::format(
+      "    over ICI {:.3f} ms, over the data-center network {:.3f} ms ({} sent per chip; busiest "
+      "DCN link {:.1f}%)\n",
+      j["communication_ici_ms"].get<double>(), j["communication_dcn_ms"].get<double>(),
+      format_bytes(j["dcn"]["bytes_per_chip"].get<double>()),
+      100 * j["dcn"]["busiest_utilization"].get<double>());
+}
+
 void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
-  const std::string slices = j.contains("slices")
-                                 ? fmt::format(" in {} slices of {} chips", j["slices"].get<int>(),
-                                               j["chips_per_slice"].get<int>())
-                                 : std::string();
   out << fmt::format("{} on {} chips ({} cores){}, {}, global batch {}\n",
                      j["model"].get<std::string>(), j["chips"].get<int>(), j["cores"].get<int>(),
-                     slices, j["layout"].get<std::string>(), j["global_batch"].get<std::int64_t>())
+                     slices_text(j), j["layout"].get<std::string>(),
+                     j["global_batch"].get<std::int64_t>())
       << fmt::format("  step time               {:10.3f} ms\n", j["step_time_ms"].get<double>())
       << fmt::format("  compute                 {:10.3f} ms\n", j["compute_ms"].get<double>())
       << fmt::format("  communication           {:10.3f} ms  (share {:.1f}%)\n",
@@ -292,13 +307,7 @@ void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
         "synchronisation {:.3f} ms\n",
         j["communication_transfer_ms"].get<double>(), j["communication_waiting_ms"].get<double>(),
         j["communication_sync_ms"].get<double>());
-  if (j.contains("communication_dcn_ms"))
-    out << fmt::format(
-        "    over ICI {:.3f} ms, over the data-center network {:.3f} ms ({} sent per chip; busiest "
-        "DCN link {:.1f}%)\n",
-        j["communication_ici_ms"].get<double>(), j["communication_dcn_ms"].get<double>(),
-        format_bytes(j["dcn"]["bytes_per_chip"].get<double>()),
-        100 * j["dcn"]["busiest_utilization"].get<double>());
+  print_dcn(out, j);
   if (j.contains("compute_slowdown_by_communication_ms") &&
       j["compute_slowdown_by_communication_ms"].get<double>() > 0)
     out << fmt::format("    compute slowed by collectives sharing HBM and vector unit {:.3f} ms\n",
