@@ -3,6 +3,9 @@
 // closed forms of the hierarchical all-reduce.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "tests/cli/run_tpusim.hpp"
 
@@ -165,4 +168,61 @@ TEST_CASE("multislice: bad slice counts are one error line with exit code 2") {
             "parallelism.weight_update_sharding");
   check_bad({"run", study, "--set", "workload.global_batch=32770"}, "workload.global_batch");
   check_bad({"run", study, "--set", "dcn.nic_bandwidth_GBps=0"}, "dcn.nic_bandwidth_GBps");
+}
+
+TEST_CASE(
+    "multislice: each host's DCN links are modules of the machine with the parameters' rates") {
+  // 4x4 chips in host blocks of 4x2 (hardware.host.chip_block): 2 hosts of 8 chips per slice.
+  char tmpl[] = "/tmp/tpusim_dcn_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string csv = dir + "/links.csv";
+  auto r = run_tpusim({"collective",
+                       "--op",
+                       "all-reduce",
+                       "--bytes",
+                       "1MiB",
+                       "--topology",
+                       "4x4",
+                       "--mesh",
+                       "data=32",
+                       "--axes",
+                       "data",
+                       "--set",
+                       "topology.slices=2",
+                       "--set",
+                       "dcn.host_nics=2",
+                       "--set",
+                       "dcn.nic_bandwidth_GBps=10",
+                       "--set",
+                       "dcn.bisection_bandwidth_GBps=1000",
+                       "--links-csv",
+                       csv});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(slurp(csv));
+  std::string line;
+  int tx = 0, fabric = 0;
+  double sent = 0;
+  const double hosts = 2, host_cores = 16, shard = 1024.0 * 1024 / 32;
+  while (std::getline(in, line)) {
+    if (line.rfind("multipod.dcn.host(", 0) != 0) continue;
+    std::vector<std::string> f;
+    std::stringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    REQUIRE(f.size() >= 3);
+    const double bandwidth = std::stod(f[1]), bytes = std::stod(f[2]);
+    if (f[0].find(").tx") != std::string::npos) {
+      ++tx;
+      CHECK(bandwidth == Approx(2 * 10.0));  // interfaces x bandwidth each
+      sent += bytes;
+      CHECK(bytes == Approx(host_cores * 2.0 * (2 - 1) / 2 * shard));
+    } else if (f[0].find(").fabric") != std::string::npos) {
+      ++fabric;
+      CHECK(bandwidth == Approx(1000 / (2 * hosts)));  // the bisection over 2 H flows
+    }
+  }
+  CHECK(tx == hosts);
+  CHECK(fabric == hosts);
+  CHECK(sent == Approx(hosts * host_cores * shard));
+  std::system(("rm -rf " + shell_quote(dir)).c_str());
 }
