@@ -37,6 +37,10 @@ const char* to_string(OpKind k) {
   return "?";
 }
 
+std::vector<std::pair<std::string, SplitDim>> tensor_splits(const OpSplit& s) {
+  return {{"model", s.model}, {"model2", s.model2}, {"sequence", s.sequence}};
+}
+
 const char* to_string(SplitDim d) {
   switch (d) {
     case SplitDim::None:

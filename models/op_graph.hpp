@@ -47,6 +47,32 @@ const char* to_string(SplitDim d);
 struct OpSplit {
   SplitDim model = SplitDim::None;    ///< Megatron-style model parallelism ("model" axis)
   SplitDim spatial = SplitDim::None;  ///< spatial partitioning of activations ("spatial" axis)
+  /// The second model axis of 2D weight-stationary sharding ("model2", decoder_lm: d_model)
+  SplitDim model2 = SplitDim::None;
+  SplitDim sequence = SplitDim::None;  ///< the sequence axis ("sequence", decoder_lm: tokens)
+};
+
+/// The splits of the axes that shard a language model's tensors ("model", "model2",
+/// "sequence"), in that order, each with its axis name.
+std::vector<std::pair<std::string, SplitDim>> tensor_splits(const OpSplit& s);
+
+/// An operand an op needs whole (over `axes`) that arrives sharded: an all-gather comes first
+/// (decoder_lm's sharded activations and sequence axis, docs/llm.md).
+struct OperandGather {
+  int slot = 0;                   ///< the input made whole (0: a matmul's A, 1: its B)
+  double bytes = 0;               ///< per replica, of the whole operand (bf16), before any split
+  std::vector<std::string> axes;  ///< gathered over these mesh axes
+  std::vector<std::string> divisors;  ///< the other axes splitting it: bytes per core = bytes /
+                                      ///< their degrees
+  std::vector<int> from;  ///< the vertices whose outputs make it up (empty: input `slot`)
+  std::string name;       ///< tells apart gathers of the same sources and size ("k", "v")
+  /// Shared by the forward op and the backward ops reading the same sources (K and V over the
+  /// sequence axis, kept from the forward); otherwise each pass gathers its own.
+  bool keep = false;
+  /// AllReduce: not a gather but a sum of per-row partial statistics the op needs whole (a layer
+  /// norm's mean and variance over d_model split over "model2"), of `bytes` in `dtype`.
+  CollectiveKind kind = CollectiveKind::AllGather;
+  DType dtype = DType::BF16;
 };
 
 /// A convolution's geometry, per replica (models/conv_ops.hpp lowers it to `OpNode::matmul`).
@@ -84,17 +110,22 @@ struct OpNode {
   // Parameters (forward ops that own weights).
   std::int64_t params = 0;  ///< parameters this op owns (weights and biases)
   int tied_to = -1;         ///< uses the weights owned by this forward op (tied embeddings)
-  bool params_split_by_model = false;  ///< the op's weights are divided over the model axis
-  /// Activations sharded over the model axis (decoder_lm's parallelism.shard_activations): bytes
-  /// per replica of an operand the op needs whole but that arrives sharded over "model", so an
-  /// all-gather over "model" comes first; 0: none.
-  double gather_bytes = 0;
-  /// The vertices whose outputs make up the gathered operand (empty: the op's inputs). Ops
-  /// gathering the same operand share one all-gather.
-  std::vector<int> gather_from;
-  /// The partial sum over "model" is reduce-scattered (its readers take it sharded), not
-  /// all-reduced.
+  bool params_split_by_model = false;   ///< the op's weights are divided over the model axis
+  bool params_split_by_model2 = false;  ///< ... and over the second model axis ("model2")
+  /// Activations sharded over the model axes or the sequence axis (decoder_lm): operands the op
+  /// needs whole but that arrive sharded, each all-gathered first. Ops gathering the same
+  /// operand (same sources, axes, bytes and name) in one pass share one all-gather.
+  std::vector<OperandGather> gathers;
+  /// The partial sum over "model" (or "model2", "sequence") is reduce-scattered (its readers
+  /// take it sharded), not all-reduced.
   bool scatter_partial = false;
+  /// With scatter_partial: bytes per replica of the reduce-scattered tensor, divided over the
+  /// degrees of scatter_divisors (the gradient of a gathered operand: dK, dV); 0: the op's output.
+  double scatter_bytes = 0;
+  std::vector<std::string> scatter_divisors;
+  /// A resharding: the op is an all-to-all over these axes of its input (bytes_written per core),
+  /// not a compute op (decoder_lm's parallelism.sequence_attention = all_to_all).
+  std::vector<std::string> all_to_all_axes;
 
   // Backward derivation (forward ops).
   double bwd_vpu_ops_per_element = 0;  ///< vector ops per element of the gradient op

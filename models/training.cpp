@@ -71,11 +71,35 @@ SplitDim map_split_weight(SplitDim d) {
       return d;
   }
 }
-OpSplit map_split(const OpSplit& s, SplitDim (*f)(SplitDim)) { return {f(s.model), f(s.spatial)}; }
+OpSplit map_split(const OpSplit& s, SplitDim (*f)(SplitDim)) {
+  return {f(s.model), f(s.spatial), f(s.model2), f(s.sequence)};
+}
 
 // A vector op's gradient divides its elements the same way, but holds no partial result.
 SplitDim divided(SplitDim d) { return d == SplitDim::K ? SplitDim::N : d; }
-OpSplit divided(const OpSplit& s) { return {divided(s.model), divided(s.spatial)}; }
+OpSplit divided(const OpSplit& s) {
+  return {divided(s.model), divided(s.spatial), divided(s.model2), divided(s.sequence)};
+}
+
+// The gather of dY (of `bytes` per replica) that an op's gradient needs when the op's partial
+// sums were reduce-scattered: over the model axes that split its reduced dimension, the other
+// axes splitting its output dividing it.
+OperandGather dy_gather(const OpSplit& f, double bytes, std::vector<int> from) {
+  OperandGather g;
+  g.bytes = bytes;
+  g.from = std::move(from);
+  for (const auto& [axis, d] : tensor_splits(f)) {
+    if (d == SplitDim::K && axis != "sequence") g.axes.push_back(axis);
+    if (d != SplitDim::K && d != SplitDim::None) g.divisors.push_back(axis);
+  }
+  return g;
+}
+
+const OperandGather* gather_of_slot(const OpNode& f, int slot) {
+  for (const auto& g : f.gathers)
+    if (g.slot == slot) return &g;
+  return nullptr;
+}
 
 // Bytes of a matmul's output [batch, m, n] in bf16: the dY its gradients read.
 double output_bytes_bf16(const MatmulShape& s) {
@@ -157,6 +181,7 @@ class Deriver {
       copy.params = 0;
       copy.tied_to = -1;
       copy.params_split_by_model = false;
+      copy.params_split_by_model2 = false;
       std::vector<int> inputs;
       for (int u : g_.inputs(v)) inputs.push_back(saved(u));
       recomputed_[v] = g_.add(std::move(copy), inputs);
@@ -165,9 +190,18 @@ class Deriver {
 
   // Sharded activations: the gradient op of matmul v (shape s) reads dY whole, gathered from the
   // ops that produce it.
-  void gather_dy(OpNode& op, int v, const MatmulShape& s) const {
-    op.gather_bytes = output_bytes_bf16(s);
-    op.gather_from = dy_sources_[v];
+  void gather_dy(OpNode& op, int v, const OpNode& f, const MatmulShape& s) const {
+    op.gathers.push_back(dy_gather(f.split, output_bytes_bf16(s), dy_sources_[v]));
+  }
+
+  // The forward's gather of input `slot` again, for a gradient op reading that input whole
+  // (from its saved copy; a kept gather is shared with the forward).
+  void gather_saved(OpNode& op, const OpNode& f, int slot, const std::vector<int>& ins) const {
+    const OperandGather* g = gather_of_slot(f, slot);
+    if (!g || slot < 0 || static_cast<std::size_t>(slot) >= ins.size()) return;
+    OperandGather again = *g;
+    again.from = {saved(ins[slot])};
+    op.gathers.push_back(std::move(again));
   }
 
   // Adds a backward op that waits for the gradient of v's output and for `saved` forward tensors.
@@ -207,9 +241,17 @@ class Deriver {
                                                 f.dtype, map_split(f.split, map_split_input_b));
         op.conv = f.conv;
         // Sharded activations: dX of a gathered input goes back sharded (reduce-scattered); dY
-        // of a scattered output arrives sharded and is gathered.
-        op.scatter_partial = f.gather_bytes > 0;
-        if (f.scatter_partial) gather_dy(op, v, s);
+        // of a scattered output arrives sharded and is gathered; the other operand, if the
+        // forward gathered it, is read whole again.
+        if (const OperandGather* g = gather_of_slot(f, static_cast<int>(slot))) {
+          op.scatter_partial = true;
+          if (slot == 1) {  // dK, dV: the gathered tensor's gradient
+            op.scatter_bytes = g->bytes;
+            op.scatter_divisors = g->divisors;
+          }
+        }
+        if (f.scatter_partial) gather_dy(op, v, f, s);
+        if (ins.size() > 1) gather_saved(op, f, 1 - static_cast<int>(slot), ins);
         dy_sources_[ins[slot]].push_back(add_backward(std::move(op), v, {other}, false));
       }
       if (owns_weights) {
@@ -217,12 +259,8 @@ class Deriver {
         OpNode op = gradient_matmul(f, ".bwd_weight", {1, s.k, s.batch * s.m, s.n}, DType::F32,
                                     map_split(f.split, map_split_weight));
         op.conv = f.conv;
-        if (f.scatter_partial) {
-          gather_dy(op, v, s);
-        } else if (f.gather_bytes > 0 && !ins.empty()) {  // X again, whole
-          op.gather_bytes = f.gather_bytes;
-          op.gather_from = {saved(ins[0])};
-        }
+        if (f.scatter_partial) gather_dy(op, v, f, s);
+        gather_saved(op, f, 0, ins);       // X again, whole
         op.vpu_elements = f.vpu_elements;  // bias gradient: column sums of dY
         op.vpu_ops_per_element = f.bwd_vpu_ops_per_element;
         add_backward(std::move(op), v, ins.empty() ? std::vector<int>{} : std::vector<int>{ins[0]},
@@ -250,10 +288,14 @@ class Deriver {
       op.bytes_read = f.bytes_read + f.bytes_written;
       op.bytes_written = f.bytes_read;
     }
-    if (f.scatter_partial) {  // dY arrives sharded
-      op.gather_bytes = f.bytes_written;
-      op.gather_from = dy_sources_[v];
-    }
+    if (f.scatter_partial)  // dY arrives sharded
+      op.gathers.push_back(dy_gather(f.split, f.bytes_written, dy_sources_[v]));
+    for (OperandGather g : f.gathers)  // per-row statistics: their gradient's, from dY
+      if (g.kind == CollectiveKind::AllReduce) {
+        g.from = dy_sources_[v];
+        op.gathers.push_back(std::move(g));
+      }
+    op.all_to_all_axes = f.all_to_all_axes;  // a resharding's gradient: the reverse all-to-all
     std::vector<int> saved = ins;
     saved.push_back(v);
     const int b = add_backward(std::move(op), v, saved, owns_weights);
@@ -298,6 +340,7 @@ class Deriver {
     // Weights divided over the model axis divide their update; a norm over them is partial.
     const SplitDim d = partial_norms ? SplitDim::K : SplitDim::N;
     op.split.model = f.params_split_by_model ? d : SplitDim::None;
+    op.split.model2 = f.params_split_by_model2 ? d : SplitDim::None;
     if (partial_norms) op.partial_bytes = 2 * dtype_bytes(DType::F32);  // ||w||^2 and ||u||^2
     op.shapes = {{f.params}};
     return op;

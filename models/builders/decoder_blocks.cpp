@@ -18,19 +18,82 @@ constexpr double kSwiglu = 6;
 constexpr double kSwigluGrad = 10;  // sigmoid again, its derivative, both products' gradients
 constexpr double kResidualAdd = 1;  // per input beyond the first
 
-// With sharded activations, an op on the residual stream divides its rows over the model axis.
+// The sequence axis splits every op's tokens (`dim`: the rows of a matmul or vector op, the
+// heads of the attention under all-to-all resharding).
+void split_tokens(OpNode& op, const DecoderDims& d, SplitDim dim = SplitDim::M) {
+  if (d.sequence_degree > 1) op.split.sequence = dim;
+}
+
+// Rows that the second model axis splits after a reduce-scatter over it (the outputs of the
+// column-split matmuls: Q/K/V, the MLP's first matmul, the logits; the attention's sequences).
+void split_rows_model2(OpNode& op, const DecoderDims& d, SplitDim dim = SplitDim::M) {
+  if (d.model2_degree > 1) op.split.model2 = dim;
+}
+
+// With sharded activations, an op on the residual stream divides its rows over the model axis
+// (and, 2D, its d_model columns over model2).
 void shard_rows(OpNode& op, const DecoderDims& d) {
   if (d.shard_activations) op.split.model = SplitDim::M;
+  if (d.model2_degree > 1) {
+    op.split.model2 = SplitDim::N;
+    op.params_split_by_model2 = op.params > 0;
+  }
+  split_tokens(op, d);
 }
 
-// A column-split matmul reading the (sharded) residual stream gathers it whole first.
+OperandGather bf16_gather(double elements, std::vector<std::string> axes,
+                          std::vector<std::string> divisors, int slot = 0) {
+  OperandGather g;
+  g.slot = slot;
+  g.bytes = elements * dtype_bytes(DType::BF16);
+  g.axes = std::move(axes);
+  g.divisors = std::move(divisors);
+  return g;
+}
+
+// A column-split matmul reading the (sharded) residual stream gathers it whole over "model"
+// first (its d_model columns stay split over model2); 2D, its weights are split on d_model (K)
+// over model2 and its partial sums reduce-scattered over model2 by rows.
 void gather_rows(OpNode& op, const DecoderDims& d) {
   if (d.shard_activations)
-    op.gather_bytes = static_cast<double>(d.tokens()) * d.d_model * dtype_bytes(DType::BF16);
+    op.gathers.push_back(bf16_gather(static_cast<double>(d.tokens()) * d.d_model, {"model"},
+                                     {"model2", "sequence"}));
+  split_tokens(op, d);
+  if (d.model2_degree <= 1) return;
+  op.split.model2 = SplitDim::K;
+  op.params_split_by_model2 = true;
+  op.scatter_partial = true;
 }
 
-// A row-split matmul writing the residual stream reduce-scatters its partial sums.
-void scatter_rows(OpNode& op, const DecoderDims& d) { op.scatter_partial = d.shard_activations; }
+// A row-split matmul writing the residual stream reduce-scatters its partial sums over "model";
+// 2D, it first gathers its input (`width` wide, split over "model") over model2's rows, and its
+// weights and output columns are split on d_model over model2.
+void scatter_rows(OpNode& op, const DecoderDims& d, std::int64_t width) {
+  op.scatter_partial = d.shard_activations;
+  split_tokens(op, d);
+  if (d.model2_degree <= 1) return;
+  op.gathers.push_back(
+      bf16_gather(static_cast<double>(d.tokens()) * width, {"model2"}, {"model", "sequence"}));
+  op.split.model2 = SplitDim::N;
+  op.params_split_by_model2 = true;
+}
+
+// parallelism.sequence_attention = all_to_all: the resharding of a `width`-wide tensor between
+// sequence-split and head-split (DeepSpeed-Ulysses), one all-to-all over "sequence".
+int add_reshard(OpGraph& g, const std::string& name, const DecoderDims& d, std::int64_t width,
+                int x) {
+  OpNode r;
+  r.name = name;
+  r.kind = OpKind::Elementwise;
+  r.bytes_read = r.bytes_written =
+      static_cast<double>(d.tokens()) * width * dtype_bytes(DType::BF16);
+  r.shapes = {{d.tokens(), width}, {d.tokens(), width}};
+  r.split.model = SplitDim::N;
+  split_rows_model2(r, d);
+  split_tokens(r, d);
+  r.all_to_all_axes = {"sequence"};
+  return g.add(std::move(r), {x});
+}
 
 int add_residual(OpGraph& g, const std::string& name, const DecoderDims& d,
                  const std::vector<int>& inputs) {
@@ -46,6 +109,17 @@ int add_norm(OpGraph& g, const std::string& name, const DecoderDims& d, int x) {
       layer_norm(name, d.tokens(), d.d_model, 1, vpu_ops::kLayerNorm, vpu_ops::kLayerNormGrad);
   if (!d.biases) ln.params = d.d_model;  // scale only
   shard_rows(ln, d);
+  if (d.model2_degree > 1) {
+    // d_model split over model2: the per-token mean and mean square (backward: the sums of dY
+    // and dY x the normalised input) summed over it first, f32.
+    OperandGather stats =
+        bf16_gather(static_cast<double>(d.tokens()) * 2, {"model2"}, {"model", "sequence"});
+    stats.bytes = static_cast<double>(d.tokens()) * 2 * dtype_bytes(DType::F32);
+    stats.name = "stats";
+    stats.kind = CollectiveKind::AllReduce;
+    stats.dtype = DType::F32;
+    ln.gathers.push_back(std::move(stats));
+  }
   return g.add(std::move(ln), {x});
 }
 
@@ -54,7 +128,7 @@ int add_norm(OpGraph& g, const std::string& name, const DecoderDims& d, int x) {
 int add_decoder_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
   const std::int64_t tokens = d.tokens(), hd = d.head_dim;
   int qv = -1, kvv = -1;
-  if (d.kv_heads % d.model_degree == 0) {  // one projection, split on heads: one partial dX
+  if (d.kv_split_by_model()) {  // one projection, split on heads: one partial dX
     OpNode qkv =
         weight_matmul(p + "qkv", tokens, d.d_model, (d.heads + 2 * d.kv_heads) * hd, d.biases);
     split_columns(qkv);
@@ -75,8 +149,12 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
                            static_cast<double>(tokens) * (d.heads + d.kv_heads) * hd, 1, kRotary,
                            kRotaryGrad);
     rot.split.model = SplitDim::N;
+    split_rows_model2(rot, d);
+    split_tokens(rot, d);
     q_src = kv_src = qv == kvv ? g.add(std::move(rot), {qv}) : g.add(std::move(rot), {qv, kvv});
   }
+  if (d.sequence_all_to_all)  // Q, K and V to head-split (one projection: checked on build)
+    q_src = kv_src = add_reshard(g, p + "to_heads", d, (d.heads + 2 * d.kv_heads) * hd, q_src);
   const std::int64_t products = d.batch * d.heads;
   OpNode scores = activation_matmul(p + "scores", products, d.seq, hd, d.seq);
   OpNode softmax =
@@ -86,13 +164,30 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
   for (OpNode* op : {&scores, &softmax, &context}) {
     op->split.model = SplitDim::Batch;
     op->selective_remat = true;
+    split_rows_model2(*op, d, SplitDim::Batch);  // 2D: the sequences
+    // Sequence axis: the queries' rows, or (all-to-all) the heads.
+    split_tokens(*op, d, d.sequence_all_to_all ? SplitDim::Batch : SplitDim::M);
+  }
+  if (d.sequence_degree > 1 && !d.sequence_all_to_all) {
+    // Each core's queries need the keys and values of the whole sequence: K and V gathered
+    // over "sequence" (kept for the backward), their gradients reduce-scattered back.
+    const double kv = static_cast<double>(d.batch) * d.kv_heads * d.seq * hd;
+    std::vector<std::string> divisors{"model2"};
+    if (d.kv_split_by_model()) divisors.push_back("model");
+    for (auto [op, name] : {std::pair{&scores, "k"}, std::pair{&context, "v"}}) {
+      OperandGather gather = bf16_gather(kv, {"sequence"}, divisors, 1);
+      gather.name = name;
+      gather.keep = true;
+      op->gathers.push_back(std::move(gather));
+    }
   }
   const int s = g.add(std::move(scores), {q_src, kv_src});
   const int probs = g.add(std::move(softmax), {s});
-  const int c = g.add(std::move(context), {probs, kv_src});
+  int c = g.add(std::move(context), {probs, kv_src});
+  if (d.sequence_all_to_all) c = add_reshard(g, p + "to_sequence", d, d.heads * hd, c);
   OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * hd, d.d_model, d.biases);
   split_rows(out);
-  scatter_rows(out, d);
+  scatter_rows(out, d, d.heads * hd);
   return g.add(std::move(out), {c});
 }
 
@@ -111,10 +206,12 @@ int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& 
                                     static_cast<double>(tokens) * d.d_ff, 1, vpu_ops::kGelu,
                                     vpu_ops::kGeluGrad);
   act.split.model = SplitDim::N;
+  split_rows_model2(act, d);
+  split_tokens(act, d);
   const int a = g.add(std::move(act), {i});
   OpNode out = weight_matmul(p + "mlp.out", tokens, d.d_ff, d.d_model, d.biases);
   split_rows(out);
-  scatter_rows(out, d);
+  scatter_rows(out, d, d.d_ff);
   return g.add(std::move(out), {a});
 }
 
@@ -125,7 +222,12 @@ DecoderEmbeddings add_decoder_embeddings(OpGraph& g, const DecoderDims& d) {
   OpNode lookup = embedding_lookup("embed.tokens", d.tokens(), d.vocab, d.d_model);
   lookup.split.model = SplitDim::K;
   lookup.params_split_by_model = true;
-  scatter_rows(lookup, d);
+  lookup.scatter_partial = d.shard_activations;
+  split_tokens(lookup, d);
+  if (d.model2_degree > 1) {  // the table's d_model columns over model2
+    lookup.split.model2 = SplitDim::N;
+    lookup.params_split_by_model2 = true;
+  }
   e.lookup = e.out = g.add(std::move(lookup));
   if (!d.rotary) {
     OpNode pos = vector_op(OpKind::Elementwise, "embed.positions",
@@ -165,6 +267,8 @@ void add_decoder_head(OpGraph& g, const DecoderDims& d, int x, int tied_lookup) 
   const int l = g.add(std::move(logits), {ln});
   OpNode loss = cross_entropy_loss("head.loss", d.tokens(), d.vocab);
   loss.split.model = SplitDim::K;
+  split_rows_model2(loss, d);
+  split_tokens(loss, d);
   g.add(std::move(loss), {l});
 }
 

@@ -26,7 +26,15 @@ struct DecoderDims {
   /// parallelism.shard_activations: the residual stream, layer norms and adds sharded over the
   /// model axis (gathered before the column-split matmuls, reduce-scattered after the row-split)
   bool shard_activations = false;
+  /// parallelism.model2: 2D weight-stationary sharding, every matrix split on d_model over it
+  std::int64_t model2_degree = 1;
+  /// parallelism.sequence: activations split along the sequence over the "sequence" axis
+  std::int64_t sequence_degree = 1;
+  /// parallelism.sequence_attention = all_to_all: attention resharded from sequence-split to
+  /// head-split (and back) by all-to-alls instead of gathering K and V
+  bool sequence_all_to_all = false;
   std::int64_t tokens() const { return batch * seq; }
+  bool kv_split_by_model() const { return kv_heads % model_degree == 0; }
 };
 
 struct DecoderEmbeddings {

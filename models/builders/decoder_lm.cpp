@@ -41,9 +41,31 @@ const ParamRegistrar kDecoderLmParams{{
     {"workload.biases", T::Boolean, "", true, "matmuls and layer norms have biases (GPT-3; PaLM has none)", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
     {"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
     {"parallelism.shard_activations", T::Boolean, "", false, "shard the residual stream, layer norms and residual adds over the model axis too (GSPMD's and PaLM's layouts, Megatron's sequence parallelism): all-gathered before the column-split matmuls, partial sums reduce-scattered instead of all-reduced; 1/model of the activations and their vector work", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
+    {"parallelism.sequence_attention", T::String, "", "gather", "attention with a sequence axis: gather (all-gather the keys and values of the whole sequence over 'sequence', kept for the backward; their gradients reduce-scattered) or all_to_all (reshard Q, K and V from sequence-split to head-split and the context back with all-to-alls, DeepSpeed-Ulysses; the heads per model core must divide by parallelism.sequence)", -kInf, kInf, {"gather", "all_to_all"}, "workload.model", kDecoderLmModel},
     {"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel},
 }};
 // clang-format on
+
+// All-to-all resharding splits each model core's heads (query and key/value) over "sequence".
+void check_all_to_all(const DecoderDims& d, ProblemList& problems) {
+  if (!d.sequence_all_to_all || d.heads % d.kv_heads != 0) return;
+  if (!d.kv_split_by_model())
+    return problems.add(
+        "parallelism.sequence_attention",
+        "all_to_all with " + std::to_string(d.kv_heads) +
+            " key/value heads that parallelism.model = " + std::to_string(d.model_degree) +
+            " does not divide: every model core holds them whole, so they "
+            "cannot be resharded by heads; allowed: gather");
+  const std::int64_t q = d.heads / d.model_degree, kv = d.kv_heads / d.model_degree;
+  for (auto [n, what] : {std::pair{q, "query"}, std::pair{kv, "key/value"}})
+    if (n % d.sequence_degree != 0)
+      return problems.add("parallelism.sequence",
+                          std::to_string(d.sequence_degree) + " does not divide the " +
+                              std::to_string(n) + " " + what +
+                              " heads of a model core, which parallelism.sequence_attention = "
+                              "all_to_all splits over it; allowed: a divisor of " +
+                              std::to_string(n) + ", or parallelism.sequence_attention = gather");
+}
 
 DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   DecoderDims d;
@@ -62,7 +84,24 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   d.biases = cfg.boolean("workload.biases");
   d.model_degree = cfg.integer("parallelism.model");
   d.shard_activations = cfg.boolean("parallelism.shard_activations");
+  d.model2_degree = cfg.integer("parallelism.model2");
+  d.sequence_degree = cfg.integer("parallelism.sequence");
+  d.sequence_all_to_all =
+      d.sequence_degree > 1 && cfg.string("parallelism.sequence_attention") == "all_to_all";
   ProblemList problems;
+  if (d.model2_degree > 1 && !d.shard_activations)
+    problems.add("parallelism.model2",
+                 std::to_string(d.model2_degree) +
+                     " with parallelism.shard_activations = false: 2D weight-stationary sharding "
+                     "moves the activations between the two model axes; allowed: 1, or set "
+                     "parallelism.shard_activations=true");
+  if (d.model2_degree > 1 && batch % d.model2_degree != 0)
+    problems.add("parallelism.model2",
+                 std::to_string(d.model2_degree) + " does not divide the " + std::to_string(batch) +
+                     " sequences of a replica's microbatch (workload.global_batch / data "
+                     "replicas / workload.microbatches), which the attention splits over it; "
+                     "allowed: a divisor of " +
+                     std::to_string(batch));
   if (d.head_dim == 0 && d.d_model % d.heads != 0)
     problems.add("workload.heads",
                  std::to_string(d.heads) +
@@ -77,6 +116,7 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
     problems.add("workload.rematerialize",
                  "true: decoder_lm takes its policy from workload.remat (none, full, attention); "
                  "allowed: false");
+  check_all_to_all(d, problems);
   problems.throw_if_any();
   return d;
 }
@@ -102,6 +142,8 @@ class DecoderLm final : public ModelBuilder {
     // FSDP shards every weight matrix along its d_model side.
     g.require_divisible(
         {"fsdp", "workload.d_model", d.d_model, "model width (FSDP weight shards)"});
+    g.require_divisible({"model2", "workload.d_model", d.d_model, "model width (2D sharding)"});
+    g.require_divisible({"sequence", "workload.seq_len", d.seq, "tokens per sequence"});
     const DecoderEmbeddings e = add_decoder_embeddings(g, d);
     int x = e.out;
     for (std::int64_t l = 0; l < cfg.integer("workload.layers"); ++l) {

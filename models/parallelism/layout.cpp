@@ -13,6 +13,8 @@ using T = ParamType;
 // clang-format off
 const ParamRegistrar kLayoutParams{{
     {"parallelism.model", T::Integer, "cores", 1, "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and rows, vocabulary); the innermost mesh axis, so the cores of a chip first", 1, 1 << 20},
+    {"parallelism.model2", T::Integer, "cores", 1, "2D weight-stationary sharding (GSPMD, PaLM): a second model axis, just outside 'model'; every weight matrix split on d_model over it and on d_ff or heads over 'model', activations moving (per matmul an all-gather over one axis, a reduce-scatter of the partial sums over the other); needs parallelism.shard_activations=true", 1, 1 << 20, {}, "workload.model", "decoder_lm"},
+    {"parallelism.sequence", T::Integer, "cores", 1, "sequence axis, just outside 'model2': activations split along the sequence (each core a contiguous part of every sequence); attention gathers the keys and values of the whole sequence (or reshards, parallelism.sequence_attention); weights replicated over it, their gradients summed over it like 'data'", 1, 1 << 20, {}, "workload.model", "decoder_lm"},
     {"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20},
     {"parallelism.slices", T::Integer, "slices", 1, "multislice data parallelism: the data axis spans this many slices (it must equal topology.slices); each slice runs global_batch / slices examples and the gradient all-reduces are hierarchical (reduce-scatter over ICI, all-reduce of each shard across the slices over the data-center network, all-gather over ICI)", 1, 64},
     {"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20},
@@ -41,9 +43,16 @@ int read_fsdp(const Config& cfg, const Layout& l) {
 
 }  // namespace
 
+std::string Layout::replica_shape() const {
+  std::string replica = "model " + std::to_string(model);
+  if (model2 > 1) replica += " x model2 " + std::to_string(model2);
+  if (sequence > 1) replica += " x sequence " + std::to_string(sequence);
+  return replica + " x spatial " + std::to_string(spatial);
+}
+
 std::string Layout::describe() const {
-  return std::to_string(data) + " data replicas = " + std::to_string(cores) + " cores / (model " +
-         std::to_string(model) + " x spatial " + std::to_string(spatial) + ")";
+  return std::to_string(data) + " data replicas = " + std::to_string(cores) + " cores / (" +
+         replica_shape() + ")";
 }
 
 std::vector<MeshAxis> Layout::mesh_axes() const {
@@ -51,6 +60,8 @@ std::vector<MeshAxis> Layout::mesh_axes() const {
   if (fsdp > 1) axes.push_back({"fsdp", fsdp});
   if (bn_group > 1) axes.push_back({"bn", bn_group});
   if (spatial > 1) axes.push_back({"spatial", spatial});
+  if (sequence > 1) axes.push_back({"sequence", sequence});
+  if (model2 > 1) axes.push_back({"model2", model2});
   axes.push_back({"model", model});
   return axes;
 }
@@ -60,6 +71,8 @@ int Layout::degree(const std::string& axis) const {
   if (axis == "fsdp") return fsdp;
   if (axis == "bn") return bn_group;
   if (axis == "model") return model;
+  if (axis == "model2") return model2;
+  if (axis == "sequence") return sequence;
   if (axis == "spatial") return spatial;
   return 1;
 }
@@ -69,6 +82,7 @@ std::vector<std::string> Layout::replica_axes() const {
   if (fsdp > 1) axes.push_back("fsdp");
   if (bn_group > 1) axes.push_back("bn");
   if (spatial > 1) axes.push_back("spatial");
+  if (sequence > 1) axes.push_back("sequence");
   return axes;
 }
 
@@ -78,22 +92,36 @@ Layout read_layout(const Config& cfg, int cores) {
   l.model = static_cast<int>(cfg.integer("parallelism.model"));
   l.slices = static_cast<int>(cfg.integer("parallelism.slices"));
   l.spatial = static_cast<int>(cfg.integer("parallelism.spatial"));
+  if (cfg.has("parallelism.model2")) l.model2 = static_cast<int>(cfg.integer("parallelism.model2"));
+  if (cfg.has("parallelism.sequence"))
+    l.sequence = static_cast<int>(cfg.integer("parallelism.sequence"));
   l.weight_update_sharding = cfg.boolean("parallelism.weight_update_sharding");
   l.grad_bucket_bytes = cfg.number("parallelism.grad_bucket_MiB") * 1048576.0;
   l.grad_dtype = *parse_dtype(cfg.string("parallelism.grad_dtype"));
 
   // Every problem of the layout at once.
   ProblemList problems;
-  const long long replica_cores = static_cast<long long>(l.model) * l.spatial;
+  const long long model_cores = static_cast<long long>(l.model) * l.model2 * l.sequence;
+  const long long replica_cores = model_cores * l.spatial;
   if (replica_cores > cores)
     problems.add("parallelism",
-                 "one replica needs model " + std::to_string(l.model) + " x spatial " +
-                     std::to_string(l.spatial) + " = " + std::to_string(replica_cores) +
+                 "one replica needs " + l.replica_shape() + " = " + std::to_string(replica_cores) +
                      " cores, more than the topology's " + std::to_string(cores) + " cores");
   if (cores % l.model != 0)
     problems.add("parallelism.model", std::to_string(l.model) + " does not divide the " +
                                           std::to_string(cores) + " cores; allowed: a divisor of " +
                                           std::to_string(cores));
+  else if (cores % (static_cast<long long>(l.model) * l.model2) != 0)
+    problems.add("parallelism.model2",
+                 "model " + std::to_string(l.model) + " x model2 " + std::to_string(l.model2) +
+                     " does not divide the " + std::to_string(cores) +
+                     " cores; allowed: model2 such that model x model2 divides them");
+  else if (cores % model_cores != 0)
+    problems.add("parallelism.sequence",
+                 "model " + std::to_string(l.model) + " x model2 " + std::to_string(l.model2) +
+                     " x sequence " + std::to_string(l.sequence) + " does not divide the " +
+                     std::to_string(cores) +
+                     " cores; allowed: sequence such that model x model2 x sequence divides them");
   else if (cores % replica_cores != 0)
     problems.add("parallelism.spatial",
                  "model " + std::to_string(l.model) + " x spatial " + std::to_string(l.spatial) +

@@ -12,10 +12,17 @@ namespace tpusim {
 
 struct Layout {
   int cores = 1;
-  int data = 1;  ///< replicas of the whole model: cores / (model x spatial), in one slice
+  /// Replicas of the whole model: cores / (model x model2 x sequence x spatial), in one slice.
+  int data = 1;
   /// Slices the data axis spans (multislice; parallelism.slices): data x slices replicas in all.
   int slices = 1;
-  int model = 1;    ///< Megatron-style split of each layer, innermost mesh axis
+  int model = 1;  ///< Megatron-style split of each layer, innermost mesh axis
+  /// The second model axis of 2D weight-stationary sharding (decoder_lm: weights split on
+  /// d_model over it, on d_ff and heads over "model"); outside "model".
+  int model2 = 1;
+  /// The sequence axis (decoder_lm): activations split along the sequence; weights replicated
+  /// over it and their gradients summed over it, as over "data". Outside "model2".
+  int sequence = 1;
   int spatial = 1;  ///< split of activations along H (convolutional models)
   /// Data replicas whose batch-norm statistics are combined (cross-replica BN, convolutional
   /// models; models/parallelism/batch_norm_groups.hpp). > 1 splits the data axis into
@@ -34,14 +41,17 @@ struct Layout {
 
   /// {"data", "model"}, or {"data", "spatial", "model"} when spatial > 1; innermost last.
   /// With fsdp > 1 an "fsdp" axis follows "data"; with bn_group > 1 a "bn" axis of bn_group
-  /// replicas follows (data / (fsdp x bn_group) remain on "data").
+  /// replicas follows (data / (fsdp x bn_group) remain on "data"). "sequence" and "model2",
+  /// when > 1, come in that order just outside "model".
   std::vector<MeshAxis> mesh_axes() const;
   /// The degree of a named axis (1 for an axis the mesh does not have).
   int degree(const std::string& axis) const;
   /// Axes along which weights are replicated and gradients must be summed: data, and spatial
-  /// when present. Weight-update sharding shards the optimizer over these.
+  /// and sequence when present. Weight-update sharding shards the optimizer over these.
   std::vector<std::string> replica_axes() const;
-  int replicas() const { return data * spatial; }
+  int replicas() const { return data * spatial * sequence; }
+  /// "model 2 x spatial 1" (model2 and sequence named when > 1)
+  std::string replica_shape() const;
   /// "4096 data replicas = 8192 cores / (model 2 x spatial 1)"
   std::string describe() const;
 };

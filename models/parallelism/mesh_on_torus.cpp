@@ -38,6 +38,8 @@ bool place(Cursor& c, long long size) {
 
 std::string path_of(const std::string& axis) {
   if (axis == "model") return "parallelism.model";
+  if (axis == "model2") return "parallelism.model2";
+  if (axis == "sequence") return "parallelism.sequence";
   if (axis == "fsdp") return "parallelism.fsdp";
   if (axis == "spatial") return "parallelism.spatial";
   if (axis == "bn") return "parallelism.bn_group_cores";

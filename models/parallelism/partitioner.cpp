@@ -76,7 +76,8 @@ class Partitioner {
 
   double params_per_core(int owner) const {
     const OpNode& f = g_.node(owner);
-    return static_cast<double>(f.params) / (f.params_split_by_model ? l_.model : 1);
+    return static_cast<double>(f.params) / (f.params_split_by_model ? l_.model : 1) /
+           (f.params_split_by_model2 ? l_.model2 : 1);
   }
 
   int push(Op op) {
@@ -152,12 +153,18 @@ class Partitioner {
   void add_compiler_hints(int v, Op& op) const {
     const OpNode& n = g_.node(v);
     double left = op.compute.bytes_read;
-    // Sharded activations: the gathered operand is read in place of its shards.
+    // Sharded activations: the gathered operands are read in place of their shards.
     std::vector<int> gathered;
-    if (input_gather_ >= 0) {
-      gathered = n.gather_from.empty() ? g_.inputs(v) : n.gather_from;
-      const double bytes = std::min(left, p_.ops[input_gather_].output.bytes);
-      if (bytes > 0) op.reads.push_back({input_gather_, bytes});
+    for (std::size_t i = 0; i < input_gathers_now_.size(); ++i) {
+      const int gather = input_gathers_now_[i];
+      if (gather < 0) continue;
+      // A sum of statistics is read beside the operand, a gathered operand in place of it.
+      if (n.gathers[i].kind == CollectiveKind::AllGather) {
+        const auto from = gather_sources(v, n.gathers[i]);
+        gathered.insert(gathered.end(), from.begin(), from.end());
+      }
+      const double bytes = std::min(left, p_.ops[gather].output.bytes);
+      if (bytes > 0) op.reads.push_back({gather, bytes});
       left -= bytes;
     }
     for (int u : g_.inputs(v)) {
@@ -229,46 +236,80 @@ class Partitioner {
     for (int owner : owners) gathered_[{owner, seg}] = op;
   }
 
-  // Sharded activations: the all-gather over "model" of the operand `v` needs whole (made of the
-  // outputs of n.gather_from, or of its inputs); ops of one pass gathering the same operand (a
-  // parallel block's Q/K/V and MLP reading one layer norm, the input and weight gradients of a
-  // row-split matmul reading one dY) share it. Returns the op, or -1.
-  int gather_input(int v) {
+  std::vector<int> gather_sources(int v, const OperandGather& gather) const {
+    if (!gather.from.empty()) return gather.from;
+    const auto ins = g_.inputs(v);
+    if (static_cast<std::size_t>(gather.slot) < ins.size()) return {ins[gather.slot]};
+    return ins;
+  }
+
+  double product_of_degrees(const std::vector<std::string>& axes) const {
+    double p = 1;
+    for (const auto& a : axes) p *= l_.degree(a);
+    return p;
+  }
+
+  // Sharded activations: the all-gather (over gather.axes) of an operand `v` needs whole (made of
+  // the outputs of gather.from, or of its input gather.slot); ops of one pass gathering the same
+  // operand (a parallel block's Q/K/V and MLP reading one layer norm, the input and weight
+  // gradients of a row-split matmul reading one dY) share it, and a kept gather (K and V over
+  // the sequence axis) is shared by both passes. Returns the op, or -1.
+  int gather_input(int v, const OperandGather& gather) {
     const OpNode& n = g_.node(v);
-    if (n.gather_bytes <= 0 || l_.model <= 1) return -1;
-    const std::vector<int> from = n.gather_from.empty() ? g_.inputs(v) : n.gather_from;
+    if (gather.bytes <= 0 || product_of_degrees(gather.axes) <= 1) return -1;
+    const std::vector<int> from = gather_sources(v, gather);
     std::vector<int> deps;
     for (int u : from)
       if (result_[u] >= 0) deps.push_back(result_[u]);
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    const bool forward = n.phase == Phase::Forward;
-    InputGatherKey key{forward, deps, n.gather_bytes};
+    const bool forward = gather.keep || n.phase == Phase::Forward;
+    const double bytes = gather.bytes / product_of_degrees(gather.divisors);
+    InputGatherKey key{forward, deps, bytes, gather.axes, gather.name};
     if (auto it = input_gathers_.find(key); it != input_gathers_.end()) return it->second;
     const OpNode& src = g_.node(from.front());
     const bool activation = src.phase == Phase::Forward || src.recompute;
-    const int op = emit_collective(n.name + ".input.all-gather", CollectiveKind::AllGather, n.phase,
-                                   n.gather_bytes, DType::BF16, {"model"}, deps);
+    const std::string what = gather.name.empty() ? "input" : gather.name;
+    const int op = emit_collective(n.name + "." + what + "." + to_string(gather.kind), gather.kind,
+                                   n.phase, bytes, gather.dtype, gather.axes, deps);
     p_.ops[op].output.cls =
         activation ? MemoryClass::Activations : MemoryClass::ActivationGradients;
     input_gathers_[key] = op;
     return op;
   }
 
+  // A resharding op (OpNode::all_to_all_axes): one all-to-all of its input's bytes per core.
+  void emit_all_to_all(int v, std::vector<int> deps) {
+    const OpNode& n = g_.node(v);
+    const double bytes = per_core_cost(n, l_).bytes_written;
+    const int op = emit_collective(n.name + ".all-to-all", CollectiveKind::AllToAll, n.phase, bytes,
+                                   DType::BF16, n.all_to_all_axes, std::move(deps));
+    p_.ops[op].output.cls = output_class(v);
+    compute_op_[v] = result_[v] = op;
+  }
+
   void emit_step_op(int v) {
     const OpNode& n = g_.node(v);
     std::vector<int> deps = input_deps(v);
-    const int input = gather_input(v);
-    if (input >= 0) deps.push_back(input);
+    if (!n.all_to_all_axes.empty()) {
+      fsdp_gather_for(v);  // a segment's weights may be gathered from its first op on
+      return emit_all_to_all(v, std::move(deps));
+    }
+    std::vector<int> inputs;
+    for (const OperandGather& g : n.gathers) {
+      inputs.push_back(gather_input(v, g));
+      if (inputs.back() >= 0) deps.push_back(inputs.back());
+    }
     const int gather = fsdp_gather_for(v);
     if (gather >= 0) deps.push_back(gather);
     const std::size_t first_halo = p_.ops.size();
     deps = emit_halos(n, std::move(deps));
-    input_gather_ = input;
+    input_gathers_now_ = inputs;
     const int op = emit_compute(v, deps);
-    input_gather_ = -1;
+    input_gathers_now_.clear();
     if (gather >= 0) p_.ops[gather].output.last_use = std::max(p_.ops[gather].output.last_use, op);
-    if (input >= 0) p_.ops[input].output.last_use = std::max(p_.ops[input].output.last_use, op);
+    for (int input : inputs)
+      if (input >= 0) p_.ops[input].output.last_use = std::max(p_.ops[input].output.last_use, op);
     for (std::size_t h = first_halo; h < static_cast<std::size_t>(op); ++h)
       p_.ops[h].output.last_use = op;
     result_[v] = op;
@@ -295,12 +336,14 @@ class Partitioner {
     }
     if (axes.empty()) return;
     // The partial sum is staged for the collective; the reduced tensor is what readers see.
-    const bool scatter = n.scatter_partial && axes == std::vector<std::string>{"model"};
+    const bool scatter = n.scatter_partial && std::all_of(axes.begin(), axes.end(), [](auto& a) {
+                           return a == "model" || a == "model2" || a == "sequence";
+                         });
     const auto kind = scatter ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     const double bytes = partial_result_bytes(n, l_, p_.ops[op].compute);
     result_[v] = emit_collective(n.name + "." + to_string(kind), kind, n.phase, bytes, n.out_dtype,
                                  axes, {op});
-    if (scatter) p_.ops[result_[v]].output.bytes = bytes / l_.model;
+    if (scatter) p_.ops[result_[v]].output.bytes = bytes / product_of_degrees(axes);
     p_.ops[result_[v]].output.cls = p_.ops[op].output.cls;
     p_.ops[op].output.cls = MemoryClass::CollectiveBuffers;
     p_.ops[op].output.last_use = result_[v];
@@ -418,6 +461,7 @@ class Partitioner {
     if (l_.weight_update_sharding && l_.replicas() > 1) axes = l_.replica_axes();
     if (l_.fsdp > 1) axes.push_back("fsdp");
     if (g_.node(owner).params_split_by_model && l_.model > 1) axes.push_back("model");
+    if (g_.node(owner).params_split_by_model2 && l_.model2 > 1) axes.push_back("model2");
     return axes;
   }
 
@@ -553,10 +597,12 @@ class Partitioner {
   int segment_ = -1;                             ///< FSDP segment of the op being emitted
   bool last_micro_ = true;                       ///< emitting the step's last microbatch
   std::map<std::pair<int, int>, int> gathered_;  ///< (owner, segment) -> its all-gather op
-  /// Sharded activations: (forward pass, the gathered tensors' ops, bytes) -> the all-gather.
-  using InputGatherKey = std::tuple<bool, std::vector<int>, double>;
+  /// Sharded activations: (forward pass or kept, the gathered tensors' ops, bytes per core, axes,
+  /// name) -> the all-gather.
+  using InputGatherKey =
+      std::tuple<bool, std::vector<int>, double, std::vector<std::string>, std::string>;
   std::map<InputGatherKey, int> input_gathers_;
-  int input_gather_ = -1;  ///< the all-gather of the op being emitted, or -1
+  std::vector<int> input_gathers_now_;  ///< per gather of the op being emitted: its op, or -1
 };
 
 }  // namespace

@@ -44,6 +44,8 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
     const MatmulShape whole = *n.matmul;
     MatmulShape s = whole;
     divide(s, n.split.model, layout.model);
+    divide(s, n.split.model2, layout.model2);
+    divide(s, n.split.sequence, layout.sequence);
     divide(s, n.split.spatial, layout.spatial, &n, layout.spatial_w);
     c.matmul = s;
     c.flops = n.flops * ratio(s.flops(), whole.flops()) / shard;
@@ -59,7 +61,9 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
   const double spatial = n.split.spatial == SplitDim::None
                              ? 1
                              : 1 / spatial_fraction(n, layout.spatial, layout.spatial_w);
-  const double div = model * spatial * shard;
+  const double model2 = n.split.model2 == SplitDim::None ? 1 : layout.model2;
+  const double sequence = n.split.sequence == SplitDim::None ? 1 : layout.sequence;
+  const double div = model * spatial * shard * model2 * sequence;
   c.flops = n.flops / div;
   c.bytes_read = n.bytes_read / div;
   c.bytes_written = n.bytes_written / div;
@@ -77,15 +81,24 @@ std::vector<std::string> partial_axes(const OpNode& n, const Layout& layout) {
   if (layout.bn_group > 1 && reduces_over_bn_group(n)) axes.push_back("bn");
   if (n.split.spatial == SplitDim::K && layout.spatial > 1) axes.push_back("spatial");
   if (n.split.model == SplitDim::K && layout.model > 1) axes.push_back("model");
+  if (n.split.model2 == SplitDim::K && layout.model2 > 1) axes.push_back("model2");
+  if (n.split.sequence == SplitDim::K && layout.sequence > 1) axes.push_back("sequence");
   return axes;
 }
 
 double partial_result_bytes(const OpNode& n, const Layout& layout, const ComputeCost& cost) {
+  if (n.scatter_partial && n.scatter_bytes > 0) {
+    double div = 1;
+    for (const auto& a : n.scatter_divisors) div *= layout.degree(a);
+    return n.scatter_bytes / div;
+  }
   if (n.partial_bytes <= 0) return cost.bytes_written;
   // Explicit partials (per-row statistics, norms) are divided only by axes splitting the rows.
   double div = 1;
   if (n.split.model != SplitDim::None && n.split.model != SplitDim::K) div *= layout.model;
   if (n.split.spatial != SplitDim::None && n.split.spatial != SplitDim::K) div *= layout.spatial;
+  if (n.split.model2 != SplitDim::None && n.split.model2 != SplitDim::K) div *= layout.model2;
+  if (n.split.sequence != SplitDim::None && n.split.sequence != SplitDim::K) div *= layout.sequence;
   return n.partial_bytes / div;
 }
 

@@ -50,6 +50,32 @@ bool TensorCore::ready(int op_index) const {
   return batch < 0 || ctx_.infeed->available(id_, batch, sim_now());
 }
 
+bool TensorCore::waits_on_collectives_only(int op_index) const {
+  // Called where ready() failed: every op before pc_ is issued and its compute done, so what
+  // holds an op whose inputs all lie before pc_ and that takes no infeed batch is a collective.
+  for (int d : ctx_.program->ops[op_index].deps)
+    if (d >= pc_) return false;
+  return infeed_batch(op_index) < 0;
+}
+
+void TensorCore::issue_deferred(Duration now) {
+  for (std::size_t k = 0; k < deferred_.size();) {
+    const int op = deferred_[k];
+    bool inputs = true;
+    for (int d : ctx_.program->ops[op].deps)
+      if (ctx_.program->ops[d].is_collective && in_flight(d)) inputs = false;
+    if (!inputs) {
+      ++k;
+      continue;
+    }
+    deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(k));
+    const auto i = std::find(outstanding_.begin(), outstanding_.end(), op) - outstanding_.begin();
+    issued_at_[static_cast<std::size_t>(i)] = now;
+    ctx_.engine->arrive(op, id_);
+    k = 0;  // the engine may have finished others at once: look again from the start
+  }
+}
+
 void TensorCore::guarded_step() {
   guarded([this] { step(); });
 }
@@ -58,6 +84,7 @@ void TensorCore::step() {
   ++activations_;
   if (!active()) return;
   const Duration now = sim_now();
+  if (!deferred_.empty()) issue_deferred(now);
   if (running_) {
     if (now < run_end_) {  // woken early by a collective: keep waiting for the run's end
       wake_.notify(to_sc(run_end_ - now));
@@ -70,8 +97,16 @@ void TensorCore::step() {
   const int n = static_cast<int>(ops.size());
   while (pc_ < n) {
     const Op& op = ops[pc_];
-    if (!ready(pc_)) return;  // a collective or an infeed batch we need will wake us
     if (!ctx_.async_collectives && !outstanding_.empty()) return;
+    if (!ready(pc_)) {
+      if (!op.is_collective || !ctx_.async_collectives || !waits_on_collectives_only(pc_))
+        return;      // a collective or an infeed batch we need will wake us
+      account(now);  // pass it: it starts when the collectives it needs are done
+      outstanding_.push_back(pc_);
+      issued_at_.push_back(now);
+      deferred_.push_back(pc_++);
+      continue;
+    }
     if (op.is_collective) {
       account(now);
       outstanding_.push_back(pc_);

@@ -5,6 +5,9 @@
 // resource modules (CoreResources) at once, so kernel events grow with communication points, not
 // with ops or cycles. Collectives are issued as soon as their inputs exist; their steps take HBM
 // and vector time from the same resources; an op that needs a collective's result waits for it.
+// With async collectives, a collective whose inputs are other collectives' results (a gradient
+// bucket's all-reduce after its reduce-scatter) does not hold the core: it is passed and starts
+// when those results arrive, as XLA's scheduler places its start after their done.
 #include <systemc>
 #include <vector>
 
@@ -71,6 +74,10 @@ class TensorCore : public sc_core::sc_module {
   bool ready(int op_index) const;
   int infeed_batch(int op_index) const { return ctx_.infeed ? (*ctx_.infeed_batch)[op_index] : -1; }
   bool in_flight(int op_index) const;
+  /// True if collective `op_index` waits only for collectives in flight (async collectives).
+  bool waits_on_collectives_only(int op_index) const;
+  /// Hands the deferred collectives whose inputs have arrived to the engine.
+  void issue_deferred(Duration now);
   Duration op_duration(int op_index) const;
   void account(Duration now);
   void trace_run(Duration start, int from) const;
@@ -87,6 +94,9 @@ class TensorCore : public sc_core::sc_module {
   Duration run_end_;
   std::vector<int> outstanding_;     ///< issued collectives not yet done (few)
   std::vector<Duration> issued_at_;  ///< parallel to outstanding_, for the timeline
+  /// With async collectives: collectives the core has passed whose inputs are other collectives
+  /// still in flight; they count as outstanding and go to the engine when those arrive.
+  std::vector<int> deferred_;
   bool finished_ = false;
   Duration finish_time_;
   Duration last_account_;

@@ -1,5 +1,6 @@
 #include "sim/kernel/event_queue.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/errors.hpp"
@@ -35,7 +36,17 @@ void EventQueue::at(Duration when, Callback cb) {
   const std::int64_t now = sim_now().ps();
   const std::int64_t t = when.ps() < now ? now : when.ps();
   if (t > kMaxSimulatedPs) past_time_limit(when.seconds());
-  items_.push(Item{t, seq_++, std::move(cb)});
+  std::size_t slot;
+  if (free_.empty()) {
+    slot = slots_.size();
+    slots_.push_back(std::move(cb));
+  } else {
+    slot = free_.back();
+    free_.pop_back();
+    slots_[slot] = std::move(cb);
+  }
+  items_.push_back(Item{t, seq_++, slot});
+  std::push_heap(items_.begin(), items_.end(), Later{});
   if (armed_for_ < 0 || t < armed_for_) arm();
 }
 
@@ -44,7 +55,7 @@ void EventQueue::arm() {
     armed_for_ = -1;
     return;
   }
-  const std::int64_t t = items_.top().when_ps;
+  const std::int64_t t = items_.front().when_ps;
   const std::int64_t now = sim_now().ps();
   armed_for_ = t;
   // A pending later notification is replaced by an earlier one (SystemC keeps the earliest).
@@ -55,10 +66,14 @@ void EventQueue::fire() {
   if ((++activations_ & 1023) == 0 && tick_) tick_();
   armed_for_ = -1;
   const std::int64_t now = sim_now().ps();
-  while (!items_.empty() && items_.top().when_ps <= now) {
-    // Move the callback out before popping: it may schedule more callbacks.
-    Callback cb = std::move(const_cast<Item&>(items_.top()).cb);
-    items_.pop();
+  while (!items_.empty() && items_.front().when_ps <= now) {
+    const std::size_t slot = items_.front().slot;
+    std::pop_heap(items_.begin(), items_.end(), Later{});
+    items_.pop_back();
+    // Move the callback out and free its slot before running it: it may schedule more.
+    Callback cb = std::move(slots_[slot]);
+    slots_[slot] = nullptr;
+    free_.push_back(slot);
     guarded(cb);
   }
   if (armed_for_ < 0) arm();

@@ -28,7 +28,7 @@ struct NetworkOptions {
   double chunk_bytes = 65536;       ///< message level: pipelining unit over multi-hop routes
   double packet_bytes = 4096;       ///< packet level: packet size (flow level: per-hop tail)
   bool contention = true;           ///< false: links never queue (for what-if comparisons)
-  bool coalesce_ring_steps = true;  ///< message, flow level: a ring phase is one message per pair
+  bool coalesce_ring_steps = true;  ///< every level: a ring phase is one message per pair
   /// ICI link name (as in reports, multipod.chip(5,0).ici.x+) -> bandwidth factor in (0, 1].
   std::map<std::string, double> degraded_links;
   std::set<std::string> failed_links;  ///< ICI link names that carry nothing

@@ -62,6 +62,7 @@ class Pool {
 class PacketNetwork : public Network {
  public:
   PacketNetwork(EventQueue& queue, const NetworkOptions& o) : queue_(queue), opts_(o) {}
+  bool coalesces_steps() const override { return opts_.coalesce_ring_steps; }
 
   void send_batch(const std::vector<Transfer>& transfers, ArrivalCallback on_arrival) override {
     const Duration now = sim_now();
@@ -153,6 +154,7 @@ class PacketNetwork : public Network {
     Index next = kNone;        ///< the block at the next hop, once scheduled
     Index group_next = kNone;  ///< the next block admitted with this one (injection group)
     std::size_t log_mark = 0;  ///< busy_log size before this block was logged
+    bool interleaved = false;  ///< admitted into the gaps of the blocks open at its link
   };
   /// One packet (k) of a train arriving at a hop; void if a later cut upstream re-sends it.
   struct Single {
@@ -336,12 +338,78 @@ class PacketNetwork : public Network {
     queue_.at(when, [this, s] { on_single(s); });
   }
 
+  // The last departure of the blocks open at a link (or what the link was busy until before).
+  Duration open_until(Index head) const {
+    Duration until = blocks_[head].busy_before;
+    for (Index o = head; o != kNone; o = blocks_[o].group_next) {
+      const Block& ob = blocks_[o];
+      if (ob.count > 0) until = max(until, ob.dep0 + times(ob.spacing, ob.count - 1));
+    }
+    return until;
+  }
+
+  // Two equal-rate trains sharing a link in closed form: a block whose packets arrive with the
+  // same whole-picosecond spacing d >= 2s as every block open at its link, each of those served
+  // on arrival (no backlog), and whose arrivals fall at least s after and s before theirs
+  // (modulo d), never meets them: each of its packets leaves s after it arrives, as packet by
+  // packet FIFO service would have it. The open blocks (not a round-robin group) must also be
+  // the last the link served.
+  bool fits_gaps(const LinkModule& link, Index b) const {
+    const auto at = static_cast<std::size_t>(link.index);
+    const Index head = at < open_.size() ? open_[at] : kNone;
+    if (head == kNone) return false;
+    const Block& nb = blocks_[b];
+    const std::int64_t s_ps = link.bandwidth.time_for(opts_.packet_bytes).ps();
+    const auto d_ps = static_cast<std::int64_t>(nb.d);
+    if (static_cast<double>(d_ps) != nb.d || d_ps < 2 * s_ps) return false;
+    if (blocks_[head].group_next != kNone && !blocks_[blocks_[head].group_next].interleaved)
+      return false;  // a round-robin group
+    if (link.busy_until > nb.a0 && link.busy_until != open_until(head)) return false;
+    bool meets = false;
+    for (Index o = head; o != kNone; o = blocks_[o].group_next) {
+      const Block& ob = blocks_[o];
+      if (ob.count == 0) continue;
+      if (!ob.admitted || ob.d != nb.d || ob.spacing != nb.d ||
+          ob.dep0 != ob.a0 + Duration::ps(s_ps))
+        return false;
+      const std::int64_t off = (((nb.a0 - ob.a0).ps() % d_ps) + d_ps) % d_ps;
+      if (off < s_ps || off > d_ps - s_ps) return false;
+      meets = meets || ob.dep0 + times(ob.spacing, ob.count - 1) > nb.a0;
+    }
+    return meets;
+  }
+
+  // Admits block b into the gaps of the blocks open at its link (fits_gaps held).
+  void admit_into_gaps(LinkModule& link, Index b) {
+    const Index head = open_block(link);
+    Index last = head;
+    while (blocks_[last].group_next != kNone) last = blocks_[last].group_next;
+    Block& blk = blocks_[b];
+    const Duration s = link.bandwidth.time_for(opts_.packet_bytes);
+    blk.admitted = true;
+    blk.interleaved = true;
+    blk.busy_before = blocks_[head].busy_before;
+    blk.serialise = s;
+    blk.spacing = blk.d;
+    blk.dep0 = blk.a0 + s;
+    blk.log_mark = link.busy_log ? link.busy_log->size() : 0;
+    blk.group_next = kNone;
+    account(link, blk, blk.count, 1);
+    blocks_[last].group_next = b;
+    link.busy_until = open_until(head);
+    forward(b, link);
+  }
+
   // The head of a block reaches its link now.
   void on_block(Index b) {
     const Duration now = sim_now();
     const Train& tr = trains_[blocks_[b].train];
     LinkModule& link = *(*tr.route)[blocks_[b].hop];
     if (blocks_[b].count == 0) return;  // cut upstream before its head got here
+    if (opts_.contention && fits_gaps(link, b)) {
+      admit_into_gaps(link, b);
+      return;
+    }
     if (opts_.contention) cut_open_train(link, now, tr.seq);
     Block& blk = blocks_[b];
     const Duration s = link.bandwidth.time_for(opts_.packet_bytes);
@@ -437,6 +505,18 @@ class PacketNetwork : public Network {
     if (cut) link.busy_until = busy;
   }
 
+  // True if block b is one of the blocks open at its link that were admitted into each other's
+  // gaps (admit_into_gaps).
+  bool in_gap_group(LinkModule& link, Index b) {
+    const Index head = open_block(link);
+    if (head == kNone || blocks_[head].group_next == kNone ||
+        !blocks_[blocks_[head].group_next].interleaved)
+      return false;
+    for (Index o = head; o != kNone; o = blocks_[o].group_next)
+      if (o == b) return true;
+    return false;
+  }
+
   // True if a packet of the group starting at `head` arrives after `t`.
   bool arriving_after(Index head, Duration t) const {
     for (Index b = head; b != kNone; b = blocks_[b].group_next) {
@@ -496,6 +576,8 @@ class PacketNetwork : public Network {
       if (opts_.contention)
         link.busy_until = keep > 0 ? blk.dep0 + times(blk.spacing, keep - 1) : blk.busy_before;
       blk.count = keep;
+      // In a group admitted into each other's gaps, the others still leave as they did.
+      if (opts_.contention && in_gap_group(link, b)) link.busy_until = open_until(open_block(link));
       if (link.busy_log) {
         link.busy_log->resize(blk.log_mark);
         log_busy(link, blk, keep);

@@ -89,3 +89,61 @@ TEST_CASE("a language-model layout that does not fit is one line naming the path
   CHECK(off.err.find("parallelism.model") != std::string::npos);
   CHECK(off.err.find("does not map onto the torus") != std::string::npos);
 }
+
+TEST_CASE("2D and sequence-axis layouts run; a degree that does not divide is one line, exit 2") {
+  const std::vector<std::string> small = {"run",   "configs/studies/decoder_1b_16.json",
+                                          "--set", "workload.layers=2",
+                                          "--set", "workload.seq_len=256",
+                                          "--set", "parallelism.fsdp=2",
+                                          "--set", "parallelism.shard_activations=true",
+                                          "--json"};
+  const json j =
+      run_json(small, {"--set", "parallelism.model2=2", "--set", "parallelism.sequence=2"});
+  for (const char* axis : {"model", "model2", "sequence", "fsdp"})
+    CHECK(j["collectives_by_axis"][axis]["bytes_per_core"].get<double>() > 0);
+  const json a2a = run_json(small, {"--set", "parallelism.sequence=2", "--set",
+                                    "parallelism.sequence_attention=all_to_all"});
+  CHECK(a2a["collectives"]["all-to-all"]["count"].get<double>() > 0);
+  // The model FLOPs of the step (MFU x step time x the same cores' peak) do not depend on the
+  // layout.
+  const json plain = run_json(small);
+  const double flops_2d = j["mfu"].get<double>() * j["step_time_ms"].get<double>();
+  CHECK(flops_2d == Approx(plain["mfu"].get<double>() * plain["step_time_ms"].get<double>()));
+
+  auto refused = [](std::vector<std::string> sets, const std::string& path) {
+    std::vector<std::string> args = {"run", "configs/studies/decoder_1b_16.json"};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    const TpusimResult r = run_tpusim(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(path) != std::string::npos);
+    CHECK(r.err_lines() == 1);
+    return r.err;
+  };
+  // model2 without sharded activations.
+  refused({"parallelism.fsdp=1", "parallelism.model2=2"}, "parallelism.model2");
+  // d_model 2052 over model2 8 (4 heads of 513).
+  CHECK(refused({"parallelism.fsdp=1", "parallelism.model2=8", "parallelism.shard_activations=true",
+                 "workload.d_model=2052", "workload.heads=4"},
+                "parallelism.model2")
+            .find("workload.d_model") != std::string::npos);
+  // 250 tokens over sequence 4.
+  CHECK(refused({"parallelism.fsdp=1", "parallelism.sequence=4", "workload.seq_len=250"},
+                "parallelism.sequence")
+            .find("workload.seq_len") != std::string::npos);
+  // 4 sequences over the 4 replicas of model 2 x model2 2 leave 1 per replica, which the
+  // attention cannot split over model2.
+  refused({"parallelism.fsdp=1", "parallelism.model2=2", "parallelism.shard_activations=true",
+           "workload.global_batch=4"},
+          "parallelism.model2");
+  // 4 heads over model 2 leave 2 per model core, which all-to-all over sequence 8 cannot split.
+  refused({"parallelism.fsdp=1", "parallelism.sequence=8", "workload.heads=4",
+           "parallelism.sequence_attention=all_to_all"},
+          "parallelism.sequence");
+  // On 8 x 6 chips model2 6 outside model 2 is no sub-grid (4 chips of X left).
+  CHECK(refused({"topology=8x6", "parallelism.fsdp=1", "parallelism.model2=6",
+                 "parallelism.shard_activations=true", "workload.global_batch=24",
+                 "workload.d_model=3072"},
+                "parallelism.model2")
+            .find("does not map onto the torus") != std::string::npos);
+}

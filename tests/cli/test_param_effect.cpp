@@ -37,6 +37,9 @@ const std::vector<std::vector<std::string>> kStudies = {
     // The decoder-only language model, sharded over model x fsdp (megacore v4, 16 chips).
     {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
      "workload.seq_len=256"},
+    // The attention's resharding acts only with a sequence axis.
+    {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
+     "workload.seq_len=256", "--set", "parallelism.fsdp=4", "--set", "parallelism.sequence=2"},
     // The SPMD copies the compiler inserts exist only under spatial partitioning.
     {"run", "configs/studies/ssd_64.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=4", "--set", "parallelism.spatial=2", "--set",

@@ -108,3 +108,19 @@ TEST_CASE("plan space: a space too large to search is an error, not an allocatio
   SearchSpace s = default_space(cfg, 32);
   CHECK_THROWS_WITH(enumerate(s, cfg.json(), 10), Catch::Contains("more than 10"));
 }
+
+TEST_CASE("plan space: the language model's mesh axes model2 and sequence through --space") {
+  const Config cfg = test::model_study("decoder_lm", "2x2", 8);
+  SearchSpace s = default_space(cfg, 8);
+  const std::size_t before = enumerate(s, cfg.json()).size();
+  override_axes(s, {"parallelism.model2=1,2", "parallelism.sequence=1,2,4"}, cfg);
+  const auto all = enumerate(s, cfg.json());
+  CHECK(all.size() == 2 * 3 * before);
+  CHECK(all.back().study["parallelism"]["model2"] == 2);
+  CHECK(all.back().study["parallelism"]["sequence"] == 4);
+  CHECK(candidate_label(s, all.back().values).find("model2=2 sequence=4") != std::string::npos);
+  // Another model does not declare them.
+  const Config bert = test::model_study("bert_large", "4x4", 32);
+  SearchSpace b = default_space(bert, 32);
+  CHECK_THROWS_AS(override_axis(b, "parallelism.model2=1,2", bert), ConfigError);
+}

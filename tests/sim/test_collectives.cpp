@@ -133,6 +133,42 @@ TEST_CASE("two all-reduces sharing the same links take twice as long as one") {
   CHECK(free.step_s == Approx(one.step_s).epsilon(0.01));
 }
 
+TEST_CASE("a collective that needs another collective's result does not hold the core") {
+  // A gradient bucket's all-reduce after its reduce-scatter: with async collectives the core
+  // passes it (it starts when the reduce-scatter is done) and runs the independent matmul at
+  // once, so the step is the longer of the chain and the matmul, not their sum.
+  auto cfg = config_with(
+      {{"hardware", {{"cores_per_chip", 1}, {"async_collectives", true}}},
+       {"topology", "8"},
+       {"collectives",
+        {{"algorithm", "ring"}, {"reduction_compute", false}, {"dma_hbm_traffic", false}}}});
+  Program chain = one_op(8, collective_op(CollectiveKind::ReduceScatter, S));
+  chain.ops.push_back(collective_op(CollectiveKind::AllReduce, S / 8));
+  chain.ops.back().deps = {0};
+  const Run rs = simulate_child(one_op(8, collective_op(CollectiveKind::ReduceScatter, S)), cfg);
+  const Run both = simulate_child(chain, cfg);
+  REQUIRE(both.step_s > rs.step_s);
+  // A matmul longer than the chain: double it until it is.
+  MatmulShape shape{1, 1024, 1024, 1024};
+  Run mm;
+  do {
+    shape.m *= 2;
+    mm = simulate_child(one_op(8, matmul_op(shape)), cfg);
+  } while (mm.step_s < 1.5 * both.step_s);
+  Program p = chain;
+  p.ops.push_back(matmul_op(shape));  // independent of both collectives
+  const Run r = simulate_child(p, cfg);
+  CHECK(r.step_s == Approx(mm.step_s).epsilon(0.01));
+  CHECK(r.op_end_s[1] == Approx(both.op_end_s[1]).epsilon(0.01));
+  // Held at the all-reduce until the reduce-scatter is done, the matmul would end at rs + mm.
+  CHECK(r.step_s < rs.step_s + mm.step_s - 0.5 * rs.step_s);
+  // Without async collectives the core drives each collective itself: the sum.
+  auto sync = cfg.json();
+  sync["hardware"]["async_collectives"] = false;
+  const Run s = simulate_child(p, load_config(sync));
+  CHECK(s.step_s == Approx(both.step_s + mm.step_s).epsilon(0.01));
+}
+
 TEST_CASE("summing received data costs vector-unit and HBM time") {
   auto base = nlohmann::json{{"hardware", {{"cores_per_chip", 1}}},
                              {"topology", "8"},

@@ -39,6 +39,28 @@ TEST_CASE("packet level: two trains that start together on one link alternate pa
   CHECK(r.op_end_s[1] == Approx(2 * S / p.B + p.L + p.O).epsilon(1e-6));
 }
 
+TEST_CASE("packet level: two interleaved trains pass further links without queuing") {
+  // Chip 0 sends S to chip h twice at once: link 0->1 serves them round-robin, so each leaves it
+  // with spacing 2s, the second s behind the first; on every further link their packets arrive
+  // in each other's gaps and leave one s later, untouched (the level admits the second train
+  // into the first's gaps in closed form instead of cutting it). The first ends at
+  // (2n - 1) s + (h - 1) s + h L, the second s later (n = S/P).
+  const double S = 1024.0 * 1024;
+  for (int h : {2, 5}) {
+    auto cfg = line_cfg("packet", h + 1);
+    auto p = params_of(cfg);
+    const double P = static_cast<double>(cfg.integer("network.packet_bytes"));
+    const double s = P / p.B;
+    Program prog;
+    prog.mesh = {{"all", h + 1}};
+    prog.ops = {send(0, h, h + 1, S), send(0, h, h + 1, S)};
+    Run r = simulate_child(prog, cfg);
+    INFO("h = " << h);
+    CHECK(r.op_end_s[0] == Approx(2 * S / p.B - s + (h - 1) * s + h * p.L + p.O).epsilon(1e-6));
+    CHECK(r.op_end_s[1] == Approx(2 * S / p.B + (h - 1) * s + h * p.L + p.O).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("packet level: a train reached mid-way by another flow interleaves with it") {
   // On a line of 3, chip 1 sends S to chip 2 while chip 0 sends S to chip 2 through chip 1:
   // chip 0's packets reach link 1->2 one packet time and one latency after chip 1's train has

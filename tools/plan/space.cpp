@@ -28,6 +28,8 @@ std::vector<nlohmann::json> powers_of_two(long long from, long long up_to) {
 // Short names for labels; the full key for anything else.
 const std::map<std::string, std::string>& short_names() {
   static const std::map<std::string, std::string> m{{"parallelism.model", "model"},
+                                                    {"parallelism.model2", "model2"},
+                                                    {"parallelism.sequence", "sequence"},
                                                     {"parallelism.spatial", "spatial"},
                                                     {"parallelism.spatial_w", "w"},
                                                     {"parallelism.bn_group_cores", "bn"},

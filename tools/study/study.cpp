@@ -44,6 +44,8 @@ const char* const kLayoutInputs[] = {
     "topology",
     "hardware.cores_per_chip",
     "parallelism.model",
+    "parallelism.model2",
+    "parallelism.sequence",
     "parallelism.spatial",
     "parallelism.spatial_w",
     "parallelism.slices",
