@@ -135,6 +135,16 @@ void apply_set(nlohmann::json& doc, const std::string& assignment) {
   }
   nlohmann::json value =
       nlohmann::json::accept(text) ? parse_json_text(text, "--set " + path) : nlohmann::json(text);
+  // A key under a shorthand (topology.slices where topology is "2x2") reaches its object form.
+  for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
+    const std::string above = path.substr(0, dot);
+    const nlohmann::json* v = json_at(doc, above);
+    if (!v || !v->is_string()) continue;
+    nlohmann::json alone = nlohmann::json::object();
+    json_set(alone, above, *v);
+    expand_shorthands(alone);
+    if (!json_at(alone, above)->is_string()) json_set(doc, above, *json_at(alone, above));
+  }
   json_set(doc, path, std::move(value));
 }
 

@@ -43,9 +43,31 @@ void check_layout(const Config& cfg, const ModelBuilder& builder, const Layout& 
 
 void check_batch(const std::string& path, std::int64_t batch, const Layout& l,
                  ProblemList& problems) {
-  if (batch % l.data != 0)
+  const std::int64_t replicas = static_cast<std::int64_t>(l.data) * l.slices;
+  if (batch % replicas != 0)
     problems.add(path, std::to_string(batch) + " examples do not divide over the " + l.describe() +
-                           "; allowed: a multiple of " + std::to_string(l.data));
+                           (l.slices > 1 ? " in each of " + std::to_string(l.slices) + " slices"
+                                         : std::string()) +
+                           "; allowed: a multiple of " + std::to_string(replicas));
+}
+
+// Multislice: the data axis spans every slice of the topology, and only plain data parallelism
+// does (the sharded optimizer and FSDP would shard over the slices too, which is not modelled).
+void check_slices(const Layout& l, const Topology& topology, ProblemList& problems) {
+  if (l.slices != topology.slices())
+    problems.add("parallelism.slices",
+                 std::to_string(l.slices) +
+                     " is not allowed with topology.slices = " + std::to_string(topology.slices()) +
+                     "; allowed: " + std::to_string(topology.slices()) +
+                     " (the data axis spans every slice)");
+  if (l.slices > 1 && l.fsdp > 1)
+    problems.add("parallelism.fsdp", std::to_string(l.fsdp) +
+                                         " with parallelism.slices = " + std::to_string(l.slices) +
+                                         ": FSDP across slices is not modelled; allowed: 1");
+  if (l.slices > 1 && l.weight_update_sharding)
+    problems.add("parallelism.weight_update_sharding",
+                 "true with parallelism.slices = " + std::to_string(l.slices) +
+                     ": a sharded optimizer across slices is not modelled; allowed: false");
 }
 
 void check_constraints(const OpGraph& g, const Layout& l, ProblemList& problems) {
@@ -87,6 +109,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   ProblemList problems;
   check_mesh_on_torus(layout, topology, hw.cores_per_chip, problems);
   check_layout(cfg, *builder, layout, problems);
+  check_slices(layout, topology, problems);
   const bool eval = kind == ProgramKind::Eval;
   const std::int64_t batch = step_examples(cfg, kind);
   check_batch(eval && cfg.integer("workload.eval_batch") > 0 ? "workload.eval_batch"
@@ -94,8 +117,8 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
               batch, layout, problems);
   // The graph of one replica is built even if the batch does not divide (its share rounded up),
   // so that the layout's dimension constraints are reported together with the batch.
-  const std::int64_t replica_batch =
-      std::max<std::int64_t>(1, (batch + layout.data - 1) / layout.data);
+  const std::int64_t replicas = static_cast<std::int64_t>(layout.data) * layout.slices;
+  const std::int64_t replica_batch = std::max<std::int64_t>(1, (batch + replicas - 1) / replicas);
   const int micro = eval ? 1 : static_cast<int>(cfg.integer("workload.microbatches"));
   if (replica_batch % micro != 0)
     problems.add(
@@ -123,6 +146,9 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   if (graph) check_constraints(*graph, layout, problems);
   problems.throw_if_any();
   Program program = partition(*graph, layout);
+  // One slice's Program; the other slices run the same on their share of the batch.
+  program.examples_per_step *= layout.slices;
+  program.model_flops *= layout.slices;
   program.model = cfg.string("workload.model");
   program.validate();
   return program;

@@ -22,6 +22,7 @@ using T = ParamType;
 const ParamRegistrar kTopologyParams{{
     label_param("topology.name", "tpu_v3_multipod", "name of the topology, for reports"),
     {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}), "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
+    {"topology.slices", T::Integer, "slices", 1, "multislice: copies of this grid, each its own ICI domain, joined by the data-center network (dcn.*); data parallelism spans them (parallelism.slices); 1: one ICI domain", 1, 64},
     {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}), "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},
     {"topology.twist", T::Boolean, "", false, "a twisted torus (TPU v4's optical switches, ISCA 2023): on a k x k x 2k slice with every dimension wrapping, the wrap links of the two k-chip dimensions land k chips further along the 2k-chip one (docs/studies.md, Chip generations)"},
 }};
@@ -86,6 +87,7 @@ nlohmann::json to_json(const TopologySpec& spec) {
   for (bool w : spec.wrap) wrap.push_back(w);
   nlohmann::json j{{"name", spec.name}, {"dims", spec.dims}, {"wrap", wrap}};
   if (spec.twist) j["twist"] = true;
+  if (spec.slices != 1) j["slices"] = spec.slices;
   return j;
 }
 
@@ -95,8 +97,17 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
   if (!j.is_object()) throw ConfigError(where, "expected a topology object, got " + j.dump());
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "name" && it.key() != "dims" && it.key() != "wrap" && it.key() != "twist" &&
-        it.key()[0] != '_')
-      problems.add(where + "." + it.key(), "unknown key; allowed: name, dims, wrap, twist");
+        it.key() != "slices" && it.key()[0] != '_')
+      problems.add(where + "." + it.key(), "unknown key; allowed: name, dims, wrap, twist, slices");
+  if (auto slices = j.find("slices"); slices != j.end()) {
+    if (!slices->is_number_integer() || slices->get<long long>() < 1 ||
+        slices->get<long long>() > 64)
+      problems.add(where + ".slices", slices->dump() +
+                                          " is not allowed; expected a slice count "
+                                          "from 1 to 64");
+    else
+      spec.slices = slices->get<int>();
+  }
   // Found by fuzz_topology_mesh: a name that is not a string was a JSON type error (exit 3).
   if (auto name = j.find("name"); name != j.end() && !name->is_string())
     problems.add(where + ".name", name->dump() + " is not allowed; expected a string");
@@ -326,6 +337,8 @@ std::string Topology::describe() const {
   for (int d = 0; d < num_dims(); ++d)
     os << (d ? " " : "") << kNames[d] << (spec_.wrap[d] ? " wraps" : " open");
   os << (spec_.twist ? ", twisted" : "") << "), " << num_chips_ << " chips";
+  if (spec_.slices > 1)
+    os << " per slice, " << spec_.slices << " slices (" << num_chips_ * spec_.slices << " chips)";
   return os.str();
 }
 

@@ -14,6 +14,9 @@ struct TopologySpec {
   /// A twisted torus (TPU v4's optical switches can wire one, ISCA 2023): on a k x k x 2k slice
   /// the wrap links of the two k-chip dimensions land k chips further along the 2k-chip one.
   bool twist = false;
+  /// Copies of this grid (slices) joined by the data-center network (multislice); each is its own
+  /// ICI domain. 1: one ICI domain, the grid alone.
+  int slices = 1;
 };
 
 /// Parses "tpu_v3_pod" (a preset in configs/topologies), "32x128" (every dimension wraps),
@@ -22,7 +25,7 @@ struct TopologySpec {
 /// ConfigError naming `where`.
 TopologySpec parse_topology(const std::string& text, const std::string& where = "--topology");
 /// The object form used inside studies: {"name":..., "dims":[...], "wrap":[...]} (and
-/// "twist": true on a twisted torus).
+/// "twist": true on a twisted torus, "slices" when it is not 1).
 nlohmann::json to_json(const TopologySpec& spec);
 /// Reads the object form; checks consistency (dims and wrap of equal length).
 TopologySpec topology_from_json(const nlohmann::json& j, const std::string& where = "topology");
@@ -46,7 +49,8 @@ class Topology {
   /// A dimension forms a ring only if it wraps and has more than two chips (with two, the
   /// wrap link would join the same pair twice; tpusim treats it as a single link).
   bool wraps(int d) const { return spec_.wrap[d] && spec_.dims[d] > 2; }
-  int num_chips() const { return num_chips_; }
+  int num_chips() const { return num_chips_; }  ///< of one slice
+  int slices() const { return spec_.slices; }
 
   std::vector<int> coords(int chip) const;
   int coord(int chip, int d) const { return (chip / stride_[d]) % spec_.dims[d]; }

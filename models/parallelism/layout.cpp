@@ -16,6 +16,7 @@ const ParamRegistrar kLayoutParams{{
     {"parallelism.model2", T::Integer, "cores", 1, "2D weight-stationary sharding (GSPMD, PaLM): a second model axis, just outside 'model'; every weight matrix split on d_model over it and on d_ff or heads over 'model', activations moving (per matmul an all-gather over one axis, a reduce-scatter of the partial sums over the other); needs parallelism.shard_activations=true", 1, 1 << 20, {}, "workload.model", "decoder_lm"},
     {"parallelism.sequence", T::Integer, "cores", 1, "sequence axis, just outside 'model2': activations split along the sequence (each core a contiguous part of every sequence); attention gathers the keys and values of the whole sequence (or reshards, parallelism.sequence_attention); weights replicated over it, their gradients summed over it like 'data'", 1, 1 << 20, {}, "workload.model", "decoder_lm"},
     {"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20},
+    {"parallelism.slices", T::Integer, "slices", 1, "multislice data parallelism: the data axis spans this many slices (it must equal topology.slices); each slice runs global_batch / slices examples and the gradient all-reduces are hierarchical (reduce-scatter over ICI, all-reduce of each shard across the slices over the data-center network, all-gather over ICI)", 1, 64},
     {"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20},
     {"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"},
     // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
@@ -89,6 +90,7 @@ Layout read_layout(const Config& cfg, int cores) {
   Layout l;
   l.cores = cores;
   l.model = static_cast<int>(cfg.integer("parallelism.model"));
+  l.slices = static_cast<int>(cfg.integer("parallelism.slices"));
   l.spatial = static_cast<int>(cfg.integer("parallelism.spatial"));
   if (cfg.has("parallelism.model2")) l.model2 = static_cast<int>(cfg.integer("parallelism.model2"));
   if (cfg.has("parallelism.sequence"))

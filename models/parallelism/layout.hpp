@@ -12,7 +12,10 @@ namespace tpusim {
 
 struct Layout {
   int cores = 1;
-  int data = 1;   ///< replicas of the whole model: cores / (model x model2 x sequence x spatial)
+  /// Replicas of the whole model: cores / (model x model2 x sequence x spatial), in one slice.
+  int data = 1;
+  /// Slices the data axis spans (multislice; parallelism.slices): data x slices replicas in all.
+  int slices = 1;
   int model = 1;  ///< Megatron-style split of each layer, innermost mesh axis
   /// The second model axis of 2D weight-stationary sharding (decoder_lm: weights split on
   /// d_model over it, on d_ff and heads over "model"); outside "model".

@@ -27,9 +27,9 @@ std::vector<std::string> CollectivePlanner::candidates(const CollectiveSpec& spe
   return out;
 }
 
-const std::vector<const GroupPlan*>& CollectivePlanner::choose(int op_index, const GroupSet& gs,
+const std::vector<const GroupPlan*>& CollectivePlanner::choose(const CollectiveSpec& spec,
+                                                               const GroupSet& gs,
                                                                CollectiveOpStats& st) {
-  const CollectiveSpec& spec = program_.ops[op_index].collective;
   const auto& first = gs.groups.front();
   std::string configured = "direct";
   if (spec.kind == CollectiveKind::AllToAll)

@@ -81,7 +81,9 @@ CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mes
       hw_(machine.hardware()),
       model_(machine.hardware(), options),
       planner_(program, mesh, machine, options, model_),
-      split_(machine.num_cores()) {}
+      split_(machine.num_cores()),
+      dcn_depth_(machine.slices() > 1 ? machine.num_cores() : 0, 0),
+      dcn_since_(dcn_depth_.size()) {}
 
 CollectiveEngine::~CollectiveEngine() = default;
 
@@ -145,6 +147,7 @@ void CollectiveEngine::run_phase(const std::shared_ptr<Running>& run) {
     return;
   }
   const PlanPhase& phase = run->plan->phases[run->phase];
+  if (phase.dcn) count_dcn(*run, +1);
   run->rings_left = phase.rings.size();
   for (std::size_t r = 0; r < phase.rings.size(); ++r) run_step(run, r, 0);
 }
@@ -154,6 +157,7 @@ void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t
   const PlanPhase& phase = run->plan->phases[run->phase];
   if (step == phase.steps) {
     if (--run->rings_left == 0) {
+      if (phase.dcn) count_dcn(*run, -1);
       ++run->phase;
       run_phase(run);
     }
@@ -242,6 +246,15 @@ void CollectiveEngine::retry_dma_waiting() {
   std::vector<std::shared_ptr<StepWaves>> waiting;
   waiting.swap(dma_waiting_);
   for (const auto& sw : waiting) issue_wave(sw);
+}
+
+void CollectiveEngine::count_dcn(const Running& run, int delta) {
+  const Duration now = sim_now();
+  for (int core : *run.members) {
+    if (symmetric_ && !symmetric_->active[core]) continue;
+    if (delta > 0 && dcn_depth_[core]++ == 0) dcn_since_[core] = now;
+    if (delta < 0 && --dcn_depth_[core] == 0) split_[core].dcn += now - dcn_since_[core];
+  }
 }
 
 void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {

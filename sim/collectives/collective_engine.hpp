@@ -41,6 +41,9 @@ struct CommSplit {
   Duration waiting;          ///< from its arrival until the last member of its group arrived
   Duration transfer;         ///< moving and reducing data (group start to end, less sync)
   Duration synchronisation;  ///< the fixed cost of every step (collective_step_overhead)
+  /// Multislice: time in which at least one of its collectives was in a phase over the
+  /// data-center network (part of transfer and synchronisation).
+  Duration dcn;
 };
 
 class CollectiveEngine {
@@ -90,6 +93,8 @@ class CollectiveEngine {
   void issue_wave(const std::shared_ptr<StepWaves>& sw);
   void retry_dma_waiting();
   void finish_group(const std::shared_ptr<Running>& run);
+  /// A phase over the data-center network begins (+1) or ends (-1) for the group's members.
+  void count_dcn(const Running& run, int delta);
   /// Books a step's work on every member's core resources from `start`: its streams' HBM
   /// traffic and the reduction of what it receives, for `steps` coalesced steps; returns when
   /// the last member is through (step_booking.cpp).
@@ -109,9 +114,11 @@ class CollectiveEngine {
   CollectivePlanner planner_;
   std::map<int, std::unique_ptr<OpState>> pending_;
   std::map<int, CollectiveOpStats> stats_;
-  std::vector<CommSplit> split_;   ///< per core
-  std::vector<Transfer> batch_;    ///< reused by every step (the network copies what it keeps)
-  std::vector<int> stream_count_;  ///< per core, scratch of issue_wave
+  std::vector<CommSplit> split_;     ///< per core
+  std::vector<int> dcn_depth_;       ///< per core: its groups in a DCN phase now
+  std::vector<Duration> dcn_since_;  ///< per core: since when dcn_depth_ is above 0
+  std::vector<Transfer> batch_;      ///< reused by every step (the network copies what it keeps)
+  std::vector<int> stream_count_;    ///< per core, scratch of issue_wave
   std::vector<std::shared_ptr<StepWaves>> dma_waiting_;  ///< steps waiting for DMA engines
   const SymmetricRun* symmetric_ = nullptr;
   std::vector<std::pair<int, int>> ready_;  ///< (op, group) ready at this instant, not started

@@ -45,6 +45,9 @@ struct PlanPhase {
   /// needs (routes crossing it / its bandwidth), the contention of the phase's own traffic.
   double link_s_per_byte = 0;
   Duration path_latency;  ///< filled by profile_plans: the longest ring's path latency
+  /// Multislice: the phase crosses the data-center network (the cross-slice all-reduce of a
+  /// hierarchical all-reduce), for the report's ICI / DCN split.
+  bool dcn = false;
 };
 
 struct GroupPlan {
@@ -74,5 +77,14 @@ struct DimRings {
   bool bidirectional = false;
 };
 GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims);
+
+/// Multislice (hierarchical_plan.cpp): the all-reduce of a group whose data axis spans the
+/// machine's S slices, as JAX multislice does it: `reduce_scatter` inside the slice over ICI
+/// (each of the N members then holds 1/N of the buffer), the all-reduce of that shard over
+/// the S images of the member as a ring across the slices over the data-center network (S-1
+/// reduce-scatter then S-1 all-gather steps of 1/(N S) of the buffer, over the member's DCN
+/// route: 2 (S-1)/S of the shard each way), then `all_gather` inside the slice.
+GroupPlan hierarchical_plan(const Machine& m, const GroupPlan& reduce_scatter,
+                            const GroupPlan& all_gather, const std::vector<int>& members);
 
 }  // namespace tpusim

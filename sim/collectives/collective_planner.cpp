@@ -1,5 +1,6 @@
 #include "sim/collectives/collective_planner.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "core/errors.hpp"
@@ -105,6 +106,38 @@ const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const Colle
   return &set.plans;
 }
 
+bool CollectivePlanner::spans_slices(const CollectiveSpec& spec) const {
+  return machine_.slices() > 1 && spec.kind == CollectiveKind::AllReduce &&
+         spec.replica_groups.empty() &&
+         std::find(spec.axes.begin(), spec.axes.end(), "data") != spec.axes.end();
+}
+
+const std::vector<const GroupPlan*>& CollectivePlanner::hierarchical(const CollectiveSpec& spec,
+                                                                     const GroupSet& gs,
+                                                                     CollectiveOpStats& st) {
+  CollectiveSpec part = spec;
+  part.kind = CollectiveKind::ReduceScatter;
+  CollectiveOpStats rs_stats, ag_stats;
+  const auto& rs = choose(part, gs, rs_stats);
+  part.kind = CollectiveKind::AllGather;
+  const auto& ag = choose(part, gs, ag_stats);
+  st.algorithm = rs_stats.algorithm + " + dcn_ring + " + ag_stats.algorithm;
+  PlanSet& set = plans_["hierarchical|" + axes_key(spec) + "|" + st.algorithm];
+  if (set.plans.empty()) {
+    std::vector<GroupPlan*> all;
+    for (std::size_t g = 0; g < gs.groups.size(); ++g) {
+      set.owned.push_back(
+          std::make_unique<GroupPlan>(hierarchical_plan(machine_, *rs[g], *ag[g], gs.groups[g])));
+      all.push_back(set.owned.back().get());
+      set.plans.push_back(all.back());
+    }
+    profile_plans(machine_, all, link_scratch_);
+  }
+  st.steps = 0;
+  for (const auto& p : set.plans.front()->phases) st.steps += p.steps;
+  return set.plans;
+}
+
 void CollectivePlanner::prepare(std::map<int, CollectiveOpStats>& stats) {
   op_groups_.assign(program_.ops.size(), nullptr);
   op_plans_.assign(program_.ops.size(), {});
@@ -112,7 +145,9 @@ void CollectivePlanner::prepare(std::map<int, CollectiveOpStats>& stats) {
     if (!program_.ops[i].is_collective) continue;
     const GroupSet& gs = groups_for(program_.ops[i].collective);
     op_groups_[i] = &gs;
-    op_plans_[i] = &choose(static_cast<int>(i), gs, stats[static_cast<int>(i)]);
+    const CollectiveSpec& spec = program_.ops[i].collective;
+    auto& st = stats[static_cast<int>(i)];
+    op_plans_[i] = spans_slices(spec) ? &hierarchical(spec, gs, st) : &choose(spec, gs, st);
   }
   // The plans `auto` built and did not choose are not needed any more.
   std::set<const std::vector<const GroupPlan*>*> used(op_plans_.begin(), op_plans_.end());

@@ -60,9 +60,15 @@ class CollectivePlanner {
   /// kMaxCollectiveTransfers transfers.
   void check_all_to_all_size(const GroupSet& gs, const std::string& name) const;
   const CollectiveAlgorithm& algorithm(const std::string& name);
-  /// Chooses the algorithm of op `op_index` (one for all its groups) and returns the plans.
-  const std::vector<const GroupPlan*>& choose(int op_index, const GroupSet& gs,
+  /// Chooses the algorithm of a collective `spec` (one for all its groups) and returns the plans.
+  const std::vector<const GroupPlan*>& choose(const CollectiveSpec& spec, const GroupSet& gs,
                                               CollectiveOpStats& st);
+  /// Multislice: an all-reduce over the data axis sums over every slice's replicas.
+  bool spans_slices(const CollectiveSpec& spec) const;
+  /// Its plans: the chosen reduce-scatter and all-gather inside the slice around the ring
+  /// across the slices (hierarchical_plan).
+  const std::vector<const GroupPlan*>& hierarchical(const CollectiveSpec& spec, const GroupSet& gs,
+                                                    CollectiveOpStats& st);
 
   const Program& program_;
   const DeviceMesh& mesh_;

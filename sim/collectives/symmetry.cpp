@@ -20,8 +20,25 @@ struct Translation {
   std::vector<int> chip, core, link;
 };
 
+/// Multislice: each host's DCN links map to those of the host holding its chips' images; false
+/// if the images of a host's chips are not one host's.
+bool translate_dcn(const Machine& m, Translation& t) {
+  const Dcn* dcn = m.dcn();
+  if (!dcn) return true;
+  const HostBlocks& b = dcn->blocks();
+  for (std::size_t h = 0; h < b.chips.size(); ++h) {
+    const int image = b.host_of_chip[t.chip[b.chips[h].front()]];
+    for (int c : b.chips[h])
+      if (b.host_of_chip[t.chip[c]] != image) return false;
+    const Route& from = dcn->links_of_host(static_cast<int>(h));
+    const Route& to = dcn->links_of_host(image);
+    for (std::size_t j = 0; j < from.size(); ++j) t.link[from[j]->index] = to[j]->index;
+  }
+  return true;
+}
+
 /// The images of chips, cores and links under `chip_image`; false if some chip's links do not
-/// line up with its image's (a dimension that is not a ring).
+/// line up with its image's (a dimension that is not a ring), or a host's DCN links.
 bool make_translation(const Machine& m, std::vector<int> chip_image, Translation& t) {
   const int cpc = m.hardware().cores_per_chip;
   t.chip = std::move(chip_image);
@@ -39,7 +56,7 @@ bool make_translation(const Machine& m, std::vector<int> chip_image, Translation
       t.link[from[j]->index] = to[j]->index;
     }
   }
-  return true;
+  return translate_dcn(m, t);
 }
 
 /// Chips shifted by `by` along `dim`.
@@ -186,6 +203,8 @@ int find_period(const std::vector<int>& ops, const Machine& m, const CollectiveP
   if (!topo.wraps(dim)) return n;
   for (int p = 1; p < n; ++p) {
     if (n % p) continue;
+    // Multislice: a shift that cuts host blocks does not map the hosts' DCN links onto hosts'.
+    if (const Dcn* dcn = m.dcn(); dcn && p % dcn->blocks().extent[dim] != 0) continue;
     Translation t;
     if (!make_translation(m, shifted_chips(topo, dim, p), t)) return n;
     if (invariant(ops, planner, t, w)) return p;

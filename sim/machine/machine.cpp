@@ -22,6 +22,11 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
   if (parts.infeed)
     hosts_ = std::make_unique<HostSet>(topology, hw.cores_per_chip, parts.hosts, *parts.infeed,
                                        *parts.queue, [this](int c) { core(c).wake(); });
+  first_dcn_link_ = static_cast<int>(all_links_.size());
+  if (topology.slices() > 1)
+    dcn_ = std::make_unique<Dcn>(
+        "dcn", topology, topology.slices(), parts.dcn,
+        [this](const char* n, Bandwidth b, Duration l) { return make_link(n, b, l); });
   check_link_names(parts);
 }
 

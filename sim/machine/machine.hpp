@@ -6,6 +6,7 @@
 //                                  y+, y-, z+, ... for the dimensions the topology has)
 //   multipod.chip(x,y).onchip.0to1 the on-chip paths between its cores
 //   multipod.hostN                 the hosts, with infeed (sim/machine/host.hpp)
+//   multipod.dcn                   multislice: the data-center network (sim/machine/dcn.hpp)
 // SystemC makes an object the child of the module whose constructor is running, so Machine's
 // constructor elaborates all of it. Knows routes between cores; knows nothing of programs.
 #include <functional>
@@ -18,6 +19,7 @@
 
 #include "core/hardware.hpp"
 #include "sim/core/tensor_core.hpp"
+#include "sim/machine/dcn.hpp"
 #include "sim/machine/host.hpp"
 #include "sim/network/link.hpp"
 #include "sim/network/network.hpp"
@@ -63,6 +65,8 @@ struct MachineParts {
   const InfeedPlan* infeed = nullptr;
   HostOptions hosts;
   EventQueue* queue = nullptr;
+  /// Multislice (topology.slices > 1): the data-center network's parameters.
+  DcnOptions dcn;
 };
 
 class Machine : public sc_core::sc_module {
@@ -78,6 +82,12 @@ class Machine : public sc_core::sc_module {
   /// The TensorCore `core` (the machine was built with cores).
   TensorCore& core(int core) const { return *chips_[chip_of(core)]->cores[core_in_chip(core)]; }
   HostSet* hosts() const { return hosts_.get(); }
+  /// Slices of the machine (topology.slices); only one is elaborated, the others are its images.
+  int slices() const { return topology_.slices(); }
+  /// The data-center network when slices() > 1, else null.
+  const Dcn* dcn() const { return dcn_.get(); }
+  /// The route of core `core`'s cross-slice traffic (its host's DCN links); slices() > 1.
+  const Route& dcn_route(int core) const { return dcn_->route_of_chip(chip_of(core)); }
   /// "chip(x,y)": a chip's module name, its coordinates in the topology's dimensions.
   static std::string chip_name(const Topology& topology, int chip);
 
@@ -90,6 +100,8 @@ class Machine : public sc_core::sc_module {
   Route route(int src, int dst) const;
   /// The links leaving a chip (ICI and on-chip).
   std::vector<LinkModule*> links_of_chip(int chip) const;
+  /// True for the data-center network's links (multislice).
+  bool is_dcn_link(const LinkModule& l) const { return dcn_ && l.index >= first_dcn_link_; }
   /// Every link, for statistics.
   const std::vector<LinkModule*>& links() const { return all_links_; }
 
@@ -105,6 +117,8 @@ class Machine : public sc_core::sc_module {
   HardwareSpec hw_;
   std::vector<std::unique_ptr<Chip>> chips_;
   std::unique_ptr<HostSet> hosts_;
+  std::unique_ptr<Dcn> dcn_;
+  int first_dcn_link_ = 0;
   std::vector<LinkModule*> ici_;  ///< by topology link slot
   std::vector<LinkModule*> all_links_;
   bool any_failed_ = false;

@@ -56,8 +56,19 @@ void emit_link_counters(TimelineSink& sink, const LinkLogs& logs, Duration step)
 
 void report_links(const Machine& machine, bool every_link, SimReport& r) {
   double busiest = 0, sum = 0;
+  std::size_t ici = 0;
   for (const LinkModule* l : machine.links()) {
     const double u = r.step_time > Duration{} ? l->busy_time.seconds() / r.step_time.seconds() : 0;
+    if (machine.is_dcn_link(*l)) {
+      if (std::string(l->basename()) == "tx")
+        r.dcn.bytes_per_chip += l->bytes / machine.topology().num_chips();
+      if (u > r.dcn.busiest_utilization) {
+        r.dcn.busiest_utilization = u;
+        r.dcn.busiest_link = l->name();
+      }
+      continue;
+    }
+    ++ici;
     sum += u;
     r.links.total_bytes += l->bytes;
     if (u > busiest) {
@@ -70,7 +81,7 @@ void report_links(const Machine& machine, bool every_link, SimReport& r) {
       r.link_stats.push_back(
           {l->name(), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
   r.links.busiest_utilization = busiest;
-  r.links.mean_utilization = machine.links().empty() ? 0 : sum / machine.links().size();
+  r.links.mean_utilization = ici == 0 ? 0 : sum / ici;
 }
 
 }  // namespace tpusim

@@ -133,15 +133,22 @@ void choose_symmetry(Design& d, const Program& program, const HardwareSpec& hw,
     std::vector<int> blocks;
     if (options.infeed)
       blocks = host_blocks(d.machine->topology(), options.hosts.chip_block).extent;
+    else if (const Dcn* dcn = d.machine->dcn())  // the DCN links are per host too
+      blocks = dcn->blocks().extent;
     SymmetrySearch found = find_symmetry(program, *d.machine, d.engine->planner(), blocks);
     d.symmetric = std::move(found.run);
     why = found.reason;
   }
+  // Multislice: only one slice is elaborated in either mode (sim/machine/dcn.hpp).
+  const int slices = d.machine->slices();
+  const std::string images =
+      slices > 1 ? "; 1 of " + std::to_string(slices) + " slices simulated, the others its images"
+                 : std::string();
   if (!d.symmetric) {
-    d.symmetry = "full: " + why;
+    d.symmetry = "full: " + why + images;
     return;
   }
-  d.symmetry = "symmetric: " + d.symmetric->describe();
+  d.symmetry = "symmetric: " + d.symmetric->describe() + images;
   d.ctx.active = &d.symmetric->active;
   d.engine->use_symmetry(d.symmetric.get());
 }
@@ -183,6 +190,7 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
   parts.infeed = options.infeed;
   parts.hosts = options.hosts;
   parts.queue = d.queue.get();
+  parts.dcn = options.dcn;
   d.machine = std::make_unique<Machine>("multipod", topology, hw, parts);
   d.network = make_network(*d.queue, options.network);
   d.dispatch.machine = d.machine.get();
@@ -295,8 +303,9 @@ SimReport report(const Design& d, const Program& program, const HardwareSpec& hw
   SimReport r;
   expand_symmetric(d);
   r.symmetry = d.symmetry;
-  r.chips = d.machine->topology().num_chips();
-  r.cores = d.machine->num_cores();
+  r.slices = d.machine->slices();
+  r.chips = d.machine->topology().num_chips() * r.slices;
+  r.cores = d.machine->num_cores() * r.slices;
   report_last_core(d, r);
   report_ops(d, program, hw, r);
   report_links(*d.machine, options.link_stats, r);
@@ -320,6 +329,7 @@ SimOptions SimOptions::from_config(const Config& cfg) {
   o.collectives = CollectiveOptions::from_config(cfg);
   o.hosts = HostOptions::from_config(cfg);
   o.symmetry = cfg.string("sim.symmetry") == "auto";
+  o.dcn = DcnOptions::from_config(cfg);
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include "core/hardware.hpp"
 #include "models/program.hpp"
 #include "sim/collectives/collective_engine.hpp"
+#include "sim/machine/dcn.hpp"
 #include "sim/machine/host.hpp"
 #include "sim/network/network.hpp"
 #include "topologies/topology.hpp"
@@ -34,6 +35,8 @@ struct SimOptions {
   /// sim.symmetry: simulate one core per class of a translation symmetry where the machine
   /// and the program have one (sim/collectives/symmetry.hpp); false: every core.
   bool symmetry = true;
+  /// Multislice (topology.slices > 1): the data-center network.
+  DcnOptions dcn;
   static SimOptions from_config(const Config& cfg);  ///< network, collectives, hosts, symmetry
 };
 
@@ -61,9 +64,17 @@ struct LinkStat {
   std::uint64_t transfers = 0;
 };
 
+/// Multislice: what crossed the data-center network.
+struct DcnUsage {
+  double bytes_per_chip = 0;       ///< sent by each chip over its host's interfaces
+  double busiest_utilization = 0;  ///< busy time / step time of the busiest DCN link
+  std::string busiest_link;
+};
+
 struct SimReport {
-  int chips = 0;
-  int cores = 0;
+  int chips = 0;                   ///< of every slice
+  int cores = 0;                   ///< of every slice
+  int slices = 1;                  ///< topology.slices; one is simulated, the others are its images
   Duration step_time;              ///< until the last core finished
   Duration compute;                ///< computing, on the core that finished last
   Duration communication;          ///< at least one collective in flight, same core
@@ -85,7 +96,8 @@ struct SimReport {
   double mxu_utilization = 0;
   std::vector<OpTime> top_ops;  ///< compute ops and collectives, longest first
   std::map<int, CollectiveOpStats> collectives;
-  LinkUsage links;
+  LinkUsage links;                   ///< the ICI and on-chip links of one slice
+  DcnUsage dcn;                      ///< multislice only
   std::vector<LinkStat> link_stats;  ///< every link, if SimOptions::link_stats
   std::uint64_t kernel_events = 0;   ///< SC_METHOD activations (cores and event queue)
   std::uint64_t network_work = 0;    ///< link reservations or packet-hops

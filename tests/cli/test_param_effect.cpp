@@ -72,6 +72,10 @@ const std::vector<std::vector<std::string>> kStudies = {
      "workload.global_batch=16", "--set", "workload.decode_length=4", "--set",
      "train.target_steps=4", "--set", "train.eval_every_steps=4", "--set",
      "train.eval_examples=32"},
+    // Multislice: two 2x2 slices joined by the data-center network (dcn.*).
+    {"run", "configs/studies/bert_large_16.json", "--set", "topology=2x2", "--set",
+     "topology.slices=2", "--set", "parallelism.slices=2", "--set", "workload.global_batch=16",
+     "--set", "parallelism.weight_update_sharding=false"},
     // Chunks pipeline over multi-hop routes, which an all-to-all over a 4x4 torus has.
     {"collective", "--op", "all-to-all", "--bytes", "64MiB", "--topology", "4x4"},
 };

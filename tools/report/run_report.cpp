@@ -38,6 +38,9 @@ std::string layout_string(const Program& program, const Config& cfg) {
       has_data ? "data=" + std::to_string(data) + rest : rest.substr(rest.empty() ? 0 : 1);
   const auto* bn = json_at(cfg.json(), "parallelism.bn_group_cores");
   if (has_bn && bn && bn->is_number_integer()) s += " bn=" + std::to_string(bn->get<long long>());
+  const auto* slices = json_at(cfg.json(), "parallelism.slices");
+  if (slices && slices->is_number_integer() && slices->get<long long>() > 1)
+    s += " slices=" + std::to_string(slices->get<long long>());
   const auto* wus = json_at(cfg.json(), "parallelism.weight_update_sharding");
   if (wus && wus->is_boolean()) s += std::string(" wus=") + (wus->get<bool>() ? "on" : "off");
   return s;
@@ -162,6 +165,18 @@ void add_utilisation(nlohmann::json& j, const Program& program, const SimReport&
   }
 }
 
+// Multislice: the slices, and communication split into the ICI and the data-center network.
+void add_multislice(nlohmann::json& j, const SimReport& r) {
+  if (r.slices <= 1) return;
+  j["slices"] = r.slices;
+  j["chips_per_slice"] = r.chips / r.slices;
+  j["communication_dcn_ms"] = r.comm_split.dcn.ms();
+  j["communication_ici_ms"] = (r.communication - r.comm_split.dcn).ms();
+  j["dcn"] = {{"bytes_per_chip", r.dcn.bytes_per_chip},
+              {"busiest_utilization", r.dcn.busiest_utilization},
+              {"busiest", r.dcn.busiest_link}};
+}
+
 }  // namespace
 
 nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
@@ -223,6 +238,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
   };
   j["collectives_by_axis"] = collectives_by_axis_json(program, r);
   add_utilisation(j, program, r);
+  add_multislice(j, r);
   return j;
 }
 
@@ -257,14 +273,32 @@ static void print_compiled_ops(std::ostream& out, const nlohmann::json& j, bool 
         c.value("padding_bytes_per_core", 0.0) / 1048576.0, c["time_ms"].get<double>());
 }
 
+// Multislice: " in 4 slices of 4096 chips" for the first line, or "".
+static std::string slices_text(const nlohmann::json& j) {
+  if (!j.contains("slices")) return "";
+  return fmt::format(" in {} slices of {} chips", j["slices"].get<int>(),
+                     j["chips_per_slice"].get<int>());
+}
+
+// Multislice: communication over ICI and over the data-center network.
+static void print_dcn(std::ostream& out, const nlohmann::json& j) {
+  if (!j.contains("communication_dcn_ms")) return;
+  out << fmt::format(
+      "    over ICI {:.3f} ms, over the data-center network {:.3f} ms ({} sent per chip; busiest "
+      "DCN link {:.1f}%)\n",
+      j["communication_ici_ms"].get<double>(), j["communication_dcn_ms"].get<double>(),
+      format_bytes(j["dcn"]["bytes_per_chip"].get<double>()),
+      100 * j["dcn"]["busiest_utilization"].get<double>());
+}
+
 void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
   // A megacore report names its devices and the TensorCores they join.
   const int devices = j["cores"].get<int>(), tensorcores = j.value("tensorcores", devices);
   const std::string units =
       devices == tensorcores ? fmt::format("{} cores", devices)
                              : fmt::format("{} megacore devices, {} cores", devices, tensorcores);
-  out << fmt::format("{} on {} chips ({}), {}, global batch {}\n", j["model"].get<std::string>(),
-                     j["chips"].get<int>(), units, j["layout"].get<std::string>(),
+  out << fmt::format("{} on {} chips ({}){}, {}, global batch {}\n", j["model"].get<std::string>(),
+                     j["chips"].get<int>(), units, slices_text(j), j["layout"].get<std::string>(),
                      j["global_batch"].get<std::int64_t>())
       << fmt::format("  step time               {:10.3f} ms\n", j["step_time_ms"].get<double>())
       << fmt::format("  compute                 {:10.3f} ms\n", j["compute_ms"].get<double>())
@@ -279,6 +313,7 @@ void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
         "synchronisation {:.3f} ms\n",
         j["communication_transfer_ms"].get<double>(), j["communication_waiting_ms"].get<double>(),
         j["communication_sync_ms"].get<double>());
+  print_dcn(out, j);
   if (j.contains("compute_slowdown_by_communication_ms") &&
       j["compute_slowdown_by_communication_ms"].get<double>() > 0)
     out << fmt::format("    compute slowed by collectives sharing HBM and vector unit {:.3f} ms\n",

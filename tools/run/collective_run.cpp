@@ -143,6 +143,11 @@ void run_collective(const CollectiveArgs& a) {
                         {"wall_s", r.wall_s},
                         {"simulation", r.symmetry},
                         {"config", study.config.json()}};
+    if (r.slices > 1) {
+      j["slices"] = r.slices;
+      j["dcn_bytes_per_chip"] = r.dcn.bytes_per_chip;
+      j["dcn_time_ns"] = r.comm_split.dcn.ns();
+    }
     std::cout << j.dump(2) << "\n";
     return;
   }

@@ -48,6 +48,7 @@ const char* const kLayoutInputs[] = {
     "parallelism.sequence",
     "parallelism.spatial",
     "parallelism.spatial_w",
+    "parallelism.slices",
     "parallelism.bn_group_cores",
     "workload.program",
     "workload.eval_batch",

@@ -63,6 +63,10 @@ ChipCount count_chips(const nlohmann::json& study) {
                         "cannot count chips: " + d.dump() + " is not a positive integer");
     c.chips *= d.get<std::int64_t>();
   }
+  // Multislice: every slice's chips, as the reports count them.
+  const auto* slices = value_or_default(doc, "topology.slices");
+  if (slices && slices->is_number_integer() && slices->get<std::int64_t>() > 1)
+    c.chips *= slices->get<std::int64_t>();
   if (!per_chip || !per_chip->is_number_integer() || per_chip->get<std::int64_t>() < 1)
     throw ConfigError("hardware.cores_per_chip", "cannot count cores: expected a positive integer");
   c.cores_per_chip = per_chip->get<std::int64_t>();

@@ -1,0 +1,228 @@
+// Multislice (docs/network.md, "Multislice"): slices joined by the data-center network, data
+// parallelism across them, hierarchical all-reduces. Expectations from the parameters and the
+// closed forms of the hierarchical all-reduce.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/cli/run_tpusim.hpp"
+
+namespace {
+using json = nlohmann::json;
+
+json collective(const std::vector<std::string>& sets, const std::string& topology = "4x4",
+                const std::string& bytes = "1MiB") {
+  auto r = run_tpusim(
+      with_sets({"collective", "--op", "all-reduce", "--bytes", bytes, "--topology", topology,
+                 "--mesh", topology == "2x2" ? "data=8" : "data=32", "--axes", "data", "--json"},
+                sets));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+void check_bad(const std::vector<std::string>& args, const std::string& named) {
+  auto r = run_tpusim(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::Contains(named));
+}
+
+// BERT-Large on slices of 2x2 v3 chips (8 cores each), data parallel over all of them.
+std::vector<std::string> bert(int slices, const std::string& topology = "2x2") {
+  return {"run",
+          "configs/studies/bert_large_16.json",
+          "--json",
+          "--set",
+          "topology=" + topology,
+          "--set",
+          "topology.slices=" + std::to_string(slices),
+          "--set",
+          "parallelism.slices=" + std::to_string(slices),
+          "--set",
+          "workload.global_batch=" + std::to_string(8 * slices),
+          "--set",
+          "parallelism.weight_update_sharding=false"};
+}
+}  // namespace
+
+TEST_CASE(
+    "multislice: a hierarchical all-reduce sends 2 (S-1)/S of each shard per chip over the DCN") {
+  const double bytes = 1024.0 * 1024;
+  for (int s : {2, 3, 4}) {
+    const json j = collective({"topology.slices=" + std::to_string(s)});
+    INFO("slices " << s);
+    CHECK(j["slices"] == s);
+    CHECK(j["chips"] == 16 * s);
+    const double cores_per_chip = j["cores"].get<double>() / j["chips"].get<double>();
+    const double shard = bytes / j["group_size"].get<double>();  // after the ICI reduce-scatter
+    CHECK(j["dcn_bytes_per_chip"].get<double>() ==
+          Approx(2.0 * (s - 1) / s * shard * cores_per_chip));
+    CHECK_THAT(j["algorithm"].get<std::string>(), Catch::Contains("dcn_ring"));
+  }
+}
+
+TEST_CASE("multislice: with a DCN much slower than ICI the all-reduce time tends to the DCN term") {
+  // 2 slices of one 2x2 host (hardware.host.chip_block 4x2 clipped to the grid: 4 chips, 8
+  // cores); the hosts' interfaces at 0.05 GB/s, no DCN latency, the fabric's share far faster.
+  const int s = 2;
+  const double bytes = 8.0 * 1024 * 1024, nic = 0.05e9;
+  const json j = collective(
+      {"topology.slices=2", "dcn.nic_bandwidth_GBps=0.05", "dcn.latency_us=0", "dcn.host_nics=1"},
+      "2x2", "8MiB");
+  const double n = j["group_size"].get<double>();
+  const double host_cores = n;  // one host feeds the whole slice
+  // 2 (S-1) steps, each the host's cores sending 1/S of their shard (bytes / n) over its NICs.
+  const double dcn_term = 2.0 * (s - 1) * host_cores * bytes / (n * s) / nic;
+  const double t = j["collective_time_ns"].get<double>() * 1e-9;
+  CHECK(t >= dcn_term);
+  CHECK(t <= 1.01 * dcn_term);
+  CHECK(j["dcn_time_ns"].get<double>() * 1e-9 >= dcn_term);
+  CHECK(j["dcn_time_ns"].get<double>() * 1e-9 <= t);
+  // Twice the interfaces: half the DCN term.
+  const json twice = collective(
+      {"topology.slices=2", "dcn.nic_bandwidth_GBps=0.05", "dcn.latency_us=0", "dcn.host_nics=2"},
+      "2x2", "8MiB");
+  const double t2 = twice["collective_time_ns"].get<double>() * 1e-9;
+  CHECK(t2 >= dcn_term / 2);
+  CHECK(t2 <= 1.01 * dcn_term / 2);
+}
+
+TEST_CASE("multislice: one slice is today's machine exactly") {
+  auto strip = [](json j) {
+    for (const char* k :
+         {"wall_s", "events", "kernel_events", "network_work_items", "config", "elaboration_s"})
+      j.erase(k);
+    return j;
+  };
+  CHECK(strip(collective({"topology.slices=1"})) == strip(collective({})));
+  auto one = run_tpusim(bert(1));
+  auto plain = run_tpusim({"run", "configs/studies/bert_large_16.json", "--json", "--set",
+                           "topology=2x2", "--set", "workload.global_batch=8", "--set",
+                           "parallelism.weight_update_sharding=false"});
+  REQUIRE(one.exit_code == 0);
+  REQUIRE(plain.exit_code == 0);
+  const json a = json::parse(one.out), b = json::parse(plain.out);
+  CHECK(a["step_time_ms"] == b["step_time_ms"]);
+  CHECK(a["communication_ms"] == b["communication_ms"]);
+  CHECK(!a.contains("slices"));
+  CHECK(!a.contains("communication_dcn_ms"));
+}
+
+TEST_CASE("multislice: the report counts every slice's chips and splits communication") {
+  auto r = run_tpusim(bert(4));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["slices"] == 4);
+  CHECK(j["chips"] == 16);
+  CHECK(j["chips_per_slice"] == 4);
+  CHECK(j["global_batch"] == 32);
+  CHECK(j["examples_per_s"].get<double>() == Approx(32 / (j["step_time_ms"].get<double>() * 1e-3)));
+  CHECK(j["communication_dcn_ms"].get<double>() > 0);
+  CHECK(j["communication_ici_ms"].get<double>() + j["communication_dcn_ms"].get<double>() ==
+        Approx(j["communication_ms"].get<double>()));
+  // The gradients' all-reduce: each core's shard of the f32 or bf16 gradient bytes, 2 (S-1)/S
+  // of it, for every core of a chip.
+  const double grad_bytes = j["collectives"]["all-reduce"]["bytes_per_core"].get<double>();
+  const double cores_per_chip = j["cores"].get<double>() / j["chips"].get<double>();
+  const double shard = grad_bytes / (4 * cores_per_chip);  // 8 cores per 2x2 slice
+  CHECK(j["dcn"]["bytes_per_chip"].get<double>() ==
+        Approx(2.0 * 3 / 4 * shard * cores_per_chip).epsilon(0.01));
+  auto text = run_tpusim({"run", "configs/studies/bert_large_4x4096_v4.json", "--set",
+                          "topology.dims=[2,2,2]", "--set", "workload.global_batch=64"});
+  INFO(text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("in 4 slices of 8 chips"));
+  CHECK_THAT(text.out, Catch::Contains("over the data-center network"));
+}
+
+TEST_CASE("multislice: the symmetric and the full simulation agree") {
+  auto runs = [](const std::string& mode) {
+    auto r =
+        run_tpusim(with_sets(bert(2, "4x4"), {"workload.global_batch=64", "sim.symmetry=" + mode}));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(r.out);
+  };
+  const json a = runs("auto"), f = runs("off");
+  CHECK_THAT(a["simulation"].get<std::string>(), Catch::StartsWith("symmetric:"));
+  CHECK_THAT(f["simulation"].get<std::string>(), Catch::StartsWith("full:"));
+  for (const char* k : {"step_time_ms", "communication_ms", "communication_dcn_ms",
+                        "communication_ici_ms", "exposed_communication_ms"})
+    CHECK(a[k] == f[k]);
+  CHECK(a["dcn"] == f["dcn"]);
+  CHECK(a["links"] == f["links"]);
+}
+
+TEST_CASE("multislice: bad slice counts are one error line with exit code 2") {
+  const std::string study = "configs/studies/bert_large_4x4096_v4.json";
+  check_bad({"run", study, "--set", "topology.slices=0"}, "topology.slices");
+  check_bad({"run", study, "--set", "topology.slices=two"}, "topology.slices");
+  check_bad({"run", study, "--set", "parallelism.slices=2"}, "parallelism.slices");
+  check_bad({"run", study, "--set", "parallelism.slices=0"}, "parallelism.slices");
+  check_bad({"run", study, "--set", "parallelism.weight_update_sharding=true"},
+            "parallelism.weight_update_sharding");
+  check_bad({"run", study, "--set", "workload.global_batch=32770"}, "workload.global_batch");
+  check_bad({"run", study, "--set", "dcn.nic_bandwidth_GBps=0"}, "dcn.nic_bandwidth_GBps");
+}
+
+TEST_CASE(
+    "multislice: each host's DCN links are modules of the machine with the parameters' rates") {
+  // 4x4 chips in host blocks of 4x2 (hardware.host.chip_block): 2 hosts of 8 chips per slice.
+  char tmpl[] = "/tmp/tpusim_dcn_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string csv = dir + "/links.csv";
+  auto r = run_tpusim({"collective",
+                       "--op",
+                       "all-reduce",
+                       "--bytes",
+                       "1MiB",
+                       "--topology",
+                       "4x4",
+                       "--mesh",
+                       "data=32",
+                       "--axes",
+                       "data",
+                       "--set",
+                       "topology.slices=2",
+                       "--set",
+                       "dcn.host_nics=2",
+                       "--set",
+                       "dcn.nic_bandwidth_GBps=10",
+                       "--set",
+                       "dcn.bisection_bandwidth_GBps=1000",
+                       "--links-csv",
+                       csv});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(slurp(csv));
+  std::string line;
+  int tx = 0, fabric = 0;
+  double sent = 0;
+  const double hosts = 2, host_cores = 16, shard = 1024.0 * 1024 / 32;
+  while (std::getline(in, line)) {
+    if (line.rfind("multipod.dcn.host(", 0) != 0) continue;
+    std::vector<std::string> f;
+    std::stringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    REQUIRE(f.size() >= 3);
+    const double bandwidth = std::stod(f[1]), bytes = std::stod(f[2]);
+    if (f[0].find(").tx") != std::string::npos) {
+      ++tx;
+      CHECK(bandwidth == Approx(2 * 10.0));  // interfaces x bandwidth each
+      sent += bytes;
+      CHECK(bytes == Approx(host_cores * 2.0 * (2 - 1) / 2 * shard));
+    } else if (f[0].find(").fabric") != std::string::npos) {
+      ++fabric;
+      CHECK(bandwidth == Approx(1000 / (2 * hosts)));  // the bisection over 2 H flows
+    }
+  }
+  CHECK(tx == hosts);
+  CHECK(fabric == hosts);
+  CHECK(sent == Approx(hosts * host_cores * shard));
+  std::system(("rm -rf " + shell_quote(dir)).c_str());
+}
