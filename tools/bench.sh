@@ -41,6 +41,12 @@ for study in bert_large_4096 transformer_big_4096 resnet50_4096 ssd_4096 ssd_204
   f=configs/studies/$study.json
   [ -f "$f" ] && measure "run $study" "$BIN" run "$f" --json
 done
+measure "run bert_large_4096, every core (sim.symmetry=off)" "$BIN" run configs/studies/bert_large_4096.json --set sim.symmetry=off --json
+for study in gpt3_175b_4096 palm_540b_6144 bert_large_4x4096_v4; do
+  f=configs/studies/$study.json
+  [ -f "$f" ] && measure "run $study" "$BIN" run "$f" --json
+done
+measure "run bert_large_4096 on tpu_v4 (4096 chips)" "$BIN" run configs/studies/bert_large_4096.json --set preset=tpu_v4 --set topology=tpu_v4_4096 --json
 measure "run bert_large_4096, flow level" "$BIN" run configs/studies/bert_large_4096.json --set network.fidelity=flow --json
 measure "run bert_large_4096, packet level" "$BIN" run configs/studies/bert_large_4096.json --set network.fidelity=packet --json
 if "$BIN" replay --help >/dev/null 2>&1 && [ -f configs/studies/bert_large_4096.json ]; then
