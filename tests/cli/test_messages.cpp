@@ -11,10 +11,12 @@
 #include "tests/cli_sweep/sweep_fixture.hpp"
 
 namespace {
-std::string tmp(const std::string& name) {
+std::string messages_tmp(const std::string& name) {
   return "/tmp/tpusim_cli_messages_" + std::to_string(::getpid()) + "_" + name;
 }
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void messages_write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 }  // namespace
 
 TEST_CASE(
@@ -59,8 +61,8 @@ TEST_CASE("a directory given as a study is named as such") {
 }
 
 TEST_CASE("a number a double cannot hold is a JSON error with its position") {
-  const std::string f = tmp("overflow.json");
-  write(f, "{\"preset\": \"tpu_v3\",\n \"hardware\": {\"clock_MHz\": 1e400}}");
+  const std::string f = messages_tmp("overflow.json");
+  messages_write(f, "{\"preset\": \"tpu_v3\",\n \"hardware\": {\"clock_MHz\": 1e400}}");
   auto r = run_tpusim({"validate", f});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains(f + ":2:"));
@@ -70,8 +72,8 @@ TEST_CASE("a number a double cannot hold is a JSON error with its position") {
 }
 
 TEST_CASE("duplicate JSON keys are an error naming the path") {
-  const std::string f = tmp("dup.json");
-  write(
+  const std::string f = messages_tmp("dup.json");
+  messages_write(
       f,
       R"({"preset": "tpu_v3", "hardware": {"ici": {"bandwidth_GBps": 50, "bandwidth_GBps": 70}}})");
   auto r = run_tpusim({"validate", f});
@@ -114,8 +116,8 @@ TEST_CASE("an error in a trace's recorded hardware names the trace file") {
       std::string(TPUSIM_SOURCE_DIR) + "/traces/examples/small_data_model.trace.json";
   auto t = nlohmann::json::parse(slurp(src));
   t["recorded_on"]["hardware"]["clock_MHz"] = -5;
-  const std::string f = tmp("bad_recorded.json");
-  write(f, t.dump());
+  const std::string f = messages_tmp("bad_recorded.json");
+  messages_write(f, t.dump());
   auto r = run_tpusim({"replay", f});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains(f + ": recorded_on.hardware.clock_MHz"));
