@@ -71,8 +71,7 @@ void TensorCore::issue_deferred(Duration now) {
     deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(k));
     const auto i = std::find(outstanding_.begin(), outstanding_.end(), op) - outstanding_.begin();
     issued_at_[static_cast<std::size_t>(i)] = now;
-    ctx_.engine->arrive(op, id_);
-    k = 0;  // the engine may have finished others at once: look again from the start
+    ctx_.engine->arrive(op, id_);  // groups start from the event queue, not inside arrive
   }
 }
 
