@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "tests/cli/run_tpusim.hpp"
+#include "tests/cli/bad_input.hpp"
 
 namespace {
 
@@ -56,10 +56,7 @@ TEST_CASE("bad convolutional layouts: one error line naming the JSON path and ex
     std::vector<std::string> args{"run", "configs/studies/ssd_64.json"};
     args.insert(args.end(), sets.begin(), sets.end());
     auto r = run_tpusim(args);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(r.err_lines() == 1);
-    CHECK_THAT(r.err, Catch::Contains(message));
+    check_bad_input(r, message);
   }
   // A 32x32 image is 16 rows after space-to-depth: 32 cores cannot split it.
   auto r = run_tpusim({"run", "configs/studies/resnet50_16.json", "--set", "workload.image_size=32",

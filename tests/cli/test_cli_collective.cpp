@@ -1,15 +1,12 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "tests/cli/run_tpusim.hpp"
+#include "tests/cli/bad_input.hpp"
 
 namespace {
 void check_bad(const std::vector<std::string>& args, const std::string& named) {
   auto r = run_tpusim(args);
-  INFO(r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.err_lines() == 1);
-  CHECK_THAT(r.err, Catch::Contains(named));
+  check_bad_input(r, named);
   CHECK(r.out.empty());
 }
 }  // namespace

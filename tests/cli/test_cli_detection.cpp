@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "tests/cli/run_tpusim.hpp"
+#include "tests/cli/bad_input.hpp"
 
 TEST_CASE("tpusim run --top lists compute by op class, the JSON always holds it") {
   auto text = run_tpusim({"run", "configs/studies/maskrcnn_16.json", "--top", "3"});
@@ -50,9 +50,6 @@ TEST_CASE("bad detection parameters: one error line naming the path, exit 2") {
            {"ssd_64", "workload.labels_partitioned=3", "workload.labels_partitioned"},
            {"ssd_64", "hardware.hbm.access_bytes=0", "hardware.hbm.access_bytes"}}) {
     auto r = run_tpusim({"run", "configs/studies/" + study + ".json", "--set", set});
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(r.err_lines() == 1);
-    CHECK_THAT(r.err, Catch::Contains(path));
+    check_bad_input(r, path);
   }
 }

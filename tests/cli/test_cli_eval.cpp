@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "tests/cli/run_tpusim.hpp"
+#include "tests/cli/bad_input.hpp"
 
 TEST_CASE("tpusim run --set workload.program=eval simulates the forward-only eval step") {
   const char* study = "configs/studies/bert_large_16.json";
@@ -26,9 +26,6 @@ TEST_CASE("a bad program or eval batch is one error line naming the path, exit 2
            {"workload.eval_batch=-1", "workload.eval_batch"}}) {
     auto r = run_tpusim({"run", "configs/studies/bert_large_16.json", "--set",
                          "workload.program=eval", "--set", set});
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(r.err_lines() == 1);
-    CHECK_THAT(r.err, Catch::Contains(path));
+    check_bad_input(r, path);
   }
 }

@@ -90,7 +90,7 @@ TEST_CASE("a language-model layout that does not fit is one line naming the path
   CHECK(off.err.find("does not map onto the torus") != std::string::npos);
 }
 
-TEST_CASE("2D and sequence-axis layouts run; a degree that does not divide is one line, exit 2") {
+TEST_CASE("2D and sequence-axis layouts run - a degree that does not divide is one line, exit 2") {
   const std::vector<std::string> small = {"run",   "configs/studies/decoder_1b_16.json",
                                           "--set", "workload.layers=2",
                                           "--set", "workload.seq_len=256",

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/cli/run_tpusim.hpp"
+#include "tests/cli/bad_input.hpp"
 
 namespace {
 using json = nlohmann::json;
@@ -24,11 +24,7 @@ json collective(const std::vector<std::string>& sets, const std::string& topolog
 }
 
 void check_bad(const std::vector<std::string>& args, const std::string& named) {
-  auto r = run_tpusim(args);
-  INFO(r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.err_lines() == 1);
-  CHECK_THAT(r.err, Catch::Contains(named));
+  check_bad_input(run_tpusim(args), named);
 }
 
 // BERT-Large on slices of 2x2 v3 chips (8 cores each), data parallel over all of them.

@@ -6,17 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "tests/cli/run_tpusim.hpp"
+#include "tests/cli/bad_input.hpp"
 
 namespace {
 const char* kCliRunStudy = "configs/studies/bert_large_16.json";
 
 void check_bad_run(const std::vector<std::string>& sets, const std::string& named) {
-  auto r = run_tpusim(with_sets({"run", kCliRunStudy}, sets));
-  INFO(r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.err_lines() == 1);
-  CHECK_THAT(r.err, Catch::Contains(named));
+  check_bad_input(run_tpusim(with_sets({"run", kCliRunStudy}, sets)), named);
 }
 }  // namespace
 

@@ -51,7 +51,7 @@ double hosts_device_step_s(const Config& cfg) {
 }
 }  // namespace
 
-TEST_CASE("hosts: an input-bound loop steps at a host's CPU time per batch; cores halve it") {
+TEST_CASE("hosts: an input-bound loop steps at a host's CPU time per batch - cores halve it") {
   const Config cfg =
       config_with({{"topology", "4x4"}, {"hardware", {{"host", {{"cpu_cores", 4}}}}}});
   const Config doubled =

@@ -337,7 +337,7 @@ ChakraProtoMsg::Node comp(std::uint64_t id, std::vector<std::uint64_t> deps, std
 }
 }  // namespace
 
-TEST_CASE("a foreign trace imports in dependency order; cycles and dangling deps are refused") {
+TEST_CASE("a foreign trace imports in dependency order - cycles and dangling deps are refused") {
   // Written out of order: 7 depends on 3 (ctrl) and 5; 5 on 3.
   auto a = comp(7, {5}, 4);
   a.add_ctrl_deps(3);
@@ -385,7 +385,7 @@ TEST_CASE("a foreign trace imports in dependency order; cycles and dangling deps
   for (const auto& d : {dir, cyclic, dangling, reduce_dir, load_dir}) fs::remove_all(d);
 }
 
-TEST_CASE("a node depending on itself is a cycle; a batch or topology replay refuses is refused") {
+TEST_CASE("a node depending on itself is a cycle - a batch or topology replay refuses is refused") {
   const std::string self = foreign_trace("self", {comp(1, {}, 1), comp(2, {1, 2}, 1)});
   CHECK(import_error(self) == self +
                                   "/et.0.et: node 2 'op2': depends on itself: a dependency cycle; "

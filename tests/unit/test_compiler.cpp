@@ -108,7 +108,7 @@ TEST_CASE("compiler: a fused conv-ReLU chain reads its input and weights once an
   CHECK(compile(unfused, v3(), only_fusion(FusionMode::None)).ops.size() == 2);
 }
 
-TEST_CASE("compiler: batch-norm statistics fuse with their conv; the apply waits for them") {
+TEST_CASE("compiler: batch-norm statistics fuse with their conv - the apply waits for them") {
   // conv1 -> stats -> apply(+ReLU) -> conv2: the statistics are a full reduction of conv1's
   // output, so the apply cannot run in conv1's pass; it fuses into conv2 as an input fusion,
   // and the normalised map (read by nothing else) never reaches HBM.

@@ -41,7 +41,7 @@ int count_named(const Program& p, const std::string& part) {
 
 }  // namespace
 
-TEST_CASE("eval graphs hold forward ops only; their MXU work is the training forward pass") {
+TEST_CASE("eval graphs hold forward ops only - their MXU work is the training forward pass") {
   for (const char* model : {"bert_large", "resnet50"}) {
     CAPTURE(model);
     const Config cfg = eval_study(model, "4x4", 32);
@@ -66,7 +66,7 @@ TEST_CASE("a data-parallel eval program has no collective: no gradient sync, no 
   CHECK(train.num_collectives() > 0);
 }
 
-TEST_CASE("the eval program runs at workload.eval_batch; 0 means the training batch") {
+TEST_CASE("the eval program runs at workload.eval_batch - 0 means the training batch") {
   const Program p = program_of(eval_study("bert_large", "4x4", 32, {}, {{"eval_batch", 96}}));
   CHECK(p.examples_per_step == 96);
   CHECK(p.ops.front().shapes.front().front() == 96 / 32 * 512);  // tokens of 3 sequences

@@ -237,7 +237,7 @@ TEST_CASE("eval metrics: COCO mAP and BLEU operations cost their size times thei
   CHECK(eval_metric(metric_study("resnet50", 16, "host"), 50000, 4).ops.empty());
 }
 
-TEST_CASE("eval metrics: on the device no host work; all_hosts divides it, plus the gather") {
+TEST_CASE("eval metrics: on the device no host work - all_hosts divides it, plus the gather") {
   for (const auto& [model, batch] : std::vector<std::pair<std::string, long long>>{
            {"ssd", 16}, {"maskrcnn", 8}, {"transformer_big", 16}}) {
     CAPTURE(model);

@@ -6,7 +6,7 @@
 
 using namespace tpusim;
 
-TEST_CASE("a torus has 2 x dims x chips directed links; an open line loses its edge links") {
+TEST_CASE("a torus has 2 x dims x chips directed links - an open line loses its edge links") {
   Topology torus(parse_topology("32x32"));
   CHECK(torus.num_chips() == 1024);
   CHECK(torus.num_directed_links() == 2 * 2 * 1024);

@@ -194,7 +194,7 @@ TimeToTrain host_eval_run(TrainSchedule& s, double stall_ms = 0) {
 }
 }  // namespace
 
-TEST_CASE("host evaluation: the last metric is waited for; a blocking one adds exactly its time") {
+TEST_CASE("host evaluation: the last metric is waited for - a blocking one adds exactly its time") {
   TrainSchedule s;
   TimeToTrain t = host_eval_run(s);
   const double x = 0.2, V = 5;
