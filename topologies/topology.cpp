@@ -275,14 +275,48 @@ int Topology::offset(int a, int b, int d) const {
   return off;
 }
 
+std::vector<int> Topology::route_steps(int src, int dst) const {
+  std::vector<int> steps(num_dims());
+  if (twisted_dim_ < 0) {
+    for (int d = 0; d < num_dims(); ++d) steps[d] = offset(coord(src, d), coord(dst, d), d);
+    return steps;
+  }
+  // The displacement reduced by the wrap lattice: (k, 0, k) and (0, k, k) (a k-chip dimension
+  // and the long one, t) and 2k along t. Each k-chip step is then c or c - k, which moves t by
+  // -k; t's step the shorter way round its 2k ring.
+  const int t = twisted_dim_, n = spec_.dims[t], k = n / 2;
+  std::vector<int> c(num_dims());
+  int ct = coord(dst, t) - coord(src, t);
+  for (int d = 0; d < num_dims(); ++d) {
+    if (d == t) continue;
+    c[d] = coord(dst, d) - coord(src, d);
+    if (c[d] < 0) c[d] += k, ct -= k;
+  }
+  int best = -1;
+  const int a = t == 0 ? 1 : 0, b = t == 2 ? 1 : 2;  // the two k-chip dimensions, in order
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      int z = (((ct - (i + j) * k) % n) + n) % n;
+      if (z > k) z -= n;  // a tie at k goes +
+      const int sa = c[a] - i * k, sb = c[b] - j * k;
+      const int h = std::abs(sa) + std::abs(sb) + std::abs(z);
+      if (best >= 0 && h >= best) continue;
+      best = h;
+      steps[a] = sa, steps[b] = sb, steps[t] = z;
+    }
+  return steps;
+}
+
 std::vector<int> Topology::route(int src, int dst) const {
+  const std::vector<int> steps = route_steps(src, dst);
   std::vector<int> links;
-  if (twisted_dim_ < 0) links.reserve(static_cast<std::size_t>(hops(src, dst)));
+  int total = 0;
+  for (int s : steps) total += std::abs(s);
+  links.reserve(static_cast<std::size_t>(total));
   int cur = src;
   for (int d = 0; d < num_dims(); ++d) {
-    int off = offset(coord(cur, d), coord(dst, d), d);
-    const int dir = off >= 0 ? +1 : -1;
-    for (int k = 0; k < std::abs(off); ++k) {
+    const int dir = steps[d] >= 0 ? +1 : -1;
+    for (int k = 0; k < std::abs(steps[d]); ++k) {
       links.push_back(link_slot(cur, d, dir));
       cur = neighbor(cur, d, dir);
     }
@@ -291,10 +325,24 @@ std::vector<int> Topology::route(int src, int dst) const {
 }
 
 int Topology::hops(int src, int dst) const {
-  if (twisted_dim_ >= 0) return static_cast<int>(route(src, dst).size());
   int h = 0;
-  for (int d = 0; d < num_dims(); ++d) h += std::abs(offset(coord(src, d), coord(dst, d), d));
+  for (int s : route_steps(src, dst)) h += std::abs(s);
   return h;
+}
+
+int Topology::translate(int chip, int dim, int by) const {
+  const int n = spec_.dims[dim];
+  if (twisted_dim_ < 0 || dim == twisted_dim_) {
+    std::vector<int> x = coords(chip);
+    x[dim] = ((x[dim] + by) % n + n) % n;
+    return chip_at(x);
+  }
+  // Along a twisted dimension: n steps move n along the long one (half way round it), so the
+  // translation repeats after 2n steps; walk the links.
+  by %= 2 * n;
+  const int dir = by >= 0 ? +1 : -1;
+  for (int s = 0; s < std::abs(by); ++s) chip = neighbor(chip, dim, dir);
+  return chip;
 }
 
 int Topology::links_cut_halving(int d) const {

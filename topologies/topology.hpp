@@ -71,10 +71,21 @@ class Topology {
 
   /// Signed shortest offset from a to b along `dim` (ties on a ring go +).
   int offset(int a_coord, int b_coord, int dim) const;
-  /// Dimension-order route (X first, then Y, ...): the directed link slots from src to dst,
-  /// shortest way round on rings.
+  /// The signed steps along each dimension of the route from src to dst. On a plain grid each is
+  /// offset() of the coordinates. On a twisted torus the chips are a group (Z^3 modulo the
+  /// lattice of its wraps, so a step along a k-chip dimension past its end also moves k along
+  /// the long one), and this is the shortest of the step vectors that lead from src to dst
+  /// (fewest hops; ties to the first found, + before -, X before Y): it depends only on the
+  /// displacement, so routes are the same under every translation of the torus.
+  std::vector<int> route_steps(int src, int dst) const;
+  /// Dimension-order route (X first, then Y, ...) of route_steps(): the directed link slots from
+  /// src to dst, shortest way round on rings (on a twisted torus, a shortest path).
   std::vector<int> route(int src, int dst) const;
   int hops(int src, int dst) const;
+  /// The chip `by` steps (negative: backwards) along `dim` from `chip`: a translation of the
+  /// torus, following its links (on a twisted torus the wrap links land shifted, so this is not
+  /// a shift of one coordinate). Defined on dimensions that wrap.
+  int translate(int chip, int dim, int by) const;
 
   /// The 2k-chip dimension along which a twisted torus's other wrap links land shifted by k
   /// chips; -1 on a torus that is not twisted.

@@ -59,15 +59,27 @@ bool make_translation(const Machine& m, std::vector<int> chip_image, Translation
   return translate_dcn(m, t);
 }
 
-/// Chips shifted by `by` along `dim`.
+/// Chips shifted by `by` along `dim`, following its links (on a twisted torus a shift past the
+/// end of a k-chip dimension also moves k chips along the long one).
 std::vector<int> shifted_chips(const Topology& topo, int dim, int by) {
   std::vector<int> out(static_cast<std::size_t>(topo.num_chips()));
-  for (int c = 0; c < topo.num_chips(); ++c) {
-    auto x = topo.coords(c);
-    x[dim] = (x[dim] + by) % topo.dim(dim);
-    out[c] = topo.chip_at(x);
-  }
+  for (int c = 0; c < topo.num_chips(); ++c) out[c] = topo.translate(c, dim, by);
   return out;
+}
+
+/// True if every chip has the image of its shifts by the periods (`period[d]` chips along d,
+/// where smaller than the dimension): then the domain holds one chip of every class. On a
+/// plain torus this always holds; on a twisted one it needs the long dimension's period to
+/// divide k when a k-chip dimension's period is below k (k steps along that dimension are a
+/// shift by k along the long one).
+bool domain_is_fundamental(const Topology& topo, const std::vector<int>& period,
+                           const std::vector<int>& chip_rep) {
+  for (int d = 0; d < topo.num_dims(); ++d) {
+    if (period[d] >= topo.dim(d)) continue;
+    for (int c = 0; c < topo.num_chips(); ++c)
+      if (chip_rep[topo.translate(c, d, period[d])] != chip_rep[c]) return false;
+  }
+  return true;
 }
 
 using Sends = std::vector<std::pair<int, std::vector<int>>>;  // sender, link indices
@@ -368,10 +380,6 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
                              const std::vector<int>& multiple_of) {
   SymmetrySearch out;
   const Topology& topo = m.topology();
-  if (topo.twisted_dim() >= 0) {
-    out.reason = "a twisted torus is not mapped onto itself by the translations of its grid";
-    return out;
-  }
   auto s = std::make_unique<SymmetricRun>();
   bool smaller = false;
   const std::vector<int> ops = distinct_ops(program, planner);
@@ -389,6 +397,12 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
   }
   std::vector<int> cls;
   const std::vector<int> chip_rep = mark_domain(m, *s, cls);
+  if (!domain_is_fundamental(topo, s->period, chip_rep)) {
+    out.reason =
+        "the periods' domain does not hold one chip of each class of the twisted torus's "
+        "translations";
+    return out;
+  }
   Translation rep;
   if (!make_translation(m, chip_rep, rep)) {
     out.reason = "the links of a chip and of its image in the domain differ";

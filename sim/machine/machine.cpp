@@ -147,12 +147,17 @@ Route Machine::route(int src, int dst) const {
   if (any_failed_) {
     Route r;
     int cur = a;
+    const std::vector<int> steps = topology_.route_steps(a, b);
     for (int d = 0; d < topology_.num_dims(); ++d) {
-      const int off = topology_.offset(topology_.coord(cur, d), topology_.coord(b, d), d);
+      const int off = steps[d];
       if (off == 0) continue;
       const int dir = off > 0 ? +1 : -1;
+      // The other way round a ring reaches the same chip, but not along a twisted dimension
+      // (its wrap link lands shifted along the long one).
+      const bool detour =
+          topology_.wraps(d) && (topology_.twisted_dim() < 0 || d == topology_.twisted_dim());
       if (!walk(cur, d, dir, std::abs(off), r) &&
-          !(topology_.wraps(d) && walk(cur, d, -dir, topology_.dim(d) - std::abs(off), r)))
+          !(detour && walk(cur, d, -dir, topology_.dim(d) - std::abs(off), r)))
         throw ConfigError(
             "network.failed_links",
             "chip " + std::to_string(a) + " cannot reach chip " + std::to_string(b) +

@@ -124,3 +124,25 @@ TEST_CASE("plan space: the language model's mesh axes model2 and sequence throug
   SearchSpace b = default_space(bert, 32);
   CHECK_THROWS_AS(override_axis(b, "parallelism.model2=1,2", bert), ConfigError);
 }
+
+TEST_CASE("plan space: a megacore chip searches one device per chip against one per core") {
+  // tpu_v4 runs its two cores as one device: the space holds both layouts, megacore first.
+  const Config v4 = load_config({{"preset", "tpu_v4"},
+                                 {"topology", "2x2x2"},
+                                 {"workload", {{"model", "bert_large"}, {"global_batch", 16}}}});
+  const SearchSpace s = default_space(v4, 8);
+  REQUIRE(axis(s, "hardware.megacore"));
+  CHECK(axis(s, "hardware.megacore")->values == std::vector<nlohmann::json>{true, false});
+  std::set<bool> seen;
+  for (const auto& c : enumerate(s, v4.json()))
+    seen.insert(c.study["hardware"]["megacore"].get<bool>());
+  CHECK(seen == std::set<bool>{true, false});
+  // TPU v3 has no megacore; a chip of one core has nothing to join.
+  CHECK_FALSE(
+      axis(default_space(test::model_study("bert_large", "4x4", 32), 32), "hardware.megacore"));
+  const Config one_core =
+      load_config({{"preset", "tpu_v5e"},
+                   {"topology", "4x4"},
+                   {"workload", {{"model", "bert_large"}, {"global_batch", 16}}}});
+  CHECK_FALSE(axis(default_space(one_core, 16), "hardware.megacore"));
+}

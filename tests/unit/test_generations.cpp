@@ -155,3 +155,38 @@ TEST_CASE("a twisted k x k x 2k torus cuts twice the links of the plain one at i
       topology_from_json({{"dims", {4, 4, 8}}, {"wrap", {true, false, true}}, {"twist", true}}),
       ConfigError);
 }
+
+TEST_CASE("a twisted torus routes every pair over a shortest path, the same from every chip") {
+  for (int k : {3, 4}) {
+    const Topology t(topology_from_json({{"dims", {k, k, 2 * k}}, {"twist", true}}));
+    const int n = t.num_chips();
+    // Hop distances by breadth-first search over the links, from chip 0.
+    std::vector<int> dist(static_cast<std::size_t>(n), -1), queue{0};
+    dist[0] = 0;
+    for (std::size_t q = 0; q < queue.size(); ++q)
+      for (int d = 0; d < 3; ++d)
+        for (int dir : {+1, -1}) {
+          const int m = t.neighbor(queue[q], d, dir);
+          if (dist[m] < 0) dist[m] = dist[queue[q]] + 1, queue.push_back(m);
+        }
+    for (int src = 0; src < n; ++src)
+      for (int dst = 0; dst < n; ++dst) {
+        const std::vector<int> r = t.route(src, dst);
+        int at = src;
+        for (int slot : r) {
+          REQUIRE(t.link(slot).src == at);
+          at = t.link(slot).dst;
+        }
+        REQUIRE(at == dst);
+        // The torus is a group: src -> dst is the translate of 0 -> the chip at dst - src.
+        int rel = dst;
+        for (int d = 0; d < 3; ++d) rel = t.translate(rel, d, -t.coord(src, d));
+        CHECK(static_cast<int>(r.size()) == dist[rel]);
+        CHECK(t.hops(src, dst) == dist[rel]);
+        CHECK(t.route_steps(src, dst) == t.route_steps(0, rel));
+      }
+    // 2k steps along a k-chip dimension come back; k steps land k chips along the long one.
+    CHECK(t.translate(0, 0, 2 * k) == 0);
+    CHECK(t.translate(0, 0, k) == t.chip_at({0, 0, k}));
+  }
+}

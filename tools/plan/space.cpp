@@ -36,6 +36,7 @@ const std::map<std::string, std::string>& short_names() {
                                                     {"parallelism.weight_update_sharding", "wus"},
                                                     {"parallelism.grad_bucket_MiB", "bucket_MiB"},
                                                     {"parallelism.grad_dtype", "grad"},
+                                                    {"hardware.megacore", "megacore"},
                                                     {"workload.global_batch", "batch"}};
   return m;
 }
@@ -74,6 +75,11 @@ SearchSpace default_space(const Config& base, int cores) {
   s.axes.push_back({"parallelism.weight_update_sharding", {false, true}});
   s.axes.push_back({"parallelism.grad_bucket_MiB", {8, 32, 128}});
   s.axes.push_back({"parallelism.grad_dtype", {"bf16", "f32"}});
+  // A chip that runs its cores as one device (megacore: the study's hardware turns it on, as the
+  // tpu_v4 and tpu_v5p presets do) can also run one replica per core: search both. TPU v3 has
+  // no megacore, so a study that leaves it off keeps one device per core (--space adds it).
+  if (base.integer("hardware.cores_per_chip") > 1 && base.boolean("hardware.megacore"))
+    s.axes.push_back({"hardware.megacore", {true, false}});
   return s;
 }
 

@@ -29,6 +29,8 @@ struct SearchSpace {
 ///   parallelism.weight_update_sharding  false, true
 ///   parallelism.grad_bucket_MiB  8, 32, 128
 ///   parallelism.grad_dtype  bf16, f32
+///   hardware.megacore       true, false on a chip of several cores whose study turns megacore
+///                           on (tpu_v4, tpu_v5p): one device per chip against one per core
 /// Combinations the layout rules forbid are in the space; validation rejects them.
 SearchSpace default_space(const Config& base, int cores);
 

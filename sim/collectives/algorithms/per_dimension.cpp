@@ -7,6 +7,16 @@
 // each link once per step; data goes one way round that ring.
 // Order: the on-chip step, then torus dimensions, then the others, larger extents first: the
 // first phases carry the most data, so they go where bandwidth per core is highest.
+// Whether a line is a ring is read from the link graph: its members must follow each other
+// along the dimension's links, the last back to the first. On a twisted torus a line along a
+// k-chip dimension is not one (its wrap link lands k chips along the long dimension).
+// A twisted k x k x 2k torus holding the whole group (every chip, each core index the group
+// has): its chips are the group Z_2k x Z_k x Z_k, and no two of its link cycles are
+// independent (k steps along any dimension reach the same chip), so the rings follow a split
+// of that group instead: the long dimension's rings of 2k chips (one hop), then the rings of
+// the steps +a -t and +b -t (a, b the k-chip dimensions, t the long one), k chips each, two
+// hops a step. Each phase's routes cross every link direction once, as on the plain torus, so
+// the phases move the same bytes per link as the plain torus's t, a, b rings.
 #include <algorithm>
 
 #include "core/errors.hpp"
@@ -41,15 +51,18 @@ class PerDimension : public DescribedAlgorithm {
       int extent;
     };
     std::vector<DimInfo> dims;
+    bool whole = true;  // the group holds every chip
     for (int d = 0; d < static_cast<int>(shape.values.size()); ++d) {
       const int extent = static_cast<int>(shape.values[d].size());
+      if (d > 0) whole = whole && extent == m.topology().dim(d - 1);
       if (extent < 2) continue;
       if (onchip_only_ && d > 0)
         throw ConfigError("collectives.algorithm",
                           "onchip serves only groups inside one chip; this group spans chips");
-      const bool torus = d > 0 && m.topology().wraps(d - 1) && extent == m.topology().dim(d - 1);
+      const bool torus = d > 0 && closes_rings(m, lines_along(m, shape, group, d), d - 1);
       dims.push_back({d, torus, extent});
     }
+    if (whole && m.topology().twisted_dim() >= 0) return twisted_plan(m, kind, shape, group);
     std::stable_sort(dims.begin() + (!dims.empty() && dims.front().dim == 0 ? 1 : 0), dims.end(),
                      [](const DimInfo& a, const DimInfo& b) {
                        return a.torus != b.torus ? a.torus : a.extent > b.extent;
@@ -80,6 +93,59 @@ class PerDimension : public DescribedAlgorithm {
       out.rings.push_back(std::move(order));
     }
     return out;
+  }
+
+  /// True if every line's members follow each other along `dim`'s links (+ direction), the
+  /// last back to the first.
+  static bool closes_rings(const Machine& m, const std::vector<std::vector<int>>& lines, int dim) {
+    const Topology& topo = m.topology();
+    for (const auto& line : lines) {
+      if (line.size() < 3) return false;
+      for (std::size_t i = 0; i < line.size(); ++i)
+        if (topo.neighbor(m.chip_of(line[i]), dim, +1) != m.chip_of(line[(i + 1) % line.size()]))
+          return false;
+    }
+    return true;
+  }
+
+  /// The rings of the cosets of one step (`step` maps a chip to the next), each `length`
+  /// chips, for each core index the group has.
+  template <class Step>
+  static DimRings cosets(const Machine& m, const GroupShape& shape, int length, Step step) {
+    const int chips = m.topology().num_chips(), cpc = m.hardware().cores_per_chip;
+    DimRings out;
+    out.bidirectional = true;
+    std::vector<char> seen(static_cast<std::size_t>(chips), 0);
+    std::vector<std::vector<int>> chip_rings;
+    for (int c = 0; c < chips; ++c) {
+      if (seen[c]) continue;
+      chip_rings.emplace_back();
+      for (int x = c, i = 0; i < length; ++i, x = step(x)) {
+        seen[x] = 1;
+        chip_rings.back().push_back(x);
+      }
+    }
+    for (int core : shape.values[0])
+      for (const auto& ring : chip_rings) {
+        out.rings.emplace_back();
+        for (int chip : ring) out.rings.back().push_back(chip * cpc + core);
+      }
+    return out;
+  }
+
+  /// The whole group on a twisted torus (see the top of the file).
+  GroupPlan twisted_plan(const Machine& m, CollectiveKind kind, const GroupShape& shape,
+                         const std::vector<int>& group) const {
+    const Topology& topo = m.topology();
+    const int t = topo.twisted_dim(), k = topo.dim(t) / 2;
+    std::vector<DimRings> rings;
+    if (shape.values[0].size() > 1) rings.push_back(rings_along(m, shape, group, 0, false));
+    rings.push_back(cosets(m, shape, 2 * k, [&](int c) { return topo.translate(c, t, 1); }));
+    for (int d = 0; d < topo.num_dims(); ++d)
+      if (d != t)
+        rings.push_back(cosets(
+            m, shape, k, [&, d](int c) { return topo.translate(topo.translate(c, d, 1), t, -1); }));
+    return ring_phases(m, kind, rings);
   }
 
   bool onchip_only_;
