@@ -82,23 +82,32 @@ bool domain_is_fundamental(const Topology& topo, const std::vector<int>& period,
   return true;
 }
 
-using Sends = std::vector<std::pair<int, std::vector<int>>>;  // sender, link indices
-
-/// A ring's sends (sender, route), translated by `t` if given, sorted.
-Sends ring_sends(const Ring& r, const Translation* t) {
-  Sends out;
-  auto add = [&](int sender, const Route& route) {
-    if (route.empty()) return;
-    std::vector<int> links;
-    links.reserve(route.size());
-    for (const LinkModule* l : route) links.push_back(t ? t->link[l->index] : l->index);
-    out.emplace_back(t ? t->core[sender] : sender, std::move(links));
+/// (sender, send) of a ring's non-empty sends, the sender translated by `t` if given, sorted;
+/// send k < next.size() is next[k], the others prev[k - next.size()].
+using SendKeys = std::vector<std::pair<int, int>>;
+SendKeys send_keys(const Ring& r, const Translation* t) {
+  SendKeys out;
+  out.reserve(r.next.size() + r.prev.size());
+  auto add = [&](int sender, std::size_t k) {
+    out.emplace_back(t ? t->core[sender] : sender, static_cast<int>(k));
   };
   for (std::size_t k = 0; k < r.next.size(); ++k)
-    add(r.next_from.empty() ? r.members[k] : r.next_from[k], r.next[k]);
-  for (std::size_t k = 0; k < r.prev.size(); ++k) add(r.members[k], r.prev[k]);
+    if (!r.next[k].empty()) add(r.next_from.empty() ? r.members[k] : r.next_from[k], k);
+  for (std::size_t k = 0; k < r.prev.size(); ++k)
+    if (!r.prev[k].empty()) add(r.members[k], r.next.size() + k);
   std::sort(out.begin(), out.end());
   return out;
+}
+const Route& send_route(const Ring& r, int k) {
+  const auto i = static_cast<std::size_t>(k);
+  return i < r.next.size() ? r.next[i] : r.prev[i - r.next.size()];
+}
+/// A route's link indices, translated by `t` if given.
+std::vector<int> link_indices(const Route& route, const Translation* t) {
+  std::vector<int> links;
+  links.reserve(route.size());
+  for (const LinkModule* l : route) links.push_back(t ? t->link[l->index] : l->index);
+  return links;
 }
 
 /// Per core of the image plan's phase: its ring and position (valid where stamp == epoch).
@@ -115,13 +124,43 @@ bool same_route(const Route& a, const Route& b, const Translation& t) {
   return true;
 }
 
+/// True if `image` sends what `ring` translated by `t` sends: the same senders, each with the
+/// same routes in any order (an exchange lists its sends by route length, and a translation
+/// keeps that order only up to ties). Compares without copying the routes.
+bool same_sends(const Ring& ring, const Ring& image, const Translation& t) {
+  const SendKeys a = send_keys(ring, &t);
+  const SendKeys b = send_keys(image, nullptr);
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].first != b[i].first) return false;
+  for (std::size_t i = 0; i < a.size();) {
+    std::size_t end = i + 1;
+    while (end < a.size() && a[end].first == a[i].first) ++end;
+    if (end == i + 1) {
+      if (!same_route(send_route(ring, a[i].second), send_route(image, b[i].second), t))
+        return false;
+    } else {  // several sends of one sender: compare them as multisets
+      std::vector<std::vector<int>> x, y;
+      for (std::size_t j = i; j < end; ++j) {
+        x.push_back(link_indices(send_route(ring, a[j].second), &t));
+        y.push_back(link_indices(send_route(image, b[j].second), nullptr));
+      }
+      std::sort(x.begin(), x.end());
+      std::sort(y.begin(), y.end());
+      if (x != y) return false;
+    }
+    i = end;
+  }
+  return true;
+}
+
 /// True if `image` is `ring` translated by `t` (same members, each with the same routes).
 bool same_ring(const Ring& ring, const Ring& image, const Translation& t, const Where& w) {
   if (image.members.size() != ring.members.size() || image.path_latency != ring.path_latency ||
       image.next.size() != ring.next.size() || image.prev.size() != ring.prev.size() ||
       ring.next_from.empty() != image.next_from.empty())
     return false;
-  if (!ring.next_from.empty()) return ring_sends(ring, &t) == ring_sends(image, nullptr);
+  if (!ring.next_from.empty()) return same_sends(ring, image, t);
   const int r = w.ring[t.core[ring.members.front()]];
   for (std::size_t k = 0; k < ring.members.size(); ++k) {
     const int m = t.core[ring.members[k]];
