@@ -37,6 +37,7 @@ const ParamRegistrar kHardwareParams{{
     {"hardware.calibration.hbm_efficiency", T::Number, "", 0.85, "achievable fraction of peak HBM bandwidth", 0.01, 1},
     {"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 100.0, "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9},
     {"hardware.calibration.collective_launch_ns", T::Number, "ns", 1000.0, "fixed cost of starting one collective op, whatever its size (assumed: as an XLA op launch, about 1 us; no public figure)", 0, 1e9},
+    {"hardware.calibration.loop_iteration_ns", T::Number, "ns", 1000.0, "fixed cost of one device-loop iteration, paid by its infeed op: the while loop's condition and the infeed dequeue on the core's scalar unit (assumed: as an op launch, about 1 us; no public figure)", 0, 1e9},
     {"hardware.vmem.MiB_per_core", T::Number, "MiB", 16.0, "vector memory of a TensorCore: bounds the tiles a fusion keeps on chip (about 32 MiB per TPU v3 chip, a third-party figure)", 0.001, 1e6},
     {"hardware.cmem.MiB_per_chip", T::Number, "MiB", 0.0, "common memory of a chip that XLA places buffers in instead of HBM (TPU v4: 128 MiB, ISCA 2023; TPU v3: none)", 0, 1e6},
 }};
@@ -87,6 +88,7 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.mxu_efficiency = c.number("hardware.calibration.mxu_efficiency");
   h.collective_step_overhead = c.ns("hardware.calibration.collective_step_overhead_ns");
   h.collective_launch = c.ns("hardware.calibration.collective_launch_ns");
+  h.loop_iteration = c.ns("hardware.calibration.loop_iteration_ns");
   h.vmem_bytes_per_core = c.number("hardware.vmem.MiB_per_core") * 1048576.0;
   h.cmem_bytes_per_chip = c.number("hardware.cmem.MiB_per_chip") * 1048576.0;
   if (h.megacore) join_cores(h);

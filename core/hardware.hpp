@@ -47,6 +47,7 @@ struct HardwareSpec {
   double mxu_efficiency = 1;          ///< achieved fraction of the MXU cycle formula's throughput
   Duration collective_step_overhead;  ///< synchronisation cost of one collective step
   Duration collective_launch;         ///< fixed cost of starting one collective op
+  Duration loop_iteration;            ///< fixed cost of one device-loop iteration (its infeed op)
   // On-chip memories the compiler (compiler/) places tensors in.
   double vmem_bytes_per_core = 0;  ///< vector memory of a TensorCore (bounds a fusion's tiles)
   double cmem_bytes_per_chip = 0;  ///< common memory of a chip (TPU v4); 0: none

@@ -4,7 +4,7 @@
 
 namespace tpusim {
 
-DeviceLoop make_device_loop(const std::vector<const Program*>& steps) {
+DeviceLoop make_device_loop(const std::vector<const Program*>& steps, Duration iteration) {
   DeviceLoop loop;
   Program& p = loop.program;
   if (steps.empty()) return loop;
@@ -24,7 +24,7 @@ DeviceLoop make_device_loop(const std::vector<const Program*>& steps) {
     infeed.name = "infeed." + std::to_string(k);
     infeed.kind = "infeed";
     infeed.phase = Phase::Other;
-    infeed.compute.measured_ns = 0.0;
+    infeed.compute.measured_ns = iteration.ns();
     infeed.deps = previous;
     const int base = static_cast<int>(p.ops.size()) + 1;
     loop.infeed_op.push_back(base - 1);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/units.hpp"
 #include "models/program.hpp"
 
 namespace tpusim {
@@ -17,7 +18,8 @@ struct DeviceLoop {
 };
 
 /// Concatenates `steps` in order. Every Program must have the same mesh (throws ConfigError
-/// otherwise). The infeed ops cost nothing (a measured duration of 0): they only wait.
-DeviceLoop make_device_loop(const std::vector<const Program*>& steps);
+/// otherwise). Each infeed op takes `iteration` (a measured duration: the loop iteration's fixed
+/// cost, hardware.calibration.loop_iteration_ns) once its batch is there; it does no other work.
+DeviceLoop make_device_loop(const std::vector<const Program*>& steps, Duration iteration = {});
 
 }  // namespace tpusim

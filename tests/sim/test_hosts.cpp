@@ -1,7 +1,7 @@
 // The hosts (sim/machine/host.hpp) feeding a device loop, against closed forms: an input-bound
 // loop's step period is a host's CPU time per batch (examples per host x ns per example / cores),
 // doubling the cores halves it, free hosts leave the device-bound step, and the first batch
-// arrives after its CPU time plus its PCIe copy.
+// arrives after its CPU time plus its PCIe copy; a loop iteration's fixed cost adds to every step.
 #include <catch2/catch.hpp>
 
 #include "models/device_loop.hpp"
@@ -25,11 +25,12 @@ constexpr double kHostsBatch = 64;          // examples per step over all hosts
 constexpr double kHostsExampleBytes = 1e4;  // infeed bytes per example
 
 /// Starts of the simulated steps (s) and the hosts' count, for hosts at `ns_per_example`.
-std::vector<double> hosts_starts(const Config& cfg, double ns_per_example) {
+std::vector<double> hosts_starts(const Config& cfg, double ns_per_example,
+                                 Duration iteration = {}) {
   return in_child([&] {
     const Program step = hosts_step();
     std::vector<const Program*> steps(kHostsSteps, &step);
-    const DeviceLoop loop = make_device_loop(steps);
+    const DeviceLoop loop = make_device_loop(steps, iteration);
     InfeedPlan plan;
     plan.op_batch = loop.op_batch;
     plan.batch_examples.assign(kHostsSteps, kHostsBatch);
@@ -81,4 +82,14 @@ TEST_CASE("hosts: free hosts leave the device-bound step") {
   const std::vector<double> v = hosts_starts(cfg, 0);
   const double device_s = hosts_device_step_s(cfg);
   for (int i = 2; i <= kHostsSteps; ++i) CHECK(v[i] - v[i - 1] == Approx(device_s).epsilon(1e-6));
+}
+
+TEST_CASE("hosts: a device-loop iteration's fixed cost adds to every device-bound step") {
+  const Config cfg = config_with(
+      {{"topology", "4x4"}, {"hardware", {{"calibration", {{"loop_iteration_ns", 5000}}}}}});
+  const HardwareSpec hw = HardwareSpec::from_config(cfg);
+  REQUIRE(hw.loop_iteration.ns() == Approx(5000));
+  const std::vector<double> v = hosts_starts(cfg, 0, hw.loop_iteration);
+  const double step_s = hosts_device_step_s(cfg) + hw.loop_iteration.seconds();
+  for (int i = 2; i <= kHostsSteps; ++i) CHECK(v[i] - v[i - 1] == Approx(step_s).epsilon(1e-6));
 }

@@ -279,7 +279,7 @@ void run_train(const TrainArgs& a) {
     plan.batch_cpu_ns_per_example.push_back(cpu_ns);
   }
   check_loop_size(steps, train, eval);
-  DeviceLoop loop = make_device_loop(steps);
+  DeviceLoop loop = make_device_loop(steps, study.hardware.loop_iteration);
   plan.op_batch = loop.op_batch;
   spdlog::info("{}: a device loop of {} steps, {} ops, on {}", a.study, steps.size(),
                loop.program.ops.size(), topology.describe());
