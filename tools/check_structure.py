@@ -149,9 +149,10 @@ def main():
             names.setdefault(f.name, []).append(str(f.relative_to(root)))
         if rel.parts[0] in TEST_ROOTS:
             for f in files:
-                for m in TEST_NAME.finditer(f.read_text(encoding="utf-8")):
+                text = f.read_text(encoding="utf-8")
+                for m in TEST_NAME.finditer(text):
                     if ";" in m.group(1):
-                        line = f.read_text(encoding="utf-8").count("\n", 0, m.start()) + 1
+                        line = text.count("\n", 0, m.start()) + 1
                         breaches.append(f"{f.relative_to(root)}:{line}: a test name with ';' "
                                         "(ctest would run no test case for it)")
         if rel.parts[0] in LIBRARY_ROOTS:
