@@ -21,7 +21,7 @@ const ParamRegistrar kNetworkParams{{
 }};
 // clang-format on
 
-std::map<std::string, NetworkFactory>& registry() {
+std::map<std::string, NetworkFactory>& network_registry() {
   static std::map<std::string, NetworkFactory> r;
   return r;
 }
@@ -90,12 +90,12 @@ std::map<std::string, double> parse_degraded_links(const std::string& text) {
 }
 
 NetworkRegistrar::NetworkRegistrar(const char* name, NetworkFactory make) {
-  registry()[name] = make;
+  network_registry()[name] = make;
 }
 
 std::unique_ptr<Network> make_network(EventQueue& queue, const NetworkOptions& options) {
-  auto it = registry().find(options.fidelity);
-  if (it == registry().end()) {
+  auto it = network_registry().find(options.fidelity);
+  if (it == network_registry().end()) {
     std::string names;
     for (const auto& n : network_names()) names += (names.empty() ? "" : ", ") + n;
     throw ConfigError("network.fidelity",
@@ -106,7 +106,7 @@ std::unique_ptr<Network> make_network(EventQueue& queue, const NetworkOptions& o
 
 std::vector<std::string> network_names() {
   std::vector<std::string> out;
-  for (const auto& [name, _] : registry()) out.push_back(name);
+  for (const auto& [name, _] : network_registry()) out.push_back(name);
   return out;
 }
 

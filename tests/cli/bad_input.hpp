@@ -3,6 +3,7 @@
 // stderr that names the value or path (`named`).
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/cli/run_tpusim.hpp"
 
@@ -11,4 +12,11 @@ inline void check_bad_input(const TpusimResult& r, const std::string& named) {
   CHECK(r.exit_code == 2);
   CHECK(r.err_lines() == 1);
   CHECK_THAT(r.err, Catch::Contains(named));
+}
+
+/// Runs tpusim with `args` and checks the house rule on it, and that nothing went to stdout.
+inline void check_bad(const std::vector<std::string>& args, const std::string& named) {
+  const auto r = run_tpusim(args);
+  check_bad_input(r, named);
+  CHECK(r.out.empty());
 }

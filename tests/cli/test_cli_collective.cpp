@@ -3,14 +3,6 @@
 
 #include "tests/cli/bad_input.hpp"
 
-namespace {
-void check_bad(const std::vector<std::string>& args, const std::string& named) {
-  auto r = run_tpusim(args);
-  check_bad_input(r, named);
-  CHECK(r.out.empty());
-}
-}  // namespace
-
 TEST_CASE("tpusim collective --json reports time and bandwidths that agree with each other") {
   auto r = run_tpusim(
       {"collective", "--op", "all-reduce", "--bytes", "8MiB", "--topology", "4x4", "--json"});

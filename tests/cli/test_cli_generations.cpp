@@ -49,7 +49,7 @@ TEST_CASE("every generation preset builds and runs every shipped model on one ho
     for (const auto& model : kModels) {
       std::vector<std::string> args{"run"};
       args.insert(args.end(), model.begin(), model.end());
-      for (const std::string s :
+      for (const std::string& s :
            {std::string("preset=") + g.preset, std::string("topology=") + g.topology})
         args.insert(args.end(), {"--set", s});
       args.push_back("--json");

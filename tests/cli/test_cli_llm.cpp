@@ -30,7 +30,7 @@ const std::vector<std::string> kToy = {"run",   "configs/studies/decoder_1b_16.j
                                        "--set", "hardware.hbm.latency_ns=0",
                                        "--json"};
 
-json run_json(std::vector<std::string> args, const std::vector<std::string>& extra = {}) {
+json llm_json(std::vector<std::string> args, const std::vector<std::string>& extra = {}) {
   args.insert(args.end(), extra.begin(), extra.end());
   const TpusimResult r = run_tpusim(args);
   INFO(r.err);
@@ -40,14 +40,14 @@ json run_json(std::vector<std::string> args, const std::vector<std::string>& ext
 }  // namespace
 
 TEST_CASE("MFU of a compute-bound toy model equals the MXU efficiency, and HFU counts recompute") {
-  const json none = run_json(kToy);
+  const json none = llm_json(kToy);
   const double eff = none["config"]["hardware"]["calibration"]["mxu_efficiency"];
   CHECK(none["mfu"].get<double>() == Approx(eff).epsilon(2e-3));
   CHECK(none["hfu"].get<double>() == Approx(eff).epsilon(2e-3));
 
   // Full rematerialisation recomputes each layer's forward: per token 2 x (the layer's weights
   // 4 d^2 + 2 d F) + 4 s d of attention. The model's FLOPs per token: 6N + 12 L s d.
-  const json full = run_json(kToy, {"--set", "workload.remat=full"});
+  const json full = llm_json(kToy, {"--set", "workload.remat=full"});
   const double d = 1024, F = 4096, V = 8192, s = 512, L = 2;
   const double N = L * (4 * d * d + 2 * d * F) + V * d;
   const double model = 6 * N + 12 * L * s * d;
@@ -98,15 +98,15 @@ TEST_CASE("2D and sequence-axis layouts run - a degree that does not divide is o
                                           "--set", "parallelism.shard_activations=true",
                                           "--json"};
   const json j =
-      run_json(small, {"--set", "parallelism.model2=2", "--set", "parallelism.sequence=2"});
+      llm_json(small, {"--set", "parallelism.model2=2", "--set", "parallelism.sequence=2"});
   for (const char* axis : {"model", "model2", "sequence", "fsdp"})
     CHECK(j["collectives_by_axis"][axis]["bytes_per_core"].get<double>() > 0);
-  const json a2a = run_json(small, {"--set", "parallelism.sequence=2", "--set",
+  const json a2a = llm_json(small, {"--set", "parallelism.sequence=2", "--set",
                                     "parallelism.sequence_attention=all_to_all"});
   CHECK(a2a["collectives"]["all-to-all"]["count"].get<double>() > 0);
   // The model FLOPs of the step (MFU x step time x the same cores' peak) do not depend on the
   // layout.
-  const json plain = run_json(small);
+  const json plain = llm_json(small);
   const double flops_2d = j["mfu"].get<double>() * j["step_time_ms"].get<double>();
   CHECK(flops_2d == Approx(plain["mfu"].get<double>() * plain["step_time_ms"].get<double>()));
 

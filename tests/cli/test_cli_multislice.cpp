@@ -23,10 +23,6 @@ json collective(const std::vector<std::string>& sets, const std::string& topolog
   return json::parse(r.out);
 }
 
-void check_bad(const std::vector<std::string>& args, const std::string& named) {
-  check_bad_input(run_tpusim(args), named);
-}
-
 // BERT-Large on slices of 2x2 v3 chips (8 cores each), data parallel over all of them.
 std::vector<std::string> bert(int slices, const std::string& topology = "2x2") {
   return {"run",

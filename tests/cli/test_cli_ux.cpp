@@ -128,10 +128,12 @@ TEST_CASE("text reports use singular for one and a unit that fits the value") {
   CHECK_THAT(text.out, Catch::Contains(expect));
 
   // The run report: "1 op" for a kind issued once, sizes in a fitting binary unit.
-  auto run = run_tpusim({"run", "configs/studies/bert_large_4096.json", "--json"});
-  auto run_text = run_tpusim({"run", "configs/studies/bert_large_4096.json"});
+  // BERT on 16 chips: its LAMB-norm all-reduce is issued once, its gradient collectives 19 times.
+  auto run = run_tpusim({"run", "configs/studies/bert_large_16.json", "--json"});
+  auto run_text = run_tpusim({"run", "configs/studies/bert_large_16.json"});
   REQUIRE(run.exit_code == 0);
   const json rep = json::parse(run.out);
+  REQUIRE(rep["collectives"]["all-reduce"]["count"] == 1);
   for (const auto& [kind, c] : rep["collectives"].items()) {
     const int n = c["count"].get<int>();
     const std::string count = std::to_string(n) + (n == 1 ? " op " : " ops ");

@@ -122,30 +122,18 @@ TEST_CASE("collective sizes past kMaxBytes are refused rather than wrapped") {
                     "kMaxBytes");
 }
 
-TEST_CASE(
-    "an all-to-all over the Multipod runs per dimension, and direct is refused before its plan is "
-    "built") {
-  // auto exchanges along each dimension's lines (128 and 32 chips, then the 2 cores): a result.
-  const auto r = run_tpusim(
-      {"collective", "--op", "all-to-all", "--bytes", "1", "--topology", "tpu_v3_multipod"});
-  INFO(r.err);
-  CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("per_dimension"));
-  // direct over 8192 cores: 8192 x 8191 transfers, past kMaxCollectiveTransfers = 2^21.
+TEST_CASE("a direct all-to-all over the Multipod is refused before its plan is built") {
+  // 8192 x 8191 transfers, past kMaxCollectiveTransfers = 2^21. (auto runs it per dimension:
+  // tests/cli/test_scale.cpp.)
   require_refused({"collective", "--op", "all-to-all", "--bytes", "1", "--topology",
                    "tpu_v3_multipod", "--set", "collectives.all_to_all_algorithm=direct"},
                   "kMaxCollectiveTransfers", 30);
 }
 
 TEST_CASE("the packet level refuses more packets in flight one by one than kMaxPackets") {
-  // A 1 GiB all-reduce in 16-byte packets travels as packet trains (a record per train): a result.
-  const auto r =
-      run_tpusim({"collective", "--op", "all-reduce", "--bytes", "1GiB", "--topology", "2x2",
-                  "--set", "network.fidelity=packet", "--set", "network.packet_bytes=16"});
-  INFO(r.err);
-  CHECK(r.exit_code == 0);
   // A direct all-to-all's crossing flows cut the trains into single packets: past 2^23 of them
-  // in flight the run stops, before memory grows further.
+  // in flight the run stops, before memory grows further. (A 1 GiB all-reduce in 16-byte packets
+  // travels as packet trains and gives a result: tests/cli/test_scale.cpp.)
   require_refused({"collective", "--op", "all-to-all", "--bytes", "1GiB", "--topology", "4x4",
                    "--set", "collectives.all_to_all_algorithm=direct", "--set",
                    "network.fidelity=packet", "--set", "network.packet_bytes=16"},
@@ -247,40 +235,15 @@ TEST_CASE("a second sweep or plan into a directory in use stops at once") {
   fs::remove_all(dir);
 }
 
-TEST_CASE(
-    "the example profile rescaled to the Multipod replays, and is refused with a direct "
-    "all-to-all") {
-  // Its all-to-all spans every device: per dimension it is a result; direct over 8192 cores is
-  // past kMaxCollectiveTransfers. (The hand-made profile claims more FLOPs than a core's peak
-  // allows in two ops' durations; --log-level error leaves out that warning.)
-  const auto r = run_tpusim({"replay", "traces/examples/profile_tpu_v3_8.trace.json", "--topology",
-                             "tpu_v3_multipod", "--mesh", "data=2048,model=4"});
-  INFO(r.err);
-  CHECK(r.exit_code == 0);
+TEST_CASE("the example profile rescaled to the Multipod is refused with a direct all-to-all") {
+  // Its all-to-all spans every device: direct over 8192 cores is past kMaxCollectiveTransfers
+  // (per dimension it replays: tests/cli/test_scale.cpp). (The hand-made profile claims more
+  // FLOPs than a core's peak allows in two ops' durations; --log-level error leaves out that
+  // warning.)
   require_refused({"replay", "traces/examples/profile_tpu_v3_8.trace.json", "--topology",
                    "tpu_v3_multipod", "--mesh", "data=2048,model=4", "--set",
                    "collectives.all_to_all_algorithm=direct", "--log-level", "error"},
                   "kMaxCollectiveTransfers", 30);
-}
-
-TEST_CASE("a trace of 200k ops is read in seconds") {
-  // The parse is linear: no per-value callback (the depth limit and unique keys are checked by
-  // the parser's own handler). 60 s leaves room for the sanitizer build; Release takes ~1 s.
-  std::string ops;
-  for (int i = 0; i < 200000; ++i)
-    ops +=
-        std::string(i ? "," : "") +
-        R"({"name": "a", "kind": "k", "phase": "forward", "dtype": "bf16", "compute": {"flops": )" +
-        std::to_string(i + 1) + R"(, "bytes_read": 1, "bytes_written": 1}})";
-  const std::string f = tmp("big.json");
-  write(f, trace_with(ops));
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto r = run_tpusim({"trace", "info", f, "--json"});
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  REQUIRE(r.exit_code == 0);
-  CHECK(nlohmann::json::parse(r.out)["ops"] == 200000);
-  CHECK(s < 60);
-  fs::remove(f);
 }
 
 TEST_CASE("issue 25: an all-to-all over 32,768 cores is refused before its plan is built") {

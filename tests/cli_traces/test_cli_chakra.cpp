@@ -9,7 +9,7 @@
 #include "tests/cli/run_tpusim.hpp"
 
 namespace {
-std::string tmp(const std::string& name) {
+std::string chakra_tmp(const std::string& name) {
   return "/tmp/tpusim_cli_chakra_" + std::to_string(::getpid()) + "_" + name;
 }
 
@@ -20,8 +20,8 @@ double step_ms(const TpusimResult& r) {
 
 // record -> export -> import -> replay: the replayed step is the recorded run's.
 void round_trip(const std::string& study) {
-  const std::string trace = tmp(study + ".json"), dir = tmp(study + ".et"),
-                    back = tmp(study + ".back.json");
+  const std::string trace = chakra_tmp(study + ".json"), dir = chakra_tmp(study + ".et"),
+                    back = chakra_tmp(study + ".back.json");
   const double recorded = step_ms(
       run_tpusim({"run", "configs/studies/" + study + ".json", "--json", "--record-trace", trace}));
   const auto exported = run_tpusim({"trace", "export", trace, "--format", "chakra", "--out", dir});
@@ -46,17 +46,18 @@ TEST_CASE("a spatially partitioned SSD step (halo permutes as send/receive pairs
 }
 
 TEST_CASE("Chakra import refuses malformed files and profile-only options with exit code 2") {
-  const std::string dir = tmp("bad.et");
+  const std::string dir = chakra_tmp("bad.et");
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/x.0.et", std::ios::binary) << std::string("\x05\x0a\x01", 3);
-  auto bad = run_tpusim({"trace", "import", dir, "--format", "chakra", "--out", tmp("b.json")});
+  auto bad =
+      run_tpusim({"trace", "import", dir, "--format", "chakra", "--out", chakra_tmp("b.json")});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err_lines() == 1);
   CHECK(bad.err == "tpusim: error: " + dir +
                        "/x.0.et: metadata 0 (byte 0): the message claims 5 bytes but only 2 "
                        "remain (truncated file?)\n");
   auto opt = run_tpusim(
-      {"trace", "import", dir, "--format", "chakra", "--step", "0", "--out", tmp("b.json")});
+      {"trace", "import", dir, "--format", "chakra", "--step", "0", "--out", chakra_tmp("b.json")});
   CHECK(opt.exit_code == 2);
   CHECK(opt.err ==
         "tpusim: error: --step: applies to --format profile only, not to --format chakra\n");
@@ -68,15 +69,15 @@ TEST_CASE("Chakra import refuses malformed files and profile-only options with e
 }
 
 TEST_CASE("a trace without a recorded study exports with the tpu_v3 preset's durations") {
-  const std::string dir = tmp("example.et");
+  const std::string dir = chakra_tmp("example.et");
   auto r = run_tpusim({"trace", "export", "traces/examples/small_data_model.trace.json", "--format",
                        "chakra", "--out", dir, "--standard-only"});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("for 8 ranks (data 4 x model 2)"));
-  auto back =
-      run_tpusim({"trace", "import", dir, "--format", "chakra", "--out", tmp("example.back.json")});
+  auto back = run_tpusim(
+      {"trace", "import", dir, "--format", "chakra", "--out", chakra_tmp("example.back.json")});
   REQUIRE(back.exit_code == 0);
-  auto info = run_tpusim({"trace", "info", tmp("example.back.json"), "--json"});
+  auto info = run_tpusim({"trace", "info", chakra_tmp("example.back.json"), "--json"});
   REQUIRE(info.exit_code == 0);
   auto orig =
       run_tpusim({"trace", "info", "traces/examples/small_data_model.trace.json", "--json"});
@@ -85,5 +86,5 @@ TEST_CASE("a trace without a recorded study exports with the tpu_v3 preset's dur
   CHECK(a["collectives"] == b["collectives"]);
   CHECK(a["devices"] == b["devices"]);
   std::filesystem::remove_all(dir);
-  std::remove(tmp("example.back.json").c_str());
+  std::remove(chakra_tmp("example.back.json").c_str());
 }

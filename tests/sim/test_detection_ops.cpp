@@ -11,7 +11,9 @@
 using namespace tpusim;
 
 namespace {
-HardwareSpec v3() { return HardwareSpec::from_config(load_config(nlohmann::json::object())); }
+HardwareSpec detection_hw() {
+  return HardwareSpec::from_config(load_config(nlohmann::json::object()));
+}
 OpTiming timing(const HardwareSpec& hw, const OpNode& n) {
   return compute_op_time(hw, per_core_cost(n, Layout{}));
 }
@@ -43,7 +45,7 @@ TEST_CASE("bitonic top-k: block sorts, then merge-and-halve rounds") {
 }
 
 TEST_CASE("top-k op: element-stages x 4 vector ops, keys read once, k keys and indices written") {
-  const auto hw = v3();
+  const auto hw = detection_hw();
   const OpNode op = top_k("t", 2, 209664, 2000, DType::F32);
   CHECK(op.kind == OpKind::TopK);
   const double es = 2 * bitonic_topk_element_stages(209664, 2000);
@@ -54,7 +56,7 @@ TEST_CASE("top-k op: element-stages x 4 vector ops, keys read once, k keys and i
 }
 
 TEST_CASE("f32 matmul on the bf16 MXU: passes x the bf16 tile work, same useful FLOPs") {
-  const auto hw = v3();
+  const auto hw = detection_hw();
   for (const auto& [precision, passes] :
        std::vector<std::pair<std::string, int>>{{"default", 1}, {"high", 3}, {"highest", 6}}) {
     const Config cfg =
@@ -79,7 +81,7 @@ TEST_CASE("f32 matmul on the bf16 MXU: passes x the bf16 tile work, same useful 
 }
 
 TEST_CASE("one-hot gather on the MXU: the table is read, the one-hot operand is built in place") {
-  const auto hw = v3();
+  const auto hw = detection_hw();
   const DetectionCosts costs;  // 1 pass, 32-byte accesses
   // Sampling 512 of 1100 candidates' 8 f32 attributes per image, 2 images.
   const OpNode op = one_hot_matmul("g", 2, 512, 1100, 8, DType::F32, costs);
@@ -96,7 +98,7 @@ TEST_CASE("one-hot gather on the MXU: the table is read, the one-hot operand is 
 }
 
 TEST_CASE("true gather and scatter-add: one HBM access of at least the burst per element") {
-  const auto hw = v3();
+  const auto hw = detection_hw();
   const DetectionCosts costs;
   REQUIRE(costs.hbm_access_bytes == 32);
   // 4000 rows of 16 bytes (a box in f32): each a 32-byte access plus its i32 index.
@@ -123,7 +125,7 @@ TEST_CASE("f32 element-wise work moves 4 bytes per element and input") {
 }
 
 TEST_CASE("device loop: T iterations, each its own device step paying the launch") {
-  const auto hw = v3();
+  const auto hw = detection_hw();
   OpGraph g;
   const int in = g.add(f32_vector_op(OpKind::Elementwise, "in", 1024, 1, 1, 0));
   OpNode body = f32_vector_op(OpKind::Elementwise, "mining.step", 4 * 8732, 0, 2, 0);
