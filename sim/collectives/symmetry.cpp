@@ -94,8 +94,20 @@ SendKeys send_keys(const Ring& r, const Translation* t) {
     if (!r.next[k].empty()) add(r.next_from.empty() ? r.members[k] : r.next_from[k], k);
   for (std::size_t k = 0; k < r.prev.size(); ++k)
     if (!r.prev[k].empty()) add(r.members[k], r.next.size() + k);
-  std::sort(out.begin(), out.end());
-  return out;
+  // The sends went in with k rising, so the order by sender alone, kept stable, is the order
+  // of the pairs: a counting sort by sender gives it in linear time for a large exchange.
+  int senders = 0;
+  for (const auto& key : out) senders = std::max(senders, key.first + 1);
+  if (out.size() < 1024 || static_cast<std::size_t>(senders) > 4 * out.size()) {
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::vector<std::size_t> at(static_cast<std::size_t>(senders) + 1, 0);
+  for (const auto& key : out) ++at[static_cast<std::size_t>(key.first) + 1];
+  for (std::size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
+  SendKeys sorted(out.size());
+  for (const auto& key : out) sorted[at[static_cast<std::size_t>(key.first)]++] = key;
+  return sorted;
 }
 const Route& send_route(const Ring& r, int k) {
   const auto i = static_cast<std::size_t>(k);
@@ -271,33 +283,38 @@ int find_period(const std::vector<int>& ops, const Machine& m, const CollectiveP
   return n;
 }
 
-/// Every hop of a batch's routes as (hop x links + link index, position in the batch), sorted:
-/// per link and hop, the hops crossing it in the order the message level reserves them (every
-/// first hop, then every second...); `cls[position]` is the sender's class.
+/// Every hop of a batch's routes as key = hop x links + link index and its position in the
+/// batch, packed as key << 32 | position and sorted: per link and hop, the hops crossing it in
+/// the order the message level reserves them (every first hop, then every second...);
+/// `cls[position]` is the sender's class.
 struct HopOrder {
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> hops;  ///< (key, position)
-  std::vector<int> cls;                                       ///< per position
+  std::vector<std::uint64_t> hops;
+  std::vector<int> cls;  ///< per position
   /// (key, first, end) of each key's run of `hops`, by key.
   struct Run {
-    std::uint64_t key;
-    std::uint32_t first, end;
+    std::uint32_t key, first, end;
   };
   std::vector<Run> runs;
 
   void add(std::uint64_t links, int sender_class, const Route& route) {
     for (std::size_t h = 0; h < route.size(); ++h) {
-      hops.emplace_back(h * links + static_cast<std::uint64_t>(route[h]->index),
-                        static_cast<std::uint32_t>(cls.size()));
+      const std::uint64_t key = h * links + static_cast<std::uint64_t>(route[h]->index);
+      if (key >> 32 || cls.size() >> 32)
+        throw std::string("a step's batch is too large to check the order of its sends");
+      hops.push_back(key << 32 | cls.size());
       cls.push_back(sender_class);
     }
   }
+  static std::uint32_t key_of(std::uint64_t hop) { return static_cast<std::uint32_t>(hop >> 32); }
+  int cls_at(std::uint32_t i) const { return cls[static_cast<std::uint32_t>(hops[i])]; }
   /// Sorts by (key, position), which is the stable order by key, and finds the runs.
   void finish() {
     std::sort(hops.begin(), hops.end());
-    for (std::uint32_t i = 0; i < hops.size();) {
+    const auto n = static_cast<std::uint32_t>(hops.size());
+    for (std::uint32_t i = 0; i < n;) {
       std::uint32_t end = i + 1;
-      while (end < hops.size() && hops[end].first == hops[i].first) ++end;
-      runs.push_back({hops[i].first, i, end});
+      while (end < n && key_of(hops[end]) == key_of(hops[i])) ++end;
+      runs.push_back({key_of(hops[i]), i, end});
       i = end;
     }
   }
@@ -310,7 +327,7 @@ struct HopOrder {
   bool same_classes(const Run& a, const HopOrder& other, const Run& b) const {
     if (a.end - a.first != b.end - b.first) return false;
     for (std::uint32_t i = 0; i < a.end - a.first; ++i)
-      if (cls[hops[a.first + i].second] != other.cls[other.hops[b.first + i].second]) return false;
+      if (cls_at(a.first + i) != other.cls_at(b.first + i)) return false;
     return true;
   }
 };
