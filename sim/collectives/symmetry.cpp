@@ -307,9 +307,20 @@ struct HopOrder {
   }
   static std::uint32_t key_of(std::uint64_t hop) { return static_cast<std::uint32_t>(hop >> 32); }
   int cls_at(std::uint32_t i) const { return cls[static_cast<std::uint32_t>(hops[i])]; }
-  /// Sorts by (key, position), which is the stable order by key, and finds the runs.
+  /// Sorts by (key, position), which is the stable order by key, and finds the runs. The hops
+  /// went in by position, so a stable sort by key alone gives it: least significant digit
+  /// first, 11 bits of the key per counting pass.
   void finish() {
-    std::sort(hops.begin(), hops.end());
+    std::uint32_t max_key = 0;
+    for (std::uint64_t h : hops) max_key = std::max(max_key, key_of(h));
+    std::vector<std::uint64_t> other(hops.size());
+    for (int shift = 32; shift < 64 && (max_key >> (shift - 32)) != 0; shift += 11) {
+      std::uint32_t at[2049] = {};
+      for (std::uint64_t h : hops) ++at[((h >> shift) & 2047) + 1];
+      for (int i = 1; i < 2049; ++i) at[i] += at[i - 1];
+      for (std::uint64_t h : hops) other[at[(h >> shift) & 2047]++] = h;
+      hops.swap(other);
+    }
     const auto n = static_cast<std::uint32_t>(hops.size());
     for (std::uint32_t i = 0; i < n;) {
       std::uint32_t end = i + 1;
