@@ -308,6 +308,12 @@ std::vector<int> Topology::route_steps(int src, int dst) const {
 }
 
 std::vector<int> Topology::route(int src, int dst) const {
+  if (twisted_dim_ < 0) {
+    std::vector<int> links;
+    links.reserve(static_cast<std::size_t>(hops(src, dst)));
+    for_each_route_slot(src, dst, [&](int slot) { links.push_back(slot); });
+    return links;
+  }
   const std::vector<int> steps = route_steps(src, dst);
   std::vector<int> links;
   int total = 0;
@@ -326,6 +332,10 @@ std::vector<int> Topology::route(int src, int dst) const {
 
 int Topology::hops(int src, int dst) const {
   int h = 0;
+  if (twisted_dim_ < 0) {
+    for (int d = 0; d < num_dims(); ++d) h += std::abs(offset(coord(src, d), coord(dst, d), d));
+    return h;
+  }
   for (int s : route_steps(src, dst)) h += std::abs(s);
   return h;
 }

@@ -81,6 +81,10 @@ class Topology {
   /// Dimension-order route (X first, then Y, ...) of route_steps(): the directed link slots from
   /// src to dst, shortest way round on rings (on a twisted torus, a shortest path).
   std::vector<int> route(int src, int dst) const;
+  /// Calls `f(slot)` for each slot of route(src, dst) in order; on a torus that is not twisted
+  /// without allocating (routes are built by the million for an all-to-all on the Multipod).
+  template <class F>
+  void for_each_route_slot(int src, int dst, F&& f) const;
   int hops(int src, int dst) const;
   /// The chip `by` steps (negative: backwards) along `dim` from `chip`: a translation of the
   /// torus, following its links (on a twisted torus the wrap links land shifted, so this is not
@@ -105,5 +109,33 @@ class Topology {
   int twisted_dim_ = -1;
   int links_cut_halving(int d) const;
 };
+
+template <class F>
+void Topology::for_each_route_slot(int src, int dst, F&& f) const {
+  if (twisted_dim_ >= 0) {
+    for (int slot : route(src, dst)) f(slot);
+    return;
+  }
+  int cur = src;
+  for (int d = 0; d < num_dims(); ++d) {
+    const int n = spec_.dims[d], stride = stride_[d];
+    int c = coord(src, d);
+    const int steps = offset(c, coord(dst, d), d);
+    const int dir = steps >= 0 ? +1 : -1;
+    for (int k = 0; k < (steps >= 0 ? steps : -steps); ++k) {
+      f(link_slot(cur, d, dir));
+      c += dir;  // neighbor(cur, d, dir) on a plain grid: past an end only where it wraps
+      if (c == n) {
+        c = 0;
+        cur -= (n - 1) * stride;
+      } else if (c < 0) {
+        c = n - 1;
+        cur += (n - 1) * stride;
+      } else {
+        cur += dir * stride;
+      }
+    }
+  }
+}
 
 }  // namespace tpusim

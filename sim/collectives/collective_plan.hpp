@@ -48,6 +48,20 @@ struct PlanPhase {
   /// Multislice: the phase crosses the data-center network (the cross-slice all-reduce of a
   /// hierarchical all-reduce), for the report's ICI / DCN split.
   bool dcn = false;
+
+  /// A copy of every field above but `rings` (copying those would copy every route).
+  PlanPhase without_rings() const {
+    PlanPhase p;
+    p.kind = kind;
+    p.steps = steps;
+    p.step_fraction = step_fraction;
+    p.bidirectional = bidirectional;
+    p.reduce_pieces = reduce_pieces;
+    p.link_s_per_byte = link_s_per_byte;
+    p.path_latency = path_latency;
+    p.dcn = dcn;
+    return p;
+  }
 };
 
 struct GroupPlan {

@@ -7,7 +7,6 @@
 #include <map>
 #include <numeric>
 #include <set>
-#include <unordered_map>
 
 #include "sim/collectives/collective_planner.hpp"
 #include "sim/machine/machine.hpp"
@@ -95,21 +94,25 @@ SendKeys send_keys(const Ring& r, const Translation* t) {
     if (!r.next[k].empty()) add(r.next_from.empty() ? r.members[k] : r.next_from[k], k);
   for (std::size_t k = 0; k < r.prev.size(); ++k)
     if (!r.prev[k].empty()) add(r.members[k], r.next.size() + k);
-  std::sort(out.begin(), out.end());
-  return out;
+  // The sends went in with k rising, so the order by sender alone, kept stable, is the order
+  // of the pairs: a counting sort by sender gives it in linear time for a large exchange.
+  int senders = 0;
+  for (const auto& key : out) senders = std::max(senders, key.first + 1);
+  if (out.size() < 1024 || static_cast<std::size_t>(senders) > 4 * out.size()) {
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::vector<std::size_t> at(static_cast<std::size_t>(senders) + 1, 0);
+  for (const auto& key : out) ++at[static_cast<std::size_t>(key.first) + 1];
+  for (std::size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
+  SendKeys sorted(out.size());
+  for (const auto& key : out) sorted[at[static_cast<std::size_t>(key.first)]++] = key;
+  return sorted;
 }
 const Route& send_route(const Ring& r, int k) {
   const auto i = static_cast<std::size_t>(k);
   return i < r.next.size() ? r.next[i] : r.prev[i - r.next.size()];
 }
-/// A route's link indices, translated by `t` if given.
-std::vector<int> link_indices(const Route& route, const Translation* t) {
-  std::vector<int> links;
-  links.reserve(route.size());
-  for (const LinkModule* l : route) links.push_back(t ? t->link[l->index] : l->index);
-  return links;
-}
-
 /// Per core of the image plan's phase: its ring and position (valid where stamp == epoch).
 struct Where {
   std::vector<int> ring, pos, stamp;
@@ -133,6 +136,7 @@ bool same_sends(const Ring& ring, const Ring& image, const Translation& t) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].first != b[i].first) return false;
+  std::vector<int> x, y;  // one sender's sends in `ring` and in `image`
   for (std::size_t i = 0; i < a.size();) {
     std::size_t end = i + 1;
     while (end < a.size() && a[end].first == a[i].first) ++end;
@@ -140,14 +144,30 @@ bool same_sends(const Ring& ring, const Ring& image, const Translation& t) {
       if (!same_route(send_route(ring, a[i].second), send_route(image, b[i].second), t))
         return false;
     } else {  // several sends of one sender: compare them as multisets
-      std::vector<std::vector<int>> x, y;
+      x.clear();
+      y.clear();
       for (std::size_t j = i; j < end; ++j) {
-        x.push_back(link_indices(send_route(ring, a[j].second), &t));
-        y.push_back(link_indices(send_route(image, b[j].second), nullptr));
+        x.push_back(a[j].second);
+        y.push_back(b[j].second);
       }
-      std::sort(x.begin(), x.end());
-      std::sort(y.begin(), y.end());
-      if (x != y) return false;
+      // Both sorted in one order of the (translated) link indices: by length, last link, then
+      // link by link, so equal multisets line up send for send.
+      const auto by_links = [](const Ring& r, const Translation* tr) {
+        return [&r, tr](int u, int v) {
+          const Route& p = send_route(r, u);
+          const Route& q = send_route(r, v);
+          if (p.size() != q.size()) return p.size() < q.size();
+          const auto idx = [tr](const LinkModule* l) { return tr ? tr->link[l->index] : l->index; };
+          if (!p.empty() && idx(p.back()) != idx(q.back())) return idx(p.back()) < idx(q.back());
+          for (std::size_t h = 0; h < p.size(); ++h)
+            if (idx(p[h]) != idx(q[h])) return idx(p[h]) < idx(q[h]);
+          return false;
+        };
+      };
+      std::sort(x.begin(), x.end(), by_links(ring, &t));
+      std::sort(y.begin(), y.end(), by_links(image, nullptr));
+      for (std::size_t j = 0; j < x.size(); ++j)
+        if (!same_route(send_route(ring, x[j]), send_route(image, y[j]), t)) return false;
     }
     i = end;
   }
@@ -263,69 +283,126 @@ int find_period(const std::vector<int>& ops, const Machine& m, const CollectiveP
   return n;
 }
 
-/// (hop x links + link index, sender class) of every hop of a batch's routes, sorted stably by
-/// the key: per link and hop, the classes of the senders crossing it in the order the message
-/// level reserves them (every first hop, then every second...).
-using HopOrder = std::vector<std::pair<std::uint64_t, int>>;
-void add_hops(HopOrder& order, std::uint64_t links, int sender_class, const Route& route) {
-  for (std::size_t h = 0; h < route.size(); ++h)
-    order.emplace_back(h * links + static_cast<std::uint64_t>(route[h]->index), sender_class);
-}
-void sort_hops(HopOrder& order) {
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-}
-using HopRange = std::pair<HopOrder::const_iterator, HopOrder::const_iterator>;
-/// Each key of a sorted order and its range.
-std::unordered_map<std::uint64_t, HopRange> ranges(const HopOrder& order) {
-  std::unordered_map<std::uint64_t, HopRange> out;
-  out.reserve(order.size());
-  for (auto it = order.cbegin(); it != order.cend();) {
-    auto end = it;
-    while (end != order.cend() && end->first == it->first) ++end;
-    out.emplace(it->first, HopRange{it, end});
-    it = end;
+/// Every hop of a batch's routes as key = hop x links + link index and its position in the
+/// batch, packed as key << 32 | position and sorted: per link and hop, the hops crossing it in
+/// the order the message level reserves them (every first hop, then every second...);
+/// `cls[position]` is the sender's class.
+struct HopOrder {
+  std::vector<std::uint64_t> hops;
+  std::vector<int> cls;  ///< per position
+  /// (key, first, end) of each key's run of `hops`, by key.
+  struct Run {
+    std::uint32_t key, first, end;
+  };
+  std::vector<Run> runs;
+
+  void add(std::uint64_t links, int sender_class, const Route& route) {
+    for (std::size_t h = 0; h < route.size(); ++h) {
+      const std::uint64_t key = h * links + static_cast<std::uint64_t>(route[h]->index);
+      if (key >> 32 || cls.size() >> 32)
+        throw std::string("a step's batch is too large to check the order of its sends");
+      hops.push_back(key << 32 | cls.size());
+      cls.push_back(sender_class);
+    }
   }
-  return out;
-}
-bool same_classes(const HopRange& a, const HopRange& b) {
-  return std::equal(a.first, a.second, b.first, b.second,
-                    [](const auto& x, const auto& y) { return x.second == y.second; });
+  static std::uint32_t key_of(std::uint64_t hop) { return static_cast<std::uint32_t>(hop >> 32); }
+  int cls_at(std::uint32_t i) const { return cls[static_cast<std::uint32_t>(hops[i])]; }
+  /// Sorts by (key, position), which is the stable order by key, and finds the runs. The hops
+  /// went in by position, so a stable sort by key alone gives it: least significant digit
+  /// first, 11 bits of the key per counting pass.
+  void finish() {
+    std::uint32_t max_key = 0;
+    for (std::uint64_t h : hops) max_key = std::max(max_key, key_of(h));
+    std::vector<std::uint64_t> other(hops.size());
+    for (int shift = 32; shift < 64 && (max_key >> (shift - 32)) != 0; shift += 11) {
+      std::uint32_t at[2049] = {};
+      for (std::uint64_t h : hops) ++at[((h >> shift) & 2047) + 1];
+      for (int i = 1; i < 2049; ++i) at[i] += at[i - 1];
+      for (std::uint64_t h : hops) other[at[(h >> shift) & 2047]++] = h;
+      hops.swap(other);
+    }
+    const auto n = static_cast<std::uint32_t>(hops.size());
+    for (std::uint32_t i = 0; i < n;) {
+      std::uint32_t end = i + 1;
+      while (end < n && key_of(hops[end]) == key_of(hops[i])) ++end;
+      runs.push_back({key_of(hops[i]), i, end});
+      i = end;
+    }
+  }
+  const Run* find(std::uint64_t key) const {
+    auto it = std::lower_bound(runs.begin(), runs.end(), key,
+                               [](const Run& r, std::uint64_t k) { return r.key < k; });
+    return it != runs.end() && it->key == key ? &*it : nullptr;
+  }
+  /// True if run `a` of this order and run `b` of `other` meet the same classes in order.
+  bool same_classes(const Run& a, const HopOrder& other, const Run& b) const {
+    if (a.end - a.first != b.end - b.first) return false;
+    for (std::uint32_t i = 0; i < a.end - a.first; ++i)
+      if (cls_at(a.first + i) != other.cls_at(b.first + i)) return false;
+    return true;
+  }
+};
+
+/// True if the projection of `full` is `full` itself: every sender in the domain and every
+/// link its own image (a ring inside the domain). Then the batch-order check holds trivially.
+bool projects_onto_itself(const Ring& full, const SymmetricRun& s) {
+  auto inside = [&](int sender, const Route& route) {
+    if (route.empty()) return true;
+    if (!s.active[sender]) return false;
+    for (const LinkModule* l : route)
+      if (s.link_rep[l->index] != l->index) return false;
+    return true;
+  };
+  for (std::size_t k = 0; k < full.next.size(); ++k)
+    if (!inside(full.next_from.empty() ? full.members[k] : full.next_from[k], full.next[k]))
+      return false;
+  for (std::size_t k = 0; k < full.prev.size(); ++k)
+    if (!inside(full.members[k], full.prev[k])) return false;
+  return true;
 }
 
 /// The projection of one step's batch is exact if every link of the full batch meets its
 /// senders' classes in the same order as its image in the domain does, and the projected batch
 /// meets them so too: then each reservation sees what its image sees.
 void check_batch_order(const Ring& full, const Ring& projected, const std::vector<int>& cls,
-                       const std::vector<int>& link_rep) {
+                       const SymmetricRun& s) {
+  if (projects_onto_itself(full, s)) return;
+  const std::vector<int>& link_rep = s.link_rep;
   const std::uint64_t links = link_rep.size();
   HopOrder f, p;
   for (std::size_t k = 0; k < full.next.size(); ++k)
-    add_hops(f, links, cls[full.next_from.empty() ? full.members[k] : full.next_from[k]],
-             full.next[k]);
+    f.add(links, cls[full.next_from.empty() ? full.members[k] : full.next_from[k]], full.next[k]);
   for (std::size_t k = 0; k < full.prev.size(); ++k)
-    add_hops(f, links, cls[full.members[k]], full.prev[k]);
+    f.add(links, cls[full.members[k]], full.prev[k]);
   for (std::size_t k = 0; k < projected.next.size(); ++k)
-    add_hops(p, links, cls[projected.next_from[k]], projected.next[k]);
-  sort_hops(f);
-  sort_hops(p);
+    p.add(links, cls[projected.next_from[k]], projected.next[k]);
+  f.finish();
+  p.finish();
   const std::string why = "a link meets the sends of one step in another order than its image";
-  const auto in_full = ranges(f);
-  for (const auto& [key, here] : in_full) {
-    const std::uint64_t image = key / links * links + link_rep[key % links];
-    if (image == key) continue;
-    auto there = in_full.find(image);
-    if (there != in_full.end() && !same_classes(here, there->second)) throw why;
+  for (const HopOrder::Run& here : f.runs) {
+    const std::uint64_t image = here.key / links * links + link_rep[here.key % links];
+    if (image == here.key) continue;
+    const HopOrder::Run* there = f.find(image);
+    if (there && !f.same_classes(here, f, *there)) throw why;
   }
-  for (const auto& [key, here] : ranges(p)) {
-    auto there = in_full.find(key);
-    if (there != in_full.end() && !same_classes(here, there->second)) throw why;
+  for (const HopOrder::Run& here : p.runs) {
+    const HopOrder::Run* there = f.find(here.key);
+    if (there && !p.same_classes(here, f, *there)) throw why;
   }
 }
 
+/// Per core and per link: stamps of the set being checked (valid where equal to the epoch).
+struct Stamps {
+  std::vector<int> core, link;
+  int core_epoch = 0, link_epoch = 0;
+};
+
 std::unique_ptr<GroupPlan> project(const GroupPlan& plan, const Machine& m, const SymmetricRun& s,
-                                   const std::vector<int>& cls, std::vector<int>& stamp,
-                                   int& epoch) {
+                                   const std::vector<int>& cls, Stamps& st) {
+  std::vector<int>& stamp = st.core;
+  int& epoch = st.core_epoch;
+  std::vector<int>& link_stamp = st.link;
+  int& link_epoch = st.link_epoch;
   auto out = std::make_unique<GroupPlan>();
   // The classes (domain images) of `cores` all occur among `kept`, else not exact.
   auto covers = [&](const std::vector<int>& cores, const std::vector<int>& kept) {
@@ -336,8 +413,7 @@ std::unique_ptr<GroupPlan> project(const GroupPlan& plan, const Machine& m, cons
     return true;
   };
   for (const PlanPhase& phase : plan.phases) {
-    PlanPhase p = phase;
-    p.rings.clear();
+    PlanPhase p = phase.without_rings();
     for (const Ring& ring : phase.rings) {
       Ring r;
       std::vector<int> senders, kept_senders;
@@ -362,13 +438,15 @@ std::unique_ptr<GroupPlan> project(const GroupPlan& plan, const Machine& m, cons
       r.path_latency = ring.path_latency;
       // Every link of the kept sends replaced by its image in the domain.
       for (Route& route : r.next) {
-        for (auto& l : route) l = m.links()[s.link_rep[l->index]];
-        for (std::size_t i = 0; i < route.size(); ++i)
-          for (std::size_t j = i + 1; j < route.size(); ++j)
-            if (route[i] == route[j])
-              throw std::string("a route crosses two images of one link in the domain");
+        ++link_epoch;
+        for (auto& l : route) {
+          l = m.links()[s.link_rep[l->index]];
+          if (link_stamp[l->index] == link_epoch)
+            throw std::string("a route crosses two images of one link in the domain");
+          link_stamp[l->index] = link_epoch;
+        }
       }
-      check_batch_order(ring, r, cls, s.link_rep);
+      check_batch_order(ring, r, cls, s);
       r.represented_routes = routes;
       r.represented_members = static_cast<int>(ring.members.size());
       p.rings.push_back(std::move(r));
@@ -450,8 +528,11 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
   s->link_rep = rep.link;
   s->ops.assign(program.ops.size(), nullptr);
   std::map<const void*, const SymmetricRun::OpGroups*> done;
-  std::vector<int> stamp(static_cast<std::size_t>(m.num_cores()), 0);
-  int epoch = 0;
+  Stamps st;
+  st.core.assign(static_cast<std::size_t>(m.num_cores()), 0);
+  st.link.assign(m.links().size(), 0);
+  std::vector<int>& stamp = st.core;
+  int& epoch = st.core_epoch;
   try {
     for (std::size_t op = 0; op < program.ops.size(); ++op) {
       if (!program.ops[op].is_collective) continue;
@@ -477,7 +558,7 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
           if (stamp[cls[c]] != epoch)
             throw std::string("a group's members in the domain do not stand for all its members");
         ++g->played;
-        g->plans[k] = project(*plans[k], m, *s, cls, stamp, epoch);
+        g->plans[k] = project(*plans[k], m, *s, cls, st);
       }
       done.emplace(&plans, g.get());
       s->ops[op] = g.get();

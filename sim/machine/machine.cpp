@@ -167,9 +167,9 @@ Route Machine::route(int src, int dst) const {
     }
     return r;
   }
-  const std::vector<int> slots = topology_.route(a, b);
-  Route r(slots.size());
-  for (std::size_t i = 0; i < slots.size(); ++i) r[i] = ici_[slots[i]];
+  Route r;
+  r.reserve(static_cast<std::size_t>(topology_.hops(a, b)));
+  topology_.for_each_route_slot(a, b, [&](int slot) { r.push_back(ici_[slot]); });
   return r;
 }
 

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 #include "core/errors.hpp"
 #include "topologies/device_mesh.hpp"
@@ -35,6 +36,33 @@ TEST_CASE("dimension-order routing takes the short way round a ring and X before
   CHECK(t.link(r[3]).dir == -1);
   CHECK(t.link(r.back()).dst == dst);
   CHECK(t.hops(src, dst) == 4);
+}
+
+TEST_CASE("every route of a plain grid follows its link slots from source to destination") {
+  // route() walks the offsets without neighbor(): each slot must leave the chip the previous one
+  // reached, along the dimension order, and end at the destination in hops() = sum |offset| links.
+  for (const char* shape : {"5x4:wrap=0,1", "6x3x4", "3x2:wrap=1,0"}) {
+    Topology t(parse_topology(shape));
+    for (int src = 0; src < t.num_chips(); ++src)
+      for (int dst = 0; dst < t.num_chips(); ++dst) {
+        const auto r = t.route(src, dst);
+        int steps = 0;
+        for (int d = 0; d < t.num_dims(); ++d)
+          steps += std::abs(t.offset(t.coord(src, d), t.coord(dst, d), d));
+        INFO(shape << " " << src << " -> " << dst);
+        REQUIRE(static_cast<int>(r.size()) == steps);
+        CHECK(t.hops(src, dst) == steps);
+        int at = src, last_dim = 0;
+        for (int slot : r) {
+          const Link l = t.link(slot);
+          CHECK(l.src == at);
+          CHECK(l.dim >= last_dim);
+          last_dim = l.dim;
+          at = l.dst;
+        }
+        CHECK(at == dst);
+      }
+  }
 }
 
 TEST_CASE("bisection: halving the long dimension of a torus cuts two links per ring") {
