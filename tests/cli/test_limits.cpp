@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/run_tpusim.hpp"
+#include "tests/cli/trace_text.hpp"
 #include "traces/format/file_bytes.hpp"
 
 // Whether this test binary (and so the tpusim it runs, built with the same flags) has
@@ -53,12 +54,6 @@ void require_refused(const std::vector<std::string>& args, const std::string& li
   CHECK(s < max_s);
 }
 
-/// A one-mesh-axis trace with the given ops (JSON text of the "ops" array).
-std::string trace_with(const std::string& ops) {
-  return R"({"format": "tpusim-trace", "version": 1, "model": "m", "examples_per_step": 8,
-             "mesh": [{"name": "data", "size": 8}], "ops": [)" +
-         ops + "]}";
-}
 const std::string kBigOp =
     R"({"name": "a", "kind": "k", "phase": "forward", "dtype": "bf16",
         "compute": {"flops": 1, "bytes_read": 1, "bytes_written": 1, "measured_ns": 1e16}})";

@@ -12,16 +12,11 @@
 #include <string>
 
 #include "tests/cli/run_tpusim.hpp"
+#include "tests/cli/trace_text.hpp"
 
 namespace {
 std::string scale_tmp(const std::string& name) {
   return "/tmp/tpusim_cli_scale_" + std::to_string(::getpid()) + "_" + name;
-}
-/// A one-mesh-axis trace with the given ops (JSON text of the "ops" array).
-std::string scale_trace_with(const std::string& ops) {
-  return R"({"format": "tpusim-trace", "version": 1, "model": "m", "examples_per_step": 8,
-             "mesh": [{"name": "data", "size": 8}], "ops": [)" +
-         ops + "]}";
 }
 }  // namespace
 
@@ -68,7 +63,7 @@ TEST_CASE("a trace of 200k ops is read in seconds") {
         R"({"name": "a", "kind": "k", "phase": "forward", "dtype": "bf16", "compute": {"flops": )" +
         std::to_string(i + 1) + R"(, "bytes_read": 1, "bytes_written": 1}})";
   const std::string f = scale_tmp("big.json");
-  std::ofstream(f, std::ios::binary) << scale_trace_with(ops);
+  std::ofstream(f, std::ios::binary) << trace_with(ops);
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = run_tpusim({"trace", "info", f, "--json"});
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
