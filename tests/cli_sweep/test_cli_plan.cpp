@@ -155,11 +155,12 @@ TEST_CASE("plan: killed and rerun, it prunes and simulates what one uninterrupte
 }
 
 TEST_CASE("plan: killed in its first wave, the rerun does not prune that wave by its results") {
-  // -j 13 puts the 12 layouts with weight-update sharding (bounds near 66 ms, steps near 74 ms)
-  // and the first without it (bound near 98 ms) in one wave: one uninterrupted run simulates all
-  // 13, nothing being simulated when the wave is formed. Killed after the wave's first layout
-  // finished, the rerun must form the same wave: were that cached result counted before the
-  // wave (as before the fix), its 74 ms would rule out the 98 ms bound (top 1, less memory).
+  // -j 13 puts the 12 layouts with weight-update sharding (bounds near 12.6 ms, steps near
+  // 14 to 16 ms, with 4 layers) and the first without it (bound near 16 ms) in one wave: one
+  // uninterrupted run simulates all 13, nothing being simulated when the wave is formed. Killed
+  // after the wave's first layout finished, the rerun must form the same wave: were that cached
+  // result counted before the wave (as before the fix), its 14 ms would rule out the 16 ms bound
+  // (top 1, less memory).
   SweepScratch s;
   auto whole = plan_small(s, 13, 1, "whole");
   REQUIRE(whole.exit_code == 0);
