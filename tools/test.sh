@@ -2,17 +2,16 @@
 # The README's test command (and CI's). A sequence of steps; each must pass, and the first that
 # fails stops the run (exit status non-zero). Add a step as one more block below.
 #   1. install what is missing (tools/install-deps.sh)
-#   2. one clang build with AddressSanitizer + UndefinedBehaviorSanitizer that also holds the
-#      libFuzzer targets, started in the background: it runs beside steps 3 and 4
-#   3. Release build (gcc) of the binary and the Python module, and the tests that need the
+#   2. Release build (gcc) of the binary and the Python module, and the tests that need the
 #      optimised binary users run: the regression goldens, pytest, Slurm, the parameter-effect,
 #      Multipod-scale and input-limit command tests, the tree's structure
-#   4. clang-format of every tracked C++ file
-#   5. waits for the sanitizer build, then runs every test but the goldens, the parameter-effect
-#      and the Multipod-scale tests there (those two are not built there; the library tests,
-#      tests/unit, sim and plan, and the command tests run here: once, under the sanitizers),
-#      then every fuzz target for TPUSIM_FUZZ_SECONDS (default 15) seconds from its corpus in
-#      tests/fuzz/corpus/
+#   3. clang-format of every tracked C++ file
+#   4. one clang build with AddressSanitizer + UndefinedBehaviorSanitizer that also holds the
+#      libFuzzer targets: every test but the goldens, the parameter-effect and the Multipod-scale
+#      tests (those two are not built there; the library
+#      tests, tests/unit, sim and plan, and the command tests run here: once, under the
+#      sanitizers), then every fuzz target for TPUSIM_FUZZ_SECONDS (default 15) seconds from its
+#      corpus in tests/fuzz/corpus/
 # Both builds use precompiled headers and unity batches, with ccache off (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,15 +25,17 @@ clean_build="-DTPUSIM_PCH=ON -DTPUSIM_UNITY=ON"
 tools/install-deps.sh
 step() { echo "== $1 ($(date -u +%H:%M:%S), $SECONDS s so far)"; }
 
+step "Release build"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTPUSIM_LIBRARY_TESTS=OFF -DTPUSIM_CLI_TESTS=OFF \
+  $clean_build >/dev/null
+cmake --build build -j"$jobs"
 log=$(mktemp)
 san_log=$(mktemp)
 san_build_log=$(mktemp)
 
-step "ASan + UBSan build (clang, with the fuzz targets) started, beside the Release build and tests"
-# The sanitizer build is the longest step: it starts first and runs beside the Release build and
-# the Release tests, filling the cores they leave idle (the Release build's link steps, the Slurm
-# test waiting for its daemons, the last tests running alone). Its output goes to a file, shown
-# if it fails.
+step "ASan + UBSan build (clang, with the fuzz targets) started, beside the Release tests"
+# The Release tests leave cores idle (the Slurm test waits for its daemons, the last tests run
+# alone): the sanitizer build fills them. Its output goes to a file, shown if it fails.
 # -O1 with line tables: sanitizer reports keep file:line, the build costs far less than -O2 -g.
 # In its own process group (setsid), so that a failing step stops the whole build with it.
 setsid bash -c 'CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -44,11 +45,6 @@ setsid bash -c 'CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD
   >"$san_build_log" 2>&1 &
 san_build=$!
 trap 'kill -- "-$san_build" 2>/dev/null || true' EXIT
-
-step "Release build"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTPUSIM_LIBRARY_TESTS=OFF -DTPUSIM_CLI_TESTS=OFF \
-  $clean_build >/dev/null
-cmake --build build -j"$jobs"
 
 step "Release tests"
 (cd build && ctest --output-on-failure -j"$jobs" | tee "$log")
