@@ -32,7 +32,7 @@ Program compile(const Program& program, const HardwareSpec& hw, const CompilerOp
   if (options.spmd_copies) p = insert_spmd_copies(p);
   if (options.tiled_layouts) apply_tiled_layouts(p);
   if (options.fusion == FusionMode::Xla) p = fuse(p, hw.vmem_bytes_per_core);
-  if (hw.cmem_bytes_per_chip > 0) place_in_cmem(p, hw.cmem_bytes_per_chip / hw.cores_per_chip);
+  if (hw.cmem_bytes_per_chip > 0) place_in_cmem(p, hw.cmem_bytes_per_chip / hw.devices_per_chip);
   p.validate();
   return p;
 }

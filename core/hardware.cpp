@@ -47,7 +47,7 @@ const ParamRegistrar kHardwareParams{{
 /// (ISCA 2023 TPU v4 paper, Cloud TPU docs). With one device per chip no on-chip link is used.
 void join_cores(HardwareSpec& h) {
   const int n = h.tensorcores_per_chip;
-  h.cores_per_chip = 1;
+  h.devices_per_chip = 1;
   h.mxu.count *= n;
   h.vpu_sublanes *= n;
   h.hbm_bytes_per_core *= n;
@@ -61,7 +61,7 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.name = c.string("hardware.name");
   h.tensorcores_per_chip = static_cast<int>(c.integer("hardware.cores_per_chip"));
   h.megacore = c.boolean("hardware.megacore");
-  h.cores_per_chip = h.tensorcores_per_chip;
+  h.devices_per_chip = h.tensorcores_per_chip;
   h.clock_hz = c.number("hardware.clock_MHz") * 1e6;
   h.mxu.count = static_cast<int>(c.integer("hardware.mxu.count"));
   h.mxu.dim = static_cast<int>(c.integer("hardware.mxu.dim"));

@@ -23,7 +23,7 @@ struct HardwareSpec {
   /// they run joined as one megacore device (`megacore`). Layouts, the partitioner, memory,
   /// collectives and the simulated cores count devices; the per-core figures below (MXUs, vector
   /// unit, HBM, VMEM) are one device's.
-  int cores_per_chip = 2;
+  int devices_per_chip = 2;
   int tensorcores_per_chip = 2;  ///< physical TensorCores per chip (hardware.cores_per_chip)
   bool megacore = false;         ///< the chip's TensorCores run as one device
   double clock_hz = 940e6;

@@ -25,7 +25,7 @@ const ParamRegistrar kWorkloadParams{{
 // clang-format on
 
 int num_cores(const Topology& topology, const HardwareSpec& hw) {
-  return topology.num_chips() * hw.cores_per_chip;
+  return topology.num_chips() * hw.devices_per_chip;
 }
 
 // The layout errors that depend on the model: supported axes, batch and dimension divisibility.
@@ -107,7 +107,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   const Layout layout = read_layout(cfg, num_cores(topology, hw));
   const auto builder = model_builder_for(cfg);
   ProblemList problems;
-  check_mesh_on_torus(layout, topology, hw.cores_per_chip, problems);
+  check_mesh_on_torus(layout, topology, hw.devices_per_chip, problems);
   check_layout(cfg, *builder, layout, problems);
   check_slices(layout, topology, problems);
   const bool eval = kind == ProgramKind::Eval;

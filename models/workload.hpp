@@ -4,7 +4,7 @@
 //   Topology topo(topology_from_json(cfg.json().at("topology")));
 //   HardwareSpec hw = HardwareSpec::from_config(cfg);
 //   Program program = build_program(cfg, topo, hw);
-//   DeviceMesh mesh(topo, hw.cores_per_chip, program.mesh);   // == workload_mesh_axes(...)
+//   DeviceMesh mesh(topo, hw.devices_per_chip, program.mesh);   // == workload_mesh_axes(...)
 //
 // Parameters read here (declared in models/parallelism/layout.cpp, by the builders and in
 // workload.cpp): workload.model, workload.program, workload.global_batch, workload.eval_batch,

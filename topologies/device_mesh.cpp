@@ -6,15 +6,15 @@
 
 namespace tpusim {
 
-DeviceMesh::DeviceMesh(const Topology& topology, int cores_per_chip, std::vector<MeshAxis> axes)
-    : axes_(std::move(axes)), cores_per_chip_(cores_per_chip) {
+DeviceMesh::DeviceMesh(const Topology& topology, int devices_per_chip, std::vector<MeshAxis> axes)
+    : axes_(std::move(axes)), devices_per_chip_(devices_per_chip) {
   if (axes_.empty()) throw ConfigError("parallelism", "the device mesh needs at least one axis");
   long long n = 1;
   for (const auto& a : axes_) {
     if (a.size < 1) throw ConfigError("parallelism." + a.name, "axis size must be at least 1");
     n *= a.size;
   }
-  const long long cores = static_cast<long long>(topology.num_chips()) * cores_per_chip;
+  const long long cores = static_cast<long long>(topology.num_chips()) * devices_per_chip;
   if (n != cores) {
     std::string shape;
     for (const auto& a : axes_)
@@ -22,7 +22,7 @@ DeviceMesh::DeviceMesh(const Topology& topology, int cores_per_chip, std::vector
     throw ConfigError("parallelism", "the device mesh (" + shape + " = " + std::to_string(n) +
                                          " cores) must cover the topology's " +
                                          std::to_string(cores) + " cores (" + topology.describe() +
-                                         ", " + std::to_string(cores_per_chip) +
+                                         ", " + std::to_string(devices_per_chip) +
                                          " cores per chip)");
   }
   num_devices_ = static_cast<int>(n);

@@ -20,16 +20,16 @@ struct MeshAxis {
 class DeviceMesh {
  public:
   /// Throws ConfigError if the axes' product differs from the number of cores.
-  DeviceMesh(const Topology& topology, int cores_per_chip, std::vector<MeshAxis> axes);
+  DeviceMesh(const Topology& topology, int devices_per_chip, std::vector<MeshAxis> axes);
 
   const std::vector<MeshAxis>& axes() const { return axes_; }
   int num_devices() const { return num_devices_; }
-  int cores_per_chip() const { return cores_per_chip_; }
+  int devices_per_chip() const { return devices_per_chip_; }
   int axis_index(const std::string& name) const;  ///< -1 if absent
   int axis_size(const std::string& name) const;   ///< 1 if absent
   int physical_core(int device) const { return device; }
-  int chip_of_core(int core) const { return core / cores_per_chip_; }
-  int core_in_chip(int core) const { return core % cores_per_chip_; }
+  int chip_of_core(int core) const { return core / devices_per_chip_; }
+  int core_in_chip(int core) const { return core % devices_per_chip_; }
   std::vector<int> device_coords(int device) const;
 
   /// The groups of physical cores that vary along `axes` (others fixed); each group is listed in
@@ -42,7 +42,7 @@ class DeviceMesh {
   std::vector<MeshAxis> axes_;
   std::vector<int> stride_;
   int num_devices_ = 1;
-  int cores_per_chip_ = 1;
+  int devices_per_chip_ = 1;
 };
 
 }  // namespace tpusim

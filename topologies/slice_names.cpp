@@ -8,11 +8,11 @@
 namespace tpusim {
 namespace {
 struct SliceFamily {
-  const char* prefix;   ///< the Cloud name before the count
-  int cores_per_chip;   ///< what the count counts: TensorCores (2 per chip) or chips (1)
-  int num_dims;         ///< 3D torus (v4, v5p) or 2D (v5e)
-  long long min_chips;  ///< the smallest slice (one host)
-  long long max_chips;  ///< the largest slice
+  const char* prefix;    ///< the Cloud name before the count
+  int devices_per_chip;  ///< what the count counts: TensorCores (2 per chip) or chips (1)
+  int num_dims;          ///< 3D torus (v4, v5p) or 2D (v5e)
+  long long min_chips;   ///< the smallest slice (one host)
+  long long max_chips;   ///< the largest slice
   const char* source;
 };
 // Sizes from the Cloud TPU system architecture pages (docs/reference.md): v4 pods of 4096 chips,
@@ -68,9 +68,9 @@ bool parse_slice_name(const std::string& text, TopologySpec& out, const std::str
     throw ConfigError(where, "'" + text + "': expected " + family->prefix +
                                  "N, N the slice size of " + family->source);
   const long long n = std::stoll(count);
-  const long long chips = n / family->cores_per_chip;
+  const long long chips = n / family->devices_per_chip;
   std::vector<int> dims;
-  if (n % family->cores_per_chip == 0 && chips >= family->min_chips && chips <= family->max_chips)
+  if (n % family->devices_per_chip == 0 && chips >= family->min_chips && chips <= family->max_chips)
     dims = standard_slice_shape(chips, family->num_dims);
   if (dims.empty())
     throw ConfigError(where, "'" + text + "' is no standard slice of " + family->source +

@@ -48,12 +48,12 @@ std::string path_of(const std::string& axis) {
 
 }  // namespace
 
-void check_mesh_on_torus(const Layout& layout, const Topology& topology, int cores_per_chip,
+void check_mesh_on_torus(const Layout& layout, const Topology& topology, int devices_per_chip,
                          ProblemList& problems) {
   Cursor c;
-  c.dims.push_back(cores_per_chip);
+  c.dims.push_back(devices_per_chip);
   for (int d = 0; d < topology.num_dims(); ++d) c.dims.push_back(topology.dim(d));
-  std::string torus = std::to_string(cores_per_chip) + " cores per chip";
+  std::string torus = std::to_string(devices_per_chip) + " cores per chip";
   for (int d = 0; d < topology.num_dims(); ++d)
     torus += (d == 0 ? " x chips " : " x ") + std::to_string(topology.dim(d));
   const auto axes = layout.mesh_axes();

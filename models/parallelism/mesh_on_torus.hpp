@@ -11,9 +11,9 @@
 namespace tpusim {
 
 /// Adds one problem per axis of `layout` that does not map onto `topology` with
-/// `cores_per_chip` cores per chip, naming the parameter that sets the axis and the sizes that
+/// `devices_per_chip` devices per chip, naming the parameter that sets the axis and the sizes that
 /// would map at its place.
-void check_mesh_on_torus(const Layout& layout, const Topology& topology, int cores_per_chip,
+void check_mesh_on_torus(const Layout& layout, const Topology& topology, int devices_per_chip,
                          ProblemList& problems);
 
 }  // namespace tpusim

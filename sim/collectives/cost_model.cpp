@@ -68,7 +68,8 @@ Duration CollectiveCostModel::predicted_time(const std::vector<const GroupPlan*>
 }
 
 Bandwidth fastest_link(const HardwareSpec& hw) {
-  return hw.cores_per_chip > 1 && hw.onchip_bandwidth.bytes_per_s() > hw.ici_bandwidth.bytes_per_s()
+  return hw.devices_per_chip > 1 &&
+                 hw.onchip_bandwidth.bytes_per_s() > hw.ici_bandwidth.bytes_per_s()
              ? hw.onchip_bandwidth
              : hw.ici_bandwidth;
 }

@@ -39,7 +39,7 @@ bool translate_dcn(const Machine& m, Translation& t) {
 /// The images of chips, cores and links under `chip_image`; false if some chip's links do not
 /// line up with its image's (a dimension that is not a ring), or a host's DCN links.
 bool make_translation(const Machine& m, std::vector<int> chip_image, Translation& t) {
-  const int cpc = m.hardware().cores_per_chip;
+  const int cpc = m.hardware().devices_per_chip;
   t.chip = std::move(chip_image);
   t.core.assign(static_cast<std::size_t>(m.num_cores()), -1);
   t.link.assign(m.links().size(), -1);
@@ -462,7 +462,7 @@ std::unique_ptr<GroupPlan> project(const GroupPlan& plan, const Machine& m, cons
 /// chip's image in it (returned) and each core's (`cls`).
 std::vector<int> mark_domain(const Machine& m, SymmetricRun& s, std::vector<int>& cls) {
   const Topology& topo = m.topology();
-  const int cpc = m.hardware().cores_per_chip;
+  const int cpc = m.hardware().devices_per_chip;
   std::vector<int> chip_rep(static_cast<std::size_t>(topo.num_chips()));
   s.active.assign(static_cast<std::size_t>(m.num_cores()), 0);
   cls.assign(static_cast<std::size_t>(m.num_cores()), 0);

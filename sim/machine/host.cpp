@@ -36,11 +36,11 @@ HostOptions HostOptions::from_config(const Config& cfg) {
   return o;
 }
 
-HostSet::HostSet(const Topology& topology, int cores_per_chip, const HostOptions& options,
+HostSet::HostSet(const Topology& topology, int devices_per_chip, const HostOptions& options,
                  const InfeedPlan& plan, EventQueue& queue, std::function<void(int)> wake)
     : plan_(plan), queue_(queue), wake_(std::move(wake)) {
   const int chips = topology.num_chips();
-  const int cores = chips * cores_per_chip;
+  const int cores = chips * devices_per_chip;
   const std::size_t batches = plan.batch_examples.size();
   arrival_.assign(cores, std::vector<Duration>(batches, Duration::ps(-1)));
   waiting_since_.assign(cores, Duration{});
@@ -50,10 +50,10 @@ HostSet::HostSet(const Topology& topology, int cores_per_chip, const HostOptions
   host_of_core_.assign(cores, -1);
   for (std::size_t h = 0; h < blocks.chips.size(); ++h) {
     hosts_.push_back(std::make_unique<Host>(("host" + std::to_string(h)).c_str(), *this,
-                                            blocks.chips[h], cores_per_chip, chips, options));
+                                            blocks.chips[h], devices_per_chip, chips, options));
     for (int c : blocks.chips[h])
-      for (int k = 0; k < cores_per_chip; ++k)
-        host_of_core_[c * cores_per_chip + k] = static_cast<int>(h);
+      for (int k = 0; k < devices_per_chip; ++k)
+        host_of_core_[c * devices_per_chip + k] = static_cast<int>(h);
   }
 }
 
@@ -90,12 +90,12 @@ void HostSet::arrived(int core, int batch, Duration when) {
 }
 
 Host::Host(sc_core::sc_module_name name, HostSet& set, const std::vector<int>& chips,
-           int cores_per_chip, int total_chips, const HostOptions& options)
+           int devices_per_chip, int total_chips, const HostOptions& options)
     : sc_core::sc_module(name),
       set_(set),
       chips_(chips),
-      cores_per_chip_(cores_per_chip),
-      cores_(static_cast<int>(chips.size()) * cores_per_chip),
+      devices_per_chip_(devices_per_chip),
+      cores_(static_cast<int>(chips.size()) * devices_per_chip),
       share_(static_cast<double>(chips.size()) / total_chips),
       options_(options),
       taken_(set.plan_.batch_examples.size(), 0),
@@ -131,8 +131,8 @@ void Host::work() {
         options_.pcie_per_chip.time_for(examples / chips * plan.batch_example_bytes[next_]);
     for (int c = 0; c < chips; ++c) {
       pcie_free_[c] = max(pcie_free_[c], now) + copy;
-      for (int k = 0; k < cores_per_chip_; ++k)
-        set_.arrived(chips_[c] * cores_per_chip_ + k, next_, pcie_free_[c]);
+      for (int k = 0; k < devices_per_chip_; ++k)
+        set_.arrived(chips_[c] * devices_per_chip_ + k, next_, pcie_free_[c]);
     }
     ++next_;
   }

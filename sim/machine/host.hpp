@@ -65,7 +65,7 @@ class HostSet : public InfeedPort {
  public:
   /// `wake(core)` is called when a batch arrives in the queue of a core.
   /// Throws ConfigError (hardware.host.chip_block) if the blocks do not tile the topology.
-  HostSet(const Topology& topology, int cores_per_chip, const HostOptions& options,
+  HostSet(const Topology& topology, int devices_per_chip, const HostOptions& options,
           const InfeedPlan& plan, EventQueue& queue, std::function<void(int)> wake);
   ~HostSet() override;
 
@@ -97,7 +97,7 @@ class Host : public sc_core::sc_module {
   SC_HAS_PROCESS(Host);
   /// Feeds the cores of `chips` (ids in the topology) over one PCIe link per chip.
   Host(sc_core::sc_module_name name, HostSet& set, const std::vector<int>& chips,
-       int cores_per_chip, int total_chips, const HostOptions& options);
+       int devices_per_chip, int total_chips, const HostOptions& options);
 
   /// One of this host's cores dequeued batch `batch`.
   void dequeued(int batch);
@@ -108,7 +108,7 @@ class Host : public sc_core::sc_module {
 
   HostSet& set_;
   const std::vector<int> chips_;
-  const int cores_per_chip_, cores_;
+  const int devices_per_chip_, cores_;
   const double share_;  ///< this host's chips over all chips: its share of every batch
   const HostOptions options_;
   sc_core::sc_event wake_;

@@ -20,7 +20,7 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
     chips_.push_back(std::make_unique<Chip>(chip_name(topology, c).c_str(), c,
                                             [&](Chip& chip) { build_chip(chip, parts); }));
   if (parts.infeed)
-    hosts_ = std::make_unique<HostSet>(topology, hw.cores_per_chip, parts.hosts, *parts.infeed,
+    hosts_ = std::make_unique<HostSet>(topology, hw.devices_per_chip, parts.hosts, *parts.infeed,
                                        *parts.queue, [this](int c) { core(c).wake(); });
   first_dcn_link_ = static_cast<int>(all_links_.size());
   if (topology.slices() > 1)
@@ -51,7 +51,7 @@ std::unique_ptr<LinkModule> Machine::make_link(const char* name, Bandwidth bandw
 }
 
 void Machine::build_chip(Chip& chip, const MachineParts& parts) {
-  const int c = chip.id, cpc = hw_.cores_per_chip;
+  const int c = chip.id, cpc = hw_.devices_per_chip;
   if (parts.cores)
     for (int k = 0; k < cpc; ++k) {
       const int id = c * cpc + k;
@@ -142,7 +142,7 @@ Route Machine::route(int src, int dst) const {
   const int a = chip_of(src), b = chip_of(dst);
   if (a == b) {
     if (src == dst) return {};
-    return {chips_[a]->onchip[core_in_chip(src) * hw_.cores_per_chip + core_in_chip(dst)].get()};
+    return {chips_[a]->onchip[core_in_chip(src) * hw_.devices_per_chip + core_in_chip(dst)].get()};
   }
   if (any_failed_) {
     Route r;

@@ -76,9 +76,9 @@ class Machine : public sc_core::sc_module {
 
   const Topology& topology() const { return topology_; }
   const HardwareSpec& hardware() const { return hw_; }
-  int num_cores() const { return topology_.num_chips() * hw_.cores_per_chip; }
-  int chip_of(int core) const { return core / hw_.cores_per_chip; }
-  int core_in_chip(int core) const { return core % hw_.cores_per_chip; }
+  int num_cores() const { return topology_.num_chips() * hw_.devices_per_chip; }
+  int chip_of(int core) const { return core / hw_.devices_per_chip; }
+  int core_in_chip(int core) const { return core % hw_.devices_per_chip; }
   /// The TensorCore `core` (the machine was built with cores).
   TensorCore& core(int core) const { return *chips_[chip_of(core)]->cores[core_in_chip(core)]; }
   HostSet* hosts() const { return hosts_.get(); }

@@ -64,12 +64,12 @@ Design* g_design = nullptr;
 /// Chips past the topology are checked later (check_slow_chips), after the collectives' plans,
 /// as before the cores were built inside their chips.
 std::vector<double> compute_scales(const Topology& topology, const HardwareSpec& hw) {
-  std::vector<double> scale(static_cast<std::size_t>(topology.num_chips()) * hw.cores_per_chip,
+  std::vector<double> scale(static_cast<std::size_t>(topology.num_chips()) * hw.devices_per_chip,
                             1.0);
   for (int chip : hw.slow_chips)
     if (chip >= 0 && chip < topology.num_chips())
-      for (int k = 0; k < hw.cores_per_chip; ++k)
-        scale[chip * hw.cores_per_chip + k] = hw.slow_chip_factor;
+      for (int k = 0; k < hw.devices_per_chip; ++k)
+        scale[chip * hw.devices_per_chip + k] = hw.slow_chip_factor;
   return scale;
 }
 
@@ -174,14 +174,14 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
                   const SimOptions& options) {
   g_design = new Design;
   Design& d = *g_design;
-  d.mesh = std::make_unique<DeviceMesh>(topology, hw.cores_per_chip, program.mesh);
+  d.mesh = std::make_unique<DeviceMesh>(topology, hw.devices_per_chip, program.mesh);
   fill_context(d.ctx, program, hw, options);
   d.queue = std::make_unique<EventQueue>("events");
   MachineParts parts;
   parts.degraded = options.network.degraded_links;
   parts.failed = options.network.failed_links;
   parts.cores = &d.ctx;
-  parts.traced.assign(static_cast<std::size_t>(topology.num_chips()) * hw.cores_per_chip, false);
+  parts.traced.assign(static_cast<std::size_t>(topology.num_chips()) * hw.devices_per_chip, false);
   for (int c : options.traced_cores)
     if (c >= 0 && c < static_cast<int>(parts.traced.size())) parts.traced[c] = true;
   parts.compute_scale = compute_scales(topology, hw);
@@ -365,7 +365,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
   const auto wall0 = std::chrono::steady_clock::now();
   program.validate();
-  check_packet_work(program, topology.num_chips() * hw.cores_per_chip, options);
+  check_packet_work(program, topology.num_chips() * hw.devices_per_chip, options);
   const Design& design = elaborate(program, topology, hw, options);
   const auto wall1 = std::chrono::steady_clock::now();
   run(design, program, options.progress_interval_s);

@@ -49,10 +49,10 @@ TEST_CASE(
     INFO("slices " << s);
     CHECK(j["slices"] == s);
     CHECK(j["chips"] == 16 * s);
-    const double cores_per_chip = j["cores"].get<double>() / j["chips"].get<double>();
+    const double devices_per_chip = j["cores"].get<double>() / j["chips"].get<double>();
     const double shard = bytes / j["group_size"].get<double>();  // after the ICI reduce-scatter
     CHECK(j["dcn_bytes_per_chip"].get<double>() ==
-          Approx(2.0 * (s - 1) / s * shard * cores_per_chip));
+          Approx(2.0 * (s - 1) / s * shard * devices_per_chip));
     CHECK_THAT(j["algorithm"].get<std::string>(), Catch::Contains("dcn_ring"));
   }
 }
@@ -120,10 +120,10 @@ TEST_CASE("multislice: the report counts every slice's chips and splits communic
   // The gradients' all-reduce: each core's shard of the f32 or bf16 gradient bytes, 2 (S-1)/S
   // of it, for every core of a chip.
   const double grad_bytes = j["collectives"]["all-reduce"]["bytes_per_core"].get<double>();
-  const double cores_per_chip = j["cores"].get<double>() / j["chips"].get<double>();
-  const double shard = grad_bytes / (4 * cores_per_chip);  // 8 cores per 2x2 slice
+  const double devices_per_chip = j["cores"].get<double>() / j["chips"].get<double>();
+  const double shard = grad_bytes / (4 * devices_per_chip);  // 8 cores per 2x2 slice
   CHECK(j["dcn"]["bytes_per_chip"].get<double>() ==
-        Approx(2.0 * 3 / 4 * shard * cores_per_chip).epsilon(0.01));
+        Approx(2.0 * 3 / 4 * shard * devices_per_chip).epsilon(0.01));
   auto text = run_tpusim({"run", "configs/studies/bert_large_4x4096_v4.json", "--set",
                           "topology.dims=[2,2,2]", "--set", "workload.global_batch=64"});
   INFO(text.err);

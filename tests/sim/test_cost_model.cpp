@@ -45,7 +45,7 @@ TEST_CASE("auto's choice is the argmin of the cost model over the algorithms tha
     Topology topo(topology_from_json(cfg.json()["topology"]));
     const HardwareSpec hw = HardwareSpec::from_config(cfg);
     const SimOptions options = SimOptions::from_config(cfg);
-    DeviceMesh mesh(topo, hw.cores_per_chip, program.mesh);
+    DeviceMesh mesh(topo, hw.devices_per_chip, program.mesh);
     EventQueue queue("events");
     Machine machine("multipod", topo, hw);
     auto network = make_network(queue, options.network);

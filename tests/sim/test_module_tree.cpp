@@ -90,7 +90,7 @@ std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool to
   });
 }
 
-void check_tree(const std::vector<double>& v, int X, int Y, bool torus, int cores_per_chip) {
+void check_tree(const std::vector<double>& v, int X, int Y, bool torus, int devices_per_chip) {
   REQUIRE(v.size() == static_cast<std::size_t>(2 + 2 * X * Y));
   CHECK(v[0] == 1);
   CHECK(v[1] == 0);
@@ -98,7 +98,7 @@ void check_tree(const std::vector<double>& v, int X, int Y, bool torus, int core
     for (int x = 0; x < X; ++x) {
       INFO(chip_name(x, y));
       const int c = y * X + x;
-      CHECK(v[2 + 2 * c] == cores_per_chip);
+      CHECK(v[2 + 2 * c] == devices_per_chip);
       CHECK(v[3 + 2 * c] == static_cast<double>(ports_of(x, y, X, Y, torus).size()));
     }
 }

@@ -85,7 +85,7 @@ Program step_program(const std::vector<MeshAxis>& mesh, std::vector<std::string>
 
 TEST_CASE("symmetry: a data-parallel step on a torus simulates one chip and agrees with all") {
   // Per-dimension rings over a 4x4 torus map onto themselves under every unit shift: the
-  // domain is one chip, its cores_per_chip cores.
+  // domain is one chip, its devices_per_chip devices.
   const Config cfg = sym_cfg({});
   const int cores = 16 * cfg.integer("hardware.cores_per_chip");
   const Program p = step_program({{"all", cores}}, {});
@@ -104,7 +104,7 @@ TEST_CASE("symmetry: a data-parallel step on a torus simulates one chip and agre
 }
 
 TEST_CASE("symmetry: model groups of two chips make a domain of two chips") {
-  // data x model with model = 2 x cores_per_chip: each model group is two neighbouring chips
+  // data x model with model = 2 x devices_per_chip: each model group is two neighbouring chips
   // along X, so only shifts by 2 along X (and any along Y) map the groups onto themselves.
   const Config cfg = sym_cfg({});
   const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));

@@ -59,8 +59,8 @@ TEST_CASE("megacore: one device per chip, a matmul's MXU time half a core's, the
   const HardwareSpec mega = HardwareSpec::from_config(mega_cfg);
   const int n = static_cast<int>(cores_cfg.integer("hardware.cores_per_chip"));
   REQUIRE(n == 2);
-  CHECK(core.cores_per_chip == n);
-  CHECK(mega.cores_per_chip == 1);
+  CHECK(core.devices_per_chip == n);
+  CHECK(mega.devices_per_chip == 1);
   CHECK(mega.tensorcores_per_chip == n);
   // Capacity and bandwidth of the device are the chip's: n times one core's figures.
   CHECK(mega.hbm_bytes_per_core ==

@@ -21,7 +21,7 @@ int axis(const Program& p, const std::string& name) {
 
 int cores_of(const Config& cfg) {
   Topology topo(topology_from_json(cfg.json().at("topology")));
-  return topo.num_chips() * HardwareSpec::from_config(cfg).cores_per_chip;  // devices
+  return topo.num_chips() * HardwareSpec::from_config(cfg).devices_per_chip;  // devices
 }
 
 // Images one replica processes: global batch / data replicas.

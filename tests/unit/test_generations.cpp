@@ -18,7 +18,9 @@ using namespace tpusim;
 namespace {
 Config generation(const std::string& preset) { return load_config({{"preset", preset}}); }
 
-double chip_peak_flops(const HardwareSpec& h) { return h.peak_flops_per_core() * h.cores_per_chip; }
+double chip_peak_flops(const HardwareSpec& h) {
+  return h.peak_flops_per_core() * h.devices_per_chip;
+}
 }  // namespace
 
 TEST_CASE("each generation preset gives its chip's published peak, HBM and ICI per chip") {
@@ -38,8 +40,8 @@ TEST_CASE("each generation preset gives its chip's published peak, HBM and ICI p
     const HardwareSpec h = HardwareSpec::from_config(cfg);
     const Topology topo(topology_from_json(cfg.json().at("topology")));
     CHECK(chip_peak_flops(h) == Approx(f.tflops * 1e12).epsilon(1e-3));
-    CHECK(h.hbm_bytes_per_core * h.cores_per_chip == Approx(f.hbm_bytes).epsilon(1e-3));
-    CHECK(h.hbm_bandwidth_per_core.bytes_per_s() * h.cores_per_chip ==
+    CHECK(h.hbm_bytes_per_core * h.devices_per_chip == Approx(f.hbm_bytes).epsilon(1e-3));
+    CHECK(h.hbm_bandwidth_per_core.bytes_per_s() * h.devices_per_chip ==
           Approx(f.hbm_GBps * 1e9).epsilon(1e-3));
     CHECK(f.links == 2 * topo.num_dims());  // a torus: two links per dimension
     CHECK(h.ici_bandwidth.bytes_per_s() * f.links * 2 ==

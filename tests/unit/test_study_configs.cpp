@@ -28,8 +28,8 @@ TEST_CASE("every shipped study of a registered model builds a Program covering i
     const Program p = tpusim::test::program_of(cfg);
     Topology topo(topology_from_json(cfg.json().at("topology")));
     // The mesh covers the devices: a core each, or a chip each in megacore mode.
-    CHECK(mesh_size(p) ==
-          static_cast<long long>(topo.num_chips()) * HardwareSpec::from_config(cfg).cores_per_chip);
+    CHECK(mesh_size(p) == static_cast<long long>(topo.num_chips()) *
+                              HardwareSpec::from_config(cfg).devices_per_chip);
     CHECK(p.examples_per_step == cfg.integer("workload.global_batch"));
     ++built;
   }

@@ -12,7 +12,7 @@ namespace {
 
 class Cut {
  public:
-  Cut(const Topology& topology, int cores_per_chip) : cores_per_chip_(cores_per_chip) {
+  Cut(const Topology& topology, int devices_per_chip) : devices_per_chip_(devices_per_chip) {
     const auto& dims = topology.spec().dims;
     dim_ = static_cast<int>(std::max_element(dims.begin(), dims.end()) - dims.begin());
     side_.resize(static_cast<std::size_t>(topology.num_chips()));
@@ -23,7 +23,7 @@ class Cut {
     CutShares s;
     for (const auto& g : groups) {
       double a = 0;
-      for (int core : g) a += side_[core / cores_per_chip_] ? 1 : 0;
+      for (int core : g) a += side_[core / devices_per_chip_] ? 1 : 0;
       const double n = static_cast<double>(g.size()), b = n - a;
       if (a == 0 || b == 0) continue;
       s.straddling += 1;
@@ -35,7 +35,7 @@ class Cut {
   }
 
  private:
-  int cores_per_chip_;
+  int devices_per_chip_;
   int dim_ = 0;
   std::vector<bool> side_;  ///< per chip: true on side A
 };
@@ -52,8 +52,8 @@ StepBound step_lower_bound(const Program& program, const Topology& topology,
 
   const double cut_bytes_per_s = topology.bisection_links() * hw.ici_bandwidth.bytes_per_s();
   if (cut_bytes_per_s <= 0) return b;
-  const DeviceMesh mesh(topology, hw.cores_per_chip, program.mesh);
-  const Cut cut(topology, hw.cores_per_chip);
+  const DeviceMesh mesh(topology, hw.devices_per_chip, program.mesh);
+  const Cut cut(topology, hw.devices_per_chip);
   std::map<std::vector<std::string>, CutShares> by_axes;  // groups along the same axes repeat
   double a_to_b = 0, b_to_a = 0;
   for (const Op& op : program.ops) {

@@ -291,7 +291,7 @@ int run_plan(PlanArgs a) {
   const Study study = load_study_file(a.study_file, a.sets);
   const nlohmann::json& base = study.config.json();
   const long long chips = static_cast<long long>(Topology(study.topology).num_chips());
-  const int cores = static_cast<int>(chips * study.hardware.cores_per_chip);
+  const int cores = static_cast<int>(chips * study.hardware.devices_per_chip);
   plan::SearchSpace space = plan::default_space(study.config, cores);
   if (!a.batch_per_chip.empty()) {
     if (objective == plan::Objective::StepTime)

@@ -26,10 +26,10 @@ std::string group_text(const CollectiveSpec& c) {
 
 }  // namespace
 
-TimelineWriter::TimelineWriter(const Program& program, int cores_per_chip, int cores,
+TimelineWriter::TimelineWriter(const Program& program, int devices_per_chip, int cores,
                                std::vector<int> traced_cores)
     : program_(program),
-      cores_per_chip_(cores_per_chip),
+      devices_per_chip_(devices_per_chip),
       cores_(cores),
       traced_cores_(std::move(traced_cores)) {}
 
@@ -48,7 +48,7 @@ void TimelineWriter::live_bytes_counters(const std::vector<double>& live_bytes) 
   std::vector<Sample> added;
   for (const auto& s : spans_)
     if (s.op >= 0 && s.op < static_cast<int>(live_bytes.size()))
-      added.push_back({s.core / cores_per_chip_, "HBM live GiB, core " + std::to_string(s.core),
+      added.push_back({s.core / devices_per_chip_, "HBM live GiB, core " + std::to_string(s.core),
                        "GiB", s.start, live_bytes[static_cast<std::size_t>(s.op)] / 1073741824.0});
   samples_.insert(samples_.end(), added.begin(), added.end());
 }
@@ -90,7 +90,7 @@ namespace {
 
 /// The metadata events naming (and ordering) each chip's process and each (core, lane) thread.
 void add_track_names(nlohmann::json& events, const std::set<int>& chips,
-                     const std::map<std::pair<int, int>, int>& tid, int cores_per_chip) {
+                     const std::map<std::pair<int, int>, int>& tid, int devices_per_chip) {
   for (int chip : chips) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
@@ -107,12 +107,12 @@ void add_track_names(nlohmann::json& events, const std::set<int>& chips,
     if (l > 0) name += " collectives" + (l > 1 ? " " + std::to_string(l) : std::string());
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},
-                      {"pid", core / cores_per_chip},
+                      {"pid", core / devices_per_chip},
                       {"tid", id},
                       {"args", {{"name", name}}}});
     events.push_back({{"name", "thread_sort_index"},
                       {"ph", "M"},
-                      {"pid", core / cores_per_chip},
+                      {"pid", core / devices_per_chip},
                       {"tid", id},
                       {"args", {{"sort_index", id}}}});
   }
@@ -143,9 +143,9 @@ nlohmann::json TimelineWriter::document() const {
 
   nlohmann::json events = nlohmann::json::array();
   std::set<int> chips;
-  for (const auto& [key, id] : tid) chips.insert(key.first / cores_per_chip_);
+  for (const auto& [key, id] : tid) chips.insert(key.first / devices_per_chip_);
   for (const auto& s : samples_) chips.insert(s.chip);
-  add_track_names(events, chips, tid, cores_per_chip_);
+  add_track_names(events, chips, tid, devices_per_chip_);
   for (std::size_t i = 0; i < spans_.size(); ++i) {
     const Span& s = spans_[i];
     events.push_back({{"name", s.name},
@@ -153,7 +153,7 @@ nlohmann::json TimelineWriter::document() const {
                       {"ph", "X"},
                       {"ts", (s.start + offset_).us()},
                       {"dur", (s.end - s.start).us()},
-                      {"pid", s.core / cores_per_chip_},
+                      {"pid", s.core / devices_per_chip_},
                       {"tid", tid.at({s.core, lane[i]})},
                       {"args", args_of(s)}});
   }
@@ -166,15 +166,15 @@ nlohmann::json TimelineWriter::document() const {
   for (const auto& e : extra_) events.push_back(e);
   std::vector<int> traced_chips;
   for (int c : traced_cores_)
-    if (traced_chips.empty() || traced_chips.back() != c / cores_per_chip_)
-      traced_chips.push_back(c / cores_per_chip_);
+    if (traced_chips.empty() || traced_chips.back() != c / devices_per_chip_)
+      traced_chips.push_back(c / devices_per_chip_);
   return {{"traceEvents", events},
           {"displayTimeUnit", "ns"},
           {"otherData",
            {{"tool", std::string("tpusim ") + TPUSIM_VERSION},
             {"model", program_.model},
             {"cores", cores_},
-            {"cores_per_chip", cores_per_chip_},
+            {"cores_per_chip", devices_per_chip_},
             {"traced_cores", traced_cores_},
             {"traced_chips", traced_chips}}}};
 }
@@ -213,15 +213,15 @@ std::vector<int> assign_lanes(const std::vector<std::tuple<Duration, Duration, b
   return lanes;
 }
 
-std::vector<int> timeline_cores(int cores, int cores_per_chip, int all_up_to) {
+std::vector<int> timeline_cores(int cores, int devices_per_chip, int all_up_to) {
   std::vector<int> out;
   if (cores <= all_up_to) {
     for (int c = 0; c < cores; ++c) out.push_back(c);
     return out;
   }
-  const int chips = cores / cores_per_chip;
+  const int chips = cores / devices_per_chip;
   for (int chip : {0, chips / 2, chips - 1})
-    for (int k = 0; k < cores_per_chip; ++k) out.push_back(chip * cores_per_chip + k);
+    for (int k = 0; k < devices_per_chip; ++k) out.push_back(chip * devices_per_chip + k);
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }

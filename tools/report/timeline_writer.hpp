@@ -17,7 +17,7 @@ namespace tpusim::cli {
 class TimelineWriter : public TimelineSink {
  public:
   /// `program` must outlive the trace; `traced_cores` are the cores the simulation reports.
-  TimelineWriter(const Program& program, int cores_per_chip, int cores,
+  TimelineWriter(const Program& program, int devices_per_chip, int cores,
                  std::vector<int> traced_cores);
   void span(int core, int op_index, const std::string& name, const std::string& category,
             Duration start, Duration end) override;
@@ -59,7 +59,7 @@ class TimelineWriter : public TimelineSink {
   nlohmann::json args_of(const Span& s) const;
 
   const Program& program_;
-  int cores_per_chip_, cores_;
+  int devices_per_chip_, cores_;
   std::vector<int> traced_cores_;
   std::vector<Span> spans_;
   std::vector<Sample> samples_;
@@ -70,7 +70,7 @@ class TimelineWriter : public TimelineSink {
 
 /// Which cores a timeline records: every core of small slices (up to `all_up_to`), else a
 /// representative sample: the first chip's cores, a chip in the middle of the grid, the last.
-std::vector<int> timeline_cores(int cores, int cores_per_chip, int all_up_to = 64);
+std::vector<int> timeline_cores(int cores, int devices_per_chip, int all_up_to = 64);
 
 /// Track (lane) of each span of one core, given as (start, end, is_collective) in any order:
 /// compute spans on lane 0; collectives too unless one of them overlaps another span of the

@@ -99,12 +99,12 @@ void run_collective(const CollectiveArgs& a) {
   if (!a.algorithm.empty()) doc["collectives"] = {{"algorithm", a.algorithm}};
   Study study = load_study(doc, a.sets, "(command line)");
   Topology topology(study.topology);
-  const int cores = topology.num_chips() * study.hardware.cores_per_chip;
+  const int cores = topology.num_chips() * study.hardware.devices_per_chip;
 
   Program program;
   program.model = "collective";
   program.mesh = mesh_of(a.mesh, cores);
-  DeviceMesh mesh(topology, study.hardware.cores_per_chip, program.mesh);  // checks the fit
+  DeviceMesh mesh(topology, study.hardware.devices_per_chip, program.mesh);  // checks the fit
   const Op op = collective_op(a, *kind, bytes, *dtype, mesh);
   program.ops.push_back(op);
   const int group = static_cast<int>(mesh.groups(op.collective.axes).front().size());

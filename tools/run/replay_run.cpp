@@ -108,12 +108,12 @@ void run_replay(const ReplayArgs& a) {
   long long devices = 1;
   for (const auto& axis : program.mesh) devices *= axis.size;
   const long long cores =
-      static_cast<long long>(topology.num_chips()) * study.hardware.cores_per_chip;
+      static_cast<long long>(topology.num_chips()) * study.hardware.devices_per_chip;
   if (devices != cores)
     throw ConfigError(a.topology.empty() ? "topology" : "--topology",
                       "the trace's mesh (" + trace::describe_mesh(program.mesh) + " = " +
                           std::to_string(devices) + " cores) does not fit " + topology.describe() +
-                          " with " + std::to_string(study.hardware.cores_per_chip) +
+                          " with " + std::to_string(study.hardware.devices_per_chip) +
                           " cores per chip (" + std::to_string(cores) +
                           " cores); pick a topology with that many cores or rescale with --mesh");
   SimOptions options = SimOptions::from_config(study.config);

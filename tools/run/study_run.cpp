@@ -33,7 +33,7 @@ int report_oom(const RunArgs& a, const Study& study, const Program& program,
                         {"model", program.model},
                         {"layout", layout_string(program, study.config)},
                         {"chips", chips},
-                        {"cores", chips * study.hardware.cores_per_chip},
+                        {"cores", chips * study.hardware.devices_per_chip},
                         {"global_batch", program.examples_per_step},
                         {"memory", memory_json(memory.profile, memory.seconds)},
                         {"config", study.config.json()}};
@@ -62,10 +62,10 @@ int run_study(const RunArgs& a) {
   options.progress_interval_s = progress_interval_s();
   std::unique_ptr<TimelineWriter> trace;
   if (!a.timeline.empty()) {
-    const int cores = topology.num_chips() * study.hardware.cores_per_chip;
+    const int cores = topology.num_chips() * study.hardware.devices_per_chip;
     options.traced_cores =
-        timeline_cores(cores, study.hardware.cores_per_chip, a.timeline_all_up_to);
-    trace = std::make_unique<TimelineWriter>(program, study.hardware.cores_per_chip, cores,
+        timeline_cores(cores, study.hardware.devices_per_chip, a.timeline_all_up_to);
+    trace = std::make_unique<TimelineWriter>(program, study.hardware.devices_per_chip, cores,
                                              options.traced_cores);
     options.timeline = trace.get();
   }

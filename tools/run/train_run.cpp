@@ -289,9 +289,9 @@ void run_train(const TrainArgs& a) {
   options.infeed = &plan;
   std::unique_ptr<TimelineWriter> trace;
   if (!a.timeline.empty()) {
-    const int cores = topology.num_chips() * study.hardware.cores_per_chip;
-    options.traced_cores = timeline_cores(cores, study.hardware.cores_per_chip);
-    trace = std::make_unique<TimelineWriter>(loop.program, study.hardware.cores_per_chip, cores,
+    const int cores = topology.num_chips() * study.hardware.devices_per_chip;
+    options.traced_cores = timeline_cores(cores, study.hardware.devices_per_chip);
+    trace = std::make_unique<TimelineWriter>(loop.program, study.hardware.devices_per_chip, cores,
                                              options.traced_cores);
     options.timeline = trace.get();
   }

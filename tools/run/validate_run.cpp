@@ -24,7 +24,7 @@ int validate_study(const std::string& study_path, const std::vector<std::string>
         {"model", program.model},
         {"topology", topology.describe()},
         {"chips", topology.num_chips()},
-        {"cores", static_cast<long long>(topology.num_chips()) * study.hardware.cores_per_chip},
+        {"cores", static_cast<long long>(topology.num_chips()) * study.hardware.devices_per_chip},
         {"layout", layout_string(program, study.config)},
         {"ops", program.ops.size()},
         {"collectives", program.num_collectives()},

@@ -69,11 +69,11 @@ ChipCount count_chips(const nlohmann::json& study) {
     c.chips *= slices->get<std::int64_t>();
   if (!per_chip || !per_chip->is_number_integer() || per_chip->get<std::int64_t>() < 1)
     throw ConfigError("hardware.cores_per_chip", "cannot count cores: expected a positive integer");
-  c.cores_per_chip = per_chip->get<std::int64_t>();
+  c.devices_per_chip = per_chip->get<std::int64_t>();
   // A megacore chip is one device: `cores` counts devices, as the report's `cores` does.
   const auto* megacore = value_or_default(doc, "hardware.megacore");
-  if (megacore && megacore->is_boolean() && megacore->get<bool>()) c.cores_per_chip = 1;
-  c.cores = c.chips * c.cores_per_chip;
+  if (megacore && megacore->is_boolean() && megacore->get<bool>()) c.devices_per_chip = 1;
+  c.cores = c.chips * c.devices_per_chip;
   return c;
 }
 
@@ -125,7 +125,7 @@ bool set_derived(const SweepSpec& spec, SweepPoint& p, std::map<std::string, dou
       ChipCount c = count_chips(p.study);
       vars["chips"] = static_cast<double>(c.chips);
       vars["cores"] = static_cast<double>(c.cores);
-      vars["cores_per_chip"] = static_cast<double>(c.cores_per_chip);
+      vars["cores_per_chip"] = static_cast<double>(c.devices_per_chip);
     } catch (const ConfigError&) {
       // Left out: an expression that reads chips reports it; load_config below names the cause.
     }

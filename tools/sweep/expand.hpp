@@ -26,7 +26,7 @@ struct SweepPoint {
 struct ChipCount {
   std::int64_t chips = 0;
   std::int64_t cores = 0;
-  std::int64_t cores_per_chip = 0;
+  std::int64_t devices_per_chip = 0;
 };
 ChipCount count_chips(const nlohmann::json& study);
 

@@ -112,7 +112,7 @@ class PerDimension : public DescribedAlgorithm {
   /// chips, for each core index the group has.
   template <class Step>
   static DimRings cosets(const Machine& m, const GroupShape& shape, int length, Step step) {
-    const int chips = m.topology().num_chips(), cpc = m.hardware().cores_per_chip;
+    const int chips = m.topology().num_chips(), cpc = m.hardware().devices_per_chip;
     DimRings out;
     out.bidirectional = true;
     std::vector<char> seen(static_cast<std::size_t>(chips), 0);
