@@ -36,10 +36,12 @@ san_build_log=$(mktemp)
 step "ASan + UBSan build (clang, with the fuzz targets) started, beside the Release tests"
 # The Release tests leave cores idle (the Slurm test waits for its daemons, the last tests run
 # alone): the sanitizer build fills them. Its output goes to a file, shown if it fails.
-# -O1 with line tables: sanitizer reports keep file:line, the build costs far less than -O2 -g.
+# -O1 without debug information: the build costs far less than -O2 -g, and 9 % less than with
+# -gline-tables-only. A sanitizer report names the functions of its stack, not their lines; for
+# file:line, rebuild build-san with -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only".
 # In its own process group (setsid), so that a failing step stops the whole build with it.
 setsid bash -c 'CC=clang-14 CXX=clang++-14 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1" \
     -DTPUSIM_SANITIZE=ON -DTPUSIM_FUZZ=ON -DTPUSIM_LIBRARY_TESTS=ON -DTPUSIM_CLI_TESTS=ON \
     $2 >/dev/null && cmake --build build-san -j"$1"' san-build "$jobs" "$clean_build" \
   >"$san_build_log" 2>&1 &
