@@ -7,6 +7,7 @@
 #include "core/config.hpp"
 #include "core/hardware.hpp"
 #include "models/model_builder.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/program.hpp"
 #include "models/workload.hpp"
 #include "topologies/topology.hpp"
@@ -38,6 +39,20 @@ inline double sum_flops(const Program& p) {
   for (const auto& op : p.ops)
     if (!op.is_collective) s += op.compute.flops;
   return s;
+}
+
+/// The graph node named `name`, or nullptr if there is none.
+inline const OpNode* node_named(const OpGraph& g, const std::string& name) {
+  for (int v = 0; v < g.size(); ++v)
+    if (g.node(v).name == name) return &g.node(v);
+  return nullptr;
+}
+
+/// One replica per core (no model parallelism) with 32 MiB gradient buckets.
+inline Layout single_core() {
+  Layout l;
+  l.grad_bucket_bytes = 32.0 * 1024 * 1024;
+  return l;
 }
 
 /// The op named `name` (the test fails if there is none).

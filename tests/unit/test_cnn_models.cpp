@@ -11,6 +11,7 @@
 using namespace tpusim;
 using tpusim::test::graph_of;
 using tpusim::test::model_study;
+using tpusim::test::node_named;
 
 namespace {
 
@@ -37,12 +38,6 @@ double resnet50_macs() {
     in_size = out;
   }
   return macs + 2048.0 * 1000;  // classifier
-}
-
-const OpNode* find(const OpGraph& g, const std::string& name) {
-  for (int v = 0; v < g.size(); ++v)
-    if (g.node(v).name == name) return &g.node(v);
-  return nullptr;
 }
 
 }  // namespace
@@ -73,7 +68,7 @@ TEST_CASE(
     "space-to-depth stem: 2x2 blocks of the image become 12 channels of a 4x4 stride-1 conv") {
   auto cfg = model_study("resnet50", "2x2", 8);
   const OpGraph g = graph_of(cfg, 1);
-  const OpNode* stem = find(g, "stem.conv");
+  const OpNode* stem = node_named(g, "stem.conv");
   REQUIRE(stem);
   CHECK(stem->conv->height == 112);
   CHECK(stem->conv->in_channels == 12);
@@ -96,16 +91,16 @@ TEST_CASE("conv lowering: one tap per pass from 128 channels up, packed taps bel
   CHECK(taps_per_pass(1, 9, 128) == 9);  // never more taps than the kernel has
   auto cfg = model_study("resnet50", "2x2", 8);
   const OpGraph g = graph_of(cfg, 1);
-  const OpNode* wide = find(g, "stage4.1.conv2");  // 3x3, 512 -> 512 on 7x7
+  const OpNode* wide = node_named(g, "stage4.1.conv2");  // 3x3, 512 -> 512 on 7x7
   CHECK(wide->matmul->batch == 9);
   CHECK(wide->matmul->k == 512);
-  const OpNode* narrow = find(g, "stage1.1.conv2");  // 3x3, 64 -> 64 on 56x56
+  const OpNode* narrow = node_named(g, "stage1.1.conv2");  // 3x3, 64 -> 64 on 56x56
   CHECK(narrow->matmul->batch == 5);
   CHECK(narrow->matmul->k == 128);
   CHECK(narrow->flops == 2.0 * 56 * 56 * 9 * 64 * 64);
   // Gradients: input gradient and weight gradient each have the forward's FLOPs.
-  CHECK(find(g, "stage1.1.conv2.bwd_input")->flops == narrow->flops);
-  CHECK(find(g, "stage1.1.conv2.bwd_weight")->flops == narrow->flops);
+  CHECK(node_named(g, "stage1.1.conv2.bwd_input")->flops == narrow->flops);
+  CHECK(node_named(g, "stage1.1.conv2.bwd_weight")->flops == narrow->flops);
 }
 
 TEST_CASE("SSD backbone FLOPs per image equal its ResNet-34 layer list up to conv4 (stride 1)") {
@@ -134,12 +129,12 @@ TEST_CASE("SSD300 has six feature maps 38 19 10 5 3 1 and 8732 default boxes") {
   const OpGraph g = graph_of(cfg, 2);
   const std::int64_t sizes[] = {38, 19, 10, 5, 3, 1}, boxes[] = {4, 6, 6, 6, 4, 4};
   for (int i = 0; i < 6; ++i) {
-    const OpNode* cls = find(g, "head." + std::to_string(i) + ".class");
+    const OpNode* cls = node_named(g, "head." + std::to_string(i) + ".class");
     REQUIRE(cls);
     CHECK(cls->conv->out_height == sizes[i]);
     CHECK(cls->conv->out_channels == boxes[i] * 81);
   }
-  CHECK(find(g, "loss.per_box")->shapes[0] == std::vector<std::int64_t>{2, 8732, 85});
+  CHECK(node_named(g, "loss.per_box")->shapes[0] == std::vector<std::int64_t>{2, 8732, 85});
 }
 
 TEST_CASE("Mask R-CNN: FPN levels, shared RPN weights, fixed ROI counts") {
@@ -147,22 +142,23 @@ TEST_CASE("Mask R-CNN: FPN levels, shared RPN weights, fixed ROI counts") {
   const OpGraph g = graph_of(cfg, 2);
   const std::int64_t heights[] = {208, 104, 52, 26};
   for (int l = 0; l < 4; ++l)
-    CHECK(find(g, "fpn.p" + std::to_string(l + 2) + ".output")->conv->out_height == heights[l]);
-  CHECK(find(g, "rpn.p6.conv")->conv->out_height == 13);
-  CHECK(find(g, "rpn.p3.conv")->tied_to >= 0);
-  CHECK(find(g, "rpn.p3.conv")->params == 0);
-  CHECK(find(g, "box_head.fc1")->matmul->m == 2 * 512);
-  CHECK(find(g, "mask_head.conv0")->matmul->m == 2 * 128 * 14 * 14);
+    CHECK(node_named(g, "fpn.p" + std::to_string(l + 2) + ".output")->conv->out_height ==
+          heights[l]);
+  CHECK(node_named(g, "rpn.p6.conv")->conv->out_height == 13);
+  CHECK(node_named(g, "rpn.p3.conv")->tied_to >= 0);
+  CHECK(node_named(g, "rpn.p3.conv")->params == 0);
+  CHECK(node_named(g, "box_head.fc1")->matmul->m == 2 * 512);
+  CHECK(node_named(g, "mask_head.conv0")->matmul->m == 2 * 128 * 14 * 14);
   // Head FLOPs from their layer shapes (2 images): 512 ROIs through FC 7*7*256 -> 1024, and 128
   // ROIs through a 3x3 conv 256 -> 256 on 14x14 and the 2x2 deconvolution to 28x28.
-  CHECK(find(g, "box_head.fc1")->flops == 2.0 * 2 * 512 * 7 * 7 * 256 * 1024);
-  CHECK(find(g, "mask_head.conv0")->flops == 2.0 * 2 * 128 * 14 * 14 * 9 * 256 * 256);
-  CHECK(find(g, "mask_head.deconv")->flops == 2.0 * 2 * 128 * 14 * 14 * 4 * 256 * 256);
-  CHECK(find(g, "mask_head.mask_logits")->flops ==
+  CHECK(node_named(g, "box_head.fc1")->flops == 2.0 * 2 * 512 * 7 * 7 * 256 * 1024);
+  CHECK(node_named(g, "mask_head.conv0")->flops == 2.0 * 2 * 128 * 14 * 14 * 9 * 256 * 256);
+  CHECK(node_named(g, "mask_head.deconv")->flops == 2.0 * 2 * 128 * 14 * 14 * 4 * 256 * 256);
+  CHECK(node_named(g, "mask_head.mask_logits")->flops ==
         2.0 * 2 * 128 * 28 * 28 * 256 * cfg.integer("workload.classes"));
   // Proposals are stop-gradient: no backward op of theirs exists.
-  CHECK(find(g, "proposals.p2.nms.tile0.iou.bwd") == nullptr);
-  CHECK(find(g, "box_head.roi_align.p2.rows.bwd_input_b") != nullptr);
+  CHECK(node_named(g, "proposals.p2.nms.tile0.iou.bwd") == nullptr);
+  CHECK(node_named(g, "box_head.roi_align.p2.rows.bwd_input_b") != nullptr);
 }
 
 TEST_CASE("convolutional programs stay compact") {

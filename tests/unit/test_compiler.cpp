@@ -18,15 +18,10 @@
 using namespace tpusim;
 using tpusim::test::model_study;
 using tpusim::test::program_of;
+using tpusim::test::single_core;
 
 namespace {
 constexpr double kVmem = 16.0 * 1048576;
-
-Layout single_core() {
-  Layout l;
-  l.grad_bucket_bytes = 32.0 * 1024 * 1024;
-  return l;
-}
 
 CompilerOptions only_fusion(FusionMode f) {
   CompilerOptions o;

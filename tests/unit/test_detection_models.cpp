@@ -9,14 +9,9 @@
 using namespace tpusim;
 using tpusim::test::graph_of;
 using tpusim::test::model_study;
+using tpusim::test::node_named;
 
 namespace {
-
-const OpNode* find(const OpGraph& g, const std::string& name) {
-  for (int v = 0; v < g.size(); ++v)
-    if (g.node(v).name == name) return &g.node(v);
-  return nullptr;
-}
 
 int count_prefix(const OpGraph& g, const std::string& prefix) {
   int n = 0;
@@ -41,7 +36,7 @@ TEST_CASE("Mask R-CNN proposals: per-level top-k of min(2000, anchors), tiled NM
   std::int64_t merged = 0;
   for (int l = 0; l < 5; ++l) {
     const std::string p = "proposals.p" + std::to_string(l + 2);
-    const OpNode* topk = find(g, p + ".top_k");
+    const OpNode* topk = node_named(g, p + ".top_k");
     REQUIRE(topk);
     CHECK(topk->kind == OpKind::TopK);
     CHECK(topk->shapes.front() == std::vector<std::int64_t>{2, anchors[l]});
@@ -53,7 +48,8 @@ TEST_CASE("Mask R-CNN proposals: per-level top-k of min(2000, anchors), tiled NM
     merged += std::min<std::int64_t>(1000, k);
   }
   CHECK(merged == 4819);  // the page's concatenation of all levels
-  CHECK(find(g, "proposals.merge.top_k")->shapes.front() == std::vector<std::int64_t>{2, 4819});
+  CHECK(node_named(g, "proposals.merge.top_k")->shapes.front() ==
+        std::vector<std::int64_t>{2, 4819});
 }
 
 TEST_CASE("Mask R-CNN ROIAlign: one-hot einsums over every level, the page's 136 G MACs") {
@@ -68,12 +64,12 @@ TEST_CASE("Mask R-CNN ROIAlign: one-hot einsums over every level, the page's 136
                        sum_flops_prefix(g, "mask_head.roi_align", Phase::Forward);
   CHECK(flops == Approx(2 * macs));
   CHECK(macs == Approx(136e9).epsilon(0.03));  // "about 136 G multiply-adds forward per image"
-  const OpNode* rows = find(g, "box_head.roi_align.p2.rows");
+  const OpNode* rows = node_named(g, "box_head.roi_align.p2.rows");
   CHECK(rows->kind == OpKind::OneHotMatmul);
   CHECK(rows->dtype == DType::F32);
   // Backward: only the feature gradients (boxes are stop-gradient).
-  CHECK(find(g, "box_head.roi_align.p2.rows.bwd_input_b") != nullptr);
-  CHECK(find(g, "box_head.roi_align.p2.rows.bwd_input") == nullptr);
+  CHECK(node_named(g, "box_head.roi_align.p2.rows.bwd_input_b") != nullptr);
+  CHECK(node_named(g, "box_head.roi_align.p2.rows.bwd_input") == nullptr);
 }
 
 TEST_CASE("Mask R-CNN: folded frozen BN, conv0 and res2 untrained, the page's one-hot shapes") {
@@ -81,17 +77,17 @@ TEST_CASE("Mask R-CNN: folded frozen BN, conv0 and res2 untrained, the page's on
   const OpGraph g = graph_of(cfg, 2);
   for (int v = 0; v < g.size(); ++v) CHECK(g.node(v).kind != OpKind::BatchNorm);
   // The stem is a 4x4 stride-1 conv over 12 channels (space-to-depth 2).
-  CHECK(find(g, "stem.conv")->shapes.at(1) == std::vector<std::int64_t>{4, 4, 12, 64});
-  CHECK(find(g, "stem.conv.bwd_weight") == nullptr);
-  CHECK(find(g, "backbone.stage1.2.conv3.bwd_weight") == nullptr);
-  CHECK(find(g, "backbone.stage2.0.conv1.bwd_weight") != nullptr);
-  CHECK(find(g, "backbone.stage2.0.conv1.bwd_input") == nullptr);  // nothing before it learns
+  CHECK(node_named(g, "stem.conv")->shapes.at(1) == std::vector<std::int64_t>{4, 4, 12, 64});
+  CHECK(node_named(g, "stem.conv.bwd_weight") == nullptr);
+  CHECK(node_named(g, "backbone.stage1.2.conv3.bwd_weight") == nullptr);
+  CHECK(node_named(g, "backbone.stage2.0.conv1.bwd_weight") != nullptr);
+  CHECK(node_named(g, "backbone.stage2.0.conv1.bwd_input") == nullptr);  // nothing before it learns
   // The class box selection: one-hot [B*512, B*512*91] x [B*512*91, 4] in f32 (93184 at B = 2).
-  const OpNode* sel = find(g, "box_head.select_class_box");
+  const OpNode* sel = node_named(g, "box_head.select_class_box");
   CHECK(sel->kind == OpKind::OneHotMatmul);
   CHECK(sel->shapes.at(0) == std::vector<std::int64_t>{1, 1024, 93184});
   // The sampler: a full sort of the 1100 candidates.
-  const OpNode* sort = find(g, "roi_sampler.sort");
+  const OpNode* sort = node_named(g, "roi_sampler.sort");
   CHECK(sort->vpu_elements == 2 * 2048.0 * bitonic_sort_stages(2048));
 }
 
@@ -101,10 +97,10 @@ TEST_CASE("Mask R-CNN eval: forward only, detections by per-class NMS, masks of 
   const auto g = builder->build_eval(cfg, 4);
   REQUIRE(g);
   for (int v = 0; v < g->size(); ++v) CHECK(g->node(v).phase == Phase::Forward);
-  CHECK(find(*g, "box_head.fc1")->matmul->m == 4 * 1000);
-  CHECK(find(*g, "mask_head.conv0")->matmul->m == 4 * 100 * 14 * 14);
+  CHECK(node_named(*g, "box_head.fc1")->matmul->m == 4 * 1000);
+  CHECK(node_named(*g, "mask_head.conv0")->matmul->m == 4 * 100 * 14 * 14);
   // 90 foreground classes x 4 images, 1000 boxes in 2 tiles of 512.
-  CHECK(find(*g, "detections.class_top_k")->shapes.front() ==
+  CHECK(node_named(*g, "detections.class_top_k")->shapes.front() ==
         std::vector<std::int64_t>{4 * 90, 1000});
   CHECK(count_prefix(*g, "detections.nms.tile") == 2 * 3);
 }
@@ -122,7 +118,7 @@ TEST_CASE("SSD: 29 cross-replica BN layers, each one [2C] f32 all-reduce over it
   // ResNet-34 groups 1-3: the stem, 3 + 4 + 6 basic blocks of 2 convs, 2 projection shortcuts;
   // the extra blocks have none.
   CHECK(bn_layers == 1 + 2 * (3 + 4 + 6) + 2);
-  CHECK(find(g, "extra.0.conv3x3.bn") == nullptr);
+  CHECK(node_named(g, "extra.0.conv3x3.bn") == nullptr);
   // One all-reduce per layer forward (and one for its gradient) over {bn, spatial}.
   const Program p = test::program_of(cfg);
   int forward = 0;
@@ -141,7 +137,7 @@ TEST_CASE("SSD hard negative mining: 31 device steps over [B, 8732], no sort") {
   const OpGraph g = graph_of(cfg, 4);
   CHECK(count_prefix(g, "loss.mining_search.iter") == 31);
   for (int v = 0; v < g.size(); ++v) CHECK(g.node(v).kind != OpKind::TopK);
-  const OpNode* step = find(g, "loss.mining_search.iter30");
+  const OpNode* step = node_named(g, "loss.mining_search.iter30");
   REQUIRE(step);
   CHECK(step->vpu_elements == 4.0 * ssd_default_boxes(300));
   CHECK(step->dtype == DType::F32);
@@ -181,7 +177,7 @@ TEST_CASE("SSD eval: forward, per-class top-k of 200, NMS in tiles of 256") {
     CHECK(g->node(v).phase == Phase::Forward);
     CHECK(g->node(v).name.rfind("loss.", 0) != 0);
   }
-  CHECK(find(*g, "detections.class_top_k")->shapes.front() ==
+  CHECK(node_named(*g, "detections.class_top_k")->shapes.front() ==
         std::vector<std::int64_t>{4 * 80, ssd_default_boxes(300)});
   CHECK(count_prefix(*g, "detections.nms.tile") == 1 * (1 + 2));  // 200 boxes: one tile
 }

@@ -15,15 +15,10 @@ using namespace tpusim;
 using tpusim::test::graph_of;
 using tpusim::test::model_study;
 using tpusim::test::program_of;
+using tpusim::test::single_core;
 
 namespace {
 constexpr double kHuge = 1e18;  // a capacity nothing exceeds
-
-Layout single_core() {
-  Layout l;
-  l.grad_bucket_bytes = 32.0 * 1024 * 1024;
-  return l;
-}
 
 double at_peak(const MemoryProfile& m, MemoryClass c) {
   return m.bytes_by_class[static_cast<int>(c)];

@@ -49,7 +49,7 @@ Plan plan_of_two() {
   return p;
 }
 
-CsvTable table_of(const Plan& plan, const std::vector<PointOutcome>& outcomes) {
+CsvTable outcome_table(const Plan& plan, const std::vector<PointOutcome>& outcomes) {
   return results_table(plan, {0, 1}, [&](const PlanPoint& p) { return outcomes[p.index]; });
 }
 }  // namespace
@@ -59,8 +59,8 @@ TEST_CASE("memory sweep: an oom point has its status, peak and headroom, and no 
   CHECK_FALSE(check_report(oom_report(20)).empty());  // not a successful run's report
   CHECK_THAT(check_oom_report(json{{"out_of_memory", true}}), Catch::Contains("chips"));
   const Plan plan = plan_of_two();
-  const CsvTable t =
-      table_of(plan, {{PointState::Ok, ok_report(12), ""}, {PointState::Oom, oom_report(20), ""}});
+  const CsvTable t = outcome_table(
+      plan, {{PointState::Ok, ok_report(12), ""}, {PointState::Oom, oom_report(20), ""}});
   CHECK(t.cell(0, "status") == "ok");
   CHECK(*t.number(0, "peak_memory_GiB") == Approx(12));
   CHECK(*t.number(0, "memory_headroom_GiB") == Approx(4));
@@ -75,12 +75,12 @@ TEST_CASE("memory sweep: an oom point has its status, peak and headroom, and no 
 
 TEST_CASE("memory sweep: --check compares oom like any other value") {
   const Plan plan = plan_of_two();
-  const CsvTable both =
-      table_of(plan, {{PointState::Ok, ok_report(12), ""}, {PointState::Oom, oom_report(20), ""}});
+  const CsvTable both = outcome_table(
+      plan, {{PointState::Ok, ok_report(12), ""}, {PointState::Oom, oom_report(20), ""}});
   CHECK(compare_to_golden(both, both, 0.02).empty());
   // The golden's point 1 fitted; now it does not: one drift on its status.
-  const CsvTable fitted =
-      table_of(plan, {{PointState::Ok, ok_report(12), ""}, {PointState::Ok, ok_report(15), ""}});
+  const CsvTable fitted = outcome_table(
+      plan, {{PointState::Ok, ok_report(12), ""}, {PointState::Ok, ok_report(15), ""}});
   const auto drifts = compare_to_golden(fitted, both, 0.02);
   REQUIRE(drifts.size() == 1);
   CHECK(drifts[0].metric == "status");
