@@ -48,7 +48,7 @@ inline const OpNode* node_named(const OpGraph& g, const std::string& name) {
   return nullptr;
 }
 
-/// One replica per core (no model parallelism) with 32 MiB gradient buckets.
+/// The layout of one core running the whole model (Layout's defaults), 32 MiB gradient buckets.
 inline Layout single_core() {
   Layout l;
   l.grad_bucket_bytes = 32.0 * 1024 * 1024;
