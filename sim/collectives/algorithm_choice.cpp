@@ -1,6 +1,7 @@
 // Algorithm choice: the configured algorithm, or under `auto` the candidate whose plans the
-// cost model predicts fastest (the slowest group counts), skipping candidates whose lower bound
-// cannot beat the best so far.
+// cost model predicts fastest (the slowest group counts). Candidates are tried in the order of
+// their bounds (the predicted time of their bound plans, which route nothing), and no plan is
+// built for a candidate whose bound cannot beat the best so far.
 #include <algorithm>
 
 #include "sim/collectives/collective_planner.hpp"
@@ -27,6 +28,16 @@ std::vector<std::string> CollectivePlanner::candidates(const CollectiveSpec& spe
   return out;
 }
 
+template <class Plans>
+Duration CollectivePlanner::predicted(const Plans& plans, const CollectiveSpec& spec) {
+  const auto key =
+      std::make_tuple(static_cast<const void*>(&plans), spec.bytes, static_cast<int>(spec.dtype));
+  auto known = predicted_.find(key);
+  if (known == predicted_.end())
+    known = predicted_.emplace(key, model_.predicted_time(plans, spec.bytes, spec.dtype)).first;
+  return known->second;
+}
+
 const std::vector<const GroupPlan*>& CollectivePlanner::choose(const CollectiveSpec& spec,
                                                                const GroupSet& gs,
                                                                CollectiveOpStats& st) {
@@ -40,23 +51,39 @@ const std::vector<const GroupPlan*>& CollectivePlanner::choose(const CollectiveS
   std::string chosen = configured;
   const std::vector<const GroupPlan*>* plans = nullptr;
   if (configured == "auto") {
+    // Candidates in the order of their bounds (ties: preference); each bound is at most the
+    // candidate's predicted time, so once a bound cannot beat the best (or tie it from a later
+    // place in the preference), neither can any candidate after it, and their plans are never
+    // built. All-to-all plans have no bound: each is built, in preference order.
+    struct Candidate {
+      Duration bound;
+      std::size_t rank;
+    };
+    std::vector<Candidate> order;
+    for (std::size_t rank = 0; rank < names.size(); ++rank) {
+      Duration bound;
+      if (spec.kind != CollectiveKind::AllToAll) {
+        const GroupPlan* b = cached_bound(spec, gs, names[rank]);
+        if (!b) continue;  // the algorithm cannot serve the group
+        bound = predicted(*b, spec);
+      }
+      order.push_back({bound, rank});
+    }
+    std::stable_sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
+      return a.bound < b.bound;
+    });
     Duration best;
-    for (const auto& name : names) {
-      if (plans && spec.kind != CollectiveKind::AllToAll &&
-          algorithm(name).lower_bound(machine_, spec.kind, first, spec.bytes) >= best)
-        continue;
-      const auto* ps = cached_plans(spec, gs, name, true);
+    std::size_t best_rank = 0;
+    for (const Candidate& c : order) {
+      if (plans && (c.bound > best || (c.bound == best && c.rank > best_rank))) break;
+      const auto* ps = cached_plans(spec, gs, names[c.rank], true);
       if (!ps) continue;
-      const auto key =
-          std::make_tuple(static_cast<const void*>(ps), spec.bytes, static_cast<int>(spec.dtype));
-      auto known = predicted_.find(key);
-      if (known == predicted_.end())
-        known = predicted_.emplace(key, model_.predicted_time(*ps, spec.bytes, spec.dtype)).first;
-      const Duration t = known->second;
-      if (!plans || t < best) {
+      const Duration t = predicted(*ps, spec);
+      if (!plans || t < best || (t == best && c.rank < best_rank)) {
         plans = ps;
         best = t;
-        chosen = name;
+        best_rank = c.rank;
+        chosen = names[c.rank];
       }
     }
     // None served: all-to-all falls back to direct (large non-grid groups); otherwise the first

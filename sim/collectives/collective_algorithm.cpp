@@ -87,6 +87,12 @@ std::vector<std::vector<int>> lines_along(const Machine& m, const GroupShape& sh
   return lines;
 }
 
+bool spans_chips(const Machine& m, const std::vector<int>& group) {
+  for (int core : group)
+    if (m.chip_of(core) != m.chip_of(group.front())) return true;
+  return false;
+}
+
 std::vector<int> grid_order(const Machine& m, const std::vector<int>& group) {
   const GroupShape shape = analyse_group(m, group);
   if (!shape.is_grid) return group;

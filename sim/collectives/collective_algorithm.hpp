@@ -32,6 +32,9 @@ std::vector<std::vector<int>> lines_along(const Machine& m, const GroupShape& sh
 /// flipping bit k of a member's rank moves it along one dimension only.
 std::vector<int> grid_order(const Machine& m, const std::vector<int>& group);
 
+/// True if the group's members are on more than one chip.
+bool spans_chips(const Machine& m, const std::vector<int>& group);
+
 class CollectiveAlgorithm {
  public:
   virtual ~CollectiveAlgorithm() = default;
@@ -41,13 +44,17 @@ class CollectiveAlgorithm {
   /// Throws ConfigError if this algorithm cannot serve the group.
   virtual GroupPlan plan(const Machine& m, CollectiveKind kind,
                          const std::vector<int>& group) const = 0;
-  /// A lower bound on the predicted time of plan() for `group` and `bytes`, found without
-  /// routing anything, so `auto` skips building plans that cannot win. Zero: always build.
-  /// Built from the cost model's bounds (alpha_beta_bound, fastest_link).
-  virtual Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
-                               double bytes) const {
-    (void)m, (void)kind, (void)group, (void)bytes;
-    return Duration{};
+  /// The phases plan() would build for `group`, found without routing anything: no rings, and
+  /// each phase's link_s_per_byte and path_latency at most what profile_plans finds for the
+  /// routed plan (link_floor). The cost model's step time grows with both, so its predicted
+  /// time of this plan bounds the routed plan's from below: `auto` tries the candidates in
+  /// the order of these bounds and builds no plan whose bound cannot beat the best so far.
+  /// May throw the ConfigError plan() would throw for this group, and only then. The default,
+  /// no phases, bounds every plan by the launch alone.
+  virtual GroupPlan bound_plan(const Machine& m, CollectiveKind kind,
+                               const std::vector<int>& group) const {
+    (void)m, (void)kind, (void)group;
+    return GroupPlan{};
   }
 };
 

@@ -87,13 +87,19 @@ void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
   }
 }
 
-GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims) {
+GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims,
+                      bool routed) {
   auto phase_for = [&](const DimRings& d, StepKind k, double fraction) {
     PlanPhase p;
     p.kind = k;
     p.bidirectional = d.bidirectional;
     p.steps = static_cast<int>(d.rings.front().size()) - 1;
     p.step_fraction = fraction;
+    if (!routed) {
+      p.link_s_per_byte = d.link_s_per_byte;
+      p.path_latency = d.path_latency;
+      return p;
+    }
     for (const auto& order : d.rings) p.rings.push_back(make_ring(m, order, d.bidirectional));
     return p;
   };
@@ -115,6 +121,19 @@ GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<D
     f *= n;
   }
   return plan;
+}
+
+LinkFloor link_floor(const HardwareSpec& hw, bool offchip, double sharing) {
+  // Degraded links are slower (factor at most 1), never faster; the on-chip path of a chip of
+  // one device does not exist, so its steps all leave the chip.
+  const bool ici = offchip || hw.devices_per_chip < 2;
+  const Bandwidth bw = ici ? hw.ici_bandwidth : hw.onchip_bandwidth;
+  return {sharing / bw.bytes_per_s(), ici ? hw.ici_latency : hw.onchip_latency};
+}
+
+LinkFloor any_link_floor(const HardwareSpec& hw) {
+  const LinkFloor a = link_floor(hw, true), b = link_floor(hw, false);
+  return {std::min(a.s_per_byte, b.s_per_byte), min(a.latency, b.latency)};
 }
 
 }  // namespace tpusim

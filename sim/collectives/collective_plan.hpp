@@ -3,6 +3,7 @@
 // the engine plays them on the network.
 #include <vector>
 
+#include "core/hardware.hpp"
 #include "models/program.hpp"
 #include "sim/network/network.hpp"
 
@@ -89,8 +90,26 @@ Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirection
 struct DimRings {
   std::vector<std::vector<int>> rings;  ///< each ring's members in ring order
   bool bidirectional = false;
+  /// Unrouted phases only (see ring_phases): lower bounds of what profile_plans would find.
+  double link_s_per_byte = 0;
+  Duration path_latency;
 };
-GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims);
+/// `routed` false: the phases without rings, each taking its dimension's link_s_per_byte and
+/// path_latency, for a lower bound of the plan's predicted time (CollectiveAlgorithm::bound_plan).
+GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims,
+                      bool routed = true);
+/// Lower bounds of a phase's link_s_per_byte and path_latency for bound plans: every step
+/// sends at least one stream over a link of its class, `sharing` streams over one of them
+/// (the members of a chip towards one partner chip share its first ICI link), and waits at
+/// least one link's latency.
+struct LinkFloor {
+  double s_per_byte = 0;
+  Duration latency;
+};
+/// `offchip`: the step's streams leave the chip (ICI), else they stay on it (on-chip path).
+LinkFloor link_floor(const HardwareSpec& hw, bool offchip, double sharing = 1);
+/// Either may hold (a group whose members' placement is not known in advance).
+LinkFloor any_link_floor(const HardwareSpec& hw);
 
 /// Multislice (hierarchical_plan.cpp): the all-reduce of a group whose data axis spans the
 /// machine's S slices, as JAX multislice does it: `reduce_scatter` inside the slice over ICI

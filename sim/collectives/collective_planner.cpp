@@ -106,6 +106,21 @@ const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const Colle
   return &set.plans;
 }
 
+const GroupPlan* CollectivePlanner::cached_bound(const CollectiveSpec& spec, const GroupSet& gs,
+                                                 const std::string& name) {
+  auto& slot = bounds_[axes_key(spec) + "|" + to_string(spec.kind) + "|" + name];
+  if (!slot.first) {
+    slot.first = true;
+    try {
+      slot.second = std::make_unique<GroupPlan>(
+          algorithm(name).bound_plan(machine_, spec.kind, gs.groups.front()));
+    } catch (const ConfigError&) {
+      slot.second.reset();
+    }
+  }
+  return slot.second.get();
+}
+
 bool CollectivePlanner::spans_slices(const CollectiveSpec& spec) const {
   return machine_.slices() > 1 && spec.kind == CollectiveKind::AllReduce &&
          spec.replica_groups.empty() &&

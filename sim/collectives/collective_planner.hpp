@@ -60,6 +60,13 @@ class CollectivePlanner {
   /// kMaxCollectiveTransfers transfers.
   void check_all_to_all_size(const GroupSet& gs, const std::string& name) const;
   const CollectiveAlgorithm& algorithm(const std::string& name);
+  /// The bound plan (CollectiveAlgorithm::bound_plan) of `name` for the first group of `gs`,
+  /// made once; null if the algorithm cannot serve that group.
+  const GroupPlan* cached_bound(const CollectiveSpec& spec, const GroupSet& gs,
+                                const std::string& name);
+  /// The cost model's time of a plan or of a collective's plans at the op's size, memoised.
+  template <class Plans>
+  Duration predicted(const Plans& plans, const CollectiveSpec& spec);
   /// Chooses the algorithm of a collective `spec` (one for all its groups) and returns the plans.
   const std::vector<const GroupPlan*>& choose(const CollectiveSpec& spec, const GroupSet& gs,
                                               CollectiveOpStats& st);
@@ -83,8 +90,10 @@ class CollectivePlanner {
   };
   std::map<std::string, PlanSet> plans_;  ///< by plan key
   std::vector<double> link_scratch_;      ///< for profile_plans
-  /// auto's predicted times, by (plans, bytes, dtype): the ops of a layer repeat the same
-  /// collective on the same groups many times.
+  /// By plan key: made (first) and the bound plan (second; null: cannot serve).
+  std::map<std::string, std::pair<bool, std::unique_ptr<GroupPlan>>> bounds_;
+  /// auto's predicted times, by (plans or bound plan, bytes, dtype): the ops of a layer repeat
+  /// the same collective on the same groups many times.
   std::map<std::tuple<const void*, double, int>, Duration> predicted_;
   /// Per op (prepared once): its group set and each group's plan.
   std::vector<const GroupSet*> op_groups_;

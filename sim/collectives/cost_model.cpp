@@ -67,17 +67,6 @@ Duration CollectiveCostModel::predicted_time(const std::vector<const GroupPlan*>
   return t;
 }
 
-Bandwidth fastest_link(const HardwareSpec& hw) {
-  return hw.devices_per_chip > 1 &&
-                 hw.onchip_bandwidth.bytes_per_s() > hw.ici_bandwidth.bytes_per_s()
-             ? hw.onchip_bandwidth
-             : hw.ici_bandwidth;
-}
-
-Duration alpha_beta_bound(const HardwareSpec& hw, double steps, double bytes) {
-  return hw.collective_step_overhead * steps + fastest_link(hw).time_for(bytes);
-}
-
 std::pair<double, double> crossing_per_byte(CollectiveKind kind, const CutShares& s) {
   switch (kind) {
     case CollectiveKind::AllReduce:

@@ -4,8 +4,9 @@
 //     summed, HBM bytes, vector time); the CollectiveEngine books exactly this on the cores'
 //     resources and sends it over the network when it plays the step;
 //   - predicted_time: the alpha-beta time of a plan from that work, which `auto` compares;
-//   - the bounds without a plan: alpha_beta_bound (each algorithm's lower_bound, so `auto` skips
-//     plans that cannot win) and crossing_per_byte (what a collective carries across a cut, the
+//   - predicted_time of an algorithm's bound_plan (its phases with link floors, no routes) is
+//     a lower bound of its plan's, so `auto` skips plans that cannot win;
+//   - crossing_per_byte (what a collective carries across a cut, the
 //     layout search's bisection bound in tools/plan/bounds.cpp).
 #include <utility>
 
@@ -67,13 +68,6 @@ class CollectiveCostModel {
   const HardwareSpec& hw_;
   const CollectiveOptions options_;
 };
-
-/// The bandwidth of the fastest link a group member can send over.
-Bandwidth fastest_link(const HardwareSpec& hw);
-/// `steps` step overheads plus `bytes` sent in sequence over the fastest link: no plan of that
-/// many steps moving that much per member in sequence can be faster (step_time is at least
-/// the step's stream over its link plus the overhead).
-Duration alpha_beta_bound(const HardwareSpec& hw, double steps, double bytes);
 
 /// Sums over the groups of one collective with members on both sides of a cut, per byte of a
 /// member's buffer: N members, n_A on side A, n_B on side B.

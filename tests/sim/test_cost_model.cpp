@@ -27,14 +27,15 @@ std::vector<std::string> preference_order() {
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   return out;
 }
-}  // namespace
 
-TEST_CASE("auto's choice is the argmin of the cost model over the algorithms that serve") {
-  const Config cfg = config_with({{"topology", "4x4"}});
-  const int cores = 16 * static_cast<int>(cfg.integer("hardware.cores_per_chip"));
-  // Out: ops compared, choices that differ from the argmin, bounds above their prediction,
-  // distinct algorithms chosen.
-  auto v = in_child([&] {
+/// Out: ops compared, choices that differ from the argmin, bounds above their prediction,
+/// bound plans whose phases differ from the plan's (shape, or a floor above the profile),
+/// distinct algorithms chosen.
+std::vector<double> check_choices(const Config& cfg) {
+  return in_child([&] {
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    const HardwareSpec hw = HardwareSpec::from_config(cfg);
+    const int cores = topo.num_chips() * hw.devices_per_chip;
     Program program;
     program.mesh = {{"a", 4}, {"b", cores / 4}};
     const std::vector<std::vector<std::string>> axes = {{"a"}, {"b"}, {"a", "b"}};
@@ -42,8 +43,6 @@ TEST_CASE("auto's choice is the argmin of the cost model over the algorithms tha
          {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter, CollectiveKind::AllGather})
       for (double bytes : {2e3, 64e3, 2e6, 64e6, 1e9})
         for (const auto& ax : axes) program.ops.push_back(collective_op(kind, bytes, ax));
-    Topology topo(topology_from_json(cfg.json()["topology"]));
-    const HardwareSpec hw = HardwareSpec::from_config(cfg);
     const SimOptions options = SimOptions::from_config(cfg);
     DeviceMesh mesh(topo, hw.devices_per_chip, program.mesh);
     EventQueue queue("events");
@@ -54,7 +53,7 @@ TEST_CASE("auto's choice is the argmin of the cost model over the algorithms tha
     engine.prepare();
     const CollectiveCostModel& model = engine.cost_model();
     std::vector<double> scratch;
-    double compared = 0, differ = 0, bound_above = 0;
+    double compared = 0, differ = 0, bound_above = 0, shape_differs = 0;
     std::vector<std::string> chosen;
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
       const CollectiveSpec& spec = program.ops[i].collective;
@@ -67,6 +66,12 @@ TEST_CASE("auto's choice is the argmin of the cost model over the algorithms tha
         try {
           for (const auto& g : groups) plans.push_back(algo->plan(machine, spec.kind, g));
         } catch (const ConfigError&) {
+          // The bound plan refuses the same groups.
+          try {
+            algo->bound_plan(machine, spec.kind, groups.front());
+            shape_differs += plans.empty();
+          } catch (const ConfigError&) {
+          }
           continue;
         }
         std::vector<GroupPlan*> all;
@@ -74,7 +79,19 @@ TEST_CASE("auto's choice is the argmin of the cost model over the algorithms tha
         profile_plans(machine, all, scratch);
         const std::vector<const GroupPlan*> views(all.begin(), all.end());
         const Duration t = model.predicted_time(views, spec.bytes, spec.dtype);
-        bound_above += algo->lower_bound(machine, spec.kind, groups.front(), spec.bytes) > t;
+        const GroupPlan bound = algo->bound_plan(machine, spec.kind, groups.front());
+        bound_above += model.predicted_time(bound, spec.bytes, spec.dtype) > t;
+        const auto& phases = plans.front().phases;
+        shape_differs += bound.phases.size() != phases.size();
+        for (std::size_t k = 0; k < std::min(bound.phases.size(), phases.size()); ++k) {
+          const PlanPhase &b = bound.phases[k], &p = phases[k];
+          shape_differs += b.kind != p.kind || b.steps != p.steps ||
+                           b.step_fraction != p.step_fraction ||
+                           b.bidirectional != p.bidirectional ||
+                           b.reduce_pieces != p.reduce_pieces || !b.rings.empty() ||
+                           b.link_s_per_byte > p.link_s_per_byte ||
+                           b.path_latency > p.path_latency;
+        }
         if (best_name.empty() || t < best) best_name = name, best = t;
       }
       const std::string& got = engine.stats().at(static_cast<int>(i)).algorithm;
@@ -82,11 +99,25 @@ TEST_CASE("auto's choice is the argmin of the cost model over the algorithms tha
       differ += got != best_name;
       if (std::find(chosen.begin(), chosen.end(), got) == chosen.end()) chosen.push_back(got);
     }
-    return std::vector<double>{compared, differ, bound_above, static_cast<double>(chosen.size())};
+    return std::vector<double>{compared,     differ, bound_above, shape_differs,
+                               static_cast<double>(chosen.size())};
   });
-  REQUIRE(v.size() == 4);
-  CHECK(v[0] == 3 * 5 * 3);
-  CHECK(v[1] == 0);
-  CHECK(v[2] == 0);
-  CHECK(v[3] >= 2);  // the sizes and groups make auto choose differently
+}
+}  // namespace
+
+// A torus, a Multipod-like grid whose X is an open line, a 3D slice and megacore chips.
+TEST_CASE("auto's choice is the argmin of the cost model over the algorithms that serve") {
+  for (const nlohmann::json& overrides :
+       {nlohmann::json{{"topology", "4x4"}}, nlohmann::json{{"topology", "8x4:wrap=0,1"}},
+        nlohmann::json{{"topology", "4x4x4"}},
+        nlohmann::json{{"preset", "tpu_v4"}, {"topology", "4x4"}}}) {
+    INFO(overrides.dump());
+    const auto v = check_choices(config_with(overrides));
+    REQUIRE(v.size() == 5);
+    CHECK(v[0] == 3 * 5 * 3);
+    CHECK(v[1] == 0);
+    CHECK(v[2] == 0);
+    CHECK(v[3] == 0);
+    CHECK(v[4] >= 2);  // the sizes and groups make auto choose differently
+  }
 }

@@ -21,32 +21,48 @@ class OneShot : public CollectiveAlgorithm {
 
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
-    const std::size_t n = group.size();
-    if (n > kMaxMembers)
-      throw ConfigError("collectives.algorithm", "one_shot serves groups of at most " +
-                                                     std::to_string(kMaxMembers) +
-                                                     " members; this one has " + std::to_string(n));
+    const std::size_t n = checked_size(group);
     std::vector<std::vector<int>> partners(n);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         if (j != i) partners[i].push_back(static_cast<int>(j));
-    PlanPhase p;
-    p.steps = 1;
-    p.kind = kind == CollectiveKind::AllGather ? StepKind::AllGather : StepKind::ReduceScatter;
-    p.step_fraction = kind == CollectiveKind::AllReduce ? 1.0 : 1.0 / static_cast<double>(n);
-    p.reduce_pieces = static_cast<double>(n - 1);
+    PlanPhase p = step(kind, n);
     p.rings.push_back(make_exchange(m, group, partners));
     GroupPlan plan;
     if (n > 1) plan.phases.push_back(std::move(p));
     return plan;
   }
 
-  /// One step; at best every piece leaves at once, each over its own link.
-  Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
-                       double bytes) const override {
-    const std::size_t members = group.size();
-    const double piece = kind == CollectiveKind::AllReduce ? bytes : bytes / members;
-    return alpha_beta_bound(m.hardware(), 1, piece);
+  /// The one step, over at least one ICI link if the group spans chips.
+  GroupPlan bound_plan(const Machine& m, CollectiveKind kind,
+                       const std::vector<int>& group) const override {
+    const std::size_t n = checked_size(group);
+    PlanPhase p = step(kind, n);
+    const LinkFloor f = link_floor(m.hardware(), spans_chips(m, group));
+    p.link_s_per_byte = f.s_per_byte;
+    p.path_latency = f.latency;
+    GroupPlan plan;
+    if (n > 1) plan.phases.push_back(std::move(p));
+    return plan;
+  }
+
+ private:
+  static std::size_t checked_size(const std::vector<int>& group) {
+    const std::size_t n = group.size();
+    if (n > kMaxMembers)
+      throw ConfigError("collectives.algorithm", "one_shot serves groups of at most " +
+                                                     std::to_string(kMaxMembers) +
+                                                     " members; this one has " + std::to_string(n));
+    return n;
+  }
+
+  static PlanPhase step(CollectiveKind kind, std::size_t n) {
+    PlanPhase p;
+    p.steps = 1;
+    p.kind = kind == CollectiveKind::AllGather ? StepKind::AllGather : StepKind::ReduceScatter;
+    p.step_fraction = kind == CollectiveKind::AllReduce ? 1.0 : 1.0 / static_cast<double>(n);
+    p.reduce_pieces = static_cast<double>(n - 1);
+    return p;
   }
 };
 

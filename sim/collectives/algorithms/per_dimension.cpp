@@ -38,6 +38,18 @@ class PerDimension : public DescribedAlgorithm {
 
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
+    return phases(m, kind, group, true);
+  }
+
+  /// The same phases, the on-chip step over on-chip links, every other over ICI links.
+  GroupPlan bound_plan(const Machine& m, CollectiveKind kind,
+                       const std::vector<int>& group) const override {
+    return phases(m, kind, group, false);
+  }
+
+ private:
+  GroupPlan phases(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
+                   bool routed) const {
     const GroupShape shape = analyse_group(m, group);
     const char* who = onchip_only_ ? "onchip" : "per_dimension";
     if (!shape.is_grid)
@@ -62,19 +74,34 @@ class PerDimension : public DescribedAlgorithm {
       const bool torus = d > 0 && closes_rings(m, lines_along(m, shape, group, d), d - 1);
       dims.push_back({d, torus, extent});
     }
-    if (whole && m.topology().twisted_dim() >= 0) return twisted_plan(m, kind, shape, group);
+    if (whole && m.topology().twisted_dim() >= 0)
+      return twisted_plan(m, kind, shape, group, routed);
     std::stable_sort(dims.begin() + (!dims.empty() && dims.front().dim == 0 ? 1 : 0), dims.end(),
                      [](const DimInfo& a, const DimInfo& b) {
                        return a.torus != b.torus ? a.torus : a.extent > b.extent;
                      });
     std::vector<DimRings> rings;
-    for (const auto& info : dims)
-      rings.push_back(rings_along(m, shape, group, info.dim, info.torus));
+    for (const auto& info : dims) {
+      if (routed) {
+        rings.push_back(rings_along(m, shape, group, info.dim, info.torus));
+        continue;
+      }
+      rings.emplace_back();
+      rings.back().rings.emplace_back(info.extent);  // only the rings' size counts
+      rings.back().bidirectional = info.torus;
+      with_floor(m, rings.back(), info.dim > 0);
+    }
     if (rings.empty()) return GroupPlan{};
-    return ring_phases(m, kind, rings);
+    return ring_phases(m, kind, rings, routed);
   }
 
- private:
+  /// An unrouted dimension's bounds (ring_phases): over ICI links or on the chip.
+  static void with_floor(const Machine& m, DimRings& d, bool offchip) {
+    const LinkFloor f = link_floor(m.hardware(), offchip);
+    d.link_s_per_byte = f.s_per_byte;
+    d.path_latency = f.latency;
+  }
+
   static DimRings rings_along(const Machine& m, const GroupShape& shape,
                               const std::vector<int>& group, int dim, bool torus) {
     DimRings out;
@@ -135,7 +162,7 @@ class PerDimension : public DescribedAlgorithm {
 
   /// The whole group on a twisted torus (see the top of the file).
   GroupPlan twisted_plan(const Machine& m, CollectiveKind kind, const GroupShape& shape,
-                         const std::vector<int>& group) const {
+                         const std::vector<int>& group, bool routed) const {
     const Topology& topo = m.topology();
     const int t = topo.twisted_dim(), k = topo.dim(t) / 2;
     std::vector<DimRings> rings;
@@ -145,7 +172,10 @@ class PerDimension : public DescribedAlgorithm {
       if (d != t)
         rings.push_back(cosets(
             m, shape, k, [&, d](int c) { return topo.translate(topo.translate(c, d, 1), t, -1); }));
-    return ring_phases(m, kind, rings);
+    if (!routed)
+      for (std::size_t i = 0; i < rings.size(); ++i)
+        with_floor(m, rings[i], i > 0 || shape.values[0].size() < 2);
+    return ring_phases(m, kind, rings, routed);
   }
 
   bool onchip_only_;

@@ -21,15 +21,21 @@ int log2_exact(std::size_t n) {
   return (std::size_t{1} << k) == n ? k : -1;
 }
 
+/// One swap step: every member sends `fraction` of the buffer.
+PlanPhase one_step(StepKind kind, double fraction) {
+  PlanPhase p;
+  p.kind = kind;
+  p.steps = 1;
+  p.step_fraction = fraction;
+  return p;
+}
+
 PlanPhase swap_phase(const Machine& m, const std::vector<int>& order, int bit, StepKind kind,
                      double fraction) {
   std::vector<std::vector<int>> partners(order.size());
   for (std::size_t i = 0; i < order.size(); ++i)
     partners[i] = {static_cast<int>(i ^ (std::size_t{1} << bit))};
-  PlanPhase p;
-  p.kind = kind;
-  p.steps = 1;
-  p.step_fraction = fraction;
+  PlanPhase p = one_step(kind, fraction);
   p.rings.push_back(make_exchange(m, order, partners));
   return p;
 }
@@ -46,6 +52,38 @@ class Recursive : public DescribedAlgorithm {
 
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
+    const int bits = check(kind, group);
+    const std::vector<int> order = grid_order(m, group);
+    return phases(kind, bits, [&](int bit, StepKind step, double fraction) {
+      return swap_phase(m, order, bit, step, fraction);
+    });
+  }
+
+  /// In grid order the bits below the core-within-chip extent swap on the chip; every other
+  /// bit swaps with the same core index of another chip, so the members of a chip send to one
+  /// partner chip over one route and share its first ICI link. A group that is not a sub-grid
+  /// keeps mesh order: any link may serve any bit.
+  GroupPlan bound_plan(const Machine& m, CollectiveKind kind,
+                       const std::vector<int>& group) const override {
+    const int bits = check(kind, group);
+    const GroupShape shape = analyse_group(m, group);
+    const HardwareSpec& hw = m.hardware();
+    const double per_chip = static_cast<double>(shape.values[0].size());
+    const int onchip_bits = shape.is_grid ? log2_exact(shape.values[0].size()) : 0;
+    return phases(kind, bits, [&](int bit, StepKind step, double fraction) {
+      PlanPhase p = one_step(step, fraction);
+      const LinkFloor f = !shape.is_grid       ? any_link_floor(hw)
+                          : bit < onchip_bits ? link_floor(hw, false)
+                                              : link_floor(hw, true, per_chip);
+      p.link_s_per_byte = f.s_per_byte;
+      p.path_latency = f.latency;
+      return p;
+    });
+  }
+
+ private:
+  /// log2 of the group's size; ConfigError if the group cannot be served.
+  int check(CollectiveKind kind, const std::vector<int>& group) const {
     if (kind != CollectiveKind::AllReduce && !halving_)
       throw ConfigError("collectives.algorithm",
                         "recursive_doubling is an all-reduce algorithm; for a reduce-scatter or an "
@@ -56,44 +94,27 @@ class Recursive : public DescribedAlgorithm {
                         std::string(halving_ ? "halving_doubling" : "recursive_doubling") +
                             " needs a group of 2^k members; this one has " +
                             std::to_string(group.size()));
-    const std::vector<int> order = grid_order(m, group);
+    return bits;
+  }
+
+  /// The phases of the plan, each made by `swap(bit, kind, fraction)`.
+  template <class Swap>
+  GroupPlan phases(CollectiveKind kind, int bits, Swap swap) const {
     GroupPlan plan;
     if (kind == CollectiveKind::AllReduce && !halving_) {
-      for (int b = 0; b < bits; ++b)
-        plan.phases.push_back(swap_phase(m, order, b, StepKind::ReduceScatter, 1.0));
+      for (int b = 0; b < bits; ++b) plan.phases.push_back(swap(b, StepKind::ReduceScatter, 1.0));
       return plan;
     }
     // Step k of the halving moves 1/2^(k+1) of the buffer; nearest partners carry the most.
     if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter)
       for (int b = 0; b < bits; ++b)
-        plan.phases.push_back(swap_phase(m, order, b, StepKind::ReduceScatter, 1.0 / (2 << b)));
+        plan.phases.push_back(swap(b, StepKind::ReduceScatter, 1.0 / (2 << b)));
     if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::AllGather)
       for (int b = bits - 1; b >= 0; --b)
-        plan.phases.push_back(swap_phase(m, order, b, StepKind::AllGather, 1.0 / (2 << b)));
+        plan.phases.push_back(swap(b, StepKind::AllGather, 1.0 / (2 << b)));
     return plan;
   }
 
-  /// Steps along the core-within-chip bits may use the on-chip path; every other step leaves
-  /// the chip over an ICI link.
-  Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
-                       double bytes) const override {
-    const int bits = log2_exact(group.size());
-    if (bits < 0) return Duration{};
-    const int onchip_bits = log2_exact(analyse_group(m, group).values[0].size());
-    const HardwareSpec& hw = m.hardware();
-    Duration t;
-    for (int b = 0; b < bits; ++b) {
-      const Bandwidth bw = b < onchip_bits ? fastest_link(hw) : hw.ici_bandwidth;
-      const double sent = kind == CollectiveKind::AllReduce && !halving_
-                              ? bytes
-                              : (kind == CollectiveKind::AllReduce ? 2 : 1) * bytes / (2 << b);
-      t += bw.time_for(sent) +
-           hw.collective_step_overhead * (kind == CollectiveKind::AllReduce && halving_ ? 2 : 1);
-    }
-    return t;
-  }
-
- private:
   bool halving_;
 };
 

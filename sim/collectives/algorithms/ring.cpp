@@ -51,14 +51,16 @@ class RingAlgorithm : public DescribedAlgorithm {
     d.bidirectional = both_ways_;
     return ring_phases(m, kind, {d});
   }
-  /// n - 1 steps per half, (n-1)/n of the buffer per half, half of it each way if both ways.
-  Duration lower_bound(const Machine& m, CollectiveKind kind, const std::vector<int>& group,
-                       double bytes) const override {
-    const std::size_t members = group.size();
-    const double n = static_cast<double>(members);
-    const double halves = kind == CollectiveKind::AllReduce ? 2 : 1;
-    return alpha_beta_bound(m.hardware(), halves * (n - 1),
-                            halves * (n - 1) / n * bytes / (both_ways_ ? 2 : 1));
+  /// The same phases, every step over at least one ICI link if the group spans chips.
+  GroupPlan bound_plan(const Machine& m, CollectiveKind kind,
+                       const std::vector<int>& group) const override {
+    DimRings d;
+    d.rings.push_back(group);  // only the ring's size counts
+    d.bidirectional = both_ways_;
+    const LinkFloor f = link_floor(m.hardware(), spans_chips(m, group));
+    d.link_s_per_byte = f.s_per_byte;
+    d.path_latency = f.latency;
+    return ring_phases(m, kind, {d}, false);
   }
 
  private:
