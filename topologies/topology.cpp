@@ -233,6 +233,15 @@ int Topology::chip_at(const std::vector<int>& c) const {
   return chip;
 }
 
+int Topology::shifted(int chip, const std::vector<int>& by) const {
+  int out = chip;
+  for (int d = 0; d < num_dims(); ++d) {
+    const int n = spec_.dims[d], c = coord(chip, d);
+    out += (((c + by[d]) % n + n) % n - c) * stride_[d];
+  }
+  return out;
+}
+
 int Topology::neighbor(int chip, int d, int dir) const {
   const int n = spec_.dims[d];
   if (n == 1) return -1;

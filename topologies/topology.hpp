@@ -90,6 +90,9 @@ class Topology {
   /// torus, following its links (on a twisted torus the wrap links land shifted, so this is not
   /// a shift of one coordinate). Defined on dimensions that wrap.
   int translate(int chip, int dim, int by) const;
+  /// The chip moved by `by[d]` chips along every dimension d, each coordinate modulo its
+  /// dimension's length: a translation of a plain (untwisted) grid.
+  int shifted(int chip, const std::vector<int>& by) const;
 
   /// The 2k-chip dimension along which a twisted torus's other wrap links land shifted by k
   /// chips; -1 on a torus that is not twisted.

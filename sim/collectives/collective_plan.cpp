@@ -87,6 +87,55 @@ void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
   }
 }
 
+bool chip_shift(const Machine& m, const std::vector<int>& from, const std::vector<int>& to,
+                std::vector<int>& by) {
+  if (!m.routes_translate() || from.size() != to.size() || from.empty()) return false;
+  const Topology& topo = m.topology();
+  const int dims = topo.num_dims();
+  by.assign(static_cast<std::size_t>(dims), 0);
+  for (int d = 0; d < dims; ++d)
+    by[d] = topo.coord(m.chip_of(to[0]), d) - topo.coord(m.chip_of(from[0]), d);
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    if (m.core_in_chip(from[i]) != m.core_in_chip(to[i])) return false;
+    for (int d = 0; d < dims; ++d)
+      if (topo.coord(m.chip_of(to[i]), d) != topo.coord(m.chip_of(from[i]), d) + by[d])
+        return false;
+  }
+  return true;
+}
+
+GroupPlan shifted_plan(const Machine& m, const GroupPlan& plan, const std::vector<int>& by) {
+  const int cpc = m.hardware().devices_per_chip;
+  auto core = [&](int c) { return m.topology().shifted(m.chip_of(c), by) * cpc + m.core_in_chip(c); };
+  auto routes = [&](const std::vector<Route>& from, std::vector<Route>& to) {
+    to.resize(from.size());
+    for (std::size_t k = 0; k < from.size(); ++k) {
+      to[k].reserve(from[k].size());
+      for (const LinkModule* l : from[k]) to[k].push_back(m.shifted_link(*l, by));
+    }
+  };
+  GroupPlan out;
+  out.phases.reserve(plan.phases.size());
+  for (const PlanPhase& p : plan.phases) {
+    out.phases.push_back(p.without_rings());
+    auto& rings = out.phases.back().rings;
+    rings.resize(p.rings.size());
+    for (std::size_t r = 0; r < p.rings.size(); ++r) {
+      const Ring& from = p.rings[r];
+      Ring& to = rings[r];
+      to.members.reserve(from.members.size());
+      for (int c : from.members) to.members.push_back(core(c));
+      for (int c : from.next_from) to.next_from.push_back(core(c));
+      routes(from.next, to.next);
+      routes(from.prev, to.prev);
+      to.path_latency = from.path_latency;
+      to.represented_routes = from.represented_routes;
+      to.represented_members = from.represented_members;
+    }
+  }
+  return out;
+}
+
 GroupPlan ring_phases(const Machine& m, CollectiveKind kind, const std::vector<DimRings>& dims,
                       bool routed) {
   auto phase_for = [&](const DimRings& d, StepKind k, double fraction) {

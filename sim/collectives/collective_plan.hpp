@@ -84,6 +84,17 @@ void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
 Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional,
                bool closed = true);
 
+/// True, with `by` the shift per dimension, if `to` is `from` moved by one translation of the
+/// chips, member by member (the same core within the chip, every coordinate moved by the same
+/// amount and none wrapping round), on a machine whose routes move with its chips
+/// (Machine::routes_translate). Every algorithm orders and routes a group by its members'
+/// relative places, so the plan of `to` is then the plan of `from` moved (shifted_plan):
+/// planning builds one plan per group shape and moves it to the other groups.
+bool chip_shift(const Machine& m, const std::vector<int>& from, const std::vector<int>& to,
+                std::vector<int>& by);
+/// `plan` with every member, sender and link moved by `by` (chip_shift).
+GroupPlan shifted_plan(const Machine& m, const GroupPlan& plan, const std::vector<int>& by);
+
 /// Reduce-scatter and all-gather phases over rings, by kind:
 /// all-reduce = RS phases in order then AG phases in reverse; reduce-scatter = RS phases;
 /// all-gather = AG phases in reverse. Each entry of `dims` is one dimension's set of rings.

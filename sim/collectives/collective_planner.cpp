@@ -82,9 +82,13 @@ const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const Colle
   PlanSet& set = plans_[key];
   try {
     if (spec.kind == CollectiveKind::AllToAll) check_all_to_all_size(gs, name);
+    std::vector<int> by;
     for (const auto& members : gs.groups) {
       auto plan = std::make_unique<GroupPlan>();
-      if (spec.kind == CollectiveKind::CollectivePermute)
+      // A group that is the first one moved takes its plan moved (chip_shift).
+      if (!set.owned.empty() && chip_shift(machine_, gs.groups.front(), members, by))
+        *plan = shifted_plan(machine_, *set.owned.front(), by);
+      else if (spec.kind == CollectiveKind::CollectivePermute)
         *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
       else if (spec.kind == CollectiveKind::AllToAll)
         *plan = all_to_all_plan(machine_, members, name);

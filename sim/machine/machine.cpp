@@ -47,6 +47,7 @@ std::unique_ptr<LinkModule> Machine::make_link(const char* name, Bandwidth bandw
   auto link = std::make_unique<LinkModule>(name, bandwidth, latency);
   link->index = static_cast<int>(all_links_.size());
   all_links_.push_back(link.get());
+  place_.emplace_back(-1, -1);
   return link;
 }
 
@@ -75,6 +76,7 @@ void Machine::build_chip(Chip& chip, const MachineParts& parts) {
                       hw_.ici_latency);
         if (parts.failed.count(full)) link->failed = any_failed_ = true;
         ici_[slot] = link.get();
+        place_[link->index] = {c, d * 2 + (dir > 0 ? 0 : 1)};
         chip.ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
       }
   });
@@ -82,10 +84,12 @@ void Machine::build_chip(Chip& chip, const MachineParts& parts) {
   chip.onchip_ports = std::make_unique<Assembly>("onchip", [&] {
     for (int a = 0; a < cpc; ++a)
       for (int b = 0; b < cpc; ++b)
-        if (a != b)
+        if (a != b) {
           chip.onchip[a * cpc + b] =
               make_link((std::to_string(a) + "to" + std::to_string(b)).c_str(),
                         hw_.onchip_bandwidth, hw_.onchip_latency);
+          place_[chip.onchip[a * cpc + b]->index] = {c, topology_.num_dims() * 2 + a * cpc + b};
+        }
   });
 }
 
@@ -136,6 +140,14 @@ std::vector<LinkModule*> Machine::links_of_chip(int chip) const {
   for (const auto& l : chips_[chip]->onchip)
     if (l) out.push_back(l.get());
   return out;
+}
+
+LinkModule* Machine::shifted_link(const LinkModule& link, const std::vector<int>& by) const {
+  const auto [chip, place] = place_[link.index];
+  if (chip < 0) return nullptr;
+  const int image = topology_.shifted(chip, by), ici_places = topology_.num_dims() * 2;
+  if (place < ici_places) return ici_[image * ici_places + place];
+  return chips_[image]->onchip[place - ici_places].get();
 }
 
 Route Machine::route(int src, int dst) const {

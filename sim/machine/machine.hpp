@@ -100,6 +100,16 @@ class Machine : public sc_core::sc_module {
   Route route(int src, int dst) const;
   /// The links leaving a chip (ICI and on-chip).
   std::vector<LinkModule*> links_of_chip(int chip) const;
+  /// Whether routes move with the chips: route(src, dst) moved by a translation of the grid
+  /// (Topology::shifted) is the route between the moved cores, for cores whose coordinates
+  /// stay in range without wrapping on an open dimension. True on a plain grid or torus with no
+  /// failed link (a detour does not move with the chips; a twisted torus's wrap links land
+  /// shifted).
+  bool routes_translate() const { return !any_failed_ && topology_.twisted_dim() < 0; }
+  /// The image of an ICI or on-chip link when the chips move by `by` (Topology::shifted): the
+  /// same direction, or the same pair of cores, at the image chip. Null for a DCN link or where
+  /// the image chip lacks that link.
+  LinkModule* shifted_link(const LinkModule& link, const std::vector<int>& by) const;
   /// True for the data-center network's links (multislice).
   bool is_dcn_link(const LinkModule& l) const { return dcn_ && l.index >= first_dcn_link_; }
   /// Every link, for statistics.
@@ -121,6 +131,9 @@ class Machine : public sc_core::sc_module {
   int first_dcn_link_ = 0;
   std::vector<LinkModule*> ici_;  ///< by topology link slot
   std::vector<LinkModule*> all_links_;
+  /// Per link (all_links_ index): its chip and its place there, dim * 2 + (dir < 0) for ICI and
+  /// 2 * dims + a * devices + b for the on-chip path a -> b; chip -1 for DCN links.
+  std::vector<std::pair<int, int>> place_;
   bool any_failed_ = false;
   /// Appends the ICI links of `steps` hops from `chip` along `dim` in `dir`; false (and nothing
   /// appended) if one of them has failed.

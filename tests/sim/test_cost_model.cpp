@@ -121,3 +121,74 @@ TEST_CASE("auto's choice is the argmin of the cost model over the algorithms tha
     CHECK(v[4] >= 2);  // the sizes and groups make auto choose differently
   }
 }
+
+namespace {
+bool same_plan(const GroupPlan& a, const GroupPlan& b) {
+  if (a.phases.size() != b.phases.size()) return false;
+  for (std::size_t k = 0; k < a.phases.size(); ++k) {
+    const PlanPhase &p = a.phases[k], &q = b.phases[k];
+    if (p.kind != q.kind || p.steps != q.steps || p.step_fraction != q.step_fraction ||
+        p.bidirectional != q.bidirectional || p.reduce_pieces != q.reduce_pieces ||
+        p.rings.size() != q.rings.size())
+      return false;
+    for (std::size_t r = 0; r < p.rings.size(); ++r) {
+      const Ring &x = p.rings[r], &y = q.rings[r];
+      if (x.members != y.members || x.next != y.next || x.prev != y.prev ||
+          x.next_from != y.next_from || x.path_latency != y.path_latency)
+        return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
+// Planning builds one plan per group shape and moves it to the groups that are its translations
+// (chip_shift, shifted_plan): the moved plan must be the plan the algorithm builds for the group.
+TEST_CASE("a plan moved to a translated group is the plan built for that group") {
+  for (const char* topology : {"4x4", "8x4:wrap=0,1", "4x4x4"}) {
+    INFO(topology);
+    // Out: plans compared, moved plans that differ from the built ones, groups not translations.
+    const auto v = in_child([&] {
+      const Config cfg = config_with({{"topology", topology}});
+      Topology topo(topology_from_json(cfg.json()["topology"]));
+      const HardwareSpec hw = HardwareSpec::from_config(cfg);
+      const int cores = topo.num_chips() * hw.devices_per_chip;
+      Machine machine("multipod", topo, hw);
+      double compared = 0, differ = 0, not_moved = 0;
+      for (const std::vector<MeshAxis>& axes :
+           std::vector<std::vector<MeshAxis>>{{{"a", 4}, {"b", cores / 4}},
+                                              {{"a", cores / 8}, {"b", 8}},
+                                              {{"a", 2}, {"b", 2}, {"c", cores / 4}}}) {
+        DeviceMesh mesh(topo, hw.devices_per_chip, axes);
+        for (const auto& ax : std::vector<std::vector<std::string>>{{"a"}, {"b"}}) {
+          const auto groups = mesh.groups(ax);
+          auto plans_of = [&](const std::vector<int>& g) {
+            std::vector<GroupPlan> out;
+            for (const auto& name : algorithm_names()) try {
+                out.push_back(make_algorithm(name, "test")->plan(machine, CollectiveKind::AllReduce, g));
+              } catch (const ConfigError&) {
+              }
+            for (const auto& name : all_to_all_names()) out.push_back(all_to_all_plan(machine, g, name));
+            out.push_back(permute_plan(machine, g, 1, true));
+            return out;
+          };
+          const auto first = plans_of(groups.front());
+          for (std::size_t g = 1; g < groups.size(); ++g) {
+            std::vector<int> by;
+            if (!chip_shift(machine, groups.front(), groups[g], by)) {
+              ++not_moved;
+              continue;
+            }
+            const auto built = plans_of(groups[g]);
+            for (std::size_t i = 0; i < first.size(); ++i, ++compared)
+              differ += !same_plan(shifted_plan(machine, first[i], by), built[i]);
+          }
+        }
+      }
+      return std::vector<double>{compared, differ, not_moved};
+    });
+    REQUIRE(v.size() == 3);
+    CHECK(v[0] > 0);
+    CHECK(v[1] == 0);
+  }
+}
