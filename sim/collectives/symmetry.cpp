@@ -43,17 +43,18 @@ bool make_translation(const Machine& m, std::vector<int> chip_image, Translation
   t.chip = std::move(chip_image);
   t.core.assign(static_cast<std::size_t>(m.num_cores()), -1);
   t.link.assign(m.links().size(), -1);
-  for (int c = 0; c < m.topology().num_chips(); ++c) {
+  for (int c = 0; c < m.topology().num_chips(); ++c)
     for (int k = 0; k < cpc; ++k) t.core[c * cpc + k] = t.chip[c] * cpc + k;
-    const auto from = m.links_of_chip(c);
-    const auto to = m.links_of_chip(t.chip[c]);
-    if (from.size() != to.size()) return false;
-    for (std::size_t j = 0; j < from.size(); ++j) {
-      if (from[j]->bandwidth.bytes_per_s() != to[j]->bandwidth.bytes_per_s() ||
-          from[j]->latency != to[j]->latency)
-        return false;
-      t.link[from[j]->index] = to[j]->index;
-    }
+  // Each link maps to the link at the same place of its chip's image (the chip map is a
+  // bijection, so then every link is some link's image).
+  for (const LinkModule* from : m.links()) {
+    const auto [chip, place] = m.place_of(*from);
+    if (chip < 0) continue;  // a DCN link: translate_dcn
+    const LinkModule* to = m.link_at(t.chip[chip], place);
+    if (!to || from->bandwidth.bytes_per_s() != to->bandwidth.bytes_per_s() ||
+        from->latency != to->latency)
+      return false;
+    t.link[from->index] = to->index;
   }
   return translate_dcn(m, t);
 }

@@ -143,12 +143,15 @@ std::vector<LinkModule*> Machine::links_of_chip(int chip) const {
   return out;
 }
 
+LinkModule* Machine::link_at(int chip, int place) const {
+  const int ici_places = topology_.num_dims() * 2;
+  if (place < ici_places) return ici_[chip * ici_places + place];
+  return chips_[chip]->onchip[place - ici_places].get();
+}
+
 LinkModule* Machine::shifted_link(const LinkModule& link, const std::vector<int>& by) const {
   const auto [chip, place] = place_[link.index];
-  if (chip < 0) return nullptr;
-  const int image = topology_.shifted(chip, by), ici_places = topology_.num_dims() * 2;
-  if (place < ici_places) return ici_[image * ici_places + place];
-  return chips_[image]->onchip[place - ici_places].get();
+  return chip < 0 ? nullptr : link_at(topology_.shifted(chip, by), place);
 }
 
 Route Machine::route(int src, int dst) const {

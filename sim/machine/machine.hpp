@@ -110,6 +110,11 @@ class Machine : public sc_core::sc_module {
   /// same direction, or the same pair of cores, at the image chip. Null for a DCN link or where
   /// the image chip lacks that link.
   LinkModule* shifted_link(const LinkModule& link, const std::vector<int>& by) const;
+  /// A link's chip and its place there: dim * 2 + (dir < 0) for an ICI link, 2 * dims +
+  /// a * devices + b for the on-chip path a -> b; chip -1 for a DCN link.
+  std::pair<int, int> place_of(const LinkModule& link) const { return place_[link.index]; }
+  /// The link at `place` of `chip` (as place_of gives it), null where the chip has none.
+  LinkModule* link_at(int chip, int place) const;
   /// True for the data-center network's links (multislice).
   bool is_dcn_link(const LinkModule& l) const { return dcn_ && l.index >= first_dcn_link_; }
   /// Every link, for statistics.
@@ -131,9 +136,7 @@ class Machine : public sc_core::sc_module {
   int first_dcn_link_ = 0;
   std::vector<LinkModule*> ici_;  ///< by topology link slot
   std::vector<LinkModule*> all_links_;
-  /// Per link (all_links_ index): its chip and its place there, dim * 2 + (dir < 0) for ICI and
-  /// 2 * dims + a * devices + b for the on-chip path a -> b; chip -1 for DCN links.
-  std::vector<std::pair<int, int>> place_;
+  std::vector<std::pair<int, int>> place_;  ///< per link (all_links_ index): place_of
   bool any_failed_ = false;
   /// Appends the ICI links of `steps` hops from `chip` along `dim` in `dir`; false (and nothing
   /// appended) if one of them has failed.
