@@ -40,12 +40,13 @@ int children_named(const sc_core::sc_object* parent, const std::string& prefix) 
     n += std::string(c->basename()).rfind(prefix, 0) == 0;
   return n;
 }
-/// Simulates one all-reduce on an X x Y grid and walks the module tree: the number of top-level
-/// modules named multipod, the expected names missing (`must` and every chip's cores with their
-/// resources, ICI ports and on-chip links), then per chip (x fastest) its cores and ICI ports.
+/// Simulates one all-reduce on an X x Y grid, every core (sim.symmetry=off), and walks the module
+/// tree: the number of top-level modules named multipod, the expected names missing (`must` and
+/// every chip's cores with their resources, ICI ports and on-chip links), then per chip (x
+/// fastest) its cores and ICI ports.
 std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool torus,
                               const std::vector<std::string>& must) {
-  const Config cfg = config_with({{"topology", topology}});
+  const Config cfg = config_with({{"topology", topology}, {"sim", {{"symmetry", "off"}}}});
   const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
   return in_child([&] {
     Topology topo(topology_from_json(cfg.json()["topology"]));
