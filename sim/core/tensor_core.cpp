@@ -81,7 +81,6 @@ void TensorCore::guarded_step() {
 
 void TensorCore::step() {
   ++activations_;
-  if (!active()) return;
   const Duration now = sim_now();
   if (!deferred_.empty()) issue_deferred(now);
   if (running_) {

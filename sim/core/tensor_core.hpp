@@ -37,8 +37,6 @@ struct ExecutionContext {
   /// ready only once its batch is in the core's queue.
   InfeedPort* infeed = nullptr;
   const std::vector<int>* infeed_batch = nullptr;
-  /// Symmetric simulation (sim/collectives/symmetry.hpp): per core, 1 if it runs; null: all run.
-  const std::vector<char>* active = nullptr;
 };
 
 class TensorCore : public sc_core::sc_module {
@@ -54,8 +52,6 @@ class TensorCore : public sc_core::sc_module {
   void wake() { wake_.notify(sc_core::SC_ZERO_TIME); }
 
   bool finished() const { return finished_; }
-  /// False for a core a symmetric simulation leaves out (its image in the domain stands for it).
-  bool active() const { return !ctx_.active || (*ctx_.active)[id_]; }
   int pc() const { return pc_; }
   Duration finish_time() const { return finish_time_; }
   Duration busy() const { return busy_; }           ///< computing

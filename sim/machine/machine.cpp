@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <regex>
+#include <stdexcept>
 #include <string>
 
 #include "core/errors.hpp"
@@ -13,15 +14,12 @@ const char* const kDim = "xyzw";
 
 Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
                  const MachineParts& parts)
-    : sc_core::sc_module(name), topology_(topology), hw_(hw) {
+    : sc_core::sc_module(name), topology_(topology), hw_(hw), parts_(parts) {
   ici_.assign(topology.num_link_slots(), nullptr);
   chips_.reserve(topology.num_chips());
   for (int c = 0; c < topology.num_chips(); ++c)
     chips_.push_back(std::make_unique<Chip>(chip_name(topology, c).c_str(), c,
                                             [&](Chip& chip) { build_chip(chip, parts); }));
-  if (parts.infeed)
-    hosts_ = std::make_unique<HostSet>(topology, hw.devices_per_chip, parts.hosts, *parts.infeed,
-                                       *parts.queue, [this](int c) { core(c).wake(); });
   first_dcn_link_ = static_cast<int>(all_links_.size());
   if (topology.slices() > 1)
     dcn_ = std::make_unique<Dcn>(
@@ -51,16 +49,44 @@ std::unique_ptr<LinkModule> Machine::make_link(const char* name, Bandwidth bandw
   return link;
 }
 
+void Machine::elaborate_cores(const std::vector<char>* active) {
+  if (cores_elaborated_) throw std::logic_error("tpusim bug: the cores are elaborated twice");
+  cores_elaborated_ = true;
+  sc_core::sc_simcontext* sim = sc_core::sc_get_curr_simcontext();
+  const int cpc = hw_.devices_per_chip;
+  const MachineParts& parts = parts_;
+  if (parts.cores)
+    for (auto& chip : chips_) {
+      chip->cores.resize(static_cast<std::size_t>(cpc));
+      bool entered = false;  // a chip none of whose cores runs is not re-entered
+      for (int k = 0; k < cpc; ++k) {
+        const int id = chip->id * cpc + k;
+        if (active && !(*active)[id]) continue;
+        // The chip's constructor has returned: pushing it back on SystemC's hierarchy stack
+        // makes the core its child, named chip(x,y).coreK as if the chip had built it.
+        if (!entered) sim->hierarchy_push(chip.get());
+        entered = true;
+        chip->cores[k] = std::make_unique<TensorCore>(
+            ("core" + std::to_string(k)).c_str(), id, *parts.cores,
+            id < static_cast<int>(parts.traced.size()) && parts.traced[id],
+            parts.compute_scale.empty() ? 1.0 : parts.compute_scale[id]);
+      }
+      if (entered) sim->hierarchy_pop();
+    }
+  // The hosts are the machine's children (multipod.hostN); their wake reaches only the cores
+  // that exist (a host outside the domain feeds cores that do not run).
+  if (parts.infeed) {
+    sim->hierarchy_push(this);
+    hosts_ = std::make_unique<HostSet>(topology_, cpc, parts.hosts, *parts.infeed, *parts.queue,
+                                       [this](int c) {
+                                         if (has_core(c)) core(c).wake();
+                                       });
+    sim->hierarchy_pop();
+  }
+}
+
 void Machine::build_chip(Chip& chip, const MachineParts& parts) {
   const int c = chip.id, cpc = hw_.devices_per_chip;
-  if (parts.cores)
-    for (int k = 0; k < cpc; ++k) {
-      const int id = c * cpc + k;
-      chip.cores.push_back(std::make_unique<TensorCore>(
-          ("core" + std::to_string(k)).c_str(), id, *parts.cores,
-          id < static_cast<int>(parts.traced.size()) && parts.traced[id],
-          parts.compute_scale.empty() ? 1.0 : parts.compute_scale[id]));
-    }
   chip.ici.resize(topology_.num_dims() * 2);
   chip.ici_ports = std::make_unique<Assembly>("ici", [&] {
     for (int d = 0; d < topology_.num_dims(); ++d)

@@ -7,8 +7,10 @@
 //   multipod.chip(x,y).onchip.0to1 the on-chip paths between its cores
 //   multipod.hostN                 the hosts, with infeed (sim/machine/host.hpp)
 //   multipod.dcn                   multislice: the data-center network (sim/machine/dcn.hpp)
-// SystemC makes an object the child of the module whose constructor is running, so Machine's
-// constructor elaborates all of it. Knows routes between cores; knows nothing of programs.
+// SystemC makes an object the child of the module on top of its hierarchy stack. Machine's
+// constructor elaborates the chips with their links and the DCN; elaborate_cores() then
+// re-enters each chip to build the TensorCores that run (a symmetric run's domain, else all),
+// and builds the hosts. Knows routes between cores; knows nothing of programs.
 #include <functional>
 #include <map>
 #include <memory>
@@ -44,7 +46,9 @@ class Chip : public sc_core::sc_module {
     build(*this);
   }
   const int id;
-  std::vector<std::unique_ptr<TensorCore>> cores;  ///< core0, core1, ... (none without cores)
+  /// core0, core1, ...: null for a core not elaborated (outside a symmetric run's domain); empty
+  /// before Machine::elaborate_cores or without cores.
+  std::vector<std::unique_ptr<TensorCore>> cores;
   std::unique_ptr<Assembly> ici_ports, onchip_ports;
   std::vector<std::unique_ptr<LinkModule>>
       ici;  ///< outgoing ICI links, by direction slot (null if absent)
@@ -52,7 +56,8 @@ class Chip : public sc_core::sc_module {
       onchip;  ///< [a * cores + b]: core a to core b (null on the diagonal)
 };
 
-/// What Machine elaborates besides its chips' links: the TensorCores and the hosts.
+/// What Machine elaborates besides its chips' links: the TensorCores and the hosts (both in
+/// Machine::elaborate_cores).
 struct MachineParts {
   /// network.degraded_links: ICI link name (as in reports) -> bandwidth factor; a name that is
   /// not a link of this machine is a ConfigError.
@@ -71,15 +76,28 @@ struct MachineParts {
 
 class Machine : public sc_core::sc_module {
  public:
+  /// Elaborates the chips, their links and the DCN; no TensorCores and no hosts yet.
   Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
           const MachineParts& parts = {});
+  /// Elaborates the TensorCores of the cores `active` marks (per core, 1: elaborate; null:
+  /// every core), each as a child of its chip, in core order, then the hosts (parts.infeed):
+  /// their SC_METHODs are created after the cores' as when the constructor built both, so the
+  /// kernel runs the processes in the same order. Once, before the simulation starts.
+  void elaborate_cores(const std::vector<char>* active);
 
   const Topology& topology() const { return topology_; }
   const HardwareSpec& hardware() const { return hw_; }
   int num_cores() const { return topology_.num_chips() * hw_.devices_per_chip; }
   int chip_of(int core) const { return core / hw_.devices_per_chip; }
   int core_in_chip(int core) const { return core % hw_.devices_per_chip; }
-  /// The TensorCore `core` (the machine was built with cores).
+  /// True if core `core` was elaborated (elaborate_cores: every core, or a symmetric run's
+  /// domain).
+  bool has_core(int core) const {
+    const auto& cores = chips_[chip_of(core)]->cores;
+    return static_cast<std::size_t>(core_in_chip(core)) < cores.size() &&
+           cores[core_in_chip(core)] != nullptr;
+  }
+  /// The TensorCore `core`; only for a core that has_core().
   TensorCore& core(int core) const { return *chips_[chip_of(core)]->cores[core_in_chip(core)]; }
   HostSet* hosts() const { return hosts_.get(); }
   /// Slices of the machine (topology.slices); only one is elaborated, the others are its images.
@@ -130,6 +148,8 @@ class Machine : public sc_core::sc_module {
 
   const Topology& topology_;
   HardwareSpec hw_;
+  MachineParts parts_;  ///< what elaborate_cores builds from
+  bool cores_elaborated_ = false;
   std::vector<std::unique_ptr<Chip>> chips_;
   std::unique_ptr<HostSet> hosts_;
   std::unique_ptr<Dcn> dcn_;

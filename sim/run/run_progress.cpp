@@ -31,7 +31,7 @@ void RunProgress::tick() {
   // The slowest core bounds the step: its position in the Program is the fraction done.
   int slowest = static_cast<int>(program_.ops.size());
   for (int c = 0; c < machine_.num_cores(); ++c)
-    if (!machine_.core(c).finished() && machine_.core(c).active())
+    if (machine_.has_core(c) && !machine_.core(c).finished())
       slowest = std::min(slowest, machine_.core(c).pc());
   const double ops = std::max<double>(1, static_cast<double>(program_.ops.size()));
   const double done = slowest / ops;

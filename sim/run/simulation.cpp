@@ -34,13 +34,23 @@ const ParamRegistrar kSimulationParams{{
 }};
 // clang-format on
 
+/// The engine's calls to the cores. A symmetric run plays only the domain's cores, the ones
+/// elaborated; a call for another is a bug, not a core to make up.
 class CoreDispatch : public CollectiveListener {
  public:
   Machine* machine = nullptr;
   void collective_done(int core, int op_index) override {
-    machine->core(core).collective_done(op_index);
+    elaborated(core).collective_done(op_index);
   }
-  CoreResources& resources(int core) override { return machine->core(core).resources(); }
+  CoreResources& resources(int core) override { return elaborated(core).resources(); }
+
+ private:
+  TensorCore& elaborated(int core) const {
+    if (!machine->has_core(core))
+      throw std::logic_error("tpusim bug: the collectives reached core " + std::to_string(core) +
+                             ", which is not elaborated (outside the symmetric domain)");
+    return machine->core(core);
+  }
 };
 
 /// The elaborated design outlives simulate(): SystemC allows one design per process anyway, and
@@ -149,7 +159,6 @@ void choose_symmetry(Design& d, const Program& program, const HardwareSpec& hw,
     return;
   }
   d.symmetry = "symmetric: " + d.symmetric->describe() + images;
-  d.ctx.active = &d.symmetric->active;
   d.engine->use_symmetry(d.symmetric.get());
 }
 
@@ -168,8 +177,9 @@ void expand_symmetric(const Design& d) {
   d.engine->expand_symmetric_stats();
 }
 
-/// Elaboration: the event queue, the machine's module tree (chips, cores, links, hosts), the
-/// network and the collective engine with every collective planned.
+/// Elaboration: the event queue, the machine's module tree (chips, links, hosts), the network
+/// and the collective engine with every collective planned; then, once the symmetry is chosen
+/// (from the links and the plans), the TensorCores that run: a symmetric run's domain, else all.
 Design& elaborate(const Program& program, const Topology& topology, const HardwareSpec& hw,
                   const SimOptions& options) {
   g_design = new Design;
@@ -199,12 +209,13 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
   d.ctx.engine = d.engine.get();
   d.engine->prepare();
   check_slow_chips(topology, hw);
+  if (options.timeline) d.link_logs = log_traced_links(*d.machine, options.traced_cores);
+  choose_symmetry(d, program, hw, options);
+  d.machine->elaborate_cores(d.symmetric ? &d.symmetric->active : nullptr);
   if (d.machine->hosts()) {
     d.ctx.infeed = d.machine->hosts();
     d.ctx.infeed_batch = &options.infeed->op_batch;
   }
-  if (options.timeline) d.link_logs = log_traced_links(*d.machine, options.traced_cores);
-  choose_symmetry(d, program, hw, options);
   return d;
 }
 
@@ -228,8 +239,9 @@ void run(const Design& d, const Program& program, double progress_interval_s) {
   if (auto failure = take_failure()) std::rethrow_exception(failure);
   std::vector<std::string> stuck;
   for (int c = 0; c < d.machine->num_cores() && stuck.size() < 3; ++c) {
+    if (!d.machine->has_core(c)) continue;  // outside the symmetric domain: never ran
     const TensorCore& core = d.machine->core(c);
-    if (core.finished() || !core.active()) continue;
+    if (core.finished()) continue;
     const int pc = core.pc();
     std::string what = core.name();
     if (pc < static_cast<int>(program.ops.size()))
@@ -247,12 +259,16 @@ void run(const Design& d, const Program& program, double progress_interval_s) {
 }
 
 /// The core that finished last and its time: the step time, its compute and communication,
-/// its resources' occupancy.
+/// its resources' occupancy. In a symmetric run every core's timeline is its domain image's,
+/// so the last of the elaborated cores finishes with the last of all.
 void report_last_core(const Design& d, SimReport& r) {
   const Machine& m = *d.machine;
-  int last_index = 0;
+  int last_index = -1;  // the first core elaborated with the latest finish, as over every core
   for (int c = 0; c < m.num_cores(); ++c)
-    if (m.core(c).finish_time() > m.core(last_index).finish_time()) last_index = c;
+    if (m.has_core(c) &&
+        (last_index < 0 || m.core(c).finish_time() > m.core(last_index).finish_time()))
+      last_index = c;
+  if (last_index < 0) throw std::logic_error("tpusim bug: no TensorCore elaborated");
   TensorCore& last = m.core(last_index);
   r.step_time = last.finish_time();
   r.compute = last.busy();
@@ -311,7 +327,7 @@ SimReport report(const Design& d, const Program& program, const HardwareSpec& hw
   report_links(*d.machine, options.link_stats, r);
   if (options.timeline) emit_link_counters(*options.timeline, d.link_logs, r.step_time);
   for (int c = 0; c < d.machine->num_cores(); ++c)
-    r.kernel_events += d.machine->core(c).activations();
+    if (d.machine->has_core(c)) r.kernel_events += d.machine->core(c).activations();
   r.kernel_events += d.queue->activations();
   r.network_work = d.network->work_items();
   if (const HostSet* hosts = d.machine->hosts()) {

@@ -1,10 +1,13 @@
 // The SystemC module tree reads as the hardware: multipod.chip(x,y) per chip, each with its
 // TensorCores (core0, core1, each with mxu, vpu, hbm, dma), its ICI ports (ici.x+, ici.x-, ...)
-// and its on-chip links. The expected names come from the grid and the config.
+// and its on-chip links. The expected names come from the grid and the config. A symmetric run
+// elaborates only the TensorCores of its domain.
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <set>
 #include <systemc>
 
+#include "sim/core/tensor_core.hpp"
 #include "tests/sim/sim_fixture.hpp"
 
 using namespace tpusim;
@@ -40,12 +43,13 @@ int children_named(const sc_core::sc_object* parent, const std::string& prefix) 
     n += std::string(c->basename()).rfind(prefix, 0) == 0;
   return n;
 }
-/// Simulates one all-reduce on an X x Y grid and walks the module tree: the number of top-level
-/// modules named multipod, the expected names missing (`must` and every chip's cores with their
-/// resources, ICI ports and on-chip links), then per chip (x fastest) its cores and ICI ports.
+/// Simulates one all-reduce on an X x Y grid, every core (sim.symmetry=off), and walks the module
+/// tree: the number of top-level modules named multipod, the expected names missing (`must` and
+/// every chip's cores with their resources, ICI ports and on-chip links), then per chip (x
+/// fastest) its cores and ICI ports.
 std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool torus,
                               const std::vector<std::string>& must) {
-  const Config cfg = config_with({{"topology", topology}});
+  const Config cfg = config_with({{"topology", topology}, {"sim", {{"symmetry", "off"}}}});
   const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
   return in_child([&] {
     Topology topo(topology_from_json(cfg.json()["topology"]));
@@ -121,4 +125,74 @@ TEST_CASE("on a 4x4 torus every chip of the module tree has 2 cores and 4 ICI po
   const auto v = walk_tree("4x4", 4, 4, true, {"multipod.chip(3,0).ici.x+"});
   check_tree(v, 4, 4, true, cpc);
   for (int c = 0; c < 16; ++c) CHECK(v[3 + 2 * c] == 4);
+}
+
+namespace {
+/// Simulates an all-reduce over model groups of two chips along X on a 4x4 torus (per-dimension
+/// rings; `symmetry`: sim.symmetry) and counts the TensorCores elaborated under multipod:
+/// {cores simulated and cores of the machine as the report states them (symmetric: "N of M
+/// cores simulated (a domain of P x Q chips)"; full: 0 and 0), P, Q, TensorCores elaborated,
+/// those on a chip of the domain (x < P, y < Q), the machine's cores}.
+std::vector<double> count_cores(const char* symmetry) {
+  const Config cfg = config_with({{"topology", "4x4"},
+                                  {"collectives", {{"algorithm", "per_dimension"}}},
+                                  {"sim", {{"symmetry", symmetry}}}});
+  const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
+  return in_child([&] {
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    Program p;
+    p.mesh = {{"data", 8}, {"model", 2 * cpc}};
+    p.ops.push_back(collective_op(CollectiveKind::AllReduce, 1 << 20, {"model"}));
+    const SimReport r =
+        simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+    int simulated = 0, total = 0, px = 0, py = 0;
+    if (std::sscanf(r.symmetry.c_str(),
+                    "symmetric: %d of %d cores simulated (a domain of %d x %d chips)", &simulated,
+                    &total, &px, &py) != 4)
+      simulated = total = px = py = 0;
+    double elaborated = 0, in_domain = 0;
+    const sc_core::sc_object* multipod = sc_core::sc_find_object("multipod");
+    for (const sc_core::sc_object* chip : multipod->get_child_objects())
+      for (const sc_core::sc_object* c : chip->get_child_objects()) {
+        if (!dynamic_cast<const TensorCore*>(c)) continue;
+        ++elaborated;
+        int x = -1, y = -1;
+        if (std::sscanf(chip->basename(), "chip(%d,%d)", &x, &y) == 2 && x < px && y < py)
+          ++in_domain;
+      }
+    return std::vector<double>{static_cast<double>(simulated),
+                               static_cast<double>(total),
+                               static_cast<double>(px),
+                               static_cast<double>(py),
+                               elaborated,
+                               in_domain,
+                               static_cast<double>(r.cores)};
+  });
+}
+}  // namespace
+
+TEST_CASE("a symmetric run elaborates the TensorCores of its domain and no others") {
+  // Model groups of two chips along X map onto themselves under shifts by 2 along X and by 1
+  // along Y: a domain of 2 x 1 chips, its 2 x devices_per_chip cores of the 16 chips' cores.
+  const int cpc =
+      static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
+  const auto v = count_cores("auto");
+  REQUIRE(v.size() == 7);
+  CHECK(v[2] == 2);
+  CHECK(v[3] == 1);
+  CHECK(v[0] == v[2] * v[3] * cpc);  // the report's count is the domain's chips' cores
+  CHECK(v[1] == 16 * cpc);
+  CHECK(v[6] == 16 * cpc);
+  CHECK(v[4] == v[0]);  // as many TensorCores as cores simulated
+  CHECK(v[5] == v[0]);  // and each on a chip of the domain
+}
+
+TEST_CASE("a full run elaborates the TensorCore of every core") {
+  const int cpc =
+      static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
+  const auto v = count_cores("off");
+  REQUIRE(v.size() == 7);
+  CHECK(v[0] == 0);  // the report says full
+  CHECK(v[6] == 16 * cpc);
+  CHECK(v[4] == 16 * cpc);
 }
