@@ -54,9 +54,16 @@ class Recursive : public DescribedAlgorithm {
                  const std::vector<int>& group) const override {
     const int bits = check(kind, group);
     const std::vector<int> order = grid_order(m, group);
-    return phases(kind, bits, [&](int bit, StepKind step, double fraction) {
-      return swap_phase(m, order, bit, step, fraction);
-    });
+    // Halving-doubling's all-gather swaps over the partners of its reduce-scatter: each bit's
+    // exchange is routed once.
+    std::vector<const PlanPhase*> routed(static_cast<std::size_t>(bits), nullptr);
+    GroupPlan plan = phases(kind, bits, [&](int bit, StepKind step, double fraction) {
+      if (!routed[bit]) return swap_phase(m, order, bit, step, fraction);
+      PlanPhase p = one_step(step, fraction);
+      p.rings = routed[bit]->rings;
+      return p;
+    }, &routed);
+    return plan;
   }
 
   /// In grid order the bits below the core-within-chip extent swap on the chip; every other
@@ -97,21 +104,26 @@ class Recursive : public DescribedAlgorithm {
     return bits;
   }
 
-  /// The phases of the plan, each made by `swap(bit, kind, fraction)`.
+  /// The phases of the plan, each made by `swap(bit, kind, fraction)`; `made` (if given) gets,
+  /// per bit, the first phase made for it.
   template <class Swap>
-  GroupPlan phases(CollectiveKind kind, int bits, Swap swap) const {
+  GroupPlan phases(CollectiveKind kind, int bits, Swap swap,
+                   std::vector<const PlanPhase*>* made = nullptr) const {
     GroupPlan plan;
+    plan.phases.reserve(2 * static_cast<std::size_t>(bits));  // `made` points into it
+    auto add = [&](int b, StepKind step, double fraction) {
+      plan.phases.push_back(swap(b, step, fraction));
+      if (made && !(*made)[b]) (*made)[b] = &plan.phases.back();
+    };
     if (kind == CollectiveKind::AllReduce && !halving_) {
-      for (int b = 0; b < bits; ++b) plan.phases.push_back(swap(b, StepKind::ReduceScatter, 1.0));
+      for (int b = 0; b < bits; ++b) add(b, StepKind::ReduceScatter, 1.0);
       return plan;
     }
     // Step k of the halving moves 1/2^(k+1) of the buffer; nearest partners carry the most.
     if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter)
-      for (int b = 0; b < bits; ++b)
-        plan.phases.push_back(swap(b, StepKind::ReduceScatter, 1.0 / (2 << b)));
+      for (int b = 0; b < bits; ++b) add(b, StepKind::ReduceScatter, 1.0 / (2 << b));
     if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::AllGather)
-      for (int b = bits - 1; b >= 0; --b)
-        plan.phases.push_back(swap(b, StepKind::AllGather, 1.0 / (2 << b)));
+      for (int b = bits - 1; b >= 0; --b) add(b, StepKind::AllGather, 1.0 / (2 << b));
     return plan;
   }
 
