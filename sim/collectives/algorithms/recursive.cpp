@@ -6,6 +6,7 @@
 // sends the other to i xor 2^k: S/2, S/4, ... S/n), the all-gather doubles it back in reverse
 // order: 2 log2(n) latencies and 2 (n-1)/n x S bytes per member, as a ring's bandwidth.
 // Reduce-scatter and all-gather alone are the halving or the doubling half of halving_doubling.
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.hpp"
@@ -38,6 +39,15 @@ PlanPhase swap_phase(const Machine& m, const std::vector<int>& order, int bit, S
   PlanPhase p = one_step(kind, fraction);
   p.rings.push_back(make_exchange(m, order, partners));
   return p;
+}
+
+/// The most hops between a member and its partner across `bit` (members in grid order).
+int longest_swap(const Machine& m, const std::vector<int>& order, int bit) {
+  int most = 0;
+  for (std::size_t i = 0; i < order.size(); ++i)
+    most = std::max(most, m.topology().hops(m.chip_of(order[i]),
+                                            m.chip_of(order[i ^ (std::size_t{1} << bit)])));
+  return most;
 }
 
 /// describe() of recursive doubling and of halving-doubling.
@@ -77,13 +87,18 @@ class Recursive : public DescribedAlgorithm {
     const HardwareSpec& hw = m.hardware();
     const double per_chip = static_cast<double>(shape.values[0].size());
     const int onchip_bits = shape.is_grid ? log2_exact(shape.values[0].size()) : 0;
+    const std::vector<int> order = shape.is_grid ? grid_order(m, group) : std::vector<int>{};
     return phases(kind, bits, [&](int bit, StepKind step, double fraction) {
       PlanPhase p = one_step(step, fraction);
-      const LinkFloor f = !shape.is_grid       ? any_link_floor(hw)
-                          : bit < onchip_bits ? link_floor(hw, false)
-                                              : link_floor(hw, true, per_chip);
+      const bool offchip = bit >= onchip_bits;
+      const LinkFloor f = !shape.is_grid ? any_link_floor(hw)
+                          : offchip      ? link_floor(hw, true, per_chip)
+                                         : link_floor(hw, false);
       p.link_s_per_byte = f.s_per_byte;
-      p.path_latency = f.latency;
+      // Between chips the longest route is known without routing: dimension order takes the
+      // fewest hops (more round a failed link), each an ICI link of the same latency.
+      p.path_latency = shape.is_grid && offchip ? hw.ici_latency * longest_swap(m, order, bit)
+                                                : f.latency;
       return p;
     });
   }
