@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
@@ -46,16 +45,24 @@ GroupShape analyse_group(const Machine& m, const std::vector<int>& group) {
   GroupShape s;
   const int dims = 1 + m.topology().num_dims();
   s.values.resize(dims);
-  for (int d = 0; d < dims; ++d) {
-    std::set<int> vals;
-    for (int core : group) vals.insert(s.coord(m, core, d));
-    s.values[d].assign(vals.begin(), vals.end());
+  std::vector<char> seen;
+  for (int d = 0; d < dims; ++d) {  // each dimension's coordinates that occur, in order
+    seen.assign(static_cast<std::size_t>(d == 0 ? m.hardware().devices_per_chip
+                                                : m.topology().dim(d - 1)),
+                0);
+    for (int core : group) seen[static_cast<std::size_t>(s.coord(m, core, d))] = 1;
+    for (std::size_t c = 0; c < seen.size(); ++c)
+      if (seen[c]) s.values[d].push_back(static_cast<int>(c));
   }
   std::size_t product = 1;
   for (const auto& v : s.values) product *= v.size();
   // A sub-grid: as many members as coordinate combinations, and no member twice.
-  s.is_grid =
-      product == group.size() && std::set<int>(group.begin(), group.end()).size() == group.size();
+  s.is_grid = product == group.size();
+  if (s.is_grid) {
+    std::vector<int> sorted(group);
+    std::sort(sorted.begin(), sorted.end());
+    s.is_grid = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+  }
   return s;
 }
 
@@ -71,18 +78,32 @@ std::vector<int> GroupShape::digits(const Machine& m, int core) const {
 
 std::vector<std::vector<int>> lines_along(const Machine& m, const GroupShape& shape,
                                           const std::vector<int>& group, int dim) {
-  std::map<std::vector<int>, std::vector<std::pair<int, int>>> by_rest;
+  // Each member keyed by its other coordinates (the first dimension most significant, so the
+  // lines come in the lexicographic order of those coordinates), then its coordinate along dim.
+  struct Keyed {
+    long long rest;
+    int along, core;
+    bool operator<(const Keyed& o) const {
+      return rest != o.rest ? rest < o.rest : along != o.along ? along < o.along : core < o.core;
+    }
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(group.size());
+  const int dims = static_cast<int>(shape.values.size());
   for (int core : group) {
-    std::vector<int> rest;
-    for (int d = 0; d < static_cast<int>(shape.values.size()); ++d)
-      if (d != dim) rest.push_back(shape.coord(m, core, d));
-    by_rest[rest].emplace_back(shape.coord(m, core, dim), core);
+    long long rest = 0;
+    for (int d = 0; d < dims; ++d) {
+      if (d == dim) continue;
+      const int radix = d == 0 ? m.hardware().devices_per_chip : m.topology().dim(d - 1);
+      rest = rest * radix + shape.coord(m, core, d);
+    }
+    keyed.push_back({rest, shape.coord(m, core, dim), core});
   }
+  std::sort(keyed.begin(), keyed.end());
   std::vector<std::vector<int>> lines;
-  for (auto& [_, members] : by_rest) {
-    std::sort(members.begin(), members.end());
-    lines.emplace_back();
-    for (const auto& [c, core] : members) lines.back().push_back(core);
+  for (std::size_t i = 0; i < keyed.size(); ++i) {
+    if (i == 0 || keyed[i].rest != keyed[i - 1].rest) lines.emplace_back();
+    lines.back().push_back(keyed[i].core);
   }
   return lines;
 }
