@@ -69,9 +69,8 @@ const std::vector<const GroupPlan*>& CollectivePlanner::choose(const CollectiveS
       }
       order.push_back({bound, rank});
     }
-    std::stable_sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
-      return a.bound < b.bound;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
     Duration best;
     std::size_t best_rank = 0;
     for (const Candidate& c : order) {

@@ -47,9 +47,9 @@ GroupShape analyse_group(const Machine& m, const std::vector<int>& group) {
   s.values.resize(dims);
   std::vector<char> seen;
   for (int d = 0; d < dims; ++d) {  // each dimension's coordinates that occur, in order
-    seen.assign(static_cast<std::size_t>(d == 0 ? m.hardware().devices_per_chip
-                                                : m.topology().dim(d - 1)),
-                0);
+    seen.assign(
+        static_cast<std::size_t>(d == 0 ? m.hardware().devices_per_chip : m.topology().dim(d - 1)),
+        0);
     for (int core : group) seen[static_cast<std::size_t>(s.coord(m, core, d))] = 1;
     for (std::size_t c = 0; c < seen.size(); ++c)
       if (seen[c]) s.values[d].push_back(static_cast<int>(c));

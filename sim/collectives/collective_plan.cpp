@@ -106,7 +106,9 @@ bool chip_shift(const Machine& m, const std::vector<int>& from, const std::vecto
 
 GroupPlan shifted_plan(const Machine& m, const GroupPlan& plan, const std::vector<int>& by) {
   const int cpc = m.hardware().devices_per_chip;
-  auto core = [&](int c) { return m.topology().shifted(m.chip_of(c), by) * cpc + m.core_in_chip(c); };
+  auto core = [&](int c) {
+    return m.topology().shifted(m.chip_of(c), by) * cpc + m.core_in_chip(c);
+  };
   auto routes = [&](const std::vector<Route>& from, std::vector<Route>& to) {
     to.resize(from.size());
     for (std::size_t k = 0; k < from.size(); ++k) {

@@ -89,8 +89,7 @@ std::vector<double> check_choices(const Config& cfg) {
                            b.step_fraction != p.step_fraction ||
                            b.bidirectional != p.bidirectional ||
                            b.reduce_pieces != p.reduce_pieces || !b.rings.empty() ||
-                           b.link_s_per_byte > p.link_s_per_byte ||
-                           b.path_latency > p.path_latency;
+                           b.link_s_per_byte > p.link_s_per_byte || b.path_latency > p.path_latency;
         }
         if (best_name.empty() || t < best) best_name = name, best = t;
       }
@@ -99,7 +98,7 @@ std::vector<double> check_choices(const Config& cfg) {
       differ += got != best_name;
       if (std::find(chosen.begin(), chosen.end(), got) == chosen.end()) chosen.push_back(got);
     }
-    return std::vector<double>{compared,     differ, bound_above, shape_differs,
+    return std::vector<double>{compared, differ, bound_above, shape_differs,
                                static_cast<double>(chosen.size())};
   });
 }
@@ -165,10 +164,12 @@ TEST_CASE("a plan moved to a translated group is the plan built for that group")
           auto plans_of = [&](const std::vector<int>& g) {
             std::vector<GroupPlan> out;
             for (const auto& name : algorithm_names()) try {
-                out.push_back(make_algorithm(name, "test")->plan(machine, CollectiveKind::AllReduce, g));
+                out.push_back(
+                    make_algorithm(name, "test")->plan(machine, CollectiveKind::AllReduce, g));
               } catch (const ConfigError&) {
               }
-            for (const auto& name : all_to_all_names()) out.push_back(all_to_all_plan(machine, g, name));
+            for (const auto& name : all_to_all_names())
+              out.push_back(all_to_all_plan(machine, g, name));
             out.push_back(permute_plan(machine, g, 1, true));
             return out;
           };

@@ -67,12 +67,15 @@ class Recursive : public DescribedAlgorithm {
     // Halving-doubling's all-gather swaps over the partners of its reduce-scatter: each bit's
     // exchange is routed once.
     std::vector<const PlanPhase*> routed(static_cast<std::size_t>(bits), nullptr);
-    GroupPlan plan = phases(kind, bits, [&](int bit, StepKind step, double fraction) {
-      if (!routed[bit]) return swap_phase(m, order, bit, step, fraction);
-      PlanPhase p = one_step(step, fraction);
-      p.rings = routed[bit]->rings;
-      return p;
-    }, &routed);
+    GroupPlan plan = phases(
+        kind, bits,
+        [&](int bit, StepKind step, double fraction) {
+          if (!routed[bit]) return swap_phase(m, order, bit, step, fraction);
+          PlanPhase p = one_step(step, fraction);
+          p.rings = routed[bit]->rings;
+          return p;
+        },
+        &routed);
     return plan;
   }
 
@@ -97,8 +100,8 @@ class Recursive : public DescribedAlgorithm {
       p.link_s_per_byte = f.s_per_byte;
       // Between chips the longest route is known without routing: dimension order takes the
       // fewest hops (more round a failed link), each an ICI link of the same latency.
-      p.path_latency = shape.is_grid && offchip ? hw.ici_latency * longest_swap(m, order, bit)
-                                                : f.latency;
+      p.path_latency =
+          shape.is_grid && offchip ? hw.ici_latency * longest_swap(m, order, bit) : f.latency;
       return p;
     });
   }
