@@ -38,6 +38,11 @@ Duration CollectivePlanner::predicted(const Plans& plans, const CollectiveSpec& 
   return known->second;
 }
 
+Duration CollectivePlanner::expected_time(int op_index) const {
+  const CollectiveSpec& spec = program_.ops[static_cast<std::size_t>(op_index)].collective;
+  return model_.predicted_time(plans(op_index), spec.bytes, spec.dtype);
+}
+
 const std::vector<const GroupPlan*>& CollectivePlanner::choose(const CollectiveSpec& spec,
                                                                const GroupSet& gs,
                                                                CollectiveOpStats& st) {

@@ -45,6 +45,9 @@ class CollectivePlanner {
   void prepare(std::map<int, CollectiveOpStats>& stats);
   const GroupSet& groups(int op_index) const { return *op_groups_[op_index]; }
   const std::vector<const GroupPlan*>& plans(int op_index) const { return *op_plans_[op_index]; }
+  /// The cost model's time of collective `op_index` on its plans (after prepare), uncontended:
+  /// what the progress line expects an op in flight to take.
+  Duration expected_time(int op_index) const;
 
   /// `auto`'s candidates for `spec` in order of preference (ties go to the earlier).
   std::vector<std::string> candidates(const CollectiveSpec& spec, std::size_t group_size) const;

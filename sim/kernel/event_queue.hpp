@@ -28,7 +28,7 @@ class EventQueue : public sc_core::sc_module {
   /// Runs `cb` at absolute time `when` (not before now). Same-time callbacks run in order.
   void at(Duration when, Callback cb);
   std::uint64_t activations() const { return activations_; }
-  /// Called every 1024 activations (a progress line); empty: nothing is called.
+  /// Called every 1024 callbacks (a progress line); empty: nothing is called.
   void set_tick(std::function<void()> tick) { tick_ = std::move(tick); }
 
  private:
@@ -53,6 +53,7 @@ class EventQueue : public sc_core::sc_module {
   std::uint64_t seq_ = 0;
   std::int64_t armed_for_ = -1;
   std::uint64_t activations_ = 0;
+  std::uint64_t callbacks_ = 0;  ///< callbacks run, for the progress tick
   std::function<void()> tick_;
 };
 

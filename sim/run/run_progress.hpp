@@ -4,6 +4,7 @@
 // Rewritten in place (carriage return) at most once per interval; cleared when the run ends.
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "models/program.hpp"
 
@@ -14,7 +15,10 @@ class Machine;
 class RunProgress {
  public:
   /// `interval_s`: wall seconds between lines (the first comes after one interval).
-  RunProgress(const Machine& machine, const Program& program, std::FILE* out, double interval_s);
+  /// `expected`: per op, the time a collective in flight is expected to take (zero: unknown, and
+  /// for compute ops); a collective in flight counts as the part of it that has passed.
+  RunProgress(const Machine& machine, const Program& program, std::FILE* out, double interval_s,
+              std::vector<Duration> expected = {});
   ~RunProgress();
   /// Called often while the kernel runs (cheap: a clock read); prints when an interval passed.
   void tick();
@@ -25,6 +29,7 @@ class RunProgress {
   const Program& program_;
   std::FILE* out_;
   double interval_s_;
+  std::vector<Duration> expected_;
   std::chrono::steady_clock::time_point start_, last_;
   int lines_ = 0;
 };

@@ -230,7 +230,14 @@ void run(const Design& d, const Program& program, double progress_interval_s) {
   {
     std::unique_ptr<RunProgress> progress;
     if (progress_interval_s > 0) {
-      progress = std::make_unique<RunProgress>(*d.machine, program, stderr, progress_interval_s);
+      // What each collective is expected to take (the cost model, uncontended): only on a
+      // terminal, where the line is drawn.
+      std::vector<Duration> expected(program.ops.size());
+      for (std::size_t i = 0; i < program.ops.size(); ++i)
+        if (program.ops[i].is_collective)
+          expected[i] = d.engine->planner().expected_time(static_cast<int>(i));
+      progress = std::make_unique<RunProgress>(*d.machine, program, stderr, progress_interval_s,
+                                               std::move(expected));
       d.queue->set_tick([p = progress.get()] { p->tick(); });
     }
     sc_core::sc_start();

@@ -1,9 +1,11 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include "tests/cli/bad_input.hpp"
@@ -117,6 +119,18 @@ TEST_CASE("a long run shows a progress line on a terminal, and nothing when pipe
   CHECK(on_terminal(env, shown) == 0);
   CHECK_THAT(shown, Catch::Contains("tpusim: simulated ") &&
                         Catch::Contains("slowest core at op") && Catch::Contains("\033[K"));
+  // The Program is one collective: the lines count the part of its expected time that has
+  // passed, so they show a fraction short of the whole and an estimate of what is left (before,
+  // a collective in flight counted as done: "op 1 of 1 (100 %), about 0 s left").
+  std::vector<int> percents;
+  const std::regex percent(R"(of 1 \((\d+) %\))");
+  for (auto it = std::sregex_iterator(shown.begin(), shown.end(), percent);
+       it != std::sregex_iterator(); ++it)
+    percents.push_back(std::stoi((*it)[1].str()));
+  INFO(shown);
+  REQUIRE_FALSE(percents.empty());
+  CHECK(std::any_of(percents.begin(), percents.end(), [](int p) { return p > 0 && p < 100; }));
+  CHECK_THAT(shown, Catch::Contains("left"));
   auto piped = run_tpusim_env(env, args);
   CHECK(piped.exit_code == 0);
   CHECK_THAT(piped.err, !Catch::Contains("simulated"));
