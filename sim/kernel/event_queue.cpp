@@ -45,8 +45,7 @@ void EventQueue::at(Duration when, Callback cb) {
     free_.pop_back();
     slots_[slot] = std::move(cb);
   }
-  items_.push_back(Item{t, seq_++, slot});
-  std::push_heap(items_.begin(), items_.end(), Later{});
+  items_.push({t, slot});
   if (armed_for_ < 0 || t < armed_for_) arm();
 }
 
@@ -55,7 +54,7 @@ void EventQueue::arm() {
     armed_for_ = -1;
     return;
   }
-  const std::int64_t t = items_.front().when_ps;
+  const std::int64_t t = items_.min_time();
   const std::int64_t now = sim_now().ps();
   armed_for_ = t;
   // A pending later notification is replaced by an earlier one (SystemC keeps the earliest).
@@ -66,10 +65,8 @@ void EventQueue::fire() {
   ++activations_;
   armed_for_ = -1;
   const std::int64_t now = sim_now().ps();
-  while (!items_.empty() && items_.front().when_ps <= now) {
-    const std::size_t slot = items_.front().slot;
-    std::pop_heap(items_.begin(), items_.end(), Later{});
-    items_.pop_back();
+  while (!items_.empty() && items_.min_time() <= now) {
+    const std::size_t slot = items_.pop().slot;
     // Move the callback out and free its slot before running it: it may schedule more.
     Callback cb = std::move(slots_[slot]);
     slots_[slot] = nullptr;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/units.hpp"
+#include "sim/kernel/radix_queue.hpp"
 
 namespace tpusim {
 
@@ -32,25 +33,15 @@ class EventQueue : public sc_core::sc_module {
   void set_tick(std::function<void()> tick) { tick_ = std::move(tick); }
 
  private:
-  /// A heap entry: plain data, so that sifting moves 24 bytes; the callback waits in slots_.
-  struct Item {
-    std::int64_t when_ps;
-    std::uint64_t seq;
-    std::size_t slot;
-  };
-  struct Later {
-    bool operator()(const Item& a, const Item& b) const {
-      return a.when_ps != b.when_ps ? a.when_ps > b.when_ps : a.seq > b.seq;
-    }
-  };
   void fire();
   void arm();
 
-  std::vector<Item> items_;        ///< a binary heap under Later (earliest on top)
-  std::vector<Callback> slots_;    ///< callbacks, addressed by Item::slot
+  /// Times and slots, earliest first, equal times in the order they came (radix_queue.hpp);
+  /// plain data, so that moving an entry moves 16 bytes: the callback waits in slots_.
+  RadixQueue items_;
+  std::vector<Callback> slots_;    ///< callbacks, addressed by RadixQueue::Item::slot
   std::vector<std::size_t> free_;  ///< slots to reuse
   sc_core::sc_event wake_;
-  std::uint64_t seq_ = 0;
   std::int64_t armed_for_ = -1;
   std::uint64_t activations_ = 0;
   std::uint64_t callbacks_ = 0;  ///< callbacks run, for the progress tick
