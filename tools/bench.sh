@@ -37,6 +37,9 @@ for level in message flow packet; do
   measure "all-reduce 64 MiB, 8x8, $level level" "$BIN" collective --op all-reduce --bytes 64MiB --topology 8x8 --set network.fidelity=$level --json
 done
 measure "all-to-all 64 KiB, 32x32 pod" "$BIN" collective --op all-to-all --bytes 64KiB --topology tpu_v3_pod --json
+# Contention at the packet level: every pair's packets cut each other's trains, millions of events
+# pending at once (the event queue's worst case, docs/network.md "The event queue").
+measure "all-to-all 1 MiB, 32x32 pod, packet level" "$BIN" collective --op all-to-all --bytes 1MiB --topology tpu_v3_pod --set network.fidelity=packet --json
 for study in bert_large_4096 transformer_big_4096 resnet50_4096 ssd_4096 ssd_2048 maskrcnn_512; do
   f=configs/studies/$study.json
   [ -f "$f" ] && measure "run $study" "$BIN" run "$f" --json
