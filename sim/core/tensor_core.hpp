@@ -63,7 +63,7 @@ class TensorCore : public sc_core::sc_module {
   std::uint64_t activations() const { return activations_; }
   CoreResources& resources() { return resources_; }
   const std::vector<int>& outstanding() const { return outstanding_; }
-  /// When each outstanding collective was issued (parallel to outstanding()).
+  /// When each outstanding collective was issued (parallel to outstanding(): same size).
   const std::vector<Duration>& issued_at() const { return issued_at_; }
 
  private:

@@ -1,6 +1,5 @@
 #include "sim/kernel/event_queue.hpp"
 
-#include <algorithm>
 #include <stdexcept>
 
 #include "core/errors.hpp"

@@ -16,17 +16,12 @@ void RadixQueue::push(const Item& item) {
   if (item.when_ps < last_) throw std::logic_error("tpusim bug: an event before the last one");
   const int b = bucket_of(item.when_ps);
   auto& bucket = buckets_[static_cast<std::size_t>(b)];
-  if (b == 0) {
-    bucket.push_back(item);
-  } else {
-    if (bucket.empty()) {
-      min_[static_cast<std::size_t>(b)] = item.when_ps;
-      bits_ |= std::uint64_t{1} << (b - 1);
-    } else if (item.when_ps < min_[static_cast<std::size_t>(b)]) {
-      min_[static_cast<std::size_t>(b)] = item.when_ps;
-    }
-    bucket.push_back(item);
+  if (b != 0) {  // bucket 0 holds only last_: no minimum or bit to keep
+    std::int64_t& earliest = min_[static_cast<std::size_t>(b)];
+    if (bucket.empty() || item.when_ps < earliest) earliest = item.when_ps;
+    bits_ |= std::uint64_t{1} << (b - 1);
   }
+  bucket.push_back(item);
   ++size_;
 }
 

@@ -41,7 +41,7 @@ void RunProgress::tick() {
     const TensorCore& core = machine_.core(c);
     const auto& out = core.outstanding();
     double through = core.pc() - static_cast<double>(out.size());
-    for (std::size_t k = 0; k < out.size() && k < core.issued_at().size(); ++k) {
+    for (std::size_t k = 0; k < out.size(); ++k) {
       const auto op = static_cast<std::size_t>(out[k]);
       const Duration want = op < expected_.size() ? expected_[op] : Duration{};
       if (want.ps() > 0)
