@@ -17,7 +17,7 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kCollectiveEngineParams{{
-    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per group and size, the one of least predicted time), ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, halving_doubling, one_shot", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip", "recursive_doubling", "halving_doubling", "one_shot"}},
+    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per group and size, the one of least predicted time), ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, shift_doubling, halving_doubling, one_shot", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip", "recursive_doubling", "shift_doubling", "halving_doubling", "one_shot"}},
     {"collectives.all_to_all_algorithm", T::String, "", "auto", "all-to-all: direct (all pieces at once, contending for links), per_dimension (one exchange per grid dimension), auto (the one of least predicted time; direct only up to 512 members)", -1e300, 1e300, {"auto", "direct", "per_dimension"}},
     {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
     {"collectives.dma_hbm_traffic", T::Boolean, "", true, "the DMA engines read every byte a core sends from its HBM and write what it receives into it, sharing the HBM port with compute and reductions (false: free, to compare with tools that ignore it)"},

@@ -41,8 +41,10 @@ Ring make_exchange(const Machine& m, const std::vector<int>& members,
       if (members[j] != members[i]) sends.emplace_back(m.route(members[i], members[j]), members[i]);
   // Shortest routes first: the message level reserves links in batch order, and a long route
   // reserved early would hold its later links until its first hops are through.
-  std::stable_sort(sends.begin(), sends.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() < b.first.size(); });
+  const auto shorter = [](const auto& a, const auto& b) { return a.first.size() < b.first.size(); };
+  // Often every route is as long (a swap or shift along one dimension): then nothing moves.
+  if (!std::is_sorted(sends.begin(), sends.end(), shorter))
+    std::stable_sort(sends.begin(), sends.end(), shorter);
   r.next.reserve(sends.size());
   r.next_from.reserve(sends.size());
   for (auto& [route, from] : sends) {

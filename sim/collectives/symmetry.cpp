@@ -268,6 +268,36 @@ bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, co
 
 /// The smallest period of dimension `dim` under which everything is invariant (the dimension's
 /// size if none smaller is).
+/// Per dimension of the topology, the most ICI hops any route of the ops' plans takes along it.
+std::vector<int> longest_routes(const std::vector<int>& ops, const Machine& m,
+                                const CollectivePlanner& planner) {
+  const int dims = m.topology().num_dims();
+  std::vector<int> most(static_cast<std::size_t>(dims), 0), along(most.size());
+  for (int op : ops)
+    for (const GroupPlan* plan : planner.plans(op)) {
+      if (!plan) continue;
+      for (const PlanPhase& ph : plan->phases)
+        for (const Ring& r : ph.rings)
+          for (const auto* routes : {&r.next, &r.prev})
+            for (const Route& route : *routes) {
+              std::fill(along.begin(), along.end(), 0);
+              for (const LinkModule* l : route) {
+                const auto [chip, place] = m.place_of(*l);
+                if (chip >= 0 && place < 2 * dims) ++along[static_cast<std::size_t>(place / 2)];
+              }
+              for (std::size_t d = 0; d < most.size(); ++d) most[d] = std::max(most[d], along[d]);
+            }
+    }
+  return most;
+}
+
+/// The next multiple of `p` that divides `n` (n itself at most).
+int next_multiple(int p, int n) {
+  for (int q = p + p; q < n; q += p)
+    if (n % q == 0) return q;
+  return n;
+}
+
 int find_period(const std::vector<int>& ops, const Machine& m, const CollectivePlanner& planner,
                 int dim, Where& w) {
   const Topology& topo = m.topology();
@@ -284,63 +314,95 @@ int find_period(const std::vector<int>& ops, const Machine& m, const CollectiveP
   return n;
 }
 
-/// Every hop of a batch's routes as key = hop x links + link index and its position in the
-/// batch, packed as key << 32 | position and sorted: per link and hop, the hops crossing it in
-/// the order the message level reserves them (every first hop, then every second...);
-/// `cls[position]` is the sender's class.
-struct HopOrder {
-  std::vector<std::uint64_t> hops;
-  std::vector<int> cls;  ///< per position
-  /// (key, first, end) of each key's run of `hops`, by key.
-  struct Run {
-    std::uint32_t key, first, end;
-  };
-  std::vector<Run> runs;
+/// Machine::links() index of a link found from its address alone: a link object is large and
+/// the links of a route lie far apart in memory, so reading `index` from each costs a cache
+/// miss per hop; this table of addresses stays in cache.
+class LinkIndex {
+ public:
+  explicit LinkIndex(const std::vector<LinkModule*>& links) {
+    while ((std::size_t{1} << bits_) < 4 * links.size()) ++bits_;
+    slots_.assign(std::size_t{1} << bits_, {nullptr, -1});
+    for (const LinkModule* l : links) {
+      std::size_t i = home(l);
+      while (slots_[i].first) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = {l, l->index};
+    }
+  }
+  int operator()(const LinkModule* l) const {
+    std::size_t i = home(l);
+    while (slots_[i].first != l) i = (i + 1) & (slots_.size() - 1);
+    return slots_[i].second;
+  }
 
-  void add(std::uint64_t links, int sender_class, const Route& route) {
-    for (std::size_t h = 0; h < route.size(); ++h) {
-      const std::uint64_t key = h * links + static_cast<std::uint64_t>(route[h]->index);
-      if (key >> 32 || cls.size() >> 32)
-        throw std::string("a step's batch is too large to check the order of its sends");
-      hops.push_back(key << 32 | cls.size());
-      cls.push_back(sender_class);
+ private:
+  std::size_t home(const LinkModule* l) const {
+    return static_cast<std::size_t>(
+        (reinterpret_cast<std::uintptr_t>(l) >> 4) * 0x9E3779B97F4A7C15ull >> (64 - bits_));
+  }
+  int bits_ = 4;
+  std::vector<std::pair<const LinkModule*, int>> slots_;
+};
+
+/// The sends of one step's batch, hop by hop: at hop h, each link's run of the sends crossing
+/// it at their h-th hop, in batch order, as the message level reserves them (every first hop,
+/// then every second...). A run is a list through `next`; its entries hold the sender's class.
+struct HopRuns {
+  struct Entry {
+    int link, cls;
+  };
+  std::vector<std::vector<Entry>> at;  ///< per hop, the sends' entries in batch order
+  std::size_t hops = 0;                ///< hops in use of `at`
+  std::vector<int> first, last;  ///< per link: the current hop's run (valid where stamp == epoch)
+  std::vector<int> stamp;
+  int epoch = 0;
+  std::vector<int> next;  ///< per entry of the current hop
+  const std::vector<Entry>* cur = nullptr;
+  std::vector<int> touched;  ///< links with a run at the current hop
+
+  void start(std::size_t links) {
+    for (std::size_t h = 0; h < hops; ++h) at[h].clear();
+    hops = 0;
+    if (stamp.size() < links) {
+      stamp.assign(links, 0);
+      first.resize(links);
+      last.resize(links);
     }
   }
-  static std::uint32_t key_of(std::uint64_t hop) { return static_cast<std::uint32_t>(hop >> 32); }
-  int cls_at(std::uint32_t i) const { return cls[static_cast<std::uint32_t>(hops[i])]; }
-  /// Sorts by (key, position), which is the stable order by key, and finds the runs. The hops
-  /// went in by position, so a stable sort by key alone gives it: least significant digit
-  /// first, 11 bits of the key per counting pass.
-  void finish() {
-    std::uint32_t max_key = 0;
-    for (std::uint64_t h : hops) max_key = std::max(max_key, key_of(h));
-    std::vector<std::uint64_t> other(hops.size());
-    for (int shift = 32; shift < 64 && (max_key >> (shift - 32)) != 0; shift += 11) {
-      std::uint32_t at[2049] = {};
-      for (std::uint64_t h : hops) ++at[((h >> shift) & 2047) + 1];
-      for (int i = 1; i < 2049; ++i) at[i] += at[i - 1];
-      for (std::uint64_t h : hops) other[at[(h >> shift) & 2047]++] = h;
-      hops.swap(other);
-    }
-    const auto n = static_cast<std::uint32_t>(hops.size());
-    for (std::uint32_t i = 0; i < n;) {
-      std::uint32_t end = i + 1;
-      while (end < n && key_of(hops[end]) == key_of(hops[i])) ++end;
-      runs.push_back({key_of(hops[i]), i, end});
-      i = end;
-    }
+  /// One send, its route walked once (hop h of every send lands in at[h], in batch order).
+  void add(int sender_class, const Route& route, const LinkIndex& index) {
+    if (route.size() > at.size()) at.resize(route.size());
+    hops = std::max(hops, route.size());
+    for (std::size_t h = 0; h < route.size(); ++h) at[h].push_back({index(route[h]), sender_class});
   }
-  const Run* find(std::uint64_t key) const {
-    auto it = std::lower_bound(runs.begin(), runs.end(), key,
-                               [](const Run& r, std::uint64_t k) { return r.key < k; });
-    return it != runs.end() && it->key == key ? &*it : nullptr;
-  }
-  /// True if run `a` of this order and run `b` of `other` meet the same classes in order.
-  bool same_classes(const Run& a, const HopOrder& other, const Run& b) const {
-    if (a.end - a.first != b.end - b.first) return false;
-    for (std::uint32_t i = 0; i < a.end - a.first; ++i)
-      if (cls_at(a.first + i) != other.cls_at(b.first + i)) return false;
+  /// Builds hop h's runs; false once no send has a hop h.
+  bool hop(std::size_t h) {
+    ++epoch;
+    touched.clear();
+    if (h >= hops) return false;
+    cur = &at[h];
+    next.assign(cur->size(), -1);
+    for (std::size_t e = 0; e < cur->size(); ++e) {
+      const auto link = static_cast<std::size_t>((*cur)[e].link);
+      if (stamp[link] != epoch) {
+        stamp[link] = epoch;
+        first[link] = static_cast<int>(e);
+        touched.push_back(static_cast<int>(link));
+      } else {
+        next[static_cast<std::size_t>(last[link])] = static_cast<int>(e);
+      }
+      last[link] = static_cast<int>(e);
+    }
     return true;
+  }
+  bool has(int link) const { return stamp[static_cast<std::size_t>(link)] == epoch; }
+  /// True if this hop's run at link `a` and `other`'s at link `b` meet the same classes in order.
+  bool same_classes(int a, const HopRuns& other, int b) const {
+    int i = first[static_cast<std::size_t>(a)], j = other.first[static_cast<std::size_t>(b)];
+    for (; i >= 0 && j >= 0;
+         i = next[static_cast<std::size_t>(i)], j = other.next[static_cast<std::size_t>(j)])
+      if ((*cur)[static_cast<std::size_t>(i)].cls != (*other.cur)[static_cast<std::size_t>(j)].cls)
+        return false;
+    return i < 0 && j < 0;
   }
 };
 
@@ -364,31 +426,30 @@ bool projects_onto_itself(const Ring& full, const SymmetricRun& s) {
 
 /// The projection of one step's batch is exact if every link of the full batch meets its
 /// senders' classes in the same order as its image in the domain does, and the projected batch
-/// meets them so too: then each reservation sees what its image sees.
+/// meets them so too: then each reservation sees what its image sees. Compared hop by hop, the
+/// runs of each hop bucketed by link in batch order.
 void check_batch_order(const Ring& full, const Ring& projected, const std::vector<int>& cls,
-                       const SymmetricRun& s) {
+                       const SymmetricRun& s, const LinkIndex& index, HopRuns& f, HopRuns& p) {
   if (projects_onto_itself(full, s)) return;
   const std::vector<int>& link_rep = s.link_rep;
-  const std::uint64_t links = link_rep.size();
-  HopOrder f, p;
+  f.start(link_rep.size());
+  p.start(link_rep.size());
   for (std::size_t k = 0; k < full.next.size(); ++k)
-    f.add(links, cls[full.next_from.empty() ? full.members[k] : full.next_from[k]], full.next[k]);
+    f.add(cls[full.next_from.empty() ? full.members[k] : full.next_from[k]], full.next[k], index);
   for (std::size_t k = 0; k < full.prev.size(); ++k)
-    f.add(links, cls[full.members[k]], full.prev[k]);
+    f.add(cls[full.members[k]], full.prev[k], index);
   for (std::size_t k = 0; k < projected.next.size(); ++k)
-    p.add(links, cls[projected.next_from[k]], projected.next[k]);
-  f.finish();
-  p.finish();
+    p.add(cls[projected.next_from[k]], projected.next[k], index);
   const std::string why = "a link meets the sends of one step in another order than its image";
-  for (const HopOrder::Run& here : f.runs) {
-    const std::uint64_t image = here.key / links * links + link_rep[here.key % links];
-    if (image == here.key) continue;
-    const HopOrder::Run* there = f.find(image);
-    if (there && !f.same_classes(here, f, *there)) throw why;
-  }
-  for (const HopOrder::Run& here : p.runs) {
-    const HopOrder::Run* there = f.find(here.key);
-    if (there && !p.same_classes(here, f, *there)) throw why;
+  for (std::size_t h = 0;; ++h) {
+    const bool more_f = f.hop(h), more_p = p.hop(h);
+    if (!more_f && !more_p) break;
+    for (int here : f.touched) {
+      const int image = link_rep[static_cast<std::size_t>(here)];
+      if (image != here && f.has(image) && !f.same_classes(here, f, image)) throw why;
+    }
+    for (int here : p.touched)
+      if (f.has(here) && !p.same_classes(here, f, here)) throw why;
   }
 }
 
@@ -396,6 +457,10 @@ void check_batch_order(const Ring& full, const Ring& projected, const std::vecto
 struct Stamps {
   std::vector<int> core, link;
   int core_epoch = 0, link_epoch = 0;
+  /// The message level: a projected route may cross the image of one link more than once.
+  bool fold = false;
+  HopRuns full_runs, projected_runs;  ///< check_batch_order's scratch
+  std::unique_ptr<LinkIndex> link_index;
 };
 
 std::unique_ptr<GroupPlan> project(const GroupPlan& plan, const Machine& m, const SymmetricRun& s,
@@ -437,17 +502,23 @@ std::unique_ptr<GroupPlan> project(const GroupPlan& plan, const Machine& m, cons
       if (!covers(ring.members, r.members) || !covers(senders, kept_senders))
         throw std::string("a ring's members in the domain do not stand for all its members");
       r.path_latency = ring.path_latency;
-      // Every link of the kept sends replaced by its image in the domain.
+      // Every link of the kept sends replaced by its image in the domain. At the message level
+      // a route may cross one image several times: its hop h on the image stands for the
+      // message of another sender of its class at hop h on that link, and the message level
+      // reserves hop by hop across the batch, so the image meets, hop after hop, what the link
+      // meets (the batch-order check below compares exactly that, per hop and link). The flow
+      // and packet levels share a link between the flows crossing it, so there it must not.
       for (Route& route : r.next) {
         ++link_epoch;
         for (auto& l : route) {
           l = m.links()[s.link_rep[l->index]];
-          if (link_stamp[l->index] == link_epoch)
+          if (!st.fold && link_stamp[l->index] == link_epoch)
             throw std::string("a route crosses two images of one link in the domain");
           link_stamp[l->index] = link_epoch;
         }
       }
-      check_batch_order(ring, r, cls, s);
+      if (!st.link_index) st.link_index = std::make_unique<LinkIndex>(m.links());
+      check_batch_order(ring, r, cls, s, *st.link_index, st.full_runs, st.projected_runs);
       r.represented_routes = routes;
       r.represented_members = static_cast<int>(ring.members.size());
       p.rings.push_back(std::move(r));
@@ -484,6 +555,30 @@ std::vector<int> mark_domain(const Machine& m, SymmetricRun& s, std::vector<int>
   return chip_rep;
 }
 
+/// The smallest period per dimension (the dimension's length where none is smaller), each a
+/// multiple of `multiple_of`'s and, off the message level, at least the longest route along it.
+std::vector<int> find_periods(const Program& program, const Machine& m,
+                              const CollectivePlanner& planner, const std::vector<int>& multiple_of,
+                              bool message_level) {
+  const Topology& topo = m.topology();
+  const std::vector<int> ops = distinct_ops(program, planner);
+  Where where(static_cast<std::size_t>(m.num_cores()));
+  std::vector<int> periods, longest;  // longest: per dimension, filled when a period must cover it
+  for (int d = 0; d < topo.num_dims(); ++d) {
+    int p = find_period(ops, m, planner, d, where);
+    // A multiple of both divides the dimension: both divide it.
+    if (d < static_cast<int>(multiple_of.size())) p = std::lcm(p, multiple_of[d]);
+    // Off the message level a route must not cross two images of one link: the period takes
+    // in the longest route along the dimension (a multiple of a period is one too).
+    if (!message_level && p < topo.dim(d)) {
+      if (longest.empty()) longest = longest_routes(ops, m, planner);
+      while (p < longest[static_cast<std::size_t>(d)]) p = next_multiple(p, topo.dim(d));
+    }
+    periods.push_back(p);
+  }
+  return periods;
+}
+
 }  // namespace
 
 std::string SymmetricRun::describe() const {
@@ -494,21 +589,14 @@ std::string SymmetricRun::describe() const {
 }
 
 SymmetrySearch find_symmetry(const Program& program, const Machine& m,
-                             const CollectivePlanner& planner,
-                             const std::vector<int>& multiple_of) {
+                             const CollectivePlanner& planner, const std::vector<int>& multiple_of,
+                             bool message_level) {
   SymmetrySearch out;
   const Topology& topo = m.topology();
   auto s = std::make_unique<SymmetricRun>();
+  s->period = find_periods(program, m, planner, multiple_of, message_level);
   bool smaller = false;
-  const std::vector<int> ops = distinct_ops(program, planner);
-  Where where(static_cast<std::size_t>(m.num_cores()));
-  for (int d = 0; d < topo.num_dims(); ++d) {
-    int p = find_period(ops, m, planner, d, where);
-    // A multiple of both divides the dimension: both divide it.
-    if (d < static_cast<int>(multiple_of.size())) p = std::lcm(p, multiple_of[d]);
-    s->period.push_back(p);
-    smaller = smaller || s->period.back() < topo.dim(d);
-  }
+  for (int d = 0; d < topo.num_dims(); ++d) smaller = smaller || s->period[d] < topo.dim(d);
   if (!smaller) {
     out.reason = "no translation of the torus maps every collective group onto another";
     return out;
@@ -530,6 +618,7 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
   s->ops.assign(program.ops.size(), nullptr);
   std::map<const void*, const SymmetricRun::OpGroups*> done;
   Stamps st;
+  st.fold = message_level;
   st.core.assign(static_cast<std::size_t>(m.num_cores()), 0);
   st.link.assign(m.links().size(), 0);
   std::vector<int>& stamp = st.core;

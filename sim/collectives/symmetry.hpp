@@ -43,11 +43,14 @@ struct SymmetrySearch {
 /// onto themselves (the smallest period per wrapping dimension) and projects the plans onto
 /// the fundamental domain. Null with a reason when no translation fits, or when the projection
 /// would not be exact (a group or ring whose domain members do not stand for all its members,
-/// a route crossing two images of one link).
+/// a route crossing two images of one link off the message level, a link meeting the sends of
+/// one step in another order than its image).
 /// `multiple_of` (per dimension, may be empty): each period is raised to a multiple of it, so
-/// that the domain holds whole blocks (the chips a host feeds).
+/// that the domain holds whole blocks (the chips a host feeds). `message_level`: the network
+/// is the message level, where a projected route may cross one image of a link several times;
+/// at the other levels each period is raised to cover the longest route along its dimension.
 SymmetrySearch find_symmetry(const Program& program, const Machine& machine,
                              const CollectivePlanner& planner,
-                             const std::vector<int>& multiple_of = {});
+                             const std::vector<int>& multiple_of = {}, bool message_level = false);
 
 }  // namespace tpusim

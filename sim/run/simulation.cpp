@@ -145,7 +145,8 @@ void choose_symmetry(Design& d, const Program& program, const HardwareSpec& hw,
       blocks = host_blocks(d.machine->topology(), options.hosts.chip_block).extent;
     else if (const Dcn* dcn = d.machine->dcn())  // the DCN links are per host too
       blocks = dcn->blocks().extent;
-    SymmetrySearch found = find_symmetry(program, *d.machine, d.engine->planner(), blocks);
+    SymmetrySearch found = find_symmetry(program, *d.machine, d.engine->planner(), blocks,
+                                         options.network.fidelity == "message");
     d.symmetric = std::move(found.run);
     why = found.reason;
   }

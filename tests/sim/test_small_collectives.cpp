@@ -56,6 +56,28 @@ TEST_CASE("halving-doubling all-reduce: 2 log2(n) (L + O) + 2 (n-1)/n S/B") {
   CHECK(rs.step_s == Approx(7.0 / 8 * S / p.B + 3 * (p.L + p.O)).epsilon(1e-6));
 }
 
+TEST_CASE("shift doubling on a ring: recursive doubling's steps, half its busiest link's bytes") {
+  // A 16-chip ring, S large enough that a link serialises the messages crossing it (S/2B > L +
+  // C/B). Recursive doubling's step k swaps S with i xor 2^k: the 2^k members of a block's lower
+  // half cross the link into its upper half at hops 0 .. 2^k - 1, one after another, so the step
+  // takes 2^k S/B + L + O. Shift doubling sends S/2 each way to i +- 2^k: the 2^k members behind
+  // a link cross it, 2^k S/(2B) + L + O, but for the step that halves the ring (+8 = -8), which
+  // swaps S with every route going the + way round: 8 S/B + L + O.
+  const double S = 4.0 * 1024 * 1024;
+  auto rd = cfg_for("16", "recursive_doubling");
+  auto sd = cfg_for("16", "shift_doubling");
+  auto p = params_of(sd);
+  const Program ar = one_op(16, collective_op(CollectiveKind::AllReduce, S));
+  const double rd_s = simulate_child(ar, rd).step_s;
+  const double sd_s = simulate_child(ar, sd).step_s;
+  CHECK(rd_s == Approx(15 * S / p.B + 4 * (p.L + p.O)).epsilon(1e-6));
+  CHECK(sd_s == Approx((1 + 2 + 4) * S / (2 * p.B) + 8 * S / p.B + 4 * (p.L + p.O)).epsilon(1e-6));
+  // Along an open line (no ring to shift round) it is recursive doubling, step for step.
+  const Program line = one_op(8, collective_op(CollectiveKind::AllReduce, S));
+  CHECK(simulate_child(line, cfg_for("8:wrap=0", "shift_doubling")).step_s ==
+        simulate_child(line, cfg_for("8:wrap=0", "recursive_doubling")).step_s);
+}
+
 TEST_CASE("one-shot all-reduce without contention costs one step over the longest route") {
   // A line of 4: the farthest member is 3 hops away; a message pipelines in chunks.
   const double S = 256.0 * 1024;
@@ -94,6 +116,12 @@ TEST_CASE("algorithms that cannot serve a group say why") {
   auto cfg = cfg_for("6", "recursive_doubling");
   CHECK_THROWS_WITH(simulate_child(one_op(6, collective_op(CollectiveKind::AllReduce, 1024)), cfg),
                     Catch::Contains("2^k members; this one has 6"));
+  CHECK_THROWS_WITH(simulate_child(one_op(6, collective_op(CollectiveKind::AllReduce, 1024)),
+                                   cfg_for("6", "shift_doubling")),
+                    Catch::Contains("2^k members; this one has 6"));
+  CHECK_THROWS_WITH(simulate_child(one_op(8, collective_op(CollectiveKind::ReduceScatter, 1024)),
+                                   cfg_for("8", "shift_doubling")),
+                    Catch::Contains("shift_doubling is an all-reduce algorithm"));
   auto big = cfg_for("128", "one_shot");
   CHECK_THROWS_WITH(
       simulate_child(one_op(128, collective_op(CollectiveKind::AllReduce, 1024)), big),
@@ -103,8 +131,8 @@ TEST_CASE("algorithms that cannot serve a group say why") {
 TEST_CASE("auto picks a latency-bound algorithm for small messages and a ring for large ones") {
   // On a 16-chip ring: the fixed algorithms' times bound what auto may take.
   const std::vector<std::string> fixed = {
-      "ring",    "bidirectional_ring", "per_dimension", "recursive_doubling", "halving_doubling",
-      "one_shot"};
+      "ring",           "bidirectional_ring", "per_dimension", "recursive_doubling",
+      "shift_doubling", "halving_doubling",   "one_shot"};
   for (double S : {2048.0, 64.0 * 1024 * 1024}) {
     Program p = one_op(16, collective_op(CollectiveKind::AllReduce, S));
     double best = 1e9;
@@ -117,7 +145,8 @@ TEST_CASE("auto picks a latency-bound algorithm for small messages and a ring fo
     INFO("S = " << S << ", auto used " << used << ", the best fixed one is " << best_name);
     CHECK(t <= best * 1.05);
     if (S < 4096)
-      CHECK((used == "recursive_doubling" || used == "halving_doubling" || used == "one_shot"));
+      CHECK((used == "recursive_doubling" || used == "shift_doubling" ||
+             used == "halving_doubling" || used == "one_shot"));
     else
       CHECK((used == "bidirectional_ring" || used == "per_dimension"));
   }

@@ -6,8 +6,16 @@
 // sends the other to i xor 2^k: S/2, S/4, ... S/n), the all-gather doubles it back in reverse
 // order: 2 log2(n) latencies and 2 (n-1)/n x S bytes per member, as a ring's bandwidth.
 // Reduce-scatter and all-gather alone are the halving or the doubling half of halving_doubling.
+// shift_doubling: recursive doubling's all-reduce, but along a dimension that is a whole ring of
+// the torus member i sends half its buffer to the member 2^j ahead and half to the one 2^j
+// behind instead of swapping with i xor 2^j (the bit that halves the ring swaps, since +n/2 and
+// -n/2 meet there): each half is summed by a dissemination, so after the ring's bits every member
+// holds its line's sum. The same steps and hops as recursive doubling, half its busiest link's
+// bytes, and every member does what its neighbour along the ring does, so the plan is the same
+// under every translation along it (a symmetric run's domain is not widened by it).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/errors.hpp"
 #include "sim/collectives/collective_algorithm.hpp"
@@ -41,13 +49,84 @@ PlanPhase swap_phase(const Machine& m, const std::vector<int>& order, int bit, S
   return p;
 }
 
-/// The most hops between a member and its partner across `bit` (members in grid order).
-int longest_swap(const Machine& m, const std::vector<int>& order, int bit) {
+/// One bit of a 2^k group's rank in grid order: the dimension it belongs to (0: the core within
+/// the chip), the shift 2^j it stands for along that dimension, the dimension's extent in the
+/// group and its rank stride, and whether the bit shifts round a ring (shift_doubling).
+struct RankBit {
+  int dim = 0;
+  int shift = 1;
+  int extent = 1;
+  std::size_t stride = 1;
+  bool cyclic = false;
+  /// Its swaps' routes run straight along the dimension, all one way within a block: the
+  /// group's coordinates there are consecutive and the shift is below half a ring (or half of
+  /// a whole ring, where they all go the + way).
+  bool straight = false;
+};
+
+/// The bits of a sub-grid group's rank, lowest first. A dimension shifts round a ring when the
+/// group spans the whole of a topology dimension that wraps on a plain torus of one slice (a
+/// twisted torus's wrap links land shifted; between slices there is no ring), and only below
+/// the bit that halves it.
+std::vector<RankBit> rank_bits(const Machine& m, const GroupShape& shape) {
+  const Topology& topo = m.topology();
+  const bool plain = topo.twisted_dim() < 0 && topo.slices() == 1;
+  std::vector<RankBit> bits;
+  std::size_t stride = 1;
+  for (std::size_t d = 0; d < shape.values.size(); ++d) {
+    const auto& v = shape.values[d];
+    const int extent = static_cast<int>(v.size());
+    const int t = static_cast<int>(d) - 1;
+    const bool ring = plain && t >= 0 && topo.wraps(t) && extent == topo.dim(t);
+    const bool consecutive = t >= 0 && v.back() - v.front() == extent - 1;
+    for (int shift = 1; shift < extent; shift *= 2) {
+      // Half way round a whole ring every route goes the + way (Topology::offset's tie), so
+      // each link is crossed by the `shift` chips behind it, as below half a ring.
+      const bool short_way =
+          t >= 0 && (!topo.wraps(t) || 2 * shift < topo.dim(t) || (ring && 2 * shift == extent));
+      bits.push_back({static_cast<int>(d), shift, extent, stride, ring && 2 * shift < extent,
+                      plain && consecutive && short_way});
+    }
+    stride *= static_cast<std::size_t>(extent);
+  }
+  return bits;
+}
+
+/// The rank `by` places further along the bit's dimension, round its ring.
+std::size_t moved(std::size_t rank, const RankBit& b, int by) {
+  const int digit = static_cast<int>(rank / b.stride % static_cast<std::size_t>(b.extent));
+  const int to = ((digit + by) % b.extent + b.extent) % b.extent;
+  return rank + static_cast<std::size_t>(to) * b.stride -
+         static_cast<std::size_t>(digit) * b.stride;
+}
+
+/// The most hops between a member and its partner across `bit` (members in grid order). The
+/// partners differ along the bit's dimension only, so on a plain torus the coordinates the
+/// group spans there suffice; a twisted torus's hops are counted member by member.
+int longest_swap(const Machine& m, const GroupShape& shape, const std::vector<int>& order,
+                 const std::vector<RankBit>& bits, int bit) {
+  const Topology& topo = m.topology();
+  const RankBit& b = bits[static_cast<std::size_t>(bit)];
   int most = 0;
+  if (topo.twisted_dim() < 0) {
+    const auto& v = shape.values[static_cast<std::size_t>(b.dim)];
+    for (std::size_t p = 0; p < v.size(); ++p)
+      most = std::max(
+          most, std::abs(topo.offset(v[p], v[p ^ static_cast<std::size_t>(b.shift)], b.dim - 1)));
+    return most;
+  }
   for (std::size_t i = 0; i < order.size(); ++i)
-    most = std::max(most, m.topology().hops(m.chip_of(order[i]),
-                                            m.chip_of(order[i ^ (std::size_t{1} << bit)])));
+    most = std::max(most,
+                    topo.hops(m.chip_of(order[i]), m.chip_of(order[i ^ (std::size_t{1} << bit)])));
   return most;
+}
+
+/// The busiest link of a step across `b` carries at least `per_chip` streams (a chip's members
+/// share its first link towards the partner chip). Where the routes run straight along the
+/// dimension (and no failed link turns one round), a swap's 2^j chips of a block's lower half
+/// all cross the link into its upper half, and a shift's 2^j chips behind a link all cross it.
+double swap_sharing(const Machine& m, const RankBit& b, double per_chip) {
+  return b.straight && m.routes_translate() ? per_chip * b.shift : per_chip;
 }
 
 /// describe() of recursive doubling and of halving-doubling.
@@ -91,17 +170,22 @@ class Recursive : public DescribedAlgorithm {
     const double per_chip = static_cast<double>(shape.values[0].size());
     const int onchip_bits = shape.is_grid ? log2_exact(shape.values[0].size()) : 0;
     const std::vector<int> order = shape.is_grid ? grid_order(m, group) : std::vector<int>{};
+    const std::vector<RankBit> places =
+        shape.is_grid ? rank_bits(m, shape) : std::vector<RankBit>{};
     return phases(kind, bits, [&](int bit, StepKind step, double fraction) {
       PlanPhase p = one_step(step, fraction);
       const bool offchip = bit >= onchip_bits;
-      const LinkFloor f = !shape.is_grid ? any_link_floor(hw)
-                          : offchip      ? link_floor(hw, true, per_chip)
-                                         : link_floor(hw, false);
+      const LinkFloor f =
+          !shape.is_grid ? any_link_floor(hw)
+          : offchip      ? link_floor(hw, true,
+                                      swap_sharing(m, places[static_cast<std::size_t>(bit)], per_chip))
+                         : link_floor(hw, false);
       p.link_s_per_byte = f.s_per_byte;
       // Between chips the longest route is known without routing: dimension order takes the
       // fewest hops (more round a failed link), each an ICI link of the same latency.
-      p.path_latency =
-          shape.is_grid && offchip ? hw.ici_latency * longest_swap(m, order, bit) : f.latency;
+      p.path_latency = shape.is_grid && offchip
+                           ? hw.ici_latency * longest_swap(m, shape, order, places, bit)
+                           : f.latency;
       return p;
     });
   }
@@ -148,7 +232,92 @@ class Recursive : public DescribedAlgorithm {
   bool halving_;
 };
 
+class ShiftDoubling : public DescribedAlgorithm {
+ public:
+  ShiftDoubling()
+      : DescribedAlgorithm(
+            "shift doubling: recursive doubling with partners 2^j ahead and behind round a "
+            "whole ring, half the buffer each way (2^k sub-grid groups)") {}
+
+  GroupPlan plan(const Machine& m, CollectiveKind kind,
+                 const std::vector<int>& group) const override {
+    const GroupShape shape = check(m, kind, group);
+    const std::vector<int> order = grid_order(m, group);
+    GroupPlan plan;
+    int bit = 0;
+    for (const RankBit& b : rank_bits(m, shape)) {
+      if (!b.cyclic) {
+        plan.phases.push_back(swap_phase(m, order, bit++, StepKind::ReduceScatter, 1.0));
+        continue;
+      }
+      ++bit;
+      std::vector<std::vector<int>> partners(order.size());
+      for (std::size_t i = 0; i < order.size(); ++i)
+        partners[i] = {static_cast<int>(moved(i, b, b.shift)),
+                       static_cast<int>(moved(i, b, -b.shift))};
+      PlanPhase p = shift_step();
+      p.rings.push_back(make_exchange(m, order, partners));
+      plan.phases.push_back(std::move(p));
+    }
+    return plan;
+  }
+
+  /// As recursive doubling's bound, each step at least one ICI link's latency per hop to its
+  /// partner (a shift of 2^j round a ring is 2^j hops, below half the ring) and the members of a
+  /// chip sharing its first link; a shifting step sends half the buffer each way.
+  GroupPlan bound_plan(const Machine& m, CollectiveKind kind,
+                       const std::vector<int>& group) const override {
+    const GroupShape shape = check(m, kind, group);
+    const HardwareSpec& hw = m.hardware();
+    const double per_chip = static_cast<double>(shape.values[0].size());
+    const std::vector<int> order = grid_order(m, group);
+    const std::vector<RankBit> places = rank_bits(m, shape);
+    GroupPlan plan;
+    for (std::size_t bit = 0; bit < places.size(); ++bit) {
+      const RankBit& b = places[bit];
+      PlanPhase p = b.cyclic ? shift_step() : one_step(StepKind::ReduceScatter, 1.0);
+      // Round a ring the 2^j chips behind a link all send across it, half the buffer each.
+      const LinkFloor f =
+          b.dim > 0 ? link_floor(hw, true, swap_sharing(m, b, per_chip)) : link_floor(hw, false);
+      p.link_s_per_byte = f.s_per_byte;
+      p.path_latency = b.dim == 0 ? f.latency
+                       : b.cyclic ? hw.ici_latency * b.shift
+                                  : hw.ici_latency * longest_swap(m, shape, order, places,
+                                                                  static_cast<int>(bit));
+      plan.phases.push_back(std::move(p));
+    }
+    return plan;
+  }
+
+ private:
+  /// The sub-grid shape of a 2^k group; ConfigError if the group cannot be served.
+  static GroupShape check(const Machine& m, CollectiveKind kind, const std::vector<int>& group) {
+    if (kind != CollectiveKind::AllReduce)
+      throw ConfigError("collectives.algorithm", "shift_doubling is an all-reduce algorithm");
+    if (log2_exact(group.size()) < 0)
+      throw ConfigError("collectives.algorithm",
+                        "shift_doubling needs a group of 2^k members; this one has " +
+                            std::to_string(group.size()));
+    GroupShape shape = analyse_group(m, group);
+    if (!shape.is_grid)
+      throw ConfigError("collectives.algorithm",
+                        "shift_doubling needs a group that is a sub-grid of the machine");
+    return shape;
+  }
+
+  /// Half the buffer to the member ahead and half to the one behind; each sums the two halves
+  /// it receives.
+  static PlanPhase shift_step() {
+    PlanPhase p = one_step(StepKind::ReduceScatter, 1.0);
+    p.bidirectional = true;
+    return p;
+  }
+};
+
 const AlgorithmRegistrar kDoubling{"recursive_doubling", make_variant<Recursive, false>};
+const AlgorithmRegistrar kShift{"shift_doubling", []() -> std::unique_ptr<CollectiveAlgorithm> {
+                                  return std::make_unique<ShiftDoubling>();
+                                }};
 const AlgorithmRegistrar kHalving{"halving_doubling", make_variant<Recursive, true>};
 
 }  // namespace
