@@ -59,9 +59,16 @@ GroupShape analyse_group(const Machine& m, const std::vector<int>& group) {
   // A sub-grid: as many members as coordinate combinations, and no member twice.
   s.is_grid = product == group.size();
   if (s.is_grid) {
-    std::vector<int> sorted(group);
-    std::sort(sorted.begin(), sorted.end());
-    s.is_grid = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    const int most = *std::max_element(group.begin(), group.end());
+    std::vector<char> member(static_cast<std::size_t>(most) + 1, 0);
+    for (int core : group) {
+      char& seen_core = member[static_cast<std::size_t>(core)];
+      if (seen_core) {
+        s.is_grid = false;
+        break;
+      }
+      seen_core = 1;
+    }
   }
   return s;
 }
@@ -115,7 +122,11 @@ bool spans_chips(const Machine& m, const std::vector<int>& group) {
 }
 
 std::vector<int> grid_order(const Machine& m, const std::vector<int>& group) {
-  const GroupShape shape = analyse_group(m, group);
+  return grid_order(m, analyse_group(m, group), group);
+}
+
+std::vector<int> grid_order(const Machine& m, const GroupShape& shape,
+                            const std::vector<int>& group) {
   if (!shape.is_grid) return group;
   std::vector<int> order(group.size());
   for (int core : group) {

@@ -31,6 +31,9 @@ std::vector<std::vector<int>> lines_along(const Machine& m, const GroupShape& sh
 /// fastest); a group that is not a sub-grid keeps its mesh order. With power-of-two extents,
 /// flipping bit k of a member's rank moves it along one dimension only.
 std::vector<int> grid_order(const Machine& m, const std::vector<int>& group);
+/// grid_order with the group's shape already analysed (analyse_group).
+std::vector<int> grid_order(const Machine& m, const GroupShape& shape,
+                            const std::vector<int>& group);
 
 /// True if the group's members are on more than one chip.
 bool spans_chips(const Machine& m, const std::vector<int>& group);

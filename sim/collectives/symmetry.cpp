@@ -100,7 +100,14 @@ SendKeys send_keys(const Ring& r, const Translation* t) {
   int senders = 0;
   for (const auto& key : out) senders = std::max(senders, key.first + 1);
   if (out.size() < 1024 || static_cast<std::size_t>(senders) > 4 * out.size()) {
-    std::sort(out.begin(), out.end());
+    // A translation round a ring turns sorted keys into a rotation of sorted keys (the members
+    // that wrap come first): one descent, and the last key below the first. Rotated back, they
+    // are sorted in linear time; anything else is sorted.
+    const auto descent = std::is_sorted_until(out.begin(), out.end());
+    if (descent != out.end() && std::is_sorted(descent, out.end()) && out.back() < out.front())
+      std::rotate(out.begin(), descent, out.end());
+    else if (descent != out.end())
+      std::sort(out.begin(), out.end());
     return out;
   }
   std::vector<std::size_t> at(static_cast<std::size_t>(senders) + 1, 0);

@@ -169,7 +169,10 @@ class Recursive : public DescribedAlgorithm {
     const HardwareSpec& hw = m.hardware();
     const double per_chip = static_cast<double>(shape.values[0].size());
     const int onchip_bits = shape.is_grid ? log2_exact(shape.values[0].size()) : 0;
-    const std::vector<int> order = shape.is_grid ? grid_order(m, group) : std::vector<int>{};
+    // Member order is needed only to count a twisted torus's hops member by member.
+    const std::vector<int> order = shape.is_grid && m.topology().twisted_dim() >= 0
+                                       ? grid_order(m, shape, group)
+                                       : std::vector<int>{};
     const std::vector<RankBit> places =
         shape.is_grid ? rank_bits(m, shape) : std::vector<RankBit>{};
     return phases(kind, bits, [&](int bit, StepKind step, double fraction) {
@@ -239,25 +242,48 @@ class ShiftDoubling : public DescribedAlgorithm {
             "shift doubling: recursive doubling with partners 2^j ahead and behind round a "
             "whole ring, half the buffer each way (2^k sub-grid groups)") {}
 
+  /// Each step is one exchange per line of the group along its bit's dimension (the members
+  /// that share every other coordinate, the cores of a chip together since they share its
+  /// links): the lines' sends cross disjoint links, so each line is its own batch, and a
+  /// symmetric run keeps only the lines with members in its domain.
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
     const GroupShape shape = check(m, kind, group);
-    const std::vector<int> order = grid_order(m, group);
+    const std::vector<int> order = grid_order(m, shape, group);
+    const std::size_t per_chip = shape.values[0].size();
+    const std::size_t n = order.size();
     GroupPlan plan;
-    int bit = 0;
+    std::vector<int> line_of(n), pos(n);
+    std::size_t bit = 0;
     for (const RankBit& b : rank_bits(m, shape)) {
-      if (!b.cyclic) {
-        plan.phases.push_back(swap_phase(m, order, bit++, StepKind::ReduceScatter, 1.0));
-        continue;
+      // Lines: ranks that differ only in the core within the chip and this dimension's digit.
+      std::vector<std::vector<std::size_t>> lines;
+      std::fill(line_of.begin(), line_of.end(), -1);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t digit = i / b.stride % static_cast<std::size_t>(b.extent);
+        const std::size_t key = i - i % per_chip - (b.dim == 0 ? 0 : digit * b.stride);
+        if (line_of[key] < 0) {
+          line_of[key] = static_cast<int>(lines.size());
+          lines.emplace_back();
+        }
+        pos[i] = static_cast<int>(lines[static_cast<std::size_t>(line_of[key])].size());
+        lines[static_cast<std::size_t>(line_of[key])].push_back(i);
       }
-      ++bit;
-      std::vector<std::vector<int>> partners(order.size());
-      for (std::size_t i = 0; i < order.size(); ++i)
-        partners[i] = {static_cast<int>(moved(i, b, b.shift)),
-                       static_cast<int>(moved(i, b, -b.shift))};
-      PlanPhase p = shift_step();
-      p.rings.push_back(make_exchange(m, order, partners));
+      PlanPhase p = b.cyclic ? shift_step() : one_step(StepKind::ReduceScatter, 1.0);
+      for (const auto& line : lines) {
+        std::vector<int> members;
+        std::vector<std::vector<int>> partners;
+        for (std::size_t i : line) {
+          members.push_back(order[i]);
+          if (b.cyclic)
+            partners.push_back({pos[moved(i, b, b.shift)], pos[moved(i, b, -b.shift)]});
+          else
+            partners.push_back({pos[i ^ (std::size_t{1} << bit)]});
+        }
+        p.rings.push_back(make_exchange(m, members, partners));
+      }
       plan.phases.push_back(std::move(p));
+      ++bit;
     }
     return plan;
   }
@@ -270,7 +296,9 @@ class ShiftDoubling : public DescribedAlgorithm {
     const GroupShape shape = check(m, kind, group);
     const HardwareSpec& hw = m.hardware();
     const double per_chip = static_cast<double>(shape.values[0].size());
-    const std::vector<int> order = grid_order(m, group);
+    // Member order is needed only to count a twisted torus's hops member by member.
+    const std::vector<int> order =
+        m.topology().twisted_dim() >= 0 ? grid_order(m, shape, group) : std::vector<int>{};
     const std::vector<RankBit> places = rank_bits(m, shape);
     GroupPlan plan;
     for (std::size_t bit = 0; bit < places.size(); ++bit) {
