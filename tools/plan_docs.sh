@@ -13,10 +13,11 @@ JOBS=${JOBS:-2}
 OUT=${OUT:-build/plan_docs}
 mkdir -p "$OUT"
 # SSD's default space has about 700 distinct valid layouts, most of which the bounds cannot
-# skip (its step is mostly collectives on the critical path): the page searches a narrower one.
+# skip (its step is mostly collectives on the critical path): the page searches a narrower one,
+# with the study's own f32 gradients (the TF run's, docs/cnn.md "Gradient dtype").
 extra_args() {
   case "$1" in
-    ssd_4096) echo "--space parallelism.bn_group_cores=0,16,32,64 --space parallelism.spatial_w=1,2 --space parallelism.grad_dtype=bf16 --space parallelism.grad_bucket_MiB=32,128" ;;
+    ssd_4096) echo "--space parallelism.bn_group_cores=0,16,32,64 --space parallelism.spatial_w=1,2 --space parallelism.grad_dtype=f32 --space parallelism.grad_bucket_MiB=32,128" ;;
     *) echo "" ;;
   esac
 }
