@@ -59,7 +59,7 @@ struct CollectiveEngine::Running {
 /// One ring's step in flight: its streams are issued in waves of at most the DMA engines of each
 /// member core (one wave without a limit); the step ends after the last wave has arrived.
 struct CollectiveEngine::StepWaves {
-  std::shared_ptr<Running> run;
+  PoolIndex run = kNoIndex;
   std::size_t ring_index = 0;
   int step = 0;
   int steps = 1;            ///< steps this message carries (coalesced) or 1
@@ -68,7 +68,40 @@ struct CollectiveEngine::StepWaves {
   int wave = 0;
   int waves = 1;
   Duration queued;  ///< when the current wave began to wait for engines
+  // The wave in flight: when it was issued, the ring's path latency, and how many streams each
+  // sending core issued (their DMA engines are released when it has arrived).
+  Duration issued;
+  Duration path_latency;
+  std::vector<std::pair<int, int>> cores;
 };
+
+void CollectiveEngine::on_event(std::uint32_t kind, std::uint64_t arg) {
+  const auto index = static_cast<PoolIndex>(arg);
+  switch (kind) {
+    case kStartReady:
+      start_ready();
+      break;
+    case kRunPhase:
+      run_phase(index);
+      break;
+    case kNextWave:
+      waves_[index].queued = sim_now();
+      retry_dma_waiting();
+      issue_wave(index);
+      break;
+    case kRetryDma:
+      retry_dma_waiting();
+      break;
+    default: {  // kStepEnd
+      const StepWaves& sw = waves_[index];
+      const PoolIndex run = sw.run;
+      const std::size_t ring = sw.ring_index;
+      const int next = sw.step + sw.steps;
+      waves_.give(index);
+      run_step(run, ring, next);
+    }
+  }
+}
 
 CollectiveEngine::CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
                                    Network& network, EventQueue& queue,
@@ -105,7 +138,7 @@ void CollectiveEngine::arrive(int op_index, int core) {
                                  : static_cast<int>(state->set->groups[g].size());
   if (++state->arrived[g] != members) return;
   ready_.emplace_back(op_index, g);
-  if (ready_.size() == 1) queue_.at(sim_now(), [this] { start_ready(); });
+  if (ready_.size() == 1) queue_.at(sim_now(), *this, kStartReady);
 }
 
 void CollectiveEngine::start_ready() {
@@ -116,77 +149,84 @@ void CollectiveEngine::start_ready() {
 }
 
 void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) {
-  auto run = std::make_shared<Running>();
-  run->op_index = op_index;
-  run->plan =
+  const PoolIndex ri = runs_.take();
+  Running& run = runs_[ri];
+  run = Running{};
+  run.op_index = op_index;
+  run.plan =
       symmetric_ ? symmetric_->ops[op_index]->plans[group].get() : planner_.plans(op_index)[group];
-  run->members = &gs.groups[group];
-  run->bytes = program_.ops[op_index].collective.bytes;
-  run->dtype = program_.ops[op_index].collective.dtype;
-  run->started = sim_now();
+  run.members = &gs.groups[group];
+  run.bytes = program_.ops[op_index].collective.bytes;
+  run.dtype = program_.ops[op_index].collective.dtype;
+  run.started = sim_now();
   const OpState& state = *pending_[op_index];
-  for (int core : *run->members)
+  for (int core : *run.members)
     if (!symmetric_ || symmetric_->active[core])
-      split_[core].waiting += run->started - state.arrived_at[core];
+      split_[core].waiting += run.started - state.arrived_at[core];
   auto& st = stats_[op_index];
-  if (st.groups == 0 || run->started < st.first_start) st.first_start = run->started;
+  if (st.groups == 0 || run.started < st.first_start) st.first_start = run.started;
   ++st.groups;
   // The op's fixed launch cost (hardware.calibration.collective_launch_ns) before its first step.
   if (hw_.collective_launch > Duration{})
-    queue_.at(run->started + hw_.collective_launch, [this, run] { run_phase(run); });
+    queue_.at(run.started + hw_.collective_launch, *this, kRunPhase, ri);
   else
-    run_phase(run);
+    run_phase(ri);
 }
 
-void CollectiveEngine::run_phase(const std::shared_ptr<Running>& run) {
-  while (run->phase < run->plan->phases.size() &&
-         (run->plan->phases[run->phase].steps == 0 || run->bytes <= 0))
-    ++run->phase;
-  if (run->phase >= run->plan->phases.size()) {
-    finish_group(run);
+void CollectiveEngine::run_phase(PoolIndex ri) {
+  Running& run = runs_[ri];
+  while (run.phase < run.plan->phases.size() &&
+         (run.plan->phases[run.phase].steps == 0 || run.bytes <= 0))
+    ++run.phase;
+  if (run.phase >= run.plan->phases.size()) {
+    finish_group(ri);
     return;
   }
-  const PlanPhase& phase = run->plan->phases[run->phase];
-  if (phase.dcn) count_dcn(*run, +1);
-  run->rings_left = phase.rings.size();
-  for (std::size_t r = 0; r < phase.rings.size(); ++r) run_step(run, r, 0);
+  const PlanPhase& phase = run.plan->phases[run.phase];
+  if (phase.dcn) count_dcn(run, +1);
+  run.rings_left = phase.rings.size();
+  for (std::size_t r = 0; r < phase.rings.size(); ++r) run_step(ri, r, 0);
 }
 
-void CollectiveEngine::run_step(const std::shared_ptr<Running>& run, std::size_t ring_index,
-                                int step) {
-  const PlanPhase& phase = run->plan->phases[run->phase];
+void CollectiveEngine::run_step(PoolIndex ri, std::size_t ring_index, int step) {
+  Running& run = runs_[ri];
+  const PlanPhase& phase = run.plan->phases[run.phase];
   if (step == phase.steps) {
-    if (--run->rings_left == 0) {
-      if (phase.dcn) count_dcn(*run, -1);
-      ++run->phase;
-      run_phase(run);
+    if (--run.rings_left == 0) {
+      if (phase.dcn) count_dcn(run, -1);
+      ++run.phase;
+      run_phase(ri);
     }
     return;
   }
   const Ring& ring = phase.rings[ring_index];
-  const StepWork work = model_.step_work(phase, run->bytes);
+  const StepWork work = model_.step_work(phase, run.bytes);
   // Coalesced (message level): the ring's remaining steps travel as one message per neighbour
   // pair; every step still pays its hop latency and synchronisation, in sequence.
   const int steps = network_.coalesces_steps() ? phase.steps - step : 1;
-  if (ring_index == 0) run->steps_run += steps;
+  if (ring_index == 0) run.steps_run += steps;
   const Duration start = sim_now();
-  const Duration cores_done = book_step(ring, work, steps, run->dtype, start);
-  auto sw = std::make_shared<StepWaves>();
-  sw->run = run;
-  sw->ring_index = ring_index;
-  sw->step = step;
-  sw->steps = steps;
-  sw->stream_bytes = work.each_way * steps;
-  sw->cores_done = cores_done;
-  sw->queued = start;
-  issue_wave(sw);
+  const Duration cores_done = book_step(ring, work, steps, run.dtype, start);
+  const PoolIndex w = waves_.take();
+  StepWaves& sw = waves_[w];
+  sw.run = ri;
+  sw.ring_index = ring_index;
+  sw.step = step;
+  sw.steps = steps;
+  sw.stream_bytes = work.each_way * steps;
+  sw.cores_done = cores_done;
+  sw.wave = 0;
+  sw.waves = 1;
+  sw.queued = start;
+  issue_wave(w);
 }
 
-void CollectiveEngine::issue_wave(const std::shared_ptr<StepWaves>& sw) {
-  const Running& run = *sw->run;
-  const Ring& ring = run.plan->phases[run.phase].rings[sw->ring_index];
+void CollectiveEngine::issue_wave(PoolIndex w) {
+  StepWaves& sw = waves_[w];
+  const Running& run = runs_[sw.run];
+  const Ring& ring = run.plan->phases[run.phase].rings[sw.ring_index];
   const int engines = hw_.dma_engines_per_core;
-  const int lo = engines > 0 ? sw->wave * engines : 0;
+  const int lo = engines > 0 ? sw.wave * engines : 0;
   const int hi = engines > 0 ? lo + engines : std::numeric_limits<int>::max();
   // The wave's streams in the order the ring lists its routes (the message level reserves links
   // in this order): the k-th stream of each sending core for lo <= k < hi.
@@ -195,7 +235,7 @@ void CollectiveEngine::issue_wave(const std::shared_ptr<StepWaves>& sw) {
   batch_.clear();
   auto add = [&](const Route& r, int sender) {
     const int k = stream_count_[sender]++;
-    if (k >= lo && k < hi) batch_.push_back({&r, sw->stream_bytes});
+    if (k >= lo && k < hi) batch_.push_back({&r, sw.stream_bytes});
   };
   for (std::size_t k = 0; k < ring.next.size(); ++k)
     if (!ring.next[k].empty())
@@ -203,49 +243,49 @@ void CollectiveEngine::issue_wave(const std::shared_ptr<StepWaves>& sw) {
   for (std::size_t k = 0; k < ring.prev.size(); ++k)
     if (!ring.prev[k].empty()) add(ring.prev[k], ring.members[k]);
   // How many streams each member issues in this wave (senders are members).
-  std::vector<std::pair<int, int>> cores;
+  sw.cores.clear();
   int most = 0;
   for (int core : ring.members) {
     const int n = std::min(stream_count_[core], hi) - lo;
-    if (n > 0) cores.emplace_back(core, n);
+    if (n > 0) sw.cores.emplace_back(core, n);
     most = std::max(most, stream_count_[core]);
     stream_count_[core] = 0;
   }
-  if (engines > 0 && sw->wave == 0) sw->waves = std::max(1, (most + engines - 1) / engines);
+  if (engines > 0 && sw.wave == 0) sw.waves = std::max(1, (most + engines - 1) / engines);
   const Duration now = sim_now();
-  if (!issue_dma(cores, sw->queued, now)) {
-    dma_waiting_.push_back(sw);
+  if (!issue_dma(sw.cores, sw.queued, now)) {
+    dma_waiting_.push_back(w);
     return;
   }
-  const Duration path_latency = ring.path_latency;
-  network_.send_batch(batch_, [this, sw, path_latency, now,
-                               cores = std::move(cores)](Duration arrival) {
-    // Data moves and is summed as it streams in: the wave's streams are through when the
-    // last has arrived (a coalesced message: after its further hops' latencies too).
-    const Duration through = arrival + path_latency * (sw->steps - 1);
-    for (const auto& [core, n] : cores) listener_.resources(core).dma.complete(n, now, through);
-    const bool limited = hw_.dma_engines_per_core > 0;
-    if (++sw->wave < sw->waves) {
-      queue_.at(through, [this, sw] {
-        sw->queued = sim_now();
-        retry_dma_waiting();
-        issue_wave(sw);
-      });
-      return;
-    }
-    if (limited) queue_.at(through, [this] { retry_dma_waiting(); });
-    // The step ends when both the transfers and every member's HBM and vector work are
-    // through, plus the fixed synchronisation cost.
-    const Duration end = max(through, sw->cores_done) + hw_.collective_step_overhead * sw->steps;
-    queue_.at(end, [this, sw] { run_step(sw->run, sw->ring_index, sw->step + sw->steps); });
-  });
+  sw.issued = now;
+  sw.path_latency = ring.path_latency;
+  network_.send_batch(batch_, [this, w](Duration arrival) { wave_arrived(w, arrival); });
+}
+
+void CollectiveEngine::wave_arrived(PoolIndex w, Duration arrival) {
+  StepWaves& sw = waves_[w];
+  // Data moves and is summed as it streams in: the wave's streams are through when the last
+  // has arrived (a coalesced message: after its further hops' latencies too).
+  const Duration through = arrival + sw.path_latency * (sw.steps - 1);
+  for (const auto& [core, n] : sw.cores)
+    listener_.resources(core).dma.complete(n, sw.issued, through);
+  const bool limited = hw_.dma_engines_per_core > 0;
+  if (++sw.wave < sw.waves) {
+    queue_.at(through, *this, kNextWave, w);
+    return;
+  }
+  if (limited) queue_.at(through, *this, kRetryDma);
+  // The step ends when both the transfers and every member's HBM and vector work are through,
+  // plus the fixed synchronisation cost.
+  const Duration end = max(through, sw.cores_done) + hw_.collective_step_overhead * sw.steps;
+  queue_.at(end, *this, kStepEnd, w);
 }
 
 void CollectiveEngine::retry_dma_waiting() {
   // Steps that waited for engines, oldest first; those that still do not fit wait on.
-  std::vector<std::shared_ptr<StepWaves>> waiting;
+  std::vector<PoolIndex> waiting;
   waiting.swap(dma_waiting_);
-  for (const auto& sw : waiting) issue_wave(sw);
+  for (const PoolIndex w : waiting) issue_wave(w);
 }
 
 void CollectiveEngine::count_dcn(const Running& run, int delta) {
@@ -257,23 +297,26 @@ void CollectiveEngine::count_dcn(const Running& run, int delta) {
   }
 }
 
-void CollectiveEngine::finish_group(const std::shared_ptr<Running>& run) {
+void CollectiveEngine::finish_group(PoolIndex ri) {
+  // Copied out and the record released first: collective_done may start more groups.
+  const Running run = runs_[ri];
+  runs_.give(ri);
   const Duration now = sim_now();
-  auto& st = stats_[run->op_index];
+  auto& st = stats_[run.op_index];
   st.last_end = max(st.last_end, now);
-  st.longest = max(st.longest, now - run->started);
-  const Duration sync = hw_.collective_step_overhead * run->steps_run + hw_.collective_launch;
-  const auto* played = symmetric_ ? symmetric_->ops[run->op_index] : nullptr;
-  for (int core : *run->members) {
+  st.longest = max(st.longest, now - run.started);
+  const Duration sync = hw_.collective_step_overhead * run.steps_run + hw_.collective_launch;
+  const auto* played = symmetric_ ? symmetric_->ops[run.op_index] : nullptr;
+  for (int core : *run.members) {
     if (played && !symmetric_->active[core]) continue;
     split_[core].synchronisation += sync;
-    split_[core].transfer += now - run->started - sync;
+    split_[core].transfer += now - run.started - sync;
   }
-  auto it = pending_.find(run->op_index);
-  for (int core : *run->members)
-    if (!played || symmetric_->active[core]) listener_.collective_done(core, run->op_index);
+  auto it = pending_.find(run.op_index);
+  for (int core : *run.members)
+    if (!played || symmetric_->active[core]) listener_.collective_done(core, run.op_index);
   const int groups =
-      played ? played->played : static_cast<int>(planner_.groups(run->op_index).groups.size());
+      played ? played->played : static_cast<int>(planner_.groups(run.op_index).groups.size());
   if (it != pending_.end() && ++it->second->groups_done == groups) pending_.erase(it);
 }
 

@@ -19,6 +19,7 @@
 #include "sim/collectives/collective_planner.hpp"
 #include "sim/collectives/cost_model.hpp"
 #include "sim/kernel/event_queue.hpp"
+#include "sim/kernel/pool.hpp"
 #include "sim/network/network.hpp"
 #include "topologies/device_mesh.hpp"
 
@@ -46,7 +47,7 @@ struct CommSplit {
   Duration dcn;
 };
 
-class CollectiveEngine {
+class CollectiveEngine : private EventTarget {
  public:
   CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
                    Network& network, EventQueue& queue, const CollectiveOptions& options,
@@ -86,13 +87,21 @@ class CollectiveEngine {
   /// in the full one, and a core's own compute at this instant is booked before the step work
   /// of a group it completed.
   void start_ready();
-  void run_phase(const std::shared_ptr<Running>& run);
-  void run_step(const std::shared_ptr<Running>& run, std::size_t ring, int step);
+  /// The engine's events: the groups ready at an instant start, a group's first phase after its
+  /// launch (arg: its record), a step's next wave (arg: the step's record), steps waiting for DMA
+  /// engines retry, a step ends (arg: the step's record).
+  enum Kind : std::uint32_t { kStartReady, kRunPhase, kNextWave, kRetryDma, kStepEnd };
+  void on_event(std::uint32_t kind, std::uint64_t arg) override;
+  void run_phase(PoolIndex run);
+  void run_step(PoolIndex run, std::size_t ring, int step);
   /// Issues the step's next wave of streams if every member core has the DMA engines for it,
   /// else queues it until engines are freed.
-  void issue_wave(const std::shared_ptr<StepWaves>& sw);
+  void issue_wave(PoolIndex wave);
+  /// The network's report that the wave's last stream has arrived.
+  void wave_arrived(PoolIndex wave, Duration arrival);
   void retry_dma_waiting();
-  void finish_group(const std::shared_ptr<Running>& run);
+  /// Releases the group's record and reports it done to its members.
+  void finish_group(PoolIndex run);
   /// A phase over the data-center network begins (+1) or ends (-1) for the group's members.
   void count_dcn(const Running& run, int delta);
   /// Books a step's work on every member's core resources from `start`: its streams' HBM
@@ -114,12 +123,14 @@ class CollectiveEngine {
   CollectivePlanner planner_;
   std::map<int, std::unique_ptr<OpState>> pending_;
   std::map<int, CollectiveOpStats> stats_;
-  std::vector<CommSplit> split_;     ///< per core
-  std::vector<int> dcn_depth_;       ///< per core: its groups in a DCN phase now
-  std::vector<Duration> dcn_since_;  ///< per core: since when dcn_depth_ is above 0
-  std::vector<Transfer> batch_;      ///< reused by every step (the network copies what it keeps)
-  std::vector<int> stream_count_;    ///< per core, scratch of issue_wave
-  std::vector<std::shared_ptr<StepWaves>> dma_waiting_;  ///< steps waiting for DMA engines
+  std::vector<CommSplit> split_;        ///< per core
+  std::vector<int> dcn_depth_;          ///< per core: its groups in a DCN phase now
+  std::vector<Duration> dcn_since_;     ///< per core: since when dcn_depth_ is above 0
+  std::vector<Transfer> batch_;         ///< reused by every step (the network copies what it keeps)
+  std::vector<int> stream_count_;       ///< per core, scratch of issue_wave
+  std::vector<PoolIndex> dma_waiting_;  ///< steps waiting for DMA engines
+  Pool<Running> runs_;                  ///< groups playing their plans
+  Pool<StepWaves> waves_;               ///< ring steps in flight
   const SymmetricRun* symmetric_ = nullptr;
   std::vector<std::pair<int, int>> ready_;  ///< (op, group) ready at this instant, not started
 };

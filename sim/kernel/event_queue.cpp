@@ -31,18 +31,18 @@ EventQueue::EventQueue(sc_core::sc_module_name name) : sc_core::sc_module(name) 
   dont_initialize();
 }
 
-void EventQueue::at(Duration when, Callback cb) {
+void EventQueue::at(Duration when, EventTarget& target, std::uint32_t kind, std::uint64_t arg) {
   const std::int64_t now = sim_now().ps();
   const std::int64_t t = when.ps() < now ? now : when.ps();
   if (t > kMaxSimulatedPs) past_time_limit(when.seconds());
   std::size_t slot;
   if (free_.empty()) {
     slot = slots_.size();
-    slots_.push_back(std::move(cb));
+    slots_.push_back({&target, kind, arg});
   } else {
     slot = free_.back();
     free_.pop_back();
-    slots_[slot] = std::move(cb);
+    slots_[slot] = {&target, kind, arg};
   }
   items_.push({t, slot});
   if (armed_for_ < 0 || t < armed_for_) arm();
@@ -66,12 +66,11 @@ void EventQueue::fire() {
   const std::int64_t now = sim_now().ps();
   while (!items_.empty() && items_.min_time() <= now) {
     const std::size_t slot = items_.pop().slot;
-    // Move the callback out and free its slot before running it: it may schedule more.
-    Callback cb = std::move(slots_[slot]);
-    slots_[slot] = nullptr;
+    // Copy the event out and free its slot before running it: it may schedule more.
+    const Event e = slots_[slot];
     free_.push_back(slot);
-    guarded(cb);
-    // Every 1024 callbacks, not activations: one instant may hold millions of them (a
+    guarded([&e] { e.target->on_event(e.kind, e.arg); });
+    // Every 1024 events, not activations: one instant may hold millions of them (a
     // packet-level all-to-all injects every pair's packets at once), and the progress line must
     // still come.
     if ((++callbacks_ & 1023) == 0 && tick_) tick_();

@@ -1,7 +1,10 @@
 #pragma once
-// A callback queue on one SystemC event: the kernel sees one activation per distinct timestamp,
-// however many callbacks fall on it. Used by the network and the collective engine, whose work
-// is bookkeeping at known future times rather than processes that wait.
+// A queue of typed events on one SystemC event: the kernel sees one activation per distinct
+// timestamp, however many events fall on it. Used by the networks, the collective engine and the
+// hosts, whose work is bookkeeping at known future times rather than processes that wait. An
+// event is plain data (its target, one of the target's kinds, a 64-bit argument: an index into
+// the target's pooled records, a core, a generation), never a heap-allocated closure.
+#include <cstdint>
 #include <functional>
 #include <systemc>
 #include <vector>
@@ -20,31 +23,46 @@ inline Duration from_sc(const sc_core::sc_time& t) {
 /// The current simulated time as a Duration.
 inline Duration sim_now() { return from_sc(sc_core::sc_time_stamp()); }
 
+/// What takes typed events: the component that scheduled them (EventQueue::at) gets them back
+/// with the kind and argument it gave.
+class EventTarget {
+ public:
+  virtual void on_event(std::uint32_t kind, std::uint64_t arg) = 0;
+
+ protected:
+  ~EventTarget() = default;
+};
+
 class EventQueue : public sc_core::sc_module {
  public:
-  using Callback = std::function<void()>;
   SC_HAS_PROCESS(EventQueue);
   explicit EventQueue(sc_core::sc_module_name name);
 
-  /// Runs `cb` at absolute time `when` (not before now). Same-time callbacks run in order.
-  void at(Duration when, Callback cb);
+  /// Calls target.on_event(kind, arg) at absolute time `when` (not before now). Same-time
+  /// events run in the order they were scheduled.
+  void at(Duration when, EventTarget& target, std::uint32_t kind, std::uint64_t arg = 0);
   std::uint64_t activations() const { return activations_; }
-  /// Called every 1024 callbacks (a progress line); empty: nothing is called.
+  /// Called every 1024 events (a progress line); empty: nothing is called.
   void set_tick(std::function<void()> tick) { tick_ = std::move(tick); }
 
  private:
   void fire();
   void arm();
 
+  struct Event {
+    EventTarget* target;
+    std::uint32_t kind;
+    std::uint64_t arg;
+  };
   /// Times and slots, earliest first, equal times in the order they came (radix_queue.hpp);
-  /// plain data, so that moving an entry moves 16 bytes: the callback waits in slots_.
+  /// plain data, so that moving an entry moves 16 bytes: the event waits in slots_.
   RadixQueue items_;
-  std::vector<Callback> slots_;    ///< callbacks, addressed by RadixQueue::Item::slot
+  std::vector<Event> slots_;       ///< events, addressed by RadixQueue::Item::slot
   std::vector<std::size_t> free_;  ///< slots to reuse
   sc_core::sc_event wake_;
   std::int64_t armed_for_ = -1;
   std::uint64_t activations_ = 0;
-  std::uint64_t callbacks_ = 0;  ///< callbacks run, for the progress tick
+  std::uint64_t callbacks_ = 0;  ///< events run, for the progress tick
   std::function<void()> tick_;
 };
 

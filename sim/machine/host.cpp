@@ -86,8 +86,10 @@ void HostSet::preprocessed(int batch, Duration cpu) {
 void HostSet::arrived(int core, int batch, Duration when) {
   arrival_[core][batch] = when;
   stats_[batch].arrived = max(stats_[batch].arrived, when);
-  queue_.at(when, [this, core] { wake_(core); });
+  queue_.at(when, *this, 0, static_cast<std::uint64_t>(core));
 }
+
+void HostSet::on_event(std::uint32_t, std::uint64_t arg) { wake_(static_cast<int>(arg)); }
 
 Host::Host(sc_core::sc_module_name name, HostSet& set, const std::vector<int>& chips,
            int devices_per_chip, int total_chips, const HostOptions& options)

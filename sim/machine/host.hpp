@@ -15,11 +15,10 @@
 
 #include "core/config.hpp"
 #include "core/units.hpp"
+#include "sim/kernel/event_queue.hpp"
 #include "topologies/host_blocks.hpp"
 
 namespace tpusim {
-
-class EventQueue;
 
 /// What the hosts feed, in the order the cores dequeue it. Filled by the caller (tools).
 struct InfeedPlan {
@@ -61,7 +60,7 @@ class InfeedPort {
 class Host;
 
 /// All hosts of the machine.
-class HostSet : public InfeedPort {
+class HostSet : public InfeedPort, private EventTarget {
  public:
   /// `wake(core)` is called when a batch arrives in the queue of a core.
   /// Throws ConfigError (hardware.host.chip_block) if the blocks do not tile the topology.
@@ -78,6 +77,8 @@ class HostSet : public InfeedPort {
  private:
   friend class Host;
   void arrived(int core, int batch, Duration when);
+  /// The one event kind: a batch has arrived in the queue of core `arg`.
+  void on_event(std::uint32_t kind, std::uint64_t arg) override;
   void preprocessed(int batch, Duration cpu);
 
   const InfeedPlan& plan_;

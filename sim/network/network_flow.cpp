@@ -8,27 +8,27 @@
 #include <limits>
 #include <memory>
 
+#include "sim/kernel/pool.hpp"
 #include "sim/network/network.hpp"
 
 namespace tpusim {
 namespace {
 
-class FlowNetwork : public Network {
+class FlowNetwork : public Network, private EventTarget {
  public:
   FlowNetwork(EventQueue& queue, const NetworkOptions& o) : queue_(queue), opts_(o) {}
 
   void send_batch(const std::vector<Transfer>& transfers, ArrivalCallback on_arrival) override {
     const Duration now = sim_now();
     advance(now);
-    auto batch = std::make_shared<Batch>();
-    batch->done = std::move(on_arrival);
-    batch->latest = now;
+    const PoolIndex bi = batches_.take();
+    batches_[bi] = Batch{0, now, std::move(on_arrival)};
     for (const auto& t : transfers) {
       if (t.route->empty() || t.bytes <= 0) continue;
       Flow f;
       f.route = t.route;
       f.remaining = t.bytes;
-      f.batch = batch;
+      f.batch = bi;
       Duration latency;
       double slowest = std::numeric_limits<double>::infinity();
       for (const LinkModule* link : *t.route) {
@@ -41,24 +41,19 @@ class FlowNetwork : public Network {
       }
       const double hops = static_cast<double>(t.route->size() - 1);
       f.tail = latency + Duration::seconds(hops * std::min(t.bytes, opts_.packet_bytes) / slowest);
-      ++batch->pending;
+      ++batches_[bi].pending;
       flows_.push_back(std::move(f));
       ++flow_events_;
     }
-    if (batch->pending == 0) {
-      batch->done(now);
+    if (batches_[bi].pending == 0) {
+      finish(bi);
       return;
     }
     // Many batches start at the same instant (every ring of a phase): share the links once,
     // after all of them.
     if (!recompute_armed_) {
       recompute_armed_ = true;
-      queue_.at(now, [this] {
-        recompute_armed_ = false;
-        const Duration t = sim_now();
-        advance(t);
-        reschedule(t);
-      });
+      queue_.at(now, *this, kRecompute);
     }
   }
 
@@ -66,6 +61,9 @@ class FlowNetwork : public Network {
   bool coalesces_steps() const override { return opts_.coalesce_ring_steps; }
 
  private:
+  /// The events of this network: the shared recomputation of an instant, a batch whose flows
+  /// have all arrived (arg: its record), the next flow to finish (arg: the generation).
+  enum Kind : std::uint32_t { kRecompute, kBatchDone, kNextEnd };
   struct Batch {
     std::int64_t pending = 0;
     Duration latest;
@@ -76,8 +74,30 @@ class FlowNetwork : public Network {
     double remaining = 0;  ///< bytes not yet sent
     double rate = 0;       ///< bytes per second
     Duration tail;         ///< from the last byte sent to its arrival
-    std::shared_ptr<Batch> batch;
+    PoolIndex batch = kNoIndex;
   };
+
+  void on_event(std::uint32_t kind, std::uint64_t arg) override {
+    if (kind == kBatchDone) {
+      finish(static_cast<PoolIndex>(arg));
+      return;
+    }
+    if (kind == kRecompute)
+      recompute_armed_ = false;
+    else if (arg != generation_)
+      return;  // a newer start or end has re-armed
+    const Duration t = sim_now();
+    advance(t);
+    reschedule(t);
+  }
+
+  /// Every flow of the batch has arrived: release its record, then report.
+  void finish(PoolIndex bi) {
+    ArrivalCallback done = std::move(batches_[bi].done);
+    const Duration latest = batches_[bi].latest;
+    batches_.give(bi);
+    done(latest);
+  }
 
   /// Moves every flow on to `now` at its current rate; finished flows arrive.
   void advance(Duration now) {
@@ -107,12 +127,9 @@ class FlowNetwork : public Network {
       // Within a picosecond of done counts as done (times are whole picoseconds).
       if (f.remaining <= f.rate * 1e-12 + 1e-9) {
         for (LinkModule* link : *f.route) ++link->transfers;
-        Batch& b = *f.batch;
+        Batch& b = batches_[f.batch];
         b.latest = max(b.latest, now + f.tail);
-        if (--b.pending == 0) {
-          auto batch = f.batch;
-          queue_.at(batch->latest, [batch] { batch->done(batch->latest); });
-        }
+        if (--b.pending == 0) queue_.at(b.latest, *this, kBatchDone, f.batch);
         ++flow_events_;
         continue;
       }
@@ -126,13 +143,7 @@ class FlowNetwork : public Network {
     for (const auto& f : flows_)
       if (f.rate > 0) soonest = std::min(soonest, f.remaining / f.rate);
     if (soonest == std::numeric_limits<double>::infinity()) return;  // no link has capacity
-    const std::uint64_t generation = ++generation_;
-    queue_.at(now + Duration::seconds(soonest) + Duration::ps(1), [this, generation] {
-      if (generation != generation_) return;  // a newer start or end has re-armed
-      const Duration t = sim_now();
-      advance(t);
-      reschedule(t);
-    });
+    queue_.at(now + Duration::seconds(soonest) + Duration::ps(1), *this, kNextEnd, ++generation_);
   }
 
   /// Max-min fair rates by progressive filling: the link whose remaining capacity divided by
@@ -191,6 +202,7 @@ class FlowNetwork : public Network {
   EventQueue& queue_;
   NetworkOptions opts_;
   std::vector<Flow> flows_;
+  Pool<Batch> batches_;
   Duration last_;
   std::uint64_t generation_ = 0;
   bool recompute_armed_ = false;  ///< a recomputation is queued for the current instant

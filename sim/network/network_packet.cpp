@@ -24,13 +24,14 @@
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "sim/kernel/pool.hpp"
 #include "sim/network/network.hpp"
 
 namespace tpusim {
 namespace {
 
-using Index = std::uint32_t;
-constexpr Index kNone = std::numeric_limits<Index>::max();
+using Index = PoolIndex;
+constexpr Index kNone = kNoIndex;
 
 /// k steps of `step_ps` picoseconds, rounded once: injection at the pace of a link puts packet k
 /// at bytes_before_k / bandwidth, so spacings need not be whole picoseconds.
@@ -38,30 +39,7 @@ Duration times(double step_ps, std::int64_t k) {
   return Duration::ps(static_cast<std::int64_t>(static_cast<double>(k) * step_ps + 0.5));
 }
 
-/// Records addressed by index and reused through a free list.
-template <class T>
-class Pool {
- public:
-  Index take() {
-    if (free_.empty()) {
-      items_.emplace_back();
-      return static_cast<Index>(items_.size() - 1);
-    }
-    const Index i = free_.back();
-    free_.pop_back();
-    return i;
-  }
-  void give(Index i) { free_.push_back(i); }
-  std::size_t size() const { return items_.size(); }  ///< records ever held at once
-  T& operator[](Index i) { return items_[i]; }
-  const T& operator[](Index i) const { return items_[i]; }
-
- private:
-  std::vector<T> items_;
-  std::vector<Index> free_;
-};
-
-class PacketNetwork : public Network {
+class PacketNetwork : public Network, private EventTarget {
  public:
   PacketNetwork(EventQueue& queue, const NetworkOptions& o) : queue_(queue), opts_(o) {}
   bool coalesces_steps() const override { return opts_.coalesce_ring_steps; }
@@ -104,7 +82,7 @@ class PacketNetwork : public Network {
         if (tail.block != kNone && tail.when == now)
           blocks_[tail.block].group_next = b;
         else
-          queue_.at(now, [this, b] { on_group(b); });
+          queue_.at(now, *this, kGroup, b);
         tail = GroupTail{now, b};
       }
       if (trains_[ti].tail_bytes > 0)
@@ -300,7 +278,7 @@ class PacketNetwork : public Network {
       // The packets beyond the group's length arrive after it, as a train of their own.
       const Duration a0 = st.base + times(d, m);
       const Index rest = continue_train(ti, count - m, a0, d);
-      queue_.at(a0, [this, rest] { on_group(rest); });
+      queue_.at(a0, *this, kGroup, rest);
     }
     admit_group(group, link, start);
     return true;
@@ -337,7 +315,7 @@ class PacketNetwork : public Network {
                             past_limit(kMaxPackets, "packets", "kMaxPackets") +
                             "; use larger packets or network.fidelity=flow");
     singles_[s] = Single{ti, trains_[ti].gen, hop, k, epoch_};
-    queue_.at(when, [this, s] { on_single(s); });
+    queue_.at(when, *this, kSingle, s);
   }
 
   // The last departure of the blocks open at a link (or what the link was busy until before).
@@ -453,7 +431,7 @@ class PacketNetwork : public Network {
       const Index nb = blocks_.take();  // may move blocks_: no references held past here
       blocks_[nb] = next;
       blocks_[b].next = nb;
-      queue_.at(next.a0, [this, nb] { on_block(nb); });
+      queue_.at(next.a0, *this, kBlock, nb);
     } else {
       arrive(tr.batch, blk.count, blk.dep0 + times(blk.spacing, blk.count - 1) + link.latency);
     }
@@ -628,13 +606,33 @@ class PacketNetwork : public Network {
     b.pending -= packets;
     b.latest = max(b.latest, when);
     if (b.pending != 0) return;
-    const std::uint32_t gen = b.gen;
-    queue_.at(b.latest, [this, bi, gen] {
-      // A cut may have re-opened the batch since this check was scheduled.
-      const Batch& cur = batches_[bi];
-      if (cur.gen == gen && !cur.finished && cur.pending == 0 && sim_now() >= cur.latest)
-        finish(bi);
-    });
+    queue_.at(b.latest, *this, kCheck, std::uint64_t{b.gen} << 32 | bi);
+  }
+
+  /// The events of this network, each naming its record: a group of trains entering their
+  /// first link, a packet travelling alone, a train's block reaching its next hop, and the
+  /// check that a batch whose last packet has arrived is still complete (arg: gen << 32 | batch).
+  enum Kind : std::uint32_t { kGroup, kSingle, kBlock, kCheck };
+  void on_event(std::uint32_t kind, std::uint64_t arg) override {
+    const auto index = static_cast<Index>(arg);
+    switch (kind) {
+      case kGroup:
+        on_group(index);
+        break;
+      case kSingle:
+        on_single(index);
+        break;
+      case kBlock:
+        on_block(index);
+        break;
+      default: {
+        // A cut may have re-opened the batch since this check was scheduled.
+        const Batch& cur = batches_[index];
+        if (cur.gen == static_cast<std::uint32_t>(arg >> 32) && !cur.finished && cur.pending == 0 &&
+            sim_now() >= cur.latest)
+          finish(index);
+      }
+    }
   }
 
   // Every packet of the batch has arrived: release its records, then report.

@@ -1,5 +1,6 @@
 // The event queue's radix heap against the (time, push sequence) binary heap it replaced: the
-// same pop order, ties included, for any monotone sequence of pushes and pops.
+// same pop order, ties included, for any monotone sequence of pushes and pops; and the typed
+// events on it: each reaches its target with its kind and argument, in (time, scheduling) order.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <queue>
@@ -8,7 +9,10 @@
 #include <tuple>
 #include <vector>
 
+#include "sim/kernel/event_queue.hpp"
+#include "sim/kernel/pool.hpp"
 #include "sim/kernel/radix_queue.hpp"
+#include "tests/sim/sim_fixture.hpp"
 
 using tpusim::RadixQueue;
 
@@ -77,4 +81,46 @@ TEST_CASE("radix queue: an entry before the last popped time is a bug, not a sil
   CHECK(q.pop().slot == 3);
   CHECK(q.pop().slot == 0);
   CHECK(q.empty());
+}
+
+namespace {
+/// Records every event it gets as time (ps) * 1000 + kind * 100 + arg, and on kind 1 schedules
+/// an event for now (which must run after those already due now).
+struct Recorder : tpusim::EventTarget {
+  explicit Recorder(tpusim::EventQueue& q) : queue(q) {}
+  void on_event(std::uint32_t kind, std::uint64_t arg) override {
+    seen.push_back(static_cast<double>(tpusim::sim_now().ps() * 1000 + kind * 100 + arg));
+    if (kind == 1) queue.at(tpusim::sim_now(), *this, 2, arg);
+  }
+  tpusim::EventQueue& queue;
+  std::vector<double> seen;
+};
+}  // namespace
+
+TEST_CASE("event queue: typed events reach their target with kind and argument, in order") {
+  const std::vector<double> seen = tpusim::test::in_child([] {
+    tpusim::EventQueue queue("events");
+    Recorder r(queue);
+    using tpusim::Duration;
+    queue.at(Duration::ps(20), r, 0, 7);
+    queue.at(Duration::ps(10), r, 1, 3);  // schedules kind 2 at 10 ps, after the one below
+    queue.at(Duration::ps(10), r, 0, 4);
+    queue.at(Duration::ps(20), r, 0, 8);
+    sc_core::sc_start();
+    return r.seen;
+  });
+  CHECK(seen == std::vector<double>{10 * 1000 + 100 + 3, 10 * 1000 + 4, 10 * 1000 + 200 + 3,
+                                    20 * 1000 + 7, 20 * 1000 + 8});
+}
+
+TEST_CASE("pool: a record given back is the next one taken, and indices stay put") {
+  tpusim::Pool<int> pool;
+  const auto a = pool.take(), b = pool.take();
+  pool[a] = 1;
+  pool[b] = 2;
+  pool.give(a);
+  CHECK(pool.take() == a);
+  CHECK(pool[b] == 2);
+  CHECK(pool.size() == 2);
+  CHECK(pool.take() == 2);
 }
