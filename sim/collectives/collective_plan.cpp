@@ -1,6 +1,7 @@
 #include "sim/collectives/collective_plan.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "sim/machine/machine.hpp"
 
@@ -36,9 +37,30 @@ Ring make_exchange(const Machine& m, const std::vector<int>& members,
   Ring r;
   r.members = members;
   std::vector<std::pair<Route, int>> sends;  // route, sending core
+  // The cores of a chip usually send to the cores of the same partner chips: between chips a
+  // route depends on the chips alone, so the routes of the last few chip pairs are copied
+  // rather than routed again.
+  struct Recent {
+    int from_chip = -1, to_chip = -1;
+    std::size_t send = 0;
+  };
+  std::array<Recent, 4> recent;
+  std::size_t next_recent = 0;
   for (std::size_t i = 0; i < members.size(); ++i)
-    for (int j : partners[i])
-      if (members[j] != members[i]) sends.emplace_back(m.route(members[i], members[j]), members[i]);
+    for (int j : partners[i]) {
+      const int from = members[i], to = members[j];
+      if (to == from) continue;
+      const int a = m.chip_of(from), b = m.chip_of(to);
+      const auto hit = std::find_if(recent.begin(), recent.end(), [&](const Recent& r) {
+        return r.from_chip == a && r.to_chip == b;
+      });
+      if (a != b && hit != recent.end()) {
+        sends.emplace_back(sends[hit->send].first, from);
+        continue;
+      }
+      sends.emplace_back(m.route(from, to), from);
+      if (a != b) recent[next_recent++ % recent.size()] = {a, b, sends.size() - 1};
+    }
   // Shortest routes first: the message level reserves links in batch order, and a long route
   // reserved early would hold its later links until its first hops are through.
   const auto shorter = [](const auto& a, const auto& b) { return a.first.size() < b.first.size(); };

@@ -242,10 +242,11 @@ class ShiftDoubling : public DescribedAlgorithm {
             "shift doubling: recursive doubling with partners 2^j ahead and behind round a "
             "whole ring, half the buffer each way (2^k sub-grid groups)") {}
 
-  /// Each step is one exchange per line of the group along its bit's dimension (the members
-  /// that share every other coordinate, the cores of a chip together since they share its
-  /// links): the lines' sends cross disjoint links, so each line is its own batch, and a
-  /// symmetric run keeps only the lines with members in its domain.
+  /// Each step between chips is one exchange per line of the group along its bit's dimension
+  /// (the members that share every other coordinate, the cores of a chip together since they
+  /// share its links): the lines' sends cross disjoint links, so each line is its own batch, and
+  /// a symmetric run keeps only the lines with members in its domain. The swap between a chip's
+  /// cores is one exchange (each chip's on its own links).
   GroupPlan plan(const Machine& m, CollectiveKind kind,
                  const std::vector<int>& group) const override {
     const GroupShape shape = check(m, kind, group);
@@ -256,12 +257,17 @@ class ShiftDoubling : public DescribedAlgorithm {
     std::vector<int> line_of(n), pos(n);
     std::size_t bit = 0;
     for (const RankBit& b : rank_bits(m, shape)) {
+      if (b.dim == 0) {  // the swap between a chip's cores: one exchange over the group
+        plan.phases.push_back(
+            swap_phase(m, order, static_cast<int>(bit++), StepKind::ReduceScatter, 1.0));
+        continue;
+      }
       // Lines: ranks that differ only in the core within the chip and this dimension's digit.
       std::vector<std::vector<std::size_t>> lines;
       std::fill(line_of.begin(), line_of.end(), -1);
       for (std::size_t i = 0; i < n; ++i) {
         const std::size_t digit = i / b.stride % static_cast<std::size_t>(b.extent);
-        const std::size_t key = i - i % per_chip - (b.dim == 0 ? 0 : digit * b.stride);
+        const std::size_t key = i - i % per_chip - digit * b.stride;
         if (line_of[key] < 0) {
           line_of[key] = static_cast<int>(lines.size());
           lines.emplace_back();
