@@ -61,6 +61,7 @@ class PerDimension : public DescribedAlgorithm {
       int dim;
       bool torus;
       int extent;
+      std::vector<std::vector<int>> lines;  ///< lines_along the dimension, found once
     };
     std::vector<DimInfo> dims;
     bool whole = true;  // the group holds every chip
@@ -71,8 +72,11 @@ class PerDimension : public DescribedAlgorithm {
       if (onchip_only_ && d > 0)
         throw ConfigError("collectives.algorithm",
                           "onchip serves only groups inside one chip; this group spans chips");
-      const bool torus = d > 0 && closes_rings(m, lines_along(m, shape, group, d), d - 1);
-      dims.push_back({d, torus, extent});
+      // Its lines decide whether it closes rings (between chips) and are the routed plan's rings.
+      std::vector<std::vector<int>> lines;
+      if (d > 0 || routed) lines = lines_along(m, shape, group, d);
+      const bool torus = d > 0 && closes_rings(m, lines, d - 1);
+      dims.push_back({d, torus, extent, std::move(lines)});
     }
     if (whole && m.topology().twisted_dim() >= 0)
       return twisted_plan(m, kind, shape, group, routed);
@@ -81,9 +85,9 @@ class PerDimension : public DescribedAlgorithm {
                        return a.torus != b.torus ? a.torus : a.extent > b.extent;
                      });
     std::vector<DimRings> rings;
-    for (const auto& info : dims) {
+    for (auto& info : dims) {
       if (routed) {
-        rings.push_back(rings_along(m, shape, group, info.dim, info.torus));
+        rings.push_back(rings_along(std::move(info.lines), info.dim, info.torus));
         continue;
       }
       rings.emplace_back();
@@ -102,11 +106,11 @@ class PerDimension : public DescribedAlgorithm {
     d.path_latency = f.latency;
   }
 
-  static DimRings rings_along(const Machine& m, const GroupShape& shape,
-                              const std::vector<int>& group, int dim, bool torus) {
+  /// The rings along `dim` from its lines: a torus line as it is, an open line walked as a snake.
+  static DimRings rings_along(std::vector<std::vector<int>> lines, int dim, bool torus) {
     DimRings out;
     out.bidirectional = torus;
-    for (auto& members : lines_along(m, shape, group, dim)) {
+    for (auto& members : lines) {
       std::vector<int> order;
       if (torus || dim == 0) {
         order = std::move(members);
@@ -166,7 +170,8 @@ class PerDimension : public DescribedAlgorithm {
     const Topology& topo = m.topology();
     const int t = topo.twisted_dim(), k = topo.dim(t) / 2;
     std::vector<DimRings> rings;
-    if (shape.values[0].size() > 1) rings.push_back(rings_along(m, shape, group, 0, false));
+    if (shape.values[0].size() > 1)
+      rings.push_back(rings_along(lines_along(m, shape, group, 0), 0, false));
     rings.push_back(cosets(m, shape, 2 * k, [&](int c) { return topo.translate(c, t, 1); }));
     for (int d = 0; d < topo.num_dims(); ++d)
       if (d != t)
