@@ -273,8 +273,6 @@ bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, co
   return true;
 }
 
-/// The smallest period of dimension `dim` under which everything is invariant (the dimension's
-/// size if none smaller is).
 /// Per dimension of the topology, the most ICI hops any route of the ops' plans takes along it.
 std::vector<int> longest_routes(const std::vector<int>& ops, const Machine& m,
                                 const CollectivePlanner& planner) {
@@ -305,6 +303,8 @@ int next_multiple(int p, int n) {
   return n;
 }
 
+/// The smallest period of dimension `dim` under which everything is invariant (the dimension's
+/// size if none smaller is).
 int find_period(const std::vector<int>& ops, const Machine& m, const CollectivePlanner& planner,
                 int dim, Where& w) {
   const Topology& topo = m.topology();
