@@ -129,6 +129,25 @@ double swap_sharing(const Machine& m, const RankBit& b, double per_chip) {
   return b.straight && m.routes_translate() ? per_chip * b.shift : per_chip;
 }
 
+/// A bound plan's floors for a step across `bit` of a sub-grid group (bits: rank_bits): on the
+/// chip, the on-chip path; between chips, the streams its busiest ICI link must carry
+/// (swap_sharing) and the longest route's latency, known without routing: dimension order takes
+/// the fewest hops (more round a failed link), each an ICI link of the same latency.
+void bound_step(PlanPhase& p, const Machine& m, const GroupShape& shape,
+                const std::vector<int>& order, const std::vector<RankBit>& bits, int bit) {
+  const HardwareSpec& hw = m.hardware();
+  const RankBit& b = bits[static_cast<std::size_t>(bit)];
+  if (b.dim == 0) {
+    const LinkFloor f = link_floor(hw, false);
+    p.link_s_per_byte = f.s_per_byte;
+    p.path_latency = f.latency;
+    return;
+  }
+  const double per_chip = static_cast<double>(shape.values[0].size());
+  p.link_s_per_byte = link_floor(hw, true, swap_sharing(m, b, per_chip)).s_per_byte;
+  p.path_latency = hw.ici_latency * longest_swap(m, shape, order, bits, bit);
+}
+
 /// describe() of recursive doubling and of halving-doubling.
 const char* const kRecursiveLines[2] = {
     "recursive doubling: log2(n) whole-buffer swaps (2^k groups)",
@@ -166,9 +185,6 @@ class Recursive : public DescribedAlgorithm {
                        const std::vector<int>& group) const override {
     const int bits = check(kind, group);
     const GroupShape shape = analyse_group(m, group);
-    const HardwareSpec& hw = m.hardware();
-    const double per_chip = static_cast<double>(shape.values[0].size());
-    const int onchip_bits = shape.is_grid ? log2_exact(shape.values[0].size()) : 0;
     // Member order is needed only to count a twisted torus's hops member by member.
     const std::vector<int> order = shape.is_grid && m.topology().twisted_dim() >= 0
                                        ? grid_order(m, shape, group)
@@ -177,18 +193,13 @@ class Recursive : public DescribedAlgorithm {
         shape.is_grid ? rank_bits(m, shape) : std::vector<RankBit>{};
     return phases(kind, bits, [&](int bit, StepKind step, double fraction) {
       PlanPhase p = one_step(step, fraction);
-      const bool offchip = bit >= onchip_bits;
-      const LinkFloor f =
-          !shape.is_grid ? any_link_floor(hw)
-          : offchip      ? link_floor(hw, true,
-                                      swap_sharing(m, places[static_cast<std::size_t>(bit)], per_chip))
-                         : link_floor(hw, false);
-      p.link_s_per_byte = f.s_per_byte;
-      // Between chips the longest route is known without routing: dimension order takes the
-      // fewest hops (more round a failed link), each an ICI link of the same latency.
-      p.path_latency = shape.is_grid && offchip
-                           ? hw.ici_latency * longest_swap(m, shape, order, places, bit)
-                           : f.latency;
+      if (shape.is_grid) {
+        bound_step(p, m, shape, order, places, bit);
+      } else {
+        const LinkFloor f = any_link_floor(m.hardware());
+        p.link_s_per_byte = f.s_per_byte;
+        p.path_latency = f.latency;
+      }
       return p;
     });
   }
@@ -300,24 +311,16 @@ class ShiftDoubling : public DescribedAlgorithm {
   GroupPlan bound_plan(const Machine& m, CollectiveKind kind,
                        const std::vector<int>& group) const override {
     const GroupShape shape = check(m, kind, group);
-    const HardwareSpec& hw = m.hardware();
-    const double per_chip = static_cast<double>(shape.values[0].size());
     // Member order is needed only to count a twisted torus's hops member by member.
     const std::vector<int> order =
         m.topology().twisted_dim() >= 0 ? grid_order(m, shape, group) : std::vector<int>{};
     const std::vector<RankBit> places = rank_bits(m, shape);
     GroupPlan plan;
     for (std::size_t bit = 0; bit < places.size(); ++bit) {
-      const RankBit& b = places[bit];
-      PlanPhase p = b.cyclic ? shift_step() : one_step(StepKind::ReduceScatter, 1.0);
-      // Round a ring the 2^j chips behind a link all send across it, half the buffer each.
-      const LinkFloor f =
-          b.dim > 0 ? link_floor(hw, true, swap_sharing(m, b, per_chip)) : link_floor(hw, false);
-      p.link_s_per_byte = f.s_per_byte;
-      p.path_latency = b.dim == 0 ? f.latency
-                       : b.cyclic ? hw.ici_latency * b.shift
-                                  : hw.ici_latency * longest_swap(m, shape, order, places,
-                                                                  static_cast<int>(bit));
+      // Round a ring the 2^j chips behind a link all send across it, half the buffer each, and
+      // the partner is 2^j hops away (below half the ring), as recursive doubling's.
+      PlanPhase p = places[bit].cyclic ? shift_step() : one_step(StepKind::ReduceScatter, 1.0);
+      bound_step(p, m, shape, order, places, static_cast<int>(bit));
       plan.phases.push_back(std::move(p));
     }
     return plan;
