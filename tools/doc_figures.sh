@@ -30,7 +30,7 @@ describe() {
     bert) echo "README.md: Calibration and validation (Reading it; What the same parameters say elsewhere); docs/network.md: Where the time in collectives goes, Core resources" ;;
     network) echo "docs/network.md: Core resources (the table of the three studies); README.md and docs/network.md: SSD's batch-norm all-reduces" ;;
     collectives) echo "README.md: Benchmarks (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
-    cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies)" ;;
+    cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
     train) echo "README.md: Time to train (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost)" ;;
     memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts; README.md: Memory" ;;
@@ -184,6 +184,13 @@ sec_cnn() {
   echo "Other studies:"
   for s in ssd_4096 ssd_2048 maskrcnn_512; do
     echo "$s: $(q "$step_share" run configs/studies/$s.json)"
+  done
+  echo "Gradient dtype (step ms with --set parallelism.grad_dtype=bf16, then as shipped, f32):"
+  for s in resnet50_16 resnet50_64 resnet50_128 resnet50_256 resnet50_512 resnet50_1024 \
+    resnet50_4096 ssd_v06_16 ssd_v06_64 ssd_v06_128 ssd_v06_256 ssd_v06_512 ssd_v06_1024 ssd_4096; do
+    echo "| $s | $(q '.step_time_ms * 100 | round / 100' run configs/studies/$s.json \
+      --set parallelism.grad_dtype=bf16) | $(q '.step_time_ms * 100 | round / 100' run \
+      configs/studies/$s.json) |"
   done
 }
 
