@@ -25,6 +25,7 @@ const ParamRegistrar kEvalMetricParams{{
     {"hardware.host.cost.rle_encode_ns_per_pixel", T::Number, "ns", 0.45, "host CPU time per image pixel to run-length encode a detection's binary mask at image size (COCO RLE)", 0, 1e9},
     {"hardware.host.cost.mask_iou_ns_per_pair", T::Number, "ns", 1190.0, "host CPU time of the IoU of a detection's and a ground truth's run-length-encoded masks (objects of 128 x 96 pixels)", 0, 1e9},
     {"hardware.host.cost.ngram_count_ns_per_ngram", T::Number, "ns", 35.8, "host CPU time per n-gram (n = 1..4) of BLEU's counting of a hypothesis and its reference in hash maps, with the clipping", 0, 1e9},
+    {"hardware.host.metric_threads", T::Integer, "threads", 1, "threads the host-side metric runs on, on as many of its host's CPU cores (at most all of them); 1: pycocotools' COCOeval and a Python BLEU scorer run in one thread, so the other cores keep preparing batches (tpusim train)", 1, 1 << 20},
     {"train.eval_metric_on", T::String, "", "host", "where the host-side metric (COCO mAP, BLEU) runs: host (one host, after the last eval step's outfeed, as the MLPerf reference), all_hosts (each host scores its share of the examples, then a gather to one host: the paper's distributed evaluation) or device (no host time)", -kInf, kInf, {"host", "all_hosts", "device"}},
 }};
 // clang-format on
@@ -132,6 +133,7 @@ EvalMetric eval_metric(const Config& cfg, std::int64_t eval_examples, int hosts)
   MetricBuilder b{cfg, {}};
   b.m.placement = metric_placement(cfg);
   b.m.hosts = b.m.placement == MetricPlacement::AllHosts ? hosts : 1;
+  b.m.threads = static_cast<int>(cfg.integer("hardware.host.metric_threads"));
   const std::string model = cfg.string("workload.model");
   const double n = static_cast<double>(eval_examples);
   // Overlap as the runs did it (docs/train.md): SSD's COCO evaluation runs on the host while

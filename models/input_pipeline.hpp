@@ -69,6 +69,8 @@ struct EvalMetric {
   /// The next device loop waits for the metric (true), or the metric overlaps it (false).
   bool blocking = false;
   int hosts = 1;  ///< hosts that share the per-example work (all_hosts), else 1
+  /// Threads it runs on (hardware.host.metric_threads); a host gives it at most its cores.
+  int threads = 1;
   std::vector<MetricOp> ops;
   /// CPU time of the busiest host (the coordinator) on one core, ns: per-example ops / hosts
   /// plus the coordinator's ops.

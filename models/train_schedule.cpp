@@ -161,10 +161,18 @@ TimeToTrain compose_time_to_train(const TrainSchedule& s, const std::vector<Simu
 void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming& h) {
   const double x = h.metric_s;
   const double step = t.train_step_s + t.train_stall_s;
+  const double f = std::min(1.0, h.host_share);
+  const double queued = h.queue_batches * step;
   double overlap = x;
-  if (!h.blocking && t.train_stall_s <= 0) {
-    const double slack = std::max(0.0, h.queue_batches * step - h.batch_ready_s);
-    overlap = std::max(0.0, x - slack);
+  if (h.blocking) {
+    overlap = x;
+  } else if (f >= 1) {
+    if (t.train_stall_s <= 0) overlap = std::max(0.0, x - std::max(0.0, queued - h.batch_ready_s));
+  } else if (t.train_stall_s > 0) {
+    overlap = f * x;
+  } else {
+    const double slowed = h.batch_cpu_s / (1 - f);
+    overlap = slowed <= step ? 0.0 : std::max(0.0, x * (1 - step / slowed) - queued);
   }
   t.host_eval_metric_s = x;
   t.host_eval_overlap_s = overlap;

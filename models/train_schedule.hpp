@@ -84,21 +84,29 @@ TimeToTrain compose_time_to_train(const TrainSchedule& s, const std::vector<Simu
 
 /// The host-side metric of one evaluation on the busiest host (the coordinator).
 struct HostEvalTiming {
-  double metric_s = 0;       ///< its CPU work on that host / the host's cores
+  double metric_s = 0;       ///< its CPU work on that host / the cores it runs on
   bool blocking = false;     ///< the next device loop waits for it (else it overlaps the loop)
   double batch_ready_s = 0;  ///< a training batch's CPU time plus its PCIe copy on that host
   int queue_batches = 2;     ///< hardware.host.infeed_queue_batches
+  /// The share of the host's cores the metric holds (its threads / the cores, at most 1).
+  double host_share = 1;
+  double batch_cpu_s = 0;  ///< a training batch's CPU time on all the host's cores
 };
 
 /// Adds the host evaluation visible to the run to `t` (host_eval_s, total_s). The metric starts
-/// when the evaluation's outfeed reaches the host (after the loop's round trip) and takes every
-/// CPU core of its host until it is done (X = metric_s): the host prepares no batch meanwhile.
-/// The last evaluation's metric is the result run_stop waits for: X. Each earlier one adds X if
-/// it blocks the next loop. If it overlaps the next loop, it adds what it takes from the input
-/// pipeline: X when the training steps are input-bound (the host's lost time is the run's), else
-/// max(0, X - slack) with slack = Q x S - batch_ready (S the steady training step, Q the queued
-/// batches: the next loop runs on its queued batches while the host scores, and the first batch
-/// the host prepares after the metric is needed Q steps into the loop).
+/// when the evaluation's outfeed reaches the host (after the loop's round trip) and holds a share
+/// f of its host's cores until it is done (X = metric_s). The last evaluation's metric is the
+/// result run_stop waits for: X. Each earlier one adds X if it blocks the next loop. If it
+/// overlaps the next loop, it adds what it takes from the input pipeline:
+/// - f = 1 (every core; the host prepares no batch meanwhile): X when the training steps are
+///   input-bound (the host's lost time is the run's), else max(0, X - slack) with slack = Q x S -
+///   batch_ready (S the steady training step, Q the queued batches: the next loop runs on its
+///   queued batches while the host scores, and the first batch the host prepares after the metric
+///   is needed Q steps into the loop);
+/// - f < 1 (the other cores keep preparing batches, each taking c' = c / (1 - f) of CPU, c =
+///   batch_cpu_s): f X when the training steps are input-bound (they run at c' instead of c while
+///   the metric lasts), else 0 if c' <= S, else max(0, X (1 - S / c') - Q S): the loop runs at c'
+///   a step once its Q queued batches are spent.
 void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming& h);
 
 /// Which resource bounds the run: the largest of the terms a faster version of a resource would

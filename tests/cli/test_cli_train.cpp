@@ -207,7 +207,8 @@ TEST_CASE("tpusim train: bad input is one error line naming the path, exit 2") {
            {"train.eval_every_steps=0", "train.eval_every_steps"},
            {"hardware.host.pcie_GBps=0", "hardware.host.pcie_GBps"},
            {"train.simulated_train_steps=1", "train.simulated_train_steps"},
-           {"train.eval_metric_on=gpu", "train.eval_metric_on"}}) {
+           {"train.eval_metric_on=gpu", "train.eval_metric_on"},
+           {"hardware.host.metric_threads=0", "hardware.host.metric_threads"}}) {
     auto r =
         run_tpusim({"train", kCliTrainStudy, "--set", "train.target_steps=40", "--set",
                     "train.eval_every_steps=10", "--set", "train.eval_examples=96", "--set", set});
@@ -251,8 +252,9 @@ TEST_CASE("host evaluation: on the device it costs nothing - the parts still add
   CHECK(m["metric"] == "coco_map_boxes");
   CHECK(m["blocking"] == false);
   const double x = m["metric_s"].get<double>();
-  // The metric on one host: its CPU work over the host's cores.
-  CHECK(x == Approx(m["busiest_host_cpu_s"].get<double>() / 96));
+  // The metric on one host, in one thread (hardware.host.metric_threads): its CPU work.
+  CHECK(m["threads"] == 1);
+  CHECK(x == Approx(m["busiest_host_cpu_s"].get<double>()));
   // Two evaluations: the last one's metric is waited for, the first overlaps the second loop.
   CHECK(host["breakdown"]["host_eval_s"].get<double>() ==
         Approx(x + m["overlapped_cost_s"].get<double>()));
@@ -265,13 +267,19 @@ TEST_CASE("host evaluation: on the device it costs nothing - the parts still add
   CHECK(host["bound_by"].is_string());
 }
 
-TEST_CASE("host evaluation: doubling host cores halves the metric - input-bound loses all of it") {
+TEST_CASE(
+    "host evaluation: doubling host cores halves a metric on all of them - input-bound loses all "
+    "of it") {
   // One or two cores: the pipeline (70 ms of CPU a batch at 1 core) bounds the training steps,
   // so the host's time scoring is the run's, at every evaluation. A program start of 0.1 s keeps
-  // the start-up below the 0.7 s of input stalls, so that they bound the run.
-  const auto one = ssd_train({"hardware.host.cpu_cores=1", "train.program_start_s=0.1"});
-  const auto two = ssd_train({"hardware.host.cpu_cores=2", "train.program_start_s=0.1"});
+  // the start-up below the 0.7 s of input stalls, so that they bound the run. The metric may run
+  // on up to 96 threads: it takes every core of the host.
+  const auto one = ssd_train({"hardware.host.cpu_cores=1", "train.program_start_s=0.1",
+                              "hardware.host.metric_threads=96"});
+  const auto two = ssd_train({"hardware.host.cpu_cores=2", "train.program_start_s=0.1",
+                              "hardware.host.metric_threads=96"});
   const double x1 = one["eval_metric"]["metric_s"].get<double>();
+  CHECK(two["eval_metric"]["threads"] == 2);
   CHECK(two["eval_metric"]["metric_s"].get<double>() == Approx(x1 / 2).epsilon(1e-12));
   CHECK(one["host"]["input_bound"] == true);
   CHECK(one["eval_metric"]["overlapped_cost_s"].get<double>() == Approx(x1));
@@ -281,6 +289,22 @@ TEST_CASE("host evaluation: doubling host cores halves the metric - input-bound 
   const auto all = ssd_train({"train.eval_metric_on=all_hosts"});
   CHECK(all["eval_metric"]["hosts_sharing"] == 1);
   CHECK(all["eval_metric"]["busiest_host_cpu_s"].get<double>() > 0);
+}
+
+TEST_CASE("host evaluation: a one-thread metric leaves the other cores to the pipeline") {
+  // Two cores, the metric on one (the default): it takes its CPU work in time whatever the
+  // cores, and costs an input-bound run half its time at each earlier evaluation (the pipeline
+  // runs on one core of two while it lasts).
+  const auto two = ssd_train({"hardware.host.cpu_cores=2", "train.program_start_s=0.1"});
+  const auto four = ssd_train({"hardware.host.cpu_cores=4", "train.program_start_s=0.1"});
+  const auto& m = two["eval_metric"];
+  const double x = m["metric_s"].get<double>();
+  CHECK(m["threads"] == 1);
+  CHECK(x == Approx(m["busiest_host_cpu_s"].get<double>()));
+  CHECK(four["eval_metric"]["metric_s"].get<double>() == Approx(x).epsilon(1e-12));
+  REQUIRE(two["host"]["input_bound"] == true);
+  CHECK(m["overlapped_cost_s"].get<double>() == Approx(x / 2));
+  CHECK(two["breakdown"]["host_eval_s"].get<double>() == Approx(x + x / 2));
 }
 
 TEST_CASE("train --timeline: the whole run, loops compressed, host evaluation on a host track") {

@@ -230,6 +230,34 @@ TEST_CASE("host evaluation: an overlapped metric adds what it takes from the inp
   CHECK(bound.host_eval_s == Approx(V * 0.004));
 }
 
+TEST_CASE("host evaluation: a metric on part of the host slows the pipeline, not stops it") {
+  // The metric holds f = 1/4 of the cores: a training batch's 4 ms of CPU takes c' = 4 / (1 - f)
+  // = 5.33 ms while it lasts, past the 5 ms step, so the loop runs on its Q = 2 queued batches
+  // and then at c' a step: it loses X (1 - S / c') - Q S. With c = 3 ms (c' = 4 ms < S) the
+  // pipeline keeps up and it loses nothing.
+  const double V = 5, f = 0.25, S = 5e-3, Q = 2;
+  for (double x : {0.01, 0.2, 1.0}) {
+    CAPTURE(x);
+    TrainSchedule s;
+    TimeToTrain t = host_eval_run(s);
+    add_host_eval(t, s, {x, false, 5e-3, 2, f, 4e-3});
+    const double slowed = 4e-3 / (1 - f);
+    const double lost = std::max(0.0, x * (1 - S / slowed) - Q * S);
+    CHECK(t.host_eval_overlap_s == Approx(lost).margin(1e-15));
+    CHECK(t.host_eval_s == Approx(x + (V - 1) * lost));
+    TimeToTrain keeps_up = host_eval_run(s);
+    add_host_eval(keeps_up, s, {x, false, 4e-3, 2, f, 3e-3});
+    CHECK(keeps_up.host_eval_overlap_s == 0);
+    CHECK(keeps_up.host_eval_s == Approx(x));
+  }
+  // Input-bound steps run at c' instead of c while the metric lasts: f X lost per evaluation.
+  TrainSchedule s;
+  TimeToTrain bound = host_eval_run(s, 1.0);
+  add_host_eval(bound, s, {0.2, false, 5e-3, 2, f, 5e-3});
+  CHECK(bound.host_eval_overlap_s == Approx(f * 0.2));
+  CHECK(bound.host_eval_s == Approx(0.2 + (V - 1) * f * 0.2));
+}
+
 TEST_CASE("bound_by: the largest term a faster resource would remove") {
   TimeToTrain t;
   t.training_s = 10;

@@ -1,5 +1,7 @@
 #include "tools/run/train_run.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -50,8 +52,9 @@ nlohmann::json metric_report(const TrainHosts& h, const TimeToTrain& t) {
           {"on", kOn[static_cast<int>(h.metric.placement)]},
           {"blocking", h.metric.blocking},
           {"hosts_sharing", h.metric.hosts},
+          {"threads", std::min(h.metric.threads, h.cpu_cores)},
           {"ops", ops},
-          // One evaluation on the busiest host: CPU time on one core, then over its cores.
+          // One evaluation on the busiest host: CPU time on one core, then over its threads.
           {"busiest_host_cpu_s", h.metric.busiest_host_ns() * 1e-9},
           {"metric_s", t.host_eval_metric_s},
           {"overlapped_cost_s", t.host_eval_overlap_s}};
@@ -68,11 +71,11 @@ nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const T
                    {"us_per_example", op.ns() * 1e-3}});
   const double train_period = t.train_step_s + t.train_stall_s;
   // Over the run: every batch's CPU time over the time to train.
-  // The metric keeps every core of its host busy for metric_s.
+  // The metric keeps its share of the host's cores busy for metric_s.
   const double run_cpu_s =
       static_cast<double>(s.target_steps) * h.train_cpu_s +
       static_cast<double>(s.evaluations) * static_cast<double>(s.eval_steps) * h.eval_cpu_s +
-      static_cast<double>(s.evaluations) * t.host_eval_metric_s;
+      static_cast<double>(s.evaluations) * t.host_eval_metric_s * h.eval.host_share;
   return {
       {"count", static_cast<int>(h.blocks.chips.size())},
       {"chip_block", h.blocks.extent},
@@ -159,10 +162,11 @@ std::string metric_line(const nlohmann::json& m) {
                        m["metric"].get<std::string>(),
                        m["on"] == "device" ? "device (what-if)" : "device (as the run did)");
   return fmt::format(
-      "  evaluation metric {} on {}: {:.3f} s CPU on the busiest host = {:.4f} s on its cores; "
-      "{}\n",
+      "  evaluation metric {} on {}: {:.3f} s CPU on the busiest host = {:.4f} s on {} "
+      "thread{}; {}\n",
       m["metric"].get<std::string>(), m["on"].get<std::string>(),
       m["busiest_host_cpu_s"].get<double>(), m["metric_s"].get<double>(),
+      m["threads"].get<int>(), m["threads"].get<int>() == 1 ? "" : "s",
       m["blocking"].get<bool>() ? std::string("blocks the next loop")
                                 : fmt::format("overlaps the next loop, costing it {:.4f} s",
                                               m["overlapped_cost_s"].get<double>()));
@@ -308,8 +312,14 @@ void run_train(const TrainArgs& a) {
                             .time_for(static_cast<double>(schedule.global_batch) /
                                       topology.num_chips() * train.infeed_bytes_per_example)
                             .seconds();
-  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / hosts.cpu_cores, hosts.metric.blocking,
-                hosts.train_cpu_s + pcie_s, host_options.queue_batches};
+  // The metric runs on its threads, on at most all of the host's cores.
+  const int metric_cores = std::min(hosts.metric.threads, hosts.cpu_cores);
+  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / metric_cores,
+                hosts.metric.blocking,
+                hosts.train_cpu_s + pcie_s,
+                host_options.queue_batches,
+                static_cast<double>(metric_cores) / hosts.cpu_cores,
+                hosts.train_cpu_s};
   add_host_eval(t, schedule, hosts.eval);
   nlohmann::json report = train_report(study, train, schedule, t, r, hosts);
   if (trace) {
