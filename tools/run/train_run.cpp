@@ -1,10 +1,9 @@
 #include "tools/run/train_run.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -165,8 +164,8 @@ std::string metric_line(const nlohmann::json& m) {
       "  evaluation metric {} on {}: {:.3f} s CPU on the busiest host = {:.4f} s on {} "
       "thread{}; {}\n",
       m["metric"].get<std::string>(), m["on"].get<std::string>(),
-      m["busiest_host_cpu_s"].get<double>(), m["metric_s"].get<double>(),
-      m["threads"].get<int>(), m["threads"].get<int>() == 1 ? "" : "s",
+      m["busiest_host_cpu_s"].get<double>(), m["metric_s"].get<double>(), m["threads"].get<int>(),
+      m["threads"].get<int>() == 1 ? "" : "s",
       m["blocking"].get<bool>() ? std::string("blocks the next loop")
                                 : fmt::format("overlaps the next loop, costing it {:.4f} s",
                                               m["overlapped_cost_s"].get<double>()));
