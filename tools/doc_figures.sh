@@ -165,11 +165,12 @@ EOF
 
 sec_cnn() {
   local s r
-  echo "ResNet-50 (tpusim run configs/studies/resnet50_CHIPS.json --json):"
-  echo "| chips | batch | predicted ms/step | img/s/chip | comm share |"
+  echo "ResNet-50 (tpusim run configs/studies/resnet50_CHIPS.json --json; period: tpusim train, time to train / steps):"
+  echo "| chips | batch | predicted ms/step | img/s/chip | comm share | period ms |"
   for s in 16 64 128 256 512 1024 4096; do
-    q '"| \(.chips) | \(.global_batch) | \(.step_time_ms * 10 | round / 10) | \(.examples_per_s_per_chip | round) | \(.comm_share * 1000 | round / 10) % |"' \
-      run configs/studies/resnet50_$s.json
+    echo "$(q '"| \(.chips) | \(.global_batch) | \(.step_time_ms * 10 | round / 10) | \(.examples_per_s_per_chip | round) | \(.comm_share * 1000 | round / 10) % |"' \
+      run configs/studies/resnet50_$s.json) $(q '"\(.time_to_train_s / .schedule.target_steps * 10000 | round / 10) |"' \
+      train configs/studies/resnet50_$s.json)"
   done
   echo "Spatial sweep (tpusim run configs/studies/{ssd,maskrcnn}_spatial_S.json --json; efficiency = T(1) / (S x T(S))):"
   echo "| S | SSD step | SSD efficiency | Mask R-CNN step | Mask R-CNN efficiency |"

@@ -57,8 +57,9 @@ const std::vector<std::vector<std::string>> kStudies = {
     // The hosts and their input pipelines act in tpusim train only (its report gives their CPU
     // use): an image pipeline and a detection one, with anchor matching.
     {"train", "configs/studies/resnet50_16.json", "--set", "topology=2x2", "--set",
-     "workload.global_batch=16", "--set", "train.target_steps=4", "--set",
-     "train.eval_every_steps=4", "--set", "train.eval_examples=32"},
+     "workload.global_batch=16", "--set", "train.dataset_examples=64", "--set",
+     "train.target_epochs=1", "--set", "train.eval_every_epochs=1", "--set",
+     "train.eval_examples=32"},
     {"train", "configs/studies/ssd_64.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=16", "--set", "parallelism.bn_group_cores=2", "--set",
      "train.target_steps=4", "--set", "train.eval_every_steps=4", "--set",

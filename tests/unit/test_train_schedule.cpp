@@ -177,6 +177,22 @@ TEST_CASE("the five MLPerf studies carry their schedules (issue table)") {
   CHECK(maskrcnn.eval_steps == 11);
 }
 
+TEST_CASE("the v0.6 ResNet-50 studies carry one loop of 4 epochs and its evaluation") {
+  // As the v0.6 detection studies: one loop, so time to train / its steps is a period. An epoch
+  // is ceil(1281167 / batch) steps; 50,000 validation images at the training batch.
+  for (const auto& [chips, batch] : std::vector<std::pair<int, long long>>{
+           {16, 4096}, {64, 16384}, {128, 32768}, {256, 32768}, {512, 32768}, {1024, 32768}}) {
+    CAPTURE(chips);
+    const auto s = read_train_schedule(
+        load_config_file(config_dir() + "/studies/resnet50_" + std::to_string(chips) + ".json"));
+    const long long epoch = (1281167 + batch - 1) / batch;
+    CHECK(s.steps_per_loop == 4 * epoch);
+    CHECK(s.target_steps == 4 * epoch);
+    CHECK(s.evaluations == 1);
+    CHECK(s.eval_steps == (50000 + batch - 1) / batch);
+  }
+}
+
 namespace {
 /// A composed run of V = 5 loops with a steady training step of 5 ms (`stall` ms of it waiting
 /// for input), for the host evaluation's closed forms.
