@@ -1,5 +1,7 @@
 #include "traces/format/json_field.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "core/errors.hpp"
@@ -50,14 +52,11 @@ void JsonField::only_keys(std::initializer_list<const char*> allowed) const {
   for (auto it = value_->begin(); it != value_->end(); ++it) {
     const std::string& k = it.key();
     if (!k.empty() && k[0] == '_') continue;
-    bool ok = false;
-    std::string list;
-    for (const char* a : allowed) {
-      ok = ok || k == a;
-      list += (list.empty() ? "" : ", ") + std::string(a);
-    }
-    if (!ok)
-      fail("unknown field '" + k + "'; allowed: " + list + " (and comments starting with '_')");
+    if (std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }))
+      continue;
+    std::string list;  // the allowed keys, for the message only
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    fail("unknown field '" + k + "'; allowed: " + list + " (and comments starting with '_')");
   }
 }
 
