@@ -1,7 +1,6 @@
 #include "traces/format/json_field.hpp"
 
 #include <algorithm>
-
 #include <cmath>
 
 #include "core/errors.hpp"
