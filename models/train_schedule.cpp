@@ -180,6 +180,14 @@ void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming&
   t.total_s += t.host_eval_s;
 }
 
+void add_host_cpu_bound(TimeToTrain& t, double host_cpu_s) {
+  const double bound = t.program_start_s + host_cpu_s;
+  if (bound <= t.total_s) return;
+  t.host_cpu_excess_s = bound - t.total_s;
+  t.host_eval_s += t.host_cpu_excess_s;
+  t.total_s = bound;
+}
+
 RunBound bound_by(const TimeToTrain& t) {
   RunBound b;
   const double device =

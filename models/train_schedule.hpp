@@ -56,6 +56,7 @@ struct TimeToTrain {
   double host_eval_s = 0;          ///< the host-side metric as the run sees it (add_host_eval)
   double host_eval_metric_s = 0;   ///< of it: one evaluation's metric on the busiest host
   double host_eval_overlap_s = 0;  ///< of it: what an overlapped metric costs the next loop
+  double host_cpu_excess_s = 0;  ///< of it: what the host's CPU capacity adds (add_host_cpu_bound)
   // Per step, as composed:
   double train_step_s = 0;             ///< steady training step, without stall
   double train_stall_s = 0;            ///< steady input stall per training step
@@ -108,6 +109,14 @@ struct HostEvalTiming {
 ///   the metric lasts), else 0 if c' <= S, else max(0, X (1 - S / c') - Q S): the loop runs at c'
 ///   a step once its Q queued batches are spent.
 void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming& h);
+
+/// The busiest host's CPU as a whole bounds the run: its CPU work over the run (every batch it
+/// prepares and every metric, in seconds on all its cores: `host_cpu_s`) cannot take less than
+/// that after the program start. add_host_eval charges each overlapped metric as if it ran
+/// alone; where concurrent metrics ask more of the host than it has (one-thread metrics longer
+/// than a loop on few cores), the run takes program start + host_cpu_s, the excess counted as
+/// host evaluation (host_cpu_excess_s). Otherwise nothing changes.
+void add_host_cpu_bound(TimeToTrain& t, double host_cpu_s);
 
 /// Which resource bounds the run: the largest of the terms a faster version of a resource would
 /// remove. device: the training steps' time if they are not input-bound, plus the eval steps'

@@ -307,6 +307,24 @@ TEST_CASE("host evaluation: a one-thread metric leaves the other cores to the pi
   CHECK(two["breakdown"]["host_eval_s"].get<double>() == Approx(x + x / 2));
 }
 
+TEST_CASE("host evaluation: one-thread metrics that outnumber the cores make the host the run") {
+  // Mask R-CNN at 512 chips on 4 cores a host: its 116 s metrics outlast the 19.6 s loops, so six
+  // run at once on four cores beside the pipeline. The run then takes the program start plus the
+  // coordinator's CPU work over all its cores, and its CPU is busy all the while after the start.
+  auto r = run_tpusim({"train", "configs/studies/maskrcnn_512.json", "--json", "--set",
+                       "hardware.host.cpu_cores=4"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const double total = j["time_to_train_s"].get<double>();
+  CHECK(j["eval_metric"]["host_cpu_excess_s"].get<double>() > 0);
+  CHECK(j["host"]["cpu_utilisation_run"].get<double>() * total +
+            j["breakdown"]["program_start_s"].get<double>() ==
+        Approx(total).epsilon(1e-9));
+  CHECK(j["bound_by"] == "host_eval");
+  CHECK(total == Approx(breakdown_sum(j["breakdown"])).epsilon(1e-12));
+}
+
 TEST_CASE("train --timeline: the whole run, loops compressed, host evaluation on a host track") {
   const std::string path = "/tmp/tpusim_cli_train_timeline_" + std::to_string(::getpid()) + ".json";
   const auto j = ssd_train({}, path);

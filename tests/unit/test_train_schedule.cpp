@@ -274,6 +274,20 @@ TEST_CASE("host evaluation: a metric on part of the host slows the pipeline, not
   CHECK(bound.host_eval_s == Approx(0.2 + (V - 1) * f * 0.2));
 }
 
+TEST_CASE("host CPU capacity: a run takes at least the program start plus its host's CPU work") {
+  TimeToTrain t;
+  t.program_start_s = 0.1;
+  t.total_s = 1.0;
+  t.host_eval_s = 0.2;
+  add_host_cpu_bound(t, 0.5);  // 0.6 s: within the composed run, nothing changes
+  CHECK(t.total_s == 1.0);
+  CHECK(t.host_cpu_excess_s == 0);
+  add_host_cpu_bound(t, 2.0);  // 2.1 s: the host's CPU is the run's; the excess is host evaluation
+  CHECK(t.total_s == Approx(2.1));
+  CHECK(t.host_cpu_excess_s == Approx(1.1));
+  CHECK(t.host_eval_s == Approx(1.3));
+}
+
 TEST_CASE("bound_by: the largest term a faster resource would remove") {
   TimeToTrain t;
   t.training_s = 10;

@@ -56,7 +56,33 @@ nlohmann::json metric_report(const TrainHosts& h, const TimeToTrain& t) {
           // One evaluation on the busiest host: CPU time on one core, then over its threads.
           {"busiest_host_cpu_s", h.metric.busiest_host_ns() * 1e-9},
           {"metric_s", t.host_eval_metric_s},
-          {"overlapped_cost_s", t.host_eval_overlap_s}};
+          {"overlapped_cost_s", t.host_eval_overlap_s},
+          // What the host's CPU capacity adds where concurrent metrics oversubscribe it.
+          {"host_cpu_excess_s", t.host_cpu_excess_s}};
+}
+
+/// The busiest host's CPU work over the run, in seconds on all its cores: every batch's CPU time,
+/// and each metric's time on the share of the cores it holds.
+double run_host_cpu_s(const TrainHosts& h, const TrainSchedule& s, const TimeToTrain& t) {
+  return static_cast<double>(s.target_steps) * h.train_cpu_s +
+         static_cast<double>(s.evaluations) * static_cast<double>(s.eval_steps) * h.eval_cpu_s +
+         static_cast<double>(s.evaluations) * t.host_eval_metric_s * h.eval.host_share;
+}
+
+/// The host-side metric in the run: its timing on the busiest host (it runs on its threads, on
+/// at most all of the host's cores), what it adds (add_host_eval), then the host's CPU capacity
+/// as a whole (add_host_cpu_bound).
+void add_host_metric(TrainHosts& hosts, const TrainSchedule& schedule, const HostOptions& options,
+                     double pcie_s, TimeToTrain& t) {
+  const int metric_cores = std::min(hosts.metric.threads, hosts.cpu_cores);
+  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / metric_cores,
+                hosts.metric.blocking,
+                hosts.train_cpu_s + pcie_s,
+                options.queue_batches,
+                static_cast<double>(metric_cores) / hosts.cpu_cores,
+                hosts.train_cpu_s};
+  add_host_eval(t, schedule, hosts.eval);
+  add_host_cpu_bound(t, run_host_cpu_s(hosts, schedule, t));
 }
 
 nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const TimeToTrain& t) {
@@ -70,11 +96,7 @@ nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const T
                    {"us_per_example", op.ns() * 1e-3}});
   const double train_period = t.train_step_s + t.train_stall_s;
   // Over the run: every batch's CPU time over the time to train.
-  // The metric keeps its share of the host's cores busy for metric_s.
-  const double run_cpu_s =
-      static_cast<double>(s.target_steps) * h.train_cpu_s +
-      static_cast<double>(s.evaluations) * static_cast<double>(s.eval_steps) * h.eval_cpu_s +
-      static_cast<double>(s.evaluations) * t.host_eval_metric_s * h.eval.host_share;
+  const double run_cpu_s = run_host_cpu_s(h, s, t);
   return {
       {"count", static_cast<int>(h.blocks.chips.size())},
       {"chip_block", h.blocks.extent},
@@ -311,15 +333,7 @@ void run_train(const TrainArgs& a) {
                             .time_for(static_cast<double>(schedule.global_batch) /
                                       topology.num_chips() * train.infeed_bytes_per_example)
                             .seconds();
-  // The metric runs on its threads, on at most all of the host's cores.
-  const int metric_cores = std::min(hosts.metric.threads, hosts.cpu_cores);
-  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / metric_cores,
-                hosts.metric.blocking,
-                hosts.train_cpu_s + pcie_s,
-                host_options.queue_batches,
-                static_cast<double>(metric_cores) / hosts.cpu_cores,
-                hosts.train_cpu_s};
-  add_host_eval(t, schedule, hosts.eval);
+  add_host_metric(hosts, schedule, host_options, pcie_s, t);
   nlohmann::json report = train_report(study, train, schedule, t, r, hosts);
   if (trace) {
     trace->set_collective_stats(r.collectives);
