@@ -323,6 +323,11 @@ TEST_CASE("host evaluation: one-thread metrics that outnumber the cores make the
         Approx(total).epsilon(1e-9));
   CHECK(j["bound_by"] == "host_eval");
   CHECK(total == Approx(breakdown_sum(j["breakdown"])).epsilon(1e-12));
+  // The text report says so on the metric's line.
+  auto text = run_tpusim(
+      {"train", "configs/studies/maskrcnn_512.json", "--set", "hardware.host.cpu_cores=4"});
+  CHECK_THAT(text.out, Catch::Contains("on 1 thread; overlaps the next loop") &&
+                           Catch::Contains("the host's CPU capacity adds"));
 }
 
 TEST_CASE("train --timeline: the whole run, loops compressed, host evaluation on a host track") {

@@ -184,13 +184,17 @@ std::string metric_line(const nlohmann::json& m) {
                        m["on"] == "device" ? "device (what-if)" : "device (as the run did)");
   return fmt::format(
       "  evaluation metric {} on {}: {:.3f} s CPU on the busiest host = {:.4f} s on {} "
-      "thread{}; {}\n",
+      "thread{}; {}{}\n",
       m["metric"].get<std::string>(), m["on"].get<std::string>(),
       m["busiest_host_cpu_s"].get<double>(), m["metric_s"].get<double>(), m["threads"].get<int>(),
       m["threads"].get<int>() == 1 ? "" : "s",
       m["blocking"].get<bool>() ? std::string("blocks the next loop")
                                 : fmt::format("overlaps the next loop, costing it {:.4f} s",
-                                              m["overlapped_cost_s"].get<double>()));
+                                              m["overlapped_cost_s"].get<double>()),
+      m["host_cpu_excess_s"].get<double>() > 0
+          ? fmt::format("; the host's CPU capacity adds {:.4f} s",
+                        m["host_cpu_excess_s"].get<double>())
+          : std::string());
 }
 
 std::string removable_text(const nlohmann::json& r) {
