@@ -163,16 +163,16 @@ void add_host_eval(TimeToTrain& t, const TrainSchedule& s, const HostEvalTiming&
   const double step = t.train_step_s + t.train_stall_s;
   const double f = std::min(1.0, h.host_share);
   const double queued = h.queue_batches * step;
-  double overlap = x;
-  if (h.blocking) {
-    overlap = x;
-  } else if (f >= 1) {
-    if (t.train_stall_s <= 0) overlap = std::max(0.0, x - std::max(0.0, queued - h.batch_ready_s));
-  } else if (t.train_stall_s > 0) {
-    overlap = f * x;
-  } else {
-    const double slowed = h.batch_cpu_s / (1 - f);
-    overlap = slowed <= step ? 0.0 : std::max(0.0, x * (1 - step / slowed) - queued);
+  double overlap = x;  // a blocking metric
+  if (!h.blocking) {
+    if (t.train_stall_s > 0) {
+      overlap = f * x;  // input-bound: the host's lost share is the run's
+    } else if (f >= 1) {
+      overlap = std::max(0.0, x - std::max(0.0, queued - h.batch_ready_s));
+    } else {
+      const double slowed = h.batch_cpu_s / (1 - f);
+      overlap = slowed <= step ? 0.0 : std::max(0.0, x * (1 - step / slowed) - queued);
+    }
   }
   t.host_eval_metric_s = x;
   t.host_eval_overlap_s = overlap;

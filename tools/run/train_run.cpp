@@ -36,6 +36,9 @@ struct TrainHosts {
   HostEvalTiming eval;     ///< its time on the busiest host, as the composition reads it
 };
 
+/// The cores the metric runs on: its threads, at most all of its host's cores.
+int metric_cores(const TrainHosts& h) { return std::min(h.metric.threads, h.cpu_cores); }
+
 nlohmann::json metric_report(const TrainHosts& h, const TimeToTrain& t) {
   nlohmann::json ops = nlohmann::json::array();
   for (const MetricOp& op : h.metric.ops)
@@ -51,7 +54,7 @@ nlohmann::json metric_report(const TrainHosts& h, const TimeToTrain& t) {
           {"on", kOn[static_cast<int>(h.metric.placement)]},
           {"blocking", h.metric.blocking},
           {"hosts_sharing", h.metric.hosts},
-          {"threads", std::min(h.metric.threads, h.cpu_cores)},
+          {"threads", metric_cores(h)},
           {"ops", ops},
           // One evaluation on the busiest host: CPU time on one core, then over its threads.
           {"busiest_host_cpu_s", h.metric.busiest_host_ns() * 1e-9},
@@ -69,17 +72,16 @@ double run_host_cpu_s(const TrainHosts& h, const TrainSchedule& s, const TimeToT
          static_cast<double>(s.evaluations) * t.host_eval_metric_s * h.eval.host_share;
 }
 
-/// The host-side metric in the run: its timing on the busiest host (it runs on its threads, on
-/// at most all of the host's cores), what it adds (add_host_eval), then the host's CPU capacity
-/// as a whole (add_host_cpu_bound).
+/// The host-side metric in the run: its timing on the busiest host (on metric_cores), what it adds
+/// (add_host_eval), then the host's CPU capacity as a whole (add_host_cpu_bound).
 void add_host_metric(TrainHosts& hosts, const TrainSchedule& schedule, const HostOptions& options,
                      double pcie_s, TimeToTrain& t) {
-  const int metric_cores = std::min(hosts.metric.threads, hosts.cpu_cores);
-  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / metric_cores,
+  const int cores = metric_cores(hosts);
+  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / cores,
                 hosts.metric.blocking,
                 hosts.train_cpu_s + pcie_s,
                 options.queue_batches,
-                static_cast<double>(metric_cores) / hosts.cpu_cores,
+                static_cast<double>(cores) / hosts.cpu_cores,
                 hosts.train_cpu_s};
   add_host_eval(t, schedule, hosts.eval);
   add_host_cpu_bound(t, run_host_cpu_s(hosts, schedule, t));
