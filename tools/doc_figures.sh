@@ -20,8 +20,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-default_sections=(quickstart calibration bert network collectives cnn detection train memory
-  results chakra benchmarks)
+default_sections=(quickstart calibration bert network collectives cnn detection train metric
+  memory results chakra benchmarks)
 extra_sections=(slow plan)
 describe() {
   case $1 in
@@ -33,6 +33,7 @@ describe() {
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
     train) echo "README.md: Time to train (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost)" ;;
+    metric) echo "docs/train.md: The evaluation metric on the host (What it changes, the v0.6 periods before and after, the distributed-evaluation what-ifs, the evaluation sweep); README.md: Time to train (host evaluation column)" ;;
     memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts; README.md: Memory" ;;
     results) echo "docs/results.md: the tpusim diff example" ;;
     chakra) echo "docs/chakra.md: Cost (the replay of the BERT 256-chip trace)" ;;
@@ -244,6 +245,37 @@ sec_train() {
     q '"| \(.study | sub(".*/"; "") | sub(".json"; "")) | \(.time_to_train_s * 10 | round / 10) s | \(.breakdown.training_s * 100 | round / 100) s (\(.schedule.target_steps) x \(.per_step.train_step_ms * 100 | round / 100) ms) | \(.breakdown.evaluation_s * 100 | round / 100) s (\(.schedule.evaluations) x \(.schedule.eval_steps_per_evaluation) x \(.per_step.eval_step_ms * 100 | round / 100) ms) | \(.breakdown.input_stall_s) | \(.host.cpu_us_per_example * 10 | round / 10) us, \(.host.train_batch_cpu_ms * 1000 | round / 1000) ms, \(.host.cpu_utilisation_train * 1000 | round / 10) % |"' \
       train configs/studies/$s.json
   done
+}
+
+sec_metric() {
+  local s a
+  local row='"| \(.study | sub(".*/"; "") | sub(".json"; "")) | \(.time_to_train_s * 1000 | round / 1000) s | \(.breakdown.host_eval_s * 10000 | round / 10000) s | \(.eval_metric.metric_s * 10000 | round / 10000) s (\(.eval_metric.busiest_host_cpu_s * 100 | round / 100) s CPU) | \(.eval_metric.overlapped_cost_s * 10000 | round / 10000) s | host CPU excess \(.eval_metric.host_cpu_excess_s * 1000 | round / 1000) s | \(.bound_by) | \(.time_to_train_s / .schedule.target_steps * 100000 | round / 100) ms per step |"'
+  echo "(tpusim train configs/studies/STUDY.json --json; before: --set train.eval_metric_on=device)"
+  echo "| study | time to train | host_eval_s | metric X (CPU) | overlapped cost | excess | bound_by | per step |"
+  for s in bert_large_4096 resnet50_4096 ssd_4096 maskrcnn_512 transformer_big_4096 \
+    ssd_v06_16 ssd_v06_64 ssd_v06_128 ssd_v06_256 ssd_v06_512 ssd_v06_1024 \
+    maskrcnn_v06_16 maskrcnn_v06_64 maskrcnn_v06_128; do
+    echo "before $(q "$row" train configs/studies/$s.json --set train.eval_metric_on=device)"
+    echo "after  $(q "$row" train configs/studies/$s.json)"
+  done
+  echo "What-ifs (tpusim train STUDY --json --set ...):"
+  while IFS= read -r a; do
+    # shellcheck disable=SC2086 # the options are words
+    echo "$a: $(q "$row" train $a)"
+  done <<EOF
+configs/studies/maskrcnn_512.json --set train.eval_metric_on=all_hosts
+configs/studies/maskrcnn_512.json --set hardware.host.metric_threads=96
+configs/studies/maskrcnn_512.json --set hardware.host.cpu_cores=4
+configs/studies/maskrcnn_512.json --set hardware.host.cpu_cores=4 --set train.eval_metric_on=all_hosts
+configs/studies/ssd_4096.json --set train.eval_metric_on=all_hosts
+EOF
+  echo "\$ tpusim sweep configs/studies/sweeps/maskrcnn_eval_metric.json -j 2"
+  progress "tpusim sweep maskrcnn_eval_metric"
+  "$bin" sweep configs/studies/sweeps/maskrcnn_eval_metric.json -j 2 --out "$tmp/eval_sweep" >/dev/null 2>&1
+  /usr/bin/python3 -c "import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r['train.eval_metric_on'], r['hardware.host.cpu_cores'], 'cores:', round(float(r['time_to_train_s']), 1), 's')" \
+    "$tmp/eval_sweep/results.csv"
 }
 
 sec_memory() {
