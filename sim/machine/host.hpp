@@ -3,10 +3,11 @@
 // topologies/host_blocks.hpp) preprocesses the examples of its chips on its CPU cores
 // (hardware.host.cpu_cores: a batch takes its examples x the pipeline's CPU time per example /
 // cores) and copies each core's share of a batch over its chip's PCIe link into the core's
-// infeed queue. A queue holds host.infeed_queue_batches batches
-// (2: double-buffered); the host starts on batch b only when every one of its cores has dequeued
-// batch b - queue_batches. A core dequeues batch b at the Program's infeed op of that batch and
-// waits there until the batch has arrived: a host slower than the device stalls the step.
+// infeed queue, each copy on one of hardware.host.infeed_threads threads. A queue holds
+// host.infeed_queue_batches batches (2: double-buffered); the host starts on batch b only when
+// every one of its cores has dequeued batch b - queue_batches. A core dequeues batch b at the
+// Program's infeed op of that batch and waits there until the batch has arrived: a host slower than
+// the device stalls the step.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,6 +37,7 @@ struct HostOptions {
   int cpu_cores = 96;                 ///< CPU cores of a host that run its input pipeline
   Bandwidth pcie_per_chip = Bandwidth::GBps(15);
   int queue_batches = 2;
+  int infeed_threads = 8;  ///< copies to chips run on this many threads at once
   static HostOptions from_config(const Config& cfg);
 };
 
@@ -113,11 +115,12 @@ class Host : public sc_core::sc_module {
   const double share_;  ///< this host's chips over all chips: its share of every batch
   const HostOptions options_;
   sc_core::sc_event wake_;
-  int next_ = 0;                     ///< next batch to preprocess
-  bool busy_ = false;                ///< preprocessing batch next_
-  Duration done_at_;                 ///< when batch next_ is preprocessed
-  std::vector<int> taken_;           ///< per batch: how many of this host's cores dequeued it
-  std::vector<Duration> pcie_free_;  ///< per chip: when its PCIe link is next free
+  int next_ = 0;                       ///< next batch to preprocess
+  bool busy_ = false;                  ///< preprocessing batch next_
+  Duration done_at_;                   ///< when batch next_ is preprocessed
+  std::vector<int> taken_;             ///< per batch: how many of this host's cores dequeued it
+  std::vector<Duration> pcie_free_;    ///< per chip: when its PCIe link is next free
+  std::vector<Duration> thread_free_;  ///< per infeed thread: when it is next free
 };
 
 }  // namespace tpusim

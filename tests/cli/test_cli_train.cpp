@@ -110,12 +110,23 @@ TEST_CASE("free hosts: the run is the device-bound one of tpusim run") {
         Approx(cpu_ms / measured["step_time_ms"].get<double>()).epsilon(1e-6));
 }
 
-TEST_CASE("PCIe-bound infeed: the period is a chip's bytes / PCIe bandwidth") {
+TEST_CASE(
+    "PCIe-bound infeed: the period is a chip's bytes / PCIe bandwidth, on fewer threads queued") {
   // A BERT example is (3 x 512 + 3 x 76 + 1) int32 = 7060 bytes; 2 examples per chip per step
   // over 100 kB/s: 141.2 ms per batch, longer than the step.
   auto j = train({"hardware.host.pcie_GBps=1e-4"});
   const double period_ms = 1e3 * (32.0 / 16) * 7060 / 1e5;
   CHECK(j["step_time_ms"].get<double>() == Approx(period_ms).epsilon(1e-4));
+  CHECK(j["host"]["infeed_threads"] == 8);
+  CHECK(j["host"]["train_batch_pcie_ms"].get<double>() == Approx(period_ms).epsilon(1e-9));
+  // With T infeed threads for a host's 8 chips a batch's copies take ceil(8 / T) copies one
+  // after another on a thread (the report's batch from idle threads); at 2 threads that is the
+  // PCIe-bound period, 4 copies.
+  auto k = train({"hardware.host.pcie_GBps=1e-4", "hardware.host.infeed_threads=2"});
+  CHECK(k["host"]["train_batch_pcie_ms"].get<double>() == Approx(4 * period_ms).epsilon(1e-9));
+  CHECK(k["step_time_ms"].get<double>() == Approx(4 * period_ms).epsilon(1e-4));
+  auto l = train({"hardware.host.pcie_GBps=1e-4", "hardware.host.infeed_threads=3"});
+  CHECK(l["host"]["train_batch_pcie_ms"].get<double>() == Approx(3 * period_ms).epsilon(1e-9));
 }
 
 TEST_CASE("evaluation cost: evaluations x eval steps x the eval step of tpusim run") {
@@ -208,7 +219,8 @@ TEST_CASE("tpusim train: bad input is one error line naming the path, exit 2") {
            {"hardware.host.pcie_GBps=0", "hardware.host.pcie_GBps"},
            {"train.simulated_train_steps=1", "train.simulated_train_steps"},
            {"train.eval_metric_on=gpu", "train.eval_metric_on"},
-           {"hardware.host.metric_threads=0", "hardware.host.metric_threads"}}) {
+           {"hardware.host.metric_threads=0", "hardware.host.metric_threads"},
+           {"hardware.host.infeed_threads=0", "hardware.host.infeed_threads"}}) {
     auto r =
         run_tpusim({"train", kCliTrainStudy, "--set", "train.target_steps=40", "--set",
                     "train.eval_every_steps=10", "--set", "train.eval_examples=96", "--set", set});

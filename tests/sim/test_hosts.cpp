@@ -93,3 +93,23 @@ TEST_CASE("hosts: a device-loop iteration's fixed cost adds to every device-boun
   const double step_s = hosts_device_step_s(cfg) + hw.loop_iteration.seconds();
   for (int i = 2; i <= kHostsSteps; ++i) CHECK(v[i] - v[i - 1] == Approx(step_s).epsilon(1e-6));
 }
+
+TEST_CASE("hosts: a copy holds an infeed thread - fewer threads than chips queue the copies") {
+  // Free CPUs; each chip's copy (4 examples of 1e4 bytes) takes 5 device steps over its PCIe
+  // link. With T threads for a host's 8 chips a batch's copies take 8 / T copies one after
+  // another: the first batch arrives then, and the PCIe-bound loop steps at that period.
+  const double device_s = hosts_device_step_s(config_with({{"topology", "4x4"}}));
+  const double copy_s = 5 * device_s;
+  const double per_chip_bytes = kHostsBatch / 16 * kHostsExampleBytes;
+  const double gbps = per_chip_bytes / copy_s * 1e-9;
+  for (int threads : {1, 2, 4, 8, 16}) {
+    CAPTURE(threads);
+    const Config cfg =
+        config_with({{"topology", "4x4"},
+                     {"hardware", {{"host", {{"pcie_GBps", gbps}, {"infeed_threads", threads}}}}}});
+    const std::vector<double> v = hosts_starts(cfg, 0);
+    const double batch_s = copy_s * std::max(1, 8 / threads);
+    CHECK(v[1] == Approx(batch_s).epsilon(1e-6));
+    for (int i = 2; i <= kHostsSteps; ++i) CHECK(v[i] - v[i - 1] == Approx(batch_s).epsilon(1e-6));
+  }
+}

@@ -32,8 +32,10 @@ struct TrainHosts {
   InputPipeline pipeline;
   double train_cpu_s = 0;  ///< CPU time of one training batch on the busiest host
   double eval_cpu_s = 0;   ///< likewise, one eval batch
-  EvalMetric metric;       ///< the host-side metric of one evaluation
-  HostEvalTiming eval;     ///< its time on the busiest host, as the composition reads it
+  int infeed_threads = 0;
+  double train_pcie_s = 0;  ///< one training batch's copies to a host's chips, from idle threads
+  EvalMetric metric;        ///< the host-side metric of one evaluation
+  HostEvalTiming eval;      ///< its time on the busiest host, as the composition reads it
 };
 
 /// The cores the metric runs on: its threads, at most all of its host's cores.
@@ -106,7 +108,9 @@ nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const T
       {"cpu_cores", h.cpu_cores},
       {"cpu_us_per_example", h.pipeline.ns_per_example() * 1e-3},
       {"pipeline", ops},
+      {"infeed_threads", h.infeed_threads},
       {"train_batch_cpu_ms", h.train_cpu_s * 1e3},
+      {"train_batch_pcie_ms", h.train_pcie_s * 1e3},
       {"eval_batch_cpu_ms", h.eval_cpu_s * 1e3},
       // The busiest host's CPU cores: a training batch's CPU time over the steady training step
       // period, and all batches' CPU time over the time to train.
@@ -246,10 +250,12 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
              p["train_step_ms"].get<double>(), p["input_stall_per_train_step_ms"].get<double>(),
              p["eval_step_ms"].get<double>(), p["input_stall_per_eval_step_ms"].get<double>())
       << fmt::format(
-             "  per host ({} chips, {} CPU cores): {:.1f} us CPU per example, {:.3f} ms per "
-             "training batch, CPU {:.1f}% busy in the training step, {:.1f}% over the run; {}\n",
+             "  per host ({} chips, {} CPU cores, {} infeed threads): {:.1f} us CPU per example, "
+             "{:.3f} ms per training batch (+ {:.3f} ms of PCIe copies), CPU {:.1f}% busy in the "
+             "training step, {:.1f}% over the run; {}\n",
              h["chips_per_host"].get<int>(), h["cpu_cores"].get<int>(),
-             h["cpu_us_per_example"].get<double>(), h["train_batch_cpu_ms"].get<double>(),
+             h["infeed_threads"].get<int>(), h["cpu_us_per_example"].get<double>(),
+             h["train_batch_cpu_ms"].get<double>(), h["train_batch_pcie_ms"].get<double>(),
              100 * h["cpu_utilisation_train"].get<double>(),
              100 * h["cpu_utilisation_run"].get<double>(),
              h["input_bound"].get<bool>() ? "INPUT-BOUND (training waits for its hosts)"
@@ -334,11 +340,17 @@ void run_train(const TrainArgs& a) {
   hosts.train_cpu_s = r.infeed[1].cpu.seconds();
   hosts.eval_cpu_s =
       r.infeed[static_cast<std::size_t>(schedule.simulated_train_steps) + 1].cpu.seconds();
-  // A training batch is ready its CPU time and its PCIe copy (a chip's share) after it starts.
-  const double pcie_s = host_options.pcie_per_chip
-                            .time_for(static_cast<double>(schedule.global_batch) /
-                                      topology.num_chips() * train.infeed_bytes_per_example)
-                            .seconds();
+  // A training batch is ready its CPU time and its PCIe copies after it starts: a chip's share
+  // per copy, ceil(chips / threads) copies one after another on a thread.
+  const int chips = hosts.blocks.chips_per_host();
+  const int rounds = (chips + host_options.infeed_threads - 1) / host_options.infeed_threads;
+  const double pcie_s =
+      rounds * host_options.pcie_per_chip
+                   .time_for(static_cast<double>(schedule.global_batch) / topology.num_chips() *
+                             train.infeed_bytes_per_example)
+                   .seconds();
+  hosts.infeed_threads = host_options.infeed_threads;
+  hosts.train_pcie_s = pcie_s;
   add_host_metric(hosts, schedule, host_options, pcie_s, t);
   nlohmann::json report = train_report(study, train, schedule, t, r, hosts);
   if (trace) {
