@@ -96,6 +96,32 @@ void maskrcnn_pipeline(PipelineBuilder& b) {
         kInputPipelineCocoBoxes * mask * mask);
 }
 
+// Evaluation examples (the timed-run reference page: ResNet-50's eval images are decoded and
+// centre-cropped; Mask R-CNN's resized and padded to the eval size). No random augmentation and
+// no training targets: the metric compares the detections with the annotations on the host, so
+// SSD and Mask R-CNN match no anchors and crop no masks. The crop of ResNet-50's centre and the
+// resizes cost their output pixels, as in training.
+void resnet50_eval_pipeline(PipelineBuilder& b) {
+  const double out = static_cast<double>(b.cfg.integer("workload.image_size"));
+  b.decode(kInputPipelineImagenetPixels);
+  b.add("center_crop_resize", "resize_ns_per_pixel", "output pixels", out * out);
+  b.add("normalize", "normalize_ns_per_pixel", "pixels", out * out);
+}
+
+void ssd_eval_pipeline(PipelineBuilder& b) {
+  const double out = static_cast<double>(b.cfg.integer("workload.image_size"));
+  b.decode(kInputPipelineCocoPixels);
+  b.add("resize", "resize_ns_per_pixel", "output pixels", out * out);
+}
+
+void maskrcnn_eval_pipeline(PipelineBuilder& b) {
+  const double padded = static_cast<double>(b.cfg.integer("workload.image_height")) *
+                        static_cast<double>(b.cfg.integer("workload.image_width"));
+  b.decode(kInputPipelineCocoPixels);
+  b.add("resize", "resize_ns_per_pixel", "output pixels", kInputPipelineMaskrcnnResized);
+  b.add("normalize_pad", "normalize_ns_per_pixel", "padded pixels", padded);
+}
+
 }  // namespace
 
 double InputPipeline::ns_per_example() const {
@@ -104,20 +130,22 @@ double InputPipeline::ns_per_example() const {
   return ns;
 }
 
-InputPipeline input_pipeline(const Config& cfg, double record_bytes) {
+InputPipeline input_pipeline(const Config& cfg, double record_bytes, PipelinePass pass) {
   PipelineBuilder b{cfg, {}};
   const std::string model = cfg.string("workload.model");
+  const bool eval = pass == PipelinePass::Eval;
   if (model == "resnet50") {
-    resnet50_pipeline(b);
+    eval ? resnet50_eval_pipeline(b) : resnet50_pipeline(b);
   } else if (model == "ssd") {
-    ssd_pipeline(b);
+    eval ? ssd_eval_pipeline(b) : ssd_pipeline(b);
   } else if (model == "maskrcnn") {
-    maskrcnn_pipeline(b);
+    eval ? maskrcnn_eval_pipeline(b) : maskrcnn_pipeline(b);
   } else {
     // Pre-tokenised records read and batched (BERT, the decoder-only LM); the Transformer packs
-    // sentences into rows of workload.seq_len tokens, inputs and targets.
+    // its training sentences into rows of workload.seq_len tokens, inputs and targets (its eval
+    // sentences are decoded one by one: not packed).
     b.add("record_parse", "record_parse_ns_per_byte", "record bytes", record_bytes);
-    if (model == "transformer_big")
+    if (model == "transformer_big" && !eval)
       b.add("packing", "pack_ns_per_token", "tokens",
             2.0 * static_cast<double>(cfg.integer("workload.seq_len")));
   }

@@ -36,10 +36,16 @@ struct InputPipeline {
   double ns_per_example() const;
 };
 
-/// The study's model's training pipeline. `record_bytes` is the size of one example's record
-/// where the pipeline parses records (the builder's infeed bytes per example: the record holds
-/// the same values). A model without its own pipeline (decoder_lm) parses records only.
-InputPipeline input_pipeline(const Config& cfg, double record_bytes);
+/// Which examples a pipeline prepares: training examples (augmented, with their targets) or
+/// evaluation examples (decoded and sized for the eval program only).
+enum class PipelinePass { Train, Eval };
+
+/// The study's model's pipeline for `pass`. `record_bytes` is the size of one example's record
+/// where the pipeline parses records (the builder's infeed bytes per example of that pass's
+/// program: the record holds the same values). A model without its own pipeline (decoder_lm)
+/// parses records only.
+InputPipeline input_pipeline(const Config& cfg, double record_bytes,
+                             PipelinePass pass = PipelinePass::Train);
 
 /// Where the host-side evaluation metric runs (train.eval_metric_on).
 enum class MetricPlacement {

@@ -257,6 +257,24 @@ double breakdown_sum(const nlohmann::json& b) {
 }
 }  // namespace
 
+TEST_CASE("evaluation batches: their own pipeline, decoded and resized, no targets") {
+  // One host of 4 chips with 4 cores; batches of 16 images (training and eval).
+  const auto j = ssd_train({"hardware.host.cpu_cores=4"});
+  const auto& h = j["host"];
+  double eval_us = 0;
+  for (const auto& op : h["eval_pipeline"]) eval_us += op["us_per_example"].get<double>();
+  CHECK(h["eval_cpu_us_per_example"].get<double>() == Approx(eval_us));
+  // SSD's eval images are decoded and resized: no crop tries, flip, jitter or anchor matching.
+  std::vector<std::string> names;
+  for (const auto& op : h["eval_pipeline"]) names.push_back(op["op"]);
+  CHECK(names == std::vector<std::string>{"jpeg_decode", "resize"});
+  // Each batch costs its own pipeline's CPU per example on the host's cores.
+  CHECK(h["eval_batch_cpu_ms"].get<double>() == Approx(16 * eval_us / 4 * 1e-3).epsilon(1e-9));
+  CHECK(h["train_batch_cpu_ms"].get<double>() ==
+        Approx(16 * h["cpu_us_per_example"].get<double>() / 4 * 1e-3).epsilon(1e-9));
+  CHECK(h["eval_cpu_us_per_example"].get<double>() < h["cpu_us_per_example"].get<double>());
+}
+
 TEST_CASE("host evaluation: on the device it costs nothing - the parts still add up") {
   const auto host = ssd_train({});
   const auto device = ssd_train({"train.eval_metric_on=device"});

@@ -127,6 +127,39 @@ TEST_CASE("input pipelines: every operation costs its size times its per-unit co
         {{"record_parse", 6 * seq * 4}, {"packing", 2 * seq}});
 }
 
+TEST_CASE("input pipelines: evaluation examples are decoded and sized only") {
+  const double imagenet = 469.0 * 387, coco = 640.0 * 480;
+  auto ops = [](const InputPipeline& p) {
+    std::vector<std::pair<std::string, double>> v;
+    for (const PipelineOp& op : p.ops) {
+      CHECK(op.ns() == Approx(op.units * op.ns_per_unit));
+      v.emplace_back(op.name, op.units);
+    }
+    return v;
+  };
+  using V = std::vector<std::pair<std::string, double>>;
+  const Config resnet = test::model_study("resnet50", "2x2", 16);
+  const double r = static_cast<double>(resnet.integer("workload.image_size"));
+  CHECK(ops(input_pipeline(resnet, 0, PipelinePass::Eval)) ==
+        V{{"jpeg_decode", imagenet}, {"center_crop_resize", r * r}, {"normalize", r * r}});
+  const Config ssd = test::model_study("ssd", "2x2", 16);
+  const double s = static_cast<double>(ssd.integer("workload.image_size"));
+  CHECK(ops(input_pipeline(ssd, 0, PipelinePass::Eval)) ==
+        V{{"jpeg_decode", coco}, {"resize", s * s}});
+  const Config mask = test::model_study("maskrcnn", "2x2", 8);
+  const double padded = static_cast<double>(mask.integer("workload.image_height")) *
+                        static_cast<double>(mask.integer("workload.image_width"));
+  CHECK(ops(input_pipeline(mask, 0, PipelinePass::Eval)) ==
+        V{{"jpeg_decode", coco}, {"resize", 1067.0 * 800}, {"normalize_pad", padded}});
+  // Records: parsed at the eval program's record size; the Transformer packs only training rows.
+  const Config transformer = test::model_study("transformer_big", "2x2", 16);
+  CHECK(ops(input_pipeline(transformer, 400, PipelinePass::Eval)) == V{{"record_parse", 400}});
+  // The cached-decode what-if drops the decode here too.
+  const Config cached =
+      test::model_study("ssd", "2x2", 16, {}, {{"input", {{"cached_decode", true}}}});
+  CHECK(ops(input_pipeline(cached, 0, PipelinePass::Eval)) == V{{"resize", s * s}});
+}
+
 TEST_CASE("input pipelines: the what-ifs drop exactly their operations") {
   const Config ssd = test::model_study("ssd", "2x2", 16);
   const InputPipeline full = input_pipeline(ssd, 0);

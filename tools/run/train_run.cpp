@@ -29,9 +29,10 @@ namespace {
 struct TrainHosts {
   HostBlocks blocks;
   int cpu_cores = 0;
-  InputPipeline pipeline;
-  double train_cpu_s = 0;  ///< CPU time of one training batch on the busiest host
-  double eval_cpu_s = 0;   ///< likewise, one eval batch
+  InputPipeline pipeline;       ///< training examples
+  InputPipeline eval_pipeline;  ///< evaluation examples
+  double train_cpu_s = 0;       ///< CPU time of one training batch on the busiest host
+  double eval_cpu_s = 0;        ///< likewise, one eval batch
   int infeed_threads = 0;
   double train_pcie_s = 0;  ///< one training batch's copies to a host's chips, from idle threads
   EvalMetric metric;        ///< the host-side metric of one evaluation
@@ -89,15 +90,19 @@ void add_host_metric(TrainHosts& hosts, const TrainSchedule& schedule, const Hos
   add_host_cpu_bound(t, run_host_cpu_s(hosts, schedule, t));
 }
 
-nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const TimeToTrain& t) {
+nlohmann::json pipeline_report(const InputPipeline& p) {
   nlohmann::json ops = nlohmann::json::array();
-  for (const PipelineOp& op : h.pipeline.ops)
+  for (const PipelineOp& op : p.ops)
     ops.push_back({{"op", op.name},
                    {"units", op.units},
                    {"unit", op.unit},
                    {"ns_per_unit", op.ns_per_unit},
                    {"cost", op.cost_path},
                    {"us_per_example", op.ns() * 1e-3}});
+  return ops;
+}
+
+nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const TimeToTrain& t) {
   const double train_period = t.train_step_s + t.train_stall_s;
   // Over the run: every batch's CPU time over the time to train.
   const double run_cpu_s = run_host_cpu_s(h, s, t);
@@ -107,7 +112,9 @@ nlohmann::json hosts_report(const TrainHosts& h, const TrainSchedule& s, const T
       {"chips_per_host", h.blocks.chips_per_host()},
       {"cpu_cores", h.cpu_cores},
       {"cpu_us_per_example", h.pipeline.ns_per_example() * 1e-3},
-      {"pipeline", ops},
+      {"pipeline", pipeline_report(h.pipeline)},
+      {"eval_cpu_us_per_example", h.eval_pipeline.ns_per_example() * 1e-3},
+      {"eval_pipeline", pipeline_report(h.eval_pipeline)},
       {"infeed_threads", h.infeed_threads},
       {"train_batch_cpu_ms", h.train_cpu_s * 1e3},
       {"train_batch_pcie_ms", h.train_pcie_s * 1e3},
@@ -296,24 +303,26 @@ void run_train(const TrainArgs& a) {
   const Program train = compiled_program(cfg, topology, study.hardware, ProgramKind::Train);
   const Program eval = compiled_program(cfg, topology, study.hardware, ProgramKind::Eval);
   const HostOptions host_options = HostOptions::from_config(cfg);
-  TrainHosts hosts{host_blocks(topology, host_options.chip_block), host_options.cpu_cores,
-                   input_pipeline(cfg, train.infeed_bytes_per_example)};
-  hosts.metric =
-      eval_metric(cfg, schedule.eval_examples, static_cast<int>(hosts.blocks.chips.size()));
-  // Evaluation batches come from the same pipeline, at the training pipeline's cost per example.
-  const double cpu_ns = hosts.pipeline.ns_per_example();
-
-  std::vector<const Program*> steps;
-  InfeedPlan plan;
   // An eval graph that does not state its infeed bytes is fed examples of the training size.
   const double eval_bytes = eval.infeed_bytes_per_example > 0 ? eval.infeed_bytes_per_example
                                                               : train.infeed_bytes_per_example;
+  TrainHosts hosts{host_blocks(topology, host_options.chip_block), host_options.cpu_cores,
+                   input_pipeline(cfg, train.infeed_bytes_per_example),
+                   input_pipeline(cfg, eval_bytes, PipelinePass::Eval)};
+  hosts.metric =
+      eval_metric(cfg, schedule.eval_examples, static_cast<int>(hosts.blocks.chips.size()));
+
+  // One stream of batches per host, in the order the cores consume them, each batch at its own
+  // pipeline's cost per example.
+  std::vector<const Program*> steps;
+  InfeedPlan plan;
   for (bool is_eval : schedule.simulated_sequence()) {
     steps.push_back(is_eval ? &eval : &train);
     plan.batch_examples.push_back(
         static_cast<double>(is_eval ? schedule.eval_batch : schedule.global_batch));
     plan.batch_example_bytes.push_back(is_eval ? eval_bytes : train.infeed_bytes_per_example);
-    plan.batch_cpu_ns_per_example.push_back(cpu_ns);
+    plan.batch_cpu_ns_per_example.push_back(is_eval ? hosts.eval_pipeline.ns_per_example()
+                                                    : hosts.pipeline.ns_per_example());
   }
   check_loop_size(steps, train, eval);
   DeviceLoop loop = make_device_loop(steps, study.hardware.loop_iteration);
