@@ -133,16 +133,21 @@ std::string show(const nlohmann::json& v) {
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
-std::string range_text(const ParamSpec& s) {
+// A bound as written: whole numbers in full (1048576, not 1.04858e+06), others as the stream
+// prints them.
+std::string bound_text(double v) {
+  if (std::floor(v) == v && std::abs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   std::ostringstream os;
-  bool lo = std::isfinite(s.min), hi = std::isfinite(s.max);
-  if (lo && hi)
-    os << " from " << s.min << " to " << s.max;
-  else if (lo)
-    os << " >= " << s.min;
-  else if (hi)
-    os << " <= " << s.max;
+  os << v;
   return os.str();
+}
+
+std::string range_text(const ParamSpec& s) {
+  bool lo = std::isfinite(s.min), hi = std::isfinite(s.max);
+  if (lo && hi) return " from " + bound_text(s.min) + " to " + bound_text(s.max);
+  if (lo) return " >= " + bound_text(s.min);
+  if (hi) return " <= " + bound_text(s.max);
+  return "";
 }
 
 std::string allowed_text(const ParamSpec& s) {

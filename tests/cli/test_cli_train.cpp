@@ -227,6 +227,9 @@ TEST_CASE("tpusim train: bad input is one error line naming the path, exit 2") {
     INFO(set);
     check_bad_input(r, path);
   }
+  // The allowed range is written in full, not rounded: 1 to 1048576 threads (2^20).
+  auto bad = run_tpusim({"train", kCliTrainStudy, "--set", "hardware.host.infeed_threads=0"});
+  CHECK_THAT(bad.err, Catch::Contains("expected an integer from 1 to 1048576 (threads)"));
   // A study without the facts: the missing one is named.
   auto r = run_tpusim({"train", kCliTrainStudy});
   CHECK(r.exit_code == 2);
