@@ -4,8 +4,8 @@
 #include <cmath>
 #include <functional>
 #include <set>
-#include <sstream>
 
+#include "core/limits.hpp"
 #include "core/nearest_name.hpp"
 
 namespace tpusim {
@@ -133,20 +133,12 @@ std::string show(const nlohmann::json& v) {
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
-// A bound as written: whole numbers in full (1048576, not 1.04858e+06), others as the stream
-// prints them.
-std::string bound_text(double v) {
-  if (std::floor(v) == v && std::abs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
+// Bounds as messages write numbers (format_number: 1048576, not 1.04858e+06).
 std::string range_text(const ParamSpec& s) {
   bool lo = std::isfinite(s.min), hi = std::isfinite(s.max);
-  if (lo && hi) return " from " + bound_text(s.min) + " to " + bound_text(s.max);
-  if (lo) return " >= " + bound_text(s.min);
-  if (hi) return " <= " + bound_text(s.max);
+  if (lo && hi) return " from " + format_number(s.min) + " to " + format_number(s.max);
+  if (lo) return " >= " + format_number(s.min);
+  if (hi) return " <= " + format_number(s.max);
   return "";
 }
 

@@ -38,6 +38,9 @@ struct HostOptions {
   Bandwidth pcie_per_chip = Bandwidth::GBps(15);
   int queue_batches = 2;
   int infeed_threads = 8;  ///< copies to chips run on this many threads at once
+  /// A batch's copies to `chips` chips started on idle threads: ceil(chips / infeed_threads)
+  /// of them run one after another on a thread (Host takes the thread free first).
+  int copy_rounds(int chips) const { return (chips + infeed_threads - 1) / infeed_threads; }
   static HostOptions from_config(const Config& cfg);
 };
 

@@ -78,14 +78,11 @@ double run_host_cpu_s(const TrainHosts& h, const TrainSchedule& s, const TimeToT
 /// The host-side metric in the run: its timing on the busiest host (on metric_cores), what it adds
 /// (add_host_eval), then the host's CPU capacity as a whole (add_host_cpu_bound).
 void add_host_metric(TrainHosts& hosts, const TrainSchedule& schedule, const HostOptions& options,
-                     double pcie_s, TimeToTrain& t) {
+                     TimeToTrain& t) {
   const int cores = metric_cores(hosts);
-  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / cores,
-                hosts.metric.blocking,
-                hosts.train_cpu_s + pcie_s,
-                options.queue_batches,
-                static_cast<double>(cores) / hosts.cpu_cores,
-                hosts.train_cpu_s};
+  hosts.eval = {hosts.metric.busiest_host_ns() * 1e-9 / cores, hosts.metric.blocking,
+                hosts.train_cpu_s + hosts.train_pcie_s,        options.queue_batches,
+                static_cast<double>(cores) / hosts.cpu_cores,  hosts.train_cpu_s};
   add_host_eval(t, schedule, hosts.eval);
   add_host_cpu_bound(t, run_host_cpu_s(hosts, schedule, t));
 }
@@ -350,17 +347,14 @@ void run_train(const TrainArgs& a) {
   hosts.eval_cpu_s =
       r.infeed[static_cast<std::size_t>(schedule.simulated_train_steps) + 1].cpu.seconds();
   // A training batch is ready its CPU time and its PCIe copies after it starts: a chip's share
-  // per copy, ceil(chips / threads) copies one after another on a thread.
-  const int chips = hosts.blocks.chips_per_host();
-  const int rounds = (chips + host_options.infeed_threads - 1) / host_options.infeed_threads;
-  const double pcie_s =
-      rounds * host_options.pcie_per_chip
-                   .time_for(static_cast<double>(schedule.global_batch) / topology.num_chips() *
-                             train.infeed_bytes_per_example)
-                   .seconds();
+  // per copy, HostOptions::copy_rounds of them one after another on a thread.
   hosts.infeed_threads = host_options.infeed_threads;
-  hosts.train_pcie_s = pcie_s;
-  add_host_metric(hosts, schedule, host_options, pcie_s, t);
+  hosts.train_pcie_s = host_options.copy_rounds(hosts.blocks.chips_per_host()) *
+                       host_options.pcie_per_chip
+                           .time_for(static_cast<double>(schedule.global_batch) /
+                                     topology.num_chips() * train.infeed_bytes_per_example)
+                           .seconds();
+  add_host_metric(hosts, schedule, host_options, t);
   nlohmann::json report = train_report(study, train, schedule, t, r, hosts);
   if (trace) {
     trace->set_collective_stats(r.collectives);
