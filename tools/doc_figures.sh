@@ -32,7 +32,7 @@ describe() {
     collectives) echo "README.md: Benchmarks (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
-    train) echo "README.md: Time to train (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost)" ;;
+    train) echo "README.md: Time to train (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
     metric) echo "docs/train.md: The evaluation metric on the host (What it changes, the v0.6 periods before and after, the distributed-evaluation what-ifs, the evaluation sweep); README.md: Time to train (host evaluation column)" ;;
     memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts; README.md: Memory" ;;
     results) echo "docs/results.md: the tpusim diff example" ;;
@@ -244,7 +244,22 @@ sec_train() {
     echo "\$ tpusim train configs/studies/$s.json --json"
     q '"| \(.study | sub(".*/"; "") | sub(".json"; "")) | \(.time_to_train_s * 10 | round / 10) s | \(.breakdown.training_s * 100 | round / 100) s (\(.schedule.target_steps) x \(.per_step.train_step_ms * 100 | round / 100) ms) | \(.breakdown.evaluation_s * 100 | round / 100) s (\(.schedule.evaluations) x \(.schedule.eval_steps_per_evaluation) x \(.per_step.eval_step_ms * 100 | round / 100) ms) | \(.breakdown.input_stall_s) | \(.host.cpu_us_per_example * 10 | round / 10) us, \(.host.train_batch_cpu_ms * 1000 | round / 1000) ms, \(.host.cpu_utilisation_train * 1000 | round / 10) % |"' \
       train configs/studies/$s.json
+    q '"eval pipeline: \(.host.eval_cpu_us_per_example * 10 | round / 10) us per example (\([.host.eval_pipeline[].op] | join(", ")))"' \
+      train configs/studies/$s.json
   done
+  local t
+  for t in 8 1; do
+    echo "\$ tpusim train configs/studies/maskrcnn_v06_16.json --set hardware.host.infeed_threads=$t --json"
+    q '"PCIe copies \(.host.train_batch_pcie_ms * 100 | round / 100) ms per batch, first batch \(.breakdown.first_batch_s * 1000 | round / 1000) s, input stall \(.breakdown.input_stall_s) s, time to train \(.time_to_train_s * 1000 | round / 1000) s"' \
+      train configs/studies/maskrcnn_v06_16.json --set hardware.host.infeed_threads=$t
+  done
+  echo "\$ tpusim sweep configs/studies/sweeps/resnet50_host_cores.json -j 2"
+  progress "tpusim sweep resnet50_host_cores"
+  "$bin" sweep configs/studies/sweeps/resnet50_host_cores.json -j 2 --out "$tmp/cores_sweep" >/dev/null 2>&1
+  /usr/bin/python3 -c "import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r['hardware.host.cpu_cores'], 'cores:', round(float(r['step_time_ms']), 2), 'ms,', round(float(r['time_to_train_s']), 2), 's')" \
+    "$tmp/cores_sweep/results.csv"
 }
 
 sec_metric() {
