@@ -10,7 +10,7 @@
 # The default sections take a few minutes of CPU together. Two run only when named: `slow`
 # (BERT at packet level and async BERT with 2 DMA engines per core: minutes each) and `plan`
 # (tools/plan_docs.sh, which rewrites docs/plan.md's tables itself). Not here: the wall, CPU and
-# memory columns of the README's Benchmarks table (tools/bench.sh measures them) and
+# memory columns of the Benchmarks table (README, docs/benchmarks.md; tools/bench.sh measures them) and
 # docs/compiler.md's tables (tools/compiler_effects.py prints them); docs/hardening.md, section
 # 10, lists what else is not.
 # Progress goes to stderr when it is a terminal: a line redrawn in place ([3/12] section:
@@ -25,20 +25,20 @@ default_sections=(quickstart calibration bert network collectives cnn detection 
 extra_sections=(slow plan)
 describe() {
   case $1 in
-    quickstart) echo "README.md: Quick start (the report)" ;;
-    calibration) echo "README.md: Calibration and validation (the predicted-against-measured table)" ;;
-    bert) echo "README.md: Calibration and validation (Reading it; What the same parameters say elsewhere); docs/network.md: Where the time in collectives goes, Core resources" ;;
-    network) echo "docs/network.md: Core resources (the table of the three studies); README.md and docs/network.md: SSD's batch-norm all-reduces" ;;
-    collectives) echo "README.md: Benchmarks (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
+    quickstart) echo "README.md: Quick start (the report, shortened); docs/getting-started.md: the first report" ;;
+    calibration) echo "README.md: Accuracy; docs/calibration.md (the predicted-against-measured table)" ;;
+    bert) echo "docs/calibration.md: Reading it; What the same parameters say elsewhere; docs/network.md: Where the time in collectives goes, Core resources" ;;
+    network) echo "docs/network.md: Core resources (the table of the three studies); docs/calibration.md and docs/network.md: SSD's batch-norm all-reduces" ;;
+    collectives) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
-    train) echo "README.md: Time to train (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
-    metric) echo "docs/train.md: The evaluation metric on the host (What it changes, the v0.6 periods before and after, the distributed-evaluation what-ifs, the evaluation sweep); README.md: Time to train (host evaluation column)" ;;
-    memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts; README.md: Memory" ;;
+    train) echo "README.md: Five studies by task (time to train); docs/train.md: In short (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
+    metric) echo "docs/train.md: The evaluation metric on the host (What it changes, the v0.6 periods before and after, the distributed-evaluation what-ifs, the evaluation sweep); docs/train.md: In short (host evaluation column)" ;;
+    memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts" ;;
     results) echo "docs/results.md: the tpusim diff example" ;;
     chakra) echo "docs/chakra.md: Cost (the replay of the BERT 256-chip trace)" ;;
-    benchmarks) echo "README.md: Benchmarks (simulated column and kernel events of the run and replay rows)" ;;
-    slow) echo "docs/network.md: Packet trains (BERT at packet level), Core resources (async BERT with 2 DMA engines per core); README.md: Benchmarks (the packet row)" ;;
+    benchmarks) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column and kernel events of the run and replay rows)" ;;
+    slow) echo "docs/network.md: Packet trains (BERT at packet level), Core resources (async BERT with 2 DMA engines per core); README.md and docs/benchmarks.md: the benchmark table (the packet row)" ;;
     plan) echo "docs/plan.md: the plan tables (runs tools/plan_docs.sh, which rewrites them)" ;;
     *) return 1 ;;
   esac
