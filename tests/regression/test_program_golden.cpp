@@ -16,8 +16,11 @@
 
 #include "compiler/compiler.hpp"
 #include "core/config.hpp"
-#include "model_study.hpp"
+#include "core/hardware.hpp"
+#include "models/model_builder.hpp"
+#include "models/workload.hpp"
 #include "program_text.hpp"
+#include "topologies/topology.hpp"
 
 using namespace tpusim;
 
@@ -167,9 +170,10 @@ TEST_CASE("shipped studies build the same Programs as the regression golden") {
     std::ofstream out(golden_path());
     out << "# REGRESSION GOLDEN, NOT A VALIDATION. Per case (a shipped study of configs/studies,\n"
            "# or one with --set overrides): the line count and FNV-1a hash of the canonical text\n"
-           "# (tests/unit/program_text.hpp, 12 significant digits) of its partitioned Program\n"
+           "# (tests/regression/program_text.hpp, 12 significant digits) of its partitioned "
+           "Program\n"
            "# (p) and of the compiled Program (c), then hashes of the partitioned text's blocks\n"
-           "# of 64 lines (b). Written by tests/unit/test_program_golden.cpp with\n"
+           "# of 64 lines (b). Written by tests/regression/test_program_golden.cpp with\n"
            "# TPUSIM_UPDATE_PROGRAM_GOLDEN=1; it guards against unintended change only.\n"
         << fresh.str();
     WARN("rewrote " << golden_path());
