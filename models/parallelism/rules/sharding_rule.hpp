@@ -7,9 +7,12 @@
 // is a partial sum along the axis (a split reduced dimension: the partitioner sums the partials
 // of all such axes in one collective), how the axis divides the weights, how gradients are
 // summed over the replicas and how the optimizer is sharded. GSPMD's sharding propagation in
-// miniature: the builders annotate each op's split per axis (OpSplit); the rules derive the rest.
+// miniature: the builders annotate each op's split per axis (OpSplit, OperandGather); the rules
+// derive the collectives. Every question has a default that does nothing, so a rule answers only
+// where its axis changes something.
 //
-// Adding an axis is one file with a rule and its registration line:
+// Adding an axis is one file with a rule and its registration line (a sketch: Layout::expert and
+// OpNode::expert_weights do not exist yet):
 //
 //   class ExpertAxis final : public ShardingRule {
 //     bool live(const Layout& l) const override { return l.expert > 1; }
