@@ -110,7 +110,7 @@ TEST_CASE("the choice lists come from the registries") {
   CHECK(registered_models() == std::vector<std::string>{"bert_large", "decoder_lm", "maskrcnn",
                                                         "resnet50", "ssd", "transformer_big"});
   CHECK(algorithm_names() ==
-        std::vector<std::string>{"bidirectional_ring", "halving_doubling", "one_shot", "onchip",
+        std::vector<std::string>{"bidirectional_ring", "halving_doubling", "onchip", "one_shot",
                                  "per_dimension", "recursive_doubling", "ring", "shift_doubling"});
   CHECK(network_names() == std::vector<std::string>{"flow", "message", "packet"});
 }
