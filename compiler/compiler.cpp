@@ -4,25 +4,24 @@
 #include "compiler/fusion.hpp"
 #include "compiler/spmd_copies.hpp"
 #include "compiler/tiled_layout.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 
 namespace tpusim {
 namespace {
 using T = ParamType;
 // clang-format off
-const ParamRegistrar kCompilerParams{{
-    {"compiler.fusion", T::String, "", "xla", "fusion pass: xla (loop, output, multi-output and input fusion as XLA's TPU backend does) or none (every op its own kernel through HBM)", -1e300, 1e300, {"xla", "none"}},
-    {"compiler.tiled_layouts", T::Boolean, "", true, "pad every per-core tensor to the TPU tile of its dtype ((8, 128) 32-bit, (16, 128) bf16) in HBM traffic, vector work and memory"},
-    {"compiler.spmd_copies", T::Boolean, "", true, "add the copies SPMD partitioning inserts (halo concatenation before a spatially partitioned window op)"},
-}};
+const Param<std::string> kCompilerFusion{{"compiler.fusion", T::String, "", "xla", "fusion pass: xla (loop, output, multi-output and input fusion as XLA's TPU backend does) or none (every op its own kernel through HBM)", -1e300, 1e300, {"xla", "none"}}};
+const Param<bool> kCompilerTiledLayouts{{"compiler.tiled_layouts", T::Boolean, "", true, "pad every per-core tensor to the TPU tile of its dtype ((8, 128) 32-bit, (16, 128) bf16) in HBM traffic, vector work and memory"}};
+const Param<bool> kCompilerSpmdCopies{{"compiler.spmd_copies", T::Boolean, "", true, "add the copies SPMD partitioning inserts (halo concatenation before a spatially partitioned window op)"}};
 // clang-format on
 }  // namespace
 
 CompilerOptions compiler_options(const Config& cfg) {
   CompilerOptions o;
-  o.fusion = cfg.string("compiler.fusion") == "none" ? FusionMode::None : FusionMode::Xla;
-  o.tiled_layouts = cfg.boolean("compiler.tiled_layouts");
-  o.spmd_copies = cfg.boolean("compiler.spmd_copies");
+  o.fusion = kCompilerFusion(cfg) == "none" ? FusionMode::None : FusionMode::Xla;
+  o.tiled_layouts = kCompilerTiledLayouts(cfg);
+  o.spmd_copies = kCompilerSpmdCopies(cfg);
   return o;
 }
 

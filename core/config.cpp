@@ -10,6 +10,7 @@
 #include "core/limits.hpp"
 #include "core/nearest_name.hpp"
 #include "core/params.hpp"
+#include "core/presets.hpp"
 
 namespace tpusim {
 namespace fs = std::filesystem;
@@ -53,36 +54,18 @@ void deep_merge(nlohmann::json& base, const nlohmann::json& over) {
 }
 
 namespace {
+// The presets are core/presets' registry: configs/NAME.json (chips), configs/topologies/ and
+// configs/models/ (neither studies nor sweep files, which are no presets).
 std::string find_preset(const std::string& name, const std::string& where) {
-  const fs::path dir = config_dir();
-  std::vector<std::string> known;
-  if (name.find('/') == std::string::npos && name.find("..") == std::string::npos) {
-    // The non-throwing overloads: a name too long for the file system is simply not found.
-    std::error_code ec;
-    if (fs::exists(dir / (name + ".json"), ec)) return (dir / (name + ".json")).string();
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (!entry.is_directory(ec) || entry.path().filename() == "studies") continue;
-      fs::path p = entry.path() / (name + ".json");
-      if (fs::exists(p, ec)) return p.string();
-    }
-  }
-  // The names the lookup above finds: configs/NAME.json and configs/FOLDER/NAME.json outside
-  // studies/ (so neither studies nor sweep files, which are no presets).
-  std::error_code ec;
-  auto add_json_files = [&](const fs::path& folder) {
-    for (const auto& entry : fs::directory_iterator(folder, ec))
-      if (entry.is_regular_file(ec) && entry.path().extension() == ".json")
-        known.push_back(entry.path().stem().string());
-  };
-  add_json_files(dir);
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (entry.is_directory(ec) && entry.path().filename() != "studies")
-      add_json_files(entry.path());
-  std::sort(known.begin(), known.end());
+  if (std::string file = preset_file(name); !file.empty()) return file;
   std::string list;
-  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-  throw ConfigError(where, "unknown preset '" + name + "'; presets in " + dir.string() + ": " +
-                               list + did_you_mean_suffix(name, known));
+  for (PresetKind kind : preset_kinds()) {
+    std::string names;
+    for (const auto& n : preset_names(kind)) names += (names.empty() ? "" : ", ") + n;
+    list += (list.empty() ? "" : "; ") + std::string(to_string(kind)) + ": " + names;
+  }
+  throw ConfigError(where, "unknown preset '" + name + "'; presets in " + config_dir() + ": " +
+                               list + did_you_mean_suffix(name, all_preset_names()));
 }
 
 void resolve(nlohmann::json& doc, const std::string& where, int depth, int& files) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/param_handle.hpp"
 #include "core/units.hpp"
 
 namespace tpusim {
@@ -16,6 +17,12 @@ struct MxuSpec {
   int weight_load_cycles = 128;  ///< cycles to load one weight tile (overlaps the previous tile)
   int fill_drain_cycles = 256;   ///< pipeline fill plus drain, once per matmul
 };
+
+/// Hardware parameters other layers read directly (hardware.cpp declares them): the systolic
+/// array's side, the TensorCores per chip, megacore.
+extern const Param<std::int64_t> kHwMxuDim;
+extern const Param<std::int64_t> kHwCoresPerChip;
+extern const Param<bool> kHwMegacore;
 
 struct HardwareSpec {
   std::string name;

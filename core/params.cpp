@@ -36,9 +36,31 @@ ParamRegistry& ParamRegistry::mutable_instance() {
 }
 const ParamRegistry& ParamRegistry::instance() { return mutable_instance(); }
 
+void ParamRegistry::declare(ParamSpec spec) { mutable_instance().add(std::move(spec)); }
+
+void ParamRegistry::add(ParamSpec spec) {
+  for (const auto& s : specs_) {
+    if (s.path != spec.path) continue;
+    const bool overlap = s.when_path.empty() || spec.when_path.empty() ||
+                         (s.when_path == spec.when_path && s.when_value == spec.when_value);
+    if (overlap)
+      throw std::logic_error("tpusim bug: parameter '" + spec.path + "' is declared twice" +
+                             (spec.when_path.empty()
+                                  ? std::string()
+                                  : " for " + spec.when_path + " = " + spec.when_value));
+  }
+  specs_.push_back(std::move(spec));
+}
+
 ParamRegistrar::ParamRegistrar(std::initializer_list<ParamSpec> specs) {
-  auto& r = ParamRegistry::mutable_instance();
-  for (const auto& s : specs) r.specs_.push_back(s);
+  for (const auto& s : specs) ParamRegistry::declare(s);
+}
+
+std::vector<std::string> ParamSpec::allowed_choices() const {
+  std::vector<std::string> out = choices;
+  if (choices_from)
+    for (auto& name : choices_from()) out.push_back(std::move(name));
+  return out;
 }
 
 ParamSpec label_param(std::string path, std::string default_value, std::string meaning) {
@@ -145,9 +167,9 @@ std::string range_text(const ParamSpec& s) {
 std::string allowed_text(const ParamSpec& s) {
   const std::string type = to_string(s.type);
   std::string t = (type[0] == 'i' ? "an " : "a ") + type;
-  if (!s.choices.empty()) {
+  if (const auto choices = s.allowed_choices(); !choices.empty()) {
     t = "one of";
-    for (std::size_t i = 0; i < s.choices.size(); ++i) t += (i ? ", " : " ") + s.choices[i];
+    for (std::size_t i = 0; i < choices.size(); ++i) t += (i ? ", " : " ") + choices[i];
   }
   // A range applies to numbers (and list elements); choices of a string have none.
   return s.type == ParamType::String || s.type == ParamType::Boolean ||
@@ -174,10 +196,12 @@ bool value_ok(const ParamSpec& s, const nlohmann::json& v) {
       return number_ok(s, v, false);
     case ParamType::Boolean:
       return v.is_boolean();
-    case ParamType::String:
-      return v.is_string() &&
-             (s.choices.empty() || std::find(s.choices.begin(), s.choices.end(),
-                                             v.get<std::string>()) != s.choices.end());
+    case ParamType::String: {
+      if (!v.is_string()) return false;
+      const auto choices = s.allowed_choices();
+      return choices.empty() ||
+             std::find(choices.begin(), choices.end(), v.get<std::string>()) != choices.end();
+    }
     case ParamType::IntegerList:
     case ParamType::NumberList:
     case ParamType::BooleanList: {
@@ -235,12 +259,12 @@ struct ParamCheck {
         if (applies(*s)) spec = s;
       if (spec) {
         if (!value_ok(*spec, it.value()))
-          problems.add(path,
-                       show(it.value()) + " is not allowed; expected " + allowed_text(*spec) +
-                           (spec->unit.empty() ? "" : " (" + spec->unit + ")") +
-                           (it.value().is_string()
-                                ? did_you_mean_suffix(it.value().get<std::string>(), spec->choices)
-                                : ""));
+          problems.add(
+              path, show(it.value()) + " is not allowed; expected " + allowed_text(*spec) +
+                        (spec->unit.empty() ? "" : " (" + spec->unit + ")") +
+                        (it.value().is_string() ? did_you_mean_suffix(it.value().get<std::string>(),
+                                                                      spec->allowed_choices())
+                                                : ""));
         continue;
       }
       if (reg.is_section(path)) {

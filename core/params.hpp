@@ -2,9 +2,13 @@
 // Parameters are declared once, where they are read, with type, unit, default and meaning.
 // The declarations feed `tpusim params`, validation of studies and default filling.
 //
-//   static const ParamRegistrar kHardwareParams{{   // named after its file (unity builds)
-//     {"hardware.clock_MHz", ParamType::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5},
-//   }};
+//   const Param<double> kClockMHz{   // a typed handle (core/param_handle.hpp) that reads it
+//     {"hardware.clock_MHz", ParamType::Number, "MHz", 940.0, "TensorCore clock", 1, 1e5}};
+//   ... kClockMHz(cfg) ...
+//
+// A key is declared once per condition: a second declaration of a path whose condition overlaps
+// (the same workload.model, or either without a condition) is refused when the registry is
+// built, so `tpusim params PATH` lists one entry per model.
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,16 +39,29 @@ struct ParamSpec {
   /// Names something for reports only; no result depends on it. Every other parameter must
   /// change some output of some study (tests/cli/test_param_effect.cpp).
   bool label = false;
+  /// For strings: a registry's names, allowed besides `choices` (workload.model: the registered
+  /// models), so that no list of names is written twice.
+  std::vector<std::string> (*choices_from)() = nullptr;
+
+  /// `choices` followed by the names of `choices_from`.
+  std::vector<std::string> allowed_choices() const;
 };
 
 /// A string parameter that is a label (see ParamSpec::label).
 ParamSpec label_param(std::string path, std::string default_value, std::string meaning);
 
-/// Every declared parameter. Filled by ParamRegistrar objects during static initialisation and
-/// read-only afterwards.
+/// Every declared parameter. The global one (instance()) is filled by Param handles and
+/// ParamRegistrar objects during static initialisation and read-only afterwards; tests build
+/// their own.
 class ParamRegistry {
  public:
   static const ParamRegistry& instance();
+  /// Declares `spec` in the global registry (what Param handles and ParamRegistrar call).
+  static void declare(ParamSpec spec);
+
+  /// Adds `spec`. A path declared already under an overlapping condition (the same when_path
+  /// and when_value, or either unconditional) is a tpusim bug: refused with std::logic_error.
+  void add(ParamSpec spec);
   const std::vector<ParamSpec>& all() const { return specs_; }
   /// Declarations for `path` (several when they differ by `when`).
   std::vector<const ParamSpec*> find(const std::string& path) const;
@@ -57,7 +74,6 @@ class ParamRegistry {
   void validate_and_fill(nlohmann::json& doc, ProblemList& problems) const;
 
  private:
-  friend struct ParamRegistrar;
   static ParamRegistry& mutable_instance();
   std::vector<ParamSpec> specs_;
 };

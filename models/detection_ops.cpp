@@ -4,14 +4,15 @@
 #include <cmath>
 
 #include "core/errors.hpp"
-#include "core/params.hpp"
+#include "core/param_handle.hpp"
 #include "models/ops.hpp"
 
 namespace tpusim {
 namespace {
 using T = ParamType;
+}  // namespace
 
-ParamSpec self_suppression_param(const char* model) {
+ParamSpec nms_self_suppression_param(const char* model) {
   // Assumed: the loop ends at the first pass that changes nothing, so at least 1; one more pass
   // for chains of overlapping boxes inside a tile. No measured trip count is published.
   return {"workload.nms_self_suppression_iterations",
@@ -26,7 +27,7 @@ ParamSpec self_suppression_param(const char* model) {
           model};
 }
 
-ParamSpec precision_param(const char* model) {
+ParamSpec f32_matmul_precision_param(const char* model) {
   return {"workload.f32_matmul_precision",
           T::String,
           "",
@@ -40,15 +41,11 @@ ParamSpec precision_param(const char* model) {
           model};
 }
 
+namespace {
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kDetectionOpsParams{{
-    // 32 bytes: an HBM2 pseudo-channel is 64 bits wide with a burst of 4 (JESD235).
-    {"hardware.hbm.access_bytes", T::Integer, "bytes", 32, "smallest HBM transfer of one random access (true gathers and scatter-adds pay at least this per element)", 1, 1 << 20},
-    // The TF detection code requests no precision (reference page), so XLA's DEFAULT applies.
-    precision_param("maskrcnn"),
-    self_suppression_param("maskrcnn"), self_suppression_param("ssd"),
-}};
+// 32 bytes: an HBM2 pseudo-channel is 64 bits wide with a burst of 4 (JESD235).
+const Param<std::int64_t> kHbmAccessBytes{{"hardware.hbm.access_bytes", T::Integer, "bytes", 32, "smallest HBM transfer of one random access (true gathers and scatter-adds pay at least this per element)", 1, 1 << 20}};
 // clang-format on
 
 std::int64_t pow2_ceil(std::int64_t n) {
@@ -65,13 +62,12 @@ int log2_exact(std::int64_t p) {
 
 }  // namespace
 
-DetectionCosts DetectionCosts::from_config(const Config& cfg) {
+DetectionCosts DetectionCosts::from_config(const Config& cfg,
+                                           const std::string& f32_matmul_precision) {
   DetectionCosts c;
-  c.hbm_access_bytes = static_cast<double>(cfg.integer("hardware.hbm.access_bytes"));
-  if (cfg.has("workload.f32_matmul_precision")) {
-    const std::string p = cfg.string("workload.f32_matmul_precision");
-    c.f32_matmul_passes = p == "highest" ? 6 : p == "high" ? 3 : 1;
-  }
+  c.hbm_access_bytes = static_cast<double>(kHbmAccessBytes(cfg));
+  const std::string& p = f32_matmul_precision;
+  c.f32_matmul_passes = p == "highest" ? 6 : p == "high" ? 3 : 1;
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/params.hpp"
 #include "models/op_graph.hpp"
 
 namespace tpusim {
@@ -34,8 +35,16 @@ struct DetectionCosts {
   int f32_matmul_passes = 1;
   /// Smallest HBM transfer of one random access (an HBM2 pseudo-channel burst, JESD235).
   double hbm_access_bytes = 32;
-  static DetectionCosts from_config(const Config& cfg);
+  /// hardware.hbm.access_bytes from `cfg`; the passes from `f32_matmul_precision`, the value of
+  /// the model's workload.f32_matmul_precision (default, high, highest).
+  static DetectionCosts from_config(const Config& cfg,
+                                    const std::string& f32_matmul_precision = "default");
 };
+
+/// The declarations a detection model makes for itself (its Param handles, when_value `model`):
+/// workload.nms_self_suppression_iterations and workload.f32_matmul_precision.
+ParamSpec nms_self_suppression_param(const char* model);
+ParamSpec f32_matmul_precision_param(const char* model);
 
 /// Stages of a bitonic sorting network over n elements (n padded to a power of two N):
 /// log2 N (log2 N + 1) / 2.

@@ -1,21 +1,26 @@
 #pragma once
 // Workload builders: one small class per model, registered by name, picked by
-// `workload.model`. A builder declares its dimensions as parameters (ParamRegistrar entries with
-// when_path "workload.model" and when_value its name) and turns them into an OpGraph.
+// `workload.model`. A builder declares its dimensions as typed parameters (Param handles whose
+// when_path is "workload.model" and when_value its name), turns them into an OpGraph and names
+// its host operations (input pipeline, evaluation metric).
 //
-// Adding a model is one new file:
+// Adding a model is one new file, models/builders/my_net.cpp, with one registration line:
 //
+//   const char* kMyNetModel = "my_net";
+//   const Param<std::int64_t> kMyNetLayers{{"workload.layers", ParamType::Integer, "", 24,
+//       "encoder layers", 1, 1000, {}, "workload.model", kMyNetModel}};
 //   class MyNet final : public ModelBuilder {
-//     OpGraph build(const Config& cfg, std::int64_t replica_batch) const override { ... }
+//     OpGraph build(const Config& cfg, std::int64_t replica_batch) const override {
+//       ... kMyNetLayers(cfg) ...
+//     }
 //   };
-//   const ParamRegistrar kMyNetParams{{
-//     {"workload.layers", ParamType::Integer, "", 24, "encoder layers", 1, 1000, {},
-//      "workload.model", "my_net"}}};
-//   const ModelRegistrar kMyNetRegister{"my_net", [] { return std::make_unique<MyNet>(); }};
+//   const ModelRegistrar kMyNetRegister{{kMyNetModel, 256, "sequences per training step over all
+//   replicas"},
+//                                       [] { return std::make_unique<MyNet>(); }};
 //
-// Registrars are named after their file (kMyNetParams in my_net.cpp): unity builds
-// (TPUSIM_UNITY) compile several files as one, where two kParams would collide.
-// The name must also be among the choices of "workload.model" (models/model_builder.cpp).
+// The registration declares the model's workload.global_batch and adds its name to the choices
+// of workload.model. Registrars and handles are named after their file (kMyNet... in my_net.cpp):
+// unity builds (TPUSIM_UNITY) compile several files as one, where two kParams would collide.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +29,8 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/param_handle.hpp"
+#include "models/input_pipeline.hpp"
 #include "models/op_graph.hpp"
 
 namespace tpusim {
@@ -50,22 +57,45 @@ class ModelBuilder {
   virtual bool supports_model_parallel() const { return false; }
   /// True if the builder annotates spatial splits (parallelism.spatial > 1 allowed).
   virtual bool supports_spatial() const { return false; }
+
+  /// The host input pipeline's operations on one example of `pass`, added to `p`
+  /// (models/input_pipeline.hpp). By default the example's pre-tokenised record is parsed.
+  virtual void input_pipeline(PipelineBuilder& p, const Config& cfg, PipelinePass pass) const {
+    p.parse_record();
+  }
+  /// The host-side evaluation metric over one evaluation of `examples` examples, added to `m`
+  /// (its name, whether it blocks the next device loop, its operations). By default the device
+  /// computes the metric ("device_accuracy": the host reads a count).
+  virtual void eval_metric(MetricBuilder& m, const Config& cfg, double examples) const {}
 };
 
 using ModelFactory = std::function<std::unique_ptr<ModelBuilder>()>;
 
-/// Registers a builder under `name` during static initialisation.
-struct ModelRegistrar {
-  ModelRegistrar(const char* name, ModelFactory factory);
+/// What a model registers besides its builder: its name and its workload.global_batch (the
+/// default, and what the examples of a batch are).
+struct ModelInfo {
+  const char* name;
+  std::int64_t global_batch;  ///< the default of workload.global_batch
+  const char* batch_meaning;  ///< e.g. "images per training step over all replicas"
 };
+
+/// Registers a builder under `info.name` during static initialisation, declares its
+/// workload.global_batch. A name registered twice is refused (std::logic_error).
+struct ModelRegistrar {
+  ModelRegistrar(ModelInfo info, ModelFactory factory);
+};
+
+/// workload.model: the registered models' names are its choices.
+extern const Param<std::string> kWorkloadModel;
+/// workload.global_batch, declared once per registered model.
+const ParamFamily<std::int64_t>& global_batch_param();
 
 /// The builder registered as `name`, or nullptr.
 std::unique_ptr<ModelBuilder> make_model_builder(const std::string& name);
 /// Names of the registered builders, sorted.
 std::vector<std::string> registered_models();
 
-/// The builder `cfg` names in workload.model. Throws ConfigError("workload.model", ...) naming
-/// the registered models if the name is declared but has no builder in this build.
+/// The builder `cfg` names in workload.model (validation allows only registered names).
 std::unique_ptr<ModelBuilder> model_builder_for(const Config& cfg);
 
 }  // namespace tpusim

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
+#include "models/model_builder.hpp"
 #include "models/workload.hpp"
 
 namespace tpusim {
@@ -17,34 +19,33 @@ using T = ParamType;
 // One parameter per line reads as a table. The facts of the shipped studies and their sources
 // are in docs/train.md.
 // clang-format off
-const ParamRegistrar kTrainScheduleParams{{
-    {"train.target_steps", T::Integer, "steps", 0, "training steps until the quality target is reached (at an evaluation); 0: from train.target_epochs", 0, 1e12},
-    {"train.target_epochs", T::Number, "epochs", 0.0, "epochs until the quality target is reached, when train.target_steps is 0 (needs train.dataset_examples)", 0, 1e6},
-    {"train.dataset_examples", T::Integer, "examples", 0, "training examples per epoch; an epoch is ceil(dataset_examples / workload.global_batch) steps", 0, 1e12},
-    {"train.eval_every_steps", T::Integer, "steps", 0, "training steps per device loop, each loop ending with an evaluation; 0: from train.eval_every_epochs", 0, 1e12},
-    {"train.eval_every_epochs", T::Number, "epochs", 0.0, "epochs per device loop, when train.eval_every_steps is 0", 0, 1e6},
-    {"train.eval_examples", T::Integer, "examples", 0, "examples of one evaluation (at workload.eval_batch per eval step)", 0, 1e12},
-    {"train.eval_steps", T::Integer, "steps", 0, "eval steps per evaluation as the run did them; 0: ceil(train.eval_examples / eval batch)", 0, 1e9},
-    {"train.simulated_train_steps", T::Integer, "steps", 3, "training steps of the loop that tpusim train simulates (at most the loop's); the rest of the loop is composed from them (the first and the mean of the others)", 2, 1e6},
-    {"train.program_start_s", T::Number, "s", 1.0, "start of the device program after run_start, before the first batch is fed (launching the compiled loop on every host's TPU runtime; compilation precedes run_start). An assumption, not measured, not fitted (docs/train.md)", 0, 3600},
-    {"train.loop_round_trip_us", T::Number, "us", 1000.0, "host round trip at the end of each device loop (control returns to the host, which launches the next loop through the TPU runtime; after the last loop, the wait for its result before run_stop). An assumption, not measured, not fitted (docs/train.md)", 0, 1e9},
-    {"train.simulated_eval_steps", T::Integer, "steps", 2, "eval steps that tpusim train simulates (at most an evaluation's); the rest is composed from them (the first and the mean of the others)", 2, 1e6},
-}};
+const Param<std::int64_t> kTrainTargetSteps{{"train.target_steps", T::Integer, "steps", 0, "training steps until the quality target is reached (at an evaluation); 0: from train.target_epochs", 0, 1e12}};
+const Param<double> kTrainTargetEpochs{{"train.target_epochs", T::Number, "epochs", 0.0, "epochs until the quality target is reached, when train.target_steps is 0 (needs train.dataset_examples)", 0, 1e6}};
+const Param<std::int64_t> kTrainDatasetExamples{{"train.dataset_examples", T::Integer, "examples", 0, "training examples per epoch; an epoch is ceil(dataset_examples / workload.global_batch) steps", 0, 1e12}};
+const Param<std::int64_t> kTrainEvalEverySteps{{"train.eval_every_steps", T::Integer, "steps", 0, "training steps per device loop, each loop ending with an evaluation; 0: from train.eval_every_epochs", 0, 1e12}};
+const Param<double> kTrainEvalEveryEpochs{{"train.eval_every_epochs", T::Number, "epochs", 0.0, "epochs per device loop, when train.eval_every_steps is 0", 0, 1e6}};
+const Param<std::int64_t> kTrainEvalExamples{{"train.eval_examples", T::Integer, "examples", 0, "examples of one evaluation (at workload.eval_batch per eval step)", 0, 1e12}};
+const Param<std::int64_t> kTrainEvalSteps{{"train.eval_steps", T::Integer, "steps", 0, "eval steps per evaluation as the run did them; 0: ceil(train.eval_examples / eval batch)", 0, 1e9}};
+const Param<std::int64_t> kTrainSimulatedTrainSteps{{"train.simulated_train_steps", T::Integer, "steps", 3, "training steps of the loop that tpusim train simulates (at most the loop's); the rest of the loop is composed from them (the first and the mean of the others)", 2, 1e6}};
+const Param<double> kTrainProgramStartS{{"train.program_start_s", T::Number, "s", 1.0, "start of the device program after run_start, before the first batch is fed (launching the compiled loop on every host's TPU runtime; compilation precedes run_start). An assumption, not measured, not fitted (docs/train.md)", 0, 3600}};
+const Param<double> kTrainLoopRoundTripUs{{"train.loop_round_trip_us", T::Number, "us", 1000.0, "host round trip at the end of each device loop (control returns to the host, which launches the next loop through the TPU runtime; after the last loop, the wait for its result before run_stop). An assumption, not measured, not fitted (docs/train.md)", 0, 1e9}};
+const Param<std::int64_t> kTrainSimulatedEvalSteps{{"train.simulated_eval_steps", T::Integer, "steps", 2, "eval steps that tpusim train simulates (at most an evaluation's); the rest is composed from them (the first and the mean of the others)", 2, 1e6}};
 // clang-format on
 
-std::int64_t steps_per_epoch(const Config& cfg, const char* needed_by) {
-  const std::int64_t n = cfg.integer("train.dataset_examples");
+std::int64_t steps_per_epoch(const Config& cfg, const std::string& needed_by) {
+  const std::int64_t n = kTrainDatasetExamples(cfg);
   if (n <= 0)
-    throw ConfigError("train.dataset_examples",
-                      std::string("is needed (> 0) to turn ") + needed_by +
+    throw ConfigError(kTrainDatasetExamples.path(),
+                      "is needed (> 0) to turn " + needed_by +
                           " into steps; give the training examples per epoch");
-  const std::int64_t b = cfg.integer("workload.global_batch");
+  const std::int64_t b = global_batch_param()(cfg);
   return (n + b - 1) / b;
 }
 
-// Epochs to whole steps; a fraction of a step is an error naming `path`.
-std::int64_t epochs_to_steps(const Config& cfg, const char* path) {
-  const double epochs = cfg.number(path);
+// Epochs to whole steps; a fraction of a step is an error naming the epochs' path.
+std::int64_t epochs_to_steps(const Config& cfg, const Param<double>& epochs_param) {
+  const std::string& path = epochs_param.path();
+  const double epochs = epochs_param(cfg);
   const double steps = epochs * static_cast<double>(steps_per_epoch(cfg, path));
   if (std::abs(steps - std::round(steps)) > 1e-6)
     throw ConfigError(path, std::to_string(epochs) + " epochs are " + std::to_string(steps) +
@@ -53,15 +54,16 @@ std::int64_t epochs_to_steps(const Config& cfg, const char* path) {
   return static_cast<std::int64_t>(std::round(steps));
 }
 
-std::int64_t steps_or_epochs(const Config& cfg, const char* steps_path, const char* epochs_path,
-                             const char* what) {
-  const std::int64_t steps = cfg.integer(steps_path);
-  const bool epochs = cfg.number(epochs_path) > 0;
+std::int64_t steps_or_epochs(const Config& cfg, const Param<std::int64_t>& steps_param,
+                             const Param<double>& epochs_param, const char* what) {
+  const std::string& steps_path = steps_param.path();
+  const std::string& epochs_path = epochs_param.path();
+  const std::int64_t steps = steps_param(cfg);
+  const bool epochs = epochs_param(cfg) > 0;
   if (steps > 0 && epochs)
-    throw ConfigError(steps_path,
-                      std::string("give ") + steps_path + " or " + epochs_path + ", not both");
+    throw ConfigError(steps_path, "give " + steps_path + " or " + epochs_path + ", not both");
   if (steps > 0) return steps;
-  if (epochs) return epochs_to_steps(cfg, epochs_path);
+  if (epochs) return epochs_to_steps(cfg, epochs_param);
   throw ConfigError(steps_path, std::string("tpusim train needs ") + what + ": give " + steps_path +
                                     " (> 0) or " + epochs_path + " (> 0)");
 }
@@ -83,40 +85,40 @@ std::vector<bool> TrainSchedule::simulated_sequence() const {
 
 TrainSchedule read_train_schedule(const Config& cfg) {
   TrainSchedule s;
-  s.global_batch = cfg.integer("workload.global_batch");
+  s.global_batch = global_batch_param()(cfg);
   s.eval_batch = step_examples(cfg, ProgramKind::Eval);
-  s.target_steps = steps_or_epochs(cfg, "train.target_steps", "train.target_epochs",
+  s.target_steps = steps_or_epochs(cfg, kTrainTargetSteps, kTrainTargetEpochs,
                                    "the steps to the quality target");
-  s.steps_per_loop = steps_or_epochs(cfg, "train.eval_every_steps", "train.eval_every_epochs",
-                                     "the evaluation cadence");
+  s.steps_per_loop =
+      steps_or_epochs(cfg, kTrainEvalEverySteps, kTrainEvalEveryEpochs, "the evaluation cadence");
   if (s.target_steps % s.steps_per_loop != 0)
     throw ConfigError(
-        cfg.integer("train.target_steps") > 0 ? "train.target_steps" : "train.target_epochs",
+        kTrainTargetSteps(cfg) > 0 ? kTrainTargetSteps.path() : kTrainTargetEpochs.path(),
         std::to_string(s.target_steps) + " steps to the target are not a multiple of the " +
             std::to_string(s.steps_per_loop) +
             " steps between evaluations (the target is detected at an evaluation); allowed: a "
             "multiple of " +
             std::to_string(s.steps_per_loop) + " steps");
   s.evaluations = s.target_steps / s.steps_per_loop;
-  s.eval_examples = cfg.integer("train.eval_examples");
+  s.eval_examples = kTrainEvalExamples(cfg);
   if (s.eval_examples <= 0)
-    throw ConfigError("train.eval_examples",
+    throw ConfigError(kTrainEvalExamples.path(),
                       "tpusim train needs the examples of one evaluation (> 0)");
   const std::int64_t needed = (s.eval_examples + s.eval_batch - 1) / s.eval_batch;
-  s.eval_steps = cfg.integer("train.eval_steps");
+  s.eval_steps = kTrainEvalSteps(cfg);
   if (s.eval_steps == 0) s.eval_steps = needed;
   if (s.eval_steps < needed)
-    throw ConfigError("train.eval_steps",
+    throw ConfigError(kTrainEvalSteps.path(),
                       std::to_string(s.eval_steps) + " eval steps of " +
                           std::to_string(s.eval_batch) + " examples cannot cover " +
                           std::to_string(s.eval_examples) +
                           " eval examples; allowed: 0 or >= " + std::to_string(needed));
-  s.program_start_s = cfg.number("train.program_start_s");
-  s.loop_round_trip_s = cfg.number("train.loop_round_trip_us") * 1e-6;
-  s.simulated_train_steps = static_cast<int>(
-      std::min<std::int64_t>(cfg.integer("train.simulated_train_steps"), s.steps_per_loop));
-  s.simulated_eval_steps = static_cast<int>(
-      std::min<std::int64_t>(cfg.integer("train.simulated_eval_steps"), s.eval_steps));
+  s.program_start_s = kTrainProgramStartS(cfg);
+  s.loop_round_trip_s = kTrainLoopRoundTripUs(cfg) * 1e-6;
+  s.simulated_train_steps =
+      static_cast<int>(std::min<std::int64_t>(kTrainSimulatedTrainSteps(cfg), s.steps_per_loop));
+  s.simulated_eval_steps =
+      static_cast<int>(std::min<std::int64_t>(kTrainSimulatedEvalSteps(cfg), s.eval_steps));
   return s;
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "core/params.hpp"
+#include "core/param_handle.hpp"
 #include "models/ops.hpp"
 
 namespace tpusim {
@@ -22,13 +22,10 @@ const char* to_string(OptimizerKind k) {
   return "?";
 }
 
-namespace {
-const ParamRegistrar kTrainingParams{{
+const Param<bool> kRematerialize{
     {"workload.rematerialize", ParamType::Boolean, "", false,
      "recompute each layer's activations in the backward pass instead of keeping them from the "
-     "forward pass (less memory, a second forward pass of every layer)"},
-}};
-}  // namespace
+     "forward pass (less memory, a second forward pass of every layer)"}};
 
 int optimizer_slots(OptimizerKind k) {
   return k == OptimizerKind::Adam || k == OptimizerKind::Lamb ? 2 : 1;
@@ -384,7 +381,7 @@ void derive_training_graph(OpGraph& g, OptimizerKind optimizer, bool remateriali
 }
 
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, const Config& cfg) {
-  derive_training_graph(g, optimizer, cfg.boolean("workload.rematerialize"));
+  derive_training_graph(g, optimizer, kRematerialize(cfg));
 }
 
 }  // namespace tpusim

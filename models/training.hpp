@@ -1,6 +1,7 @@
 #pragma once
 // From a forward graph to a training step: backward derived op by op, and the optimizer.
 #include "core/config.hpp"
+#include "core/param_handle.hpp"
 #include "models/op_graph.hpp"
 
 namespace tpusim {
@@ -41,6 +42,9 @@ void derive_training_graph(OpGraph& g, OptimizerKind optimizer, bool remateriali
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, RematPolicy remat);
 /// The same, with rematerialize read from the study's workload.rematerialize.
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, const Config& cfg);
+
+/// workload.rematerialize (every model's; decoder_lm refuses it for its workload.remat).
+extern const Param<bool> kRematerialize;
 
 /// Vector ops per weight element and HBM bytes per weight of one optimizer op.
 struct OptimizerOpCost {

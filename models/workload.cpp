@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/errors.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/model_builder.hpp"
 #include "models/parallelism/layout.hpp"
@@ -17,11 +18,9 @@ using T = ParamType;
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kWorkloadParams{{
-    {"workload.program", T::String, "", "train", "the program tpusim run simulates: train (one training step) or eval (one evaluation step: forward and the model's on-device post-processing at workload.eval_batch)", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"train", "eval"}},
-    {"workload.microbatches", T::Integer, "", 1, "gradient accumulation: each replica runs its share of the global batch as this many forward and backward passes, summing the weight gradients in place (f32 accumulators), then syncs gradients and updates once", 1, 1 << 16},
-    {"workload.eval_batch", T::Integer, "examples", 0, "examples per evaluation step over all replicas; 0: workload.global_batch", 0, 1e9},
-}};
+const Param<std::string> kWorkloadProgram{{"workload.program", T::String, "", "train", "the program tpusim run simulates: train (one training step) or eval (one evaluation step: forward and the model's on-device post-processing at workload.eval_batch)", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"train", "eval"}}};
+const Param<std::int64_t> kWorkloadMicrobatches{{"workload.microbatches", T::Integer, "", 1, "gradient accumulation: each replica runs its share of the global batch as this many forward and backward passes, summing the weight gradients in place (f32 accumulators), then syncs gradients and updates once", 1, 1 << 16}};
+const Param<std::int64_t> kWorkloadEvalBatch{{"workload.eval_batch", T::Integer, "examples", 0, "examples per evaluation step over all replicas; 0: workload.global_batch", 0, 1e9}};
 // clang-format on
 
 int num_cores(const Topology& topology, const HardwareSpec& hw) {
@@ -32,7 +31,7 @@ int num_cores(const Topology& topology, const HardwareSpec& hw) {
 // Added to `problems`, so that all of them are reported at once.
 void check_layout(const Config& cfg, const ModelBuilder& builder, const Layout& l,
                   ProblemList& problems) {
-  const std::string model = cfg.string("workload.model");
+  const std::string model = kWorkloadModel(cfg);
   if (l.model > 1 && !builder.supports_model_parallel())
     problems.add("parallelism.model", std::to_string(l.model) + ": " + model +
                                           " has no model-parallel split; allowed: 1");
@@ -90,12 +89,12 @@ std::vector<MeshAxis> workload_mesh_axes(const Config& cfg, const Topology& topo
 }
 
 ProgramKind program_kind(const Config& cfg) {
-  return cfg.string("workload.program") == "eval" ? ProgramKind::Eval : ProgramKind::Train;
+  return kWorkloadProgram(cfg) == "eval" ? ProgramKind::Eval : ProgramKind::Train;
 }
 
 std::int64_t step_examples(const Config& cfg, ProgramKind kind) {
-  const std::int64_t eval = cfg.integer("workload.eval_batch");
-  return kind == ProgramKind::Eval && eval > 0 ? eval : cfg.integer("workload.global_batch");
+  const std::int64_t eval = kWorkloadEvalBatch(cfg);
+  return kind == ProgramKind::Eval && eval > 0 ? eval : global_batch_param()(cfg);
 }
 
 Program build_program(const Config& cfg, const Topology& topology, const HardwareSpec& hw) {
@@ -112,17 +111,17 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   check_slices(layout, topology, problems);
   const bool eval = kind == ProgramKind::Eval;
   const std::int64_t batch = step_examples(cfg, kind);
-  check_batch(eval && cfg.integer("workload.eval_batch") > 0 ? "workload.eval_batch"
-                                                             : "workload.global_batch",
-              batch, layout, problems);
+  check_batch(
+      eval && kWorkloadEvalBatch(cfg) > 0 ? kWorkloadEvalBatch.path() : global_batch_param().path(),
+      batch, layout, problems);
   // The graph of one replica is built even if the batch does not divide (its share rounded up),
   // so that the layout's dimension constraints are reported together with the batch.
   const std::int64_t replicas = static_cast<std::int64_t>(layout.data) * layout.slices;
   const std::int64_t replica_batch = std::max<std::int64_t>(1, (batch + replicas - 1) / replicas);
-  const int micro = eval ? 1 : static_cast<int>(cfg.integer("workload.microbatches"));
+  const int micro = eval ? 1 : static_cast<int>(kWorkloadMicrobatches(cfg));
   if (replica_batch % micro != 0)
     problems.add(
-        "workload.microbatches",
+        kWorkloadMicrobatches.path(),
         std::to_string(micro) + " microbatches do not divide the " + std::to_string(replica_batch) +
             " examples of a replica; allowed: a divisor of " + std::to_string(replica_batch));
   const std::int64_t micro_batch = std::max<std::int64_t>(1, replica_batch / micro);
@@ -133,9 +132,9 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
     if (eval) {
       graph = builder->build_eval(cfg, micro_batch);
       if (!graph)
-        problems.add("workload.program", "eval: " + cfg.string("workload.model") +
-                                             " has no evaluation program in this build; "
-                                             "allowed: train");
+        problems.add(kWorkloadProgram.path(), "eval: " + kWorkloadModel(cfg) +
+                                                  " has no evaluation program in this build; "
+                                                  "allowed: train");
     } else {
       graph.emplace(builder->build(cfg, micro_batch));
       graph->microbatches = micro;
@@ -149,7 +148,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   // One slice's Program; the other slices run the same on their share of the batch.
   program.examples_per_step *= layout.slices;
   program.model_flops *= layout.slices;
-  program.model = cfg.string("workload.model");
+  program.model = kWorkloadModel(cfg);
   program.validate();
   return program;
 }

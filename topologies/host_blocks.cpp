@@ -3,23 +3,22 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 
 namespace tpusim {
 namespace {
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kHostBlocksParams{{
-    // 8 chips (16 TensorCores) per host as a 4x2 block of the chip grid: the mlperf07 system
-    // files and launch flags (512 hosts on the 128x32 Multipod). Clipped to smaller grids.
-    {"hardware.host.chip_block", ParamType::IntegerList, "chips", nlohmann::json::array({4, 2}), "chips one host feeds, as a block of the chip grid (X first; clipped to the grid, must tile it) (tpusim train)", 1, 1 << 20},
-}};
+// 8 chips (16 TensorCores) per host as a 4x2 block of the chip grid: the mlperf07 system
+// files and launch flags (512 hosts on the 128x32 Multipod). Clipped to smaller grids.
+const Param<std::vector<std::int64_t>> kHostChipBlock{{"hardware.host.chip_block", ParamType::IntegerList, "chips", nlohmann::json::array({4, 2}), "chips one host feeds, as a block of the chip grid (X first; clipped to the grid, must tile it) (tpusim train)", 1, 1 << 20}};
 // clang-format on
 }  // namespace
 
 std::vector<int> host_chip_block(const Config& cfg) {
   std::vector<int> block;
-  for (auto e : cfg.integers("hardware.host.chip_block")) block.push_back(static_cast<int>(e));
+  for (auto e : kHostChipBlock(cfg)) block.push_back(static_cast<int>(e));
   return block;
 }
 

@@ -12,6 +12,7 @@
 #include "core/limits.hpp"
 #include "core/nearest_name.hpp"
 #include "core/params.hpp"
+#include "core/presets.hpp"
 #include "topologies/slice_names.hpp"
 
 namespace tpusim {
@@ -33,18 +34,15 @@ nlohmann::json expand_topology(const std::string& text, const std::string& where
 }
 const ShorthandRegistrar kShorthand{"topology", &expand_topology};
 
-const char* kShapeHelp =
-    "a preset name (e.g. tpu_v3_pod, tpu_v3_multipod), a shape such as 32x128 (all dimensions "
-    "wrap), 4x4x8 (3D: dimensions of 4 or more wrap) or 128x32:wrap=0,1, a Cloud slice name "
-    "(v4-128, v5p-256, v5litepod-16), or a JSON file";
-
-/// The names of the topology presets (configs/topologies/*.json).
-std::vector<std::string> topology_presets() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(config_dir() + "/topologies", ec))
-    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
-  return names;
+// What a topology may be given as; the presets are those of core/presets' registry.
+std::string shape_help() {
+  std::string presets;
+  for (const auto& n : preset_names(PresetKind::Topology))
+    presets += (presets.empty() ? "" : ", ") + n;
+  return "a preset name (" + presets +
+         "), a shape such as 32x128 (all dimensions wrap), 4x4x8 (3D: dimensions of 4 or more "
+         "wrap) or 128x32:wrap=0,1, a Cloud slice name (v4-128, v5p-256, v5litepod-16), or a "
+         "JSON file";
 }
 
 bool parse_int(const std::string& s, int& out) {
@@ -159,7 +157,7 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
 }
 
 TopologySpec parse_topology(const std::string& text, const std::string& where) {
-  if (text.empty()) throw ConfigError(where, "empty topology; expected " + std::string(kShapeHelp));
+  if (text.empty()) throw ConfigError(where, "empty topology; expected " + shape_help());
   // Inline shape: digits separated by 'x', optionally ":wrap=..."
   std::string shape = text, wrap_part;
   if (auto colon = text.find(':'); colon != std::string::npos) {
@@ -172,7 +170,7 @@ TopologySpec parse_topology(const std::string& text, const std::string& where) {
     for (const auto& part : split(shape, 'x')) {
       int v = 0;
       if (!parse_int(part, v) || v < 1)
-        throw ConfigError(where, "'" + text + "' is not a topology; expected " + kShapeHelp);
+        throw ConfigError(where, "'" + text + "' is not a topology; expected " + shape_help());
       spec.dims.push_back(v);
     }
     if (wrap_part.empty() && spec.dims.size() == 3) {
@@ -203,8 +201,8 @@ TopologySpec parse_topology(const std::string& text, const std::string& where) {
     try {
       resolve_presets(j, where);
     } catch (const ConfigError& e) {
-      throw ConfigError(where, "'" + text + "' is not a known topology; expected " + kShapeHelp +
-                                   did_you_mean_suffix(text, topology_presets()));
+      throw ConfigError(where, "'" + text + "' is not a known topology; expected " + shape_help() +
+                                   did_you_mean_suffix(text, preset_names(PresetKind::Topology)));
     }
   }
   return topology_from_json(j, where);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/errors.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/transformer_blocks.hpp"
 #include "models/eval_ops.hpp"
@@ -20,17 +21,15 @@ const char* kBertModel = "bert_large";
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kBertParams{{
-    {"workload.layers", T::Integer, "", 24, "encoder layers", 1, 1000, {}, "workload.model", kBertModel},
-    {"workload.hidden", T::Integer, "", 1024, "hidden width (d_model)", 1, 1e6, {}, "workload.model", kBertModel},
-    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kBertModel},
-    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (GELU)", 1, 1e6, {}, "workload.model", kBertModel},
-    {"workload.seq_len", T::Integer, "tokens", 512, "tokens per sequence", 1, 1e6, {}, "workload.model", kBertModel},
-    {"workload.vocab", T::Integer, "", 30522, "word-piece vocabulary (word embedding rows, MLM classes)", 2, 1e8, {}, "workload.model", kBertModel},
-    {"workload.type_vocab", T::Integer, "", 2, "token-type (segment) embedding rows", 1, 1e3, {}, "workload.model", kBertModel},
-    {"workload.one_hot_embeddings", T::Boolean, "", false, "look up word embeddings as a one-hot matmul [tokens, vocab] x [vocab, hidden] on the MXU (BERT's TPU code option use_one_hot_embeddings) instead of a gather", -kInf, kInf, {}, "workload.model", kBertModel},
-    {"workload.masked_positions", T::Integer, "tokens", 76, "masked-LM predictions per sequence (the MLM head runs on these only)", 1, 1e6, {}, "workload.model", kBertModel},
-}};
+const Param<std::int64_t> kBertLayers{{"workload.layers", T::Integer, "", 24, "encoder layers", 1, 1000, {}, "workload.model", kBertModel}};
+const Param<std::int64_t> kBertHidden{{"workload.hidden", T::Integer, "", 1024, "hidden width (d_model)", 1, 1e6, {}, "workload.model", kBertModel}};
+const Param<std::int64_t> kBertHeads{{"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kBertModel}};
+const Param<std::int64_t> kBertFfn{{"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (GELU)", 1, 1e6, {}, "workload.model", kBertModel}};
+const Param<std::int64_t> kBertSeqLen{{"workload.seq_len", T::Integer, "tokens", 512, "tokens per sequence", 1, 1e6, {}, "workload.model", kBertModel}};
+const Param<std::int64_t> kBertVocab{{"workload.vocab", T::Integer, "", 30522, "word-piece vocabulary (word embedding rows, MLM classes)", 2, 1e8, {}, "workload.model", kBertModel}};
+const Param<std::int64_t> kBertTypeVocab{{"workload.type_vocab", T::Integer, "", 2, "token-type (segment) embedding rows", 1, 1e3, {}, "workload.model", kBertModel}};
+const Param<bool> kBertOneHotEmbeddings{{"workload.one_hot_embeddings", T::Boolean, "", false, "look up word embeddings as a one-hot matmul [tokens, vocab] x [vocab, hidden] on the MXU (BERT's TPU code option use_one_hot_embeddings) instead of a gather", -kInf, kInf, {}, "workload.model", kBertModel}};
+const Param<std::int64_t> kBertMaskedPositions{{"workload.masked_positions", T::Integer, "tokens", 76, "masked-LM predictions per sequence (the MLM head runs on these only)", 1, 1e6, {}, "workload.model", kBertModel}};
 // clang-format on
 
 // The one-hot form: an MXU matmul whose one-hot operand is generated inside the fusion (iota ==
@@ -55,7 +54,7 @@ struct Embeddings {
 // token-type rows added, then layer norm with dropout.
 Embeddings add_embeddings(OpGraph& g, const Config& cfg, std::int64_t tokens, std::int64_t seq,
                           std::int64_t vocab, std::int64_t h) {
-  OpNode word = cfg.boolean("workload.one_hot_embeddings")
+  OpNode word = kBertOneHotEmbeddings(cfg)
                     ? one_hot_embedding("embeddings.word", tokens, vocab, h)
                     : embedding_lookup("embeddings.word", tokens, vocab, h);
   word.split.model = SplitDim::K;
@@ -64,7 +63,7 @@ Embeddings add_embeddings(OpGraph& g, const Config& cfg, std::int64_t tokens, st
   e.word = g.add(std::move(word));
   OpNode pos = vector_op(OpKind::Elementwise, "embeddings.position_type",
                          static_cast<double>(tokens) * h, 1, 2 * vpu_ops::kGather, 1);
-  pos.params = (seq + cfg.integer("workload.type_vocab")) * h;
+  pos.params = (seq + kBertTypeVocab(cfg)) * h;
   const int pos_v = g.add(std::move(pos), {e.word});
   e.out = g.add(
       layer_norm("embeddings.layer_norm", tokens, h, 1, vpu_ops::kLayerNorm + vpu_ops::kDropout,
@@ -128,12 +127,11 @@ class BertLarge final : public ModelBuilder {
   };
 
   Forward forward(const Config& cfg, std::int64_t batch) const {
-    const std::int64_t layers = cfg.integer("workload.layers");
-    const std::int64_t seq = cfg.integer("workload.seq_len");
-    const std::int64_t vocab = cfg.integer("workload.vocab");
-    const std::int64_t masked = cfg.integer("workload.masked_positions");
-    const TransformerDims d{batch, cfg.integer("workload.hidden"), cfg.integer("workload.heads"),
-                            cfg.integer("workload.ffn")};
+    const std::int64_t layers = kBertLayers(cfg);
+    const std::int64_t seq = kBertSeqLen(cfg);
+    const std::int64_t vocab = kBertVocab(cfg);
+    const std::int64_t masked = kBertMaskedPositions(cfg);
+    const TransformerDims d{batch, kBertHidden(cfg), kBertHeads(cfg), kBertFfn(cfg)};
     if (d.hidden % d.heads != 0)
       throw ConfigError("workload.heads", std::to_string(d.heads) +
                                               " heads do not divide workload.hidden = " +
@@ -187,7 +185,10 @@ class BertLarge final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kBertRegister{kBertModel, [] { return std::make_unique<BertLarge>(); }};
+// 8192: the largest MLPerf v0.7 run (reference table).
+const ModelRegistrar kBertRegister{
+    {kBertModel, 8192, "sequences per training step over all replicas"},
+    [] { return std::make_unique<BertLarge>(); }};
 
 }  // namespace
 }  // namespace tpusim

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "core/errors.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/decoder_blocks.hpp"
 #include "models/model_builder.hpp"
@@ -26,24 +27,22 @@ const char* kDecoderLmModel = "decoder_lm";
 // Defaults: a model of about 1.1 B parameters (configs/models/decoder_1b.json), small enough to
 // test quickly. One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kDecoderLmParams{{
-    {"workload.layers", T::Integer, "", 20, "decoder layers", 1, 1000, {}, "workload.model", kDecoderLmModel},
-    {"workload.d_model", T::Integer, "", 2048, "model width", 1, 1e6, {}, "workload.model", kDecoderLmModel},
-    {"workload.heads", T::Integer, "", 16, "query heads", 1, 1e4, {}, "workload.model", kDecoderLmModel},
-    {"workload.kv_heads", T::Integer, "", 0, "key/value heads: 0 as many as workload.heads (multi-head), 1 multi-query, a divisor of the heads grouped-query", 0, 1e4, {}, "workload.model", kDecoderLmModel},
-    {"workload.head_dim", T::Integer, "", 0, "width of one head; 0: d_model / heads", 0, 1e5, {}, "workload.model", kDecoderLmModel},
-    {"workload.d_ff", T::Integer, "", 8192, "MLP inner width", 1, 1e7, {}, "workload.model", kDecoderLmModel},
-    {"workload.vocab", T::Integer, "", 32768, "vocabulary (embedding rows, output classes)", 2, 1e8, {}, "workload.model", kDecoderLmModel},
-    {"workload.seq_len", T::Integer, "tokens", 2048, "tokens per sequence", 1, 1e6, {}, "workload.model", kDecoderLmModel},
-    {"workload.block", T::String, "", "serial", "serial: MLP after attention, each with its own layer norm; parallel: attention and MLP from one layer norm, summed (PaLM)", -kInf, kInf, {"serial", "parallel"}, "workload.model", kDecoderLmModel},
-    {"workload.mlp", T::String, "", "gelu", "MLP: gelu (two matmuls) or swiglu (gate and up projections, then down: three d_model x d_ff matrices)", -kInf, kInf, {"gelu", "swiglu"}, "workload.model", kDecoderLmModel},
-    {"workload.positions", T::String, "", "learned", "learned (a seq_len x d_model table added to the embeddings) or rotary (queries and keys rotated in every layer)", -kInf, kInf, {"learned", "rotary"}, "workload.model", kDecoderLmModel},
-    {"workload.biases", T::Boolean, "", true, "matmuls and layer norms have biases (GPT-3; PaLM has none)", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
-    {"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
-    {"parallelism.shard_activations", T::Boolean, "", false, "shard the residual stream, layer norms and residual adds over the model axis too (GSPMD's and PaLM's layouts, Megatron's sequence parallelism): all-gathered before the column-split matmuls, partial sums reduce-scattered instead of all-reduced; 1/model of the activations and their vector work", -kInf, kInf, {}, "workload.model", kDecoderLmModel},
-    {"parallelism.sequence_attention", T::String, "", "gather", "attention with a sequence axis: gather (all-gather the keys and values of the whole sequence over 'sequence', kept for the backward; their gradients reduce-scattered) or all_to_all (reshard Q, K and V from sequence-split to head-split and the context back with all-to-alls, DeepSpeed-Ulysses; the heads per model core must divide by parallelism.sequence)", -kInf, kInf, {"gather", "all_to_all"}, "workload.model", kDecoderLmModel},
-    {"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel},
-}};
+const Param<std::int64_t> kDecoderLmLayers{{"workload.layers", T::Integer, "", 20, "decoder layers", 1, 1000, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmDModel{{"workload.d_model", T::Integer, "", 2048, "model width", 1, 1e6, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmHeads{{"workload.heads", T::Integer, "", 16, "query heads", 1, 1e4, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmKvHeads{{"workload.kv_heads", T::Integer, "", 0, "key/value heads: 0 as many as workload.heads (multi-head), 1 multi-query, a divisor of the heads grouped-query", 0, 1e4, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmHeadDim{{"workload.head_dim", T::Integer, "", 0, "width of one head; 0: d_model / heads", 0, 1e5, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmDFf{{"workload.d_ff", T::Integer, "", 8192, "MLP inner width", 1, 1e7, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmVocab{{"workload.vocab", T::Integer, "", 32768, "vocabulary (embedding rows, output classes)", 2, 1e8, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmSeqLen{{"workload.seq_len", T::Integer, "tokens", 2048, "tokens per sequence", 1, 1e6, {}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmBlock{{"workload.block", T::String, "", "serial", "serial: MLP after attention, each with its own layer norm; parallel: attention and MLP from one layer norm, summed (PaLM)", -kInf, kInf, {"serial", "parallel"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmMlp{{"workload.mlp", T::String, "", "gelu", "MLP: gelu (two matmuls) or swiglu (gate and up projections, then down: three d_model x d_ff matrices)", -kInf, kInf, {"gelu", "swiglu"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmPositions{{"workload.positions", T::String, "", "learned", "learned (a seq_len x d_model table added to the embeddings) or rotary (queries and keys rotated in every layer)", -kInf, kInf, {"learned", "rotary"}, "workload.model", kDecoderLmModel}};
+const Param<bool> kDecoderLmBiases{{"workload.biases", T::Boolean, "", true, "matmuls and layer norms have biases (GPT-3; PaLM has none)", -kInf, kInf, {}, "workload.model", kDecoderLmModel}};
+const Param<bool> kDecoderLmTiedEmbeddings{{"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kDecoderLmModel}};
+const Param<bool> kDecoderLmShardActivations{{"parallelism.shard_activations", T::Boolean, "", false, "shard the residual stream, layer norms and residual adds over the model axis too (GSPMD's and PaLM's layouts, Megatron's sequence parallelism): all-gathered before the column-split matmuls, partial sums reduce-scattered instead of all-reduced; 1/model of the activations and their vector work", -kInf, kInf, {}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmSequenceAttention{{"parallelism.sequence_attention", T::String, "", "gather", "attention with a sequence axis: gather (all-gather the keys and values of the whole sequence over 'sequence', kept for the backward; their gradients reduce-scattered) or all_to_all (reshard Q, K and V from sequence-split to head-split and the context back with all-to-alls, DeepSpeed-Ulysses; the heads per model core must divide by parallelism.sequence)", -kInf, kInf, {"gather", "all_to_all"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel}};
 // clang-format on
 
 // All-to-all resharding splits each model core's heads (query and key/value) over "sequence".
@@ -70,24 +69,23 @@ void check_all_to_all(const DecoderDims& d, ProblemList& problems) {
 DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   DecoderDims d;
   d.batch = batch;
-  d.seq = cfg.integer("workload.seq_len");
-  d.d_model = cfg.integer("workload.d_model");
-  d.heads = cfg.integer("workload.heads");
-  d.kv_heads = cfg.integer("workload.kv_heads");
+  d.seq = kDecoderLmSeqLen(cfg);
+  d.d_model = kDecoderLmDModel(cfg);
+  d.heads = kDecoderLmHeads(cfg);
+  d.kv_heads = kDecoderLmKvHeads(cfg);
   if (d.kv_heads == 0) d.kv_heads = d.heads;
-  d.head_dim = cfg.integer("workload.head_dim");
-  d.d_ff = cfg.integer("workload.d_ff");
-  d.vocab = cfg.integer("workload.vocab");
-  d.parallel = cfg.string("workload.block") == "parallel";
-  d.swiglu = cfg.string("workload.mlp") == "swiglu";
-  d.rotary = cfg.string("workload.positions") == "rotary";
-  d.biases = cfg.boolean("workload.biases");
+  d.head_dim = kDecoderLmHeadDim(cfg);
+  d.d_ff = kDecoderLmDFf(cfg);
+  d.vocab = kDecoderLmVocab(cfg);
+  d.parallel = kDecoderLmBlock(cfg) == "parallel";
+  d.swiglu = kDecoderLmMlp(cfg) == "swiglu";
+  d.rotary = kDecoderLmPositions(cfg) == "rotary";
+  d.biases = kDecoderLmBiases(cfg);
   d.model_degree = cfg.integer("parallelism.model");
-  d.shard_activations = cfg.boolean("parallelism.shard_activations");
+  d.shard_activations = kDecoderLmShardActivations(cfg);
   d.model2_degree = cfg.integer("parallelism.model2");
   d.sequence_degree = cfg.integer("parallelism.sequence");
-  d.sequence_all_to_all =
-      d.sequence_degree > 1 && cfg.string("parallelism.sequence_attention") == "all_to_all";
+  d.sequence_all_to_all = d.sequence_degree > 1 && kDecoderLmSequenceAttention(cfg) == "all_to_all";
   ProblemList problems;
   if (d.model2_degree > 1 && !d.shard_activations)
     problems.add("parallelism.model2",
@@ -112,8 +110,8 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
     problems.add("workload.kv_heads",
                  std::to_string(d.kv_heads) + " does not divide workload.heads = " +
                      std::to_string(d.heads) + "; allowed: 0, 1 or a divisor of the heads");
-  if (cfg.boolean("workload.rematerialize"))
-    problems.add("workload.rematerialize",
+  if (kRematerialize(cfg))
+    problems.add(kRematerialize.path(),
                  "true: decoder_lm takes its policy from workload.remat (none, full, attention); "
                  "allowed: false");
   check_all_to_all(d, problems);
@@ -122,7 +120,7 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
 }
 
 RematPolicy remat_policy(const Config& cfg) {
-  const std::string r = cfg.string("workload.remat");
+  const std::string r = kDecoderLmRemat(cfg);
   if (r == "full") return RematPolicy::Full;
   if (r == "attention") return RematPolicy::Attention;
   return RematPolicy::None;
@@ -146,12 +144,12 @@ class DecoderLm final : public ModelBuilder {
     g.require_divisible({"sequence", "workload.seq_len", d.seq, "tokens per sequence"});
     const DecoderEmbeddings e = add_decoder_embeddings(g, d);
     int x = e.out;
-    for (std::int64_t l = 0; l < cfg.integer("workload.layers"); ++l) {
+    for (std::int64_t l = 0; l < kDecoderLmLayers(cfg); ++l) {
       g.begin_layer();
       x = add_decoder_layer(g, "decoder." + std::to_string(l) + ".", x, d);
       g.end_layer();
     }
-    add_decoder_head(g, d, x, cfg.boolean("workload.tied_embeddings") ? e.lookup : -1);
+    add_decoder_head(g, d, x, kDecoderLmTiedEmbeddings(cfg) ? e.lookup : -1);
     // Infeed: the token ids and the targets (next tokens), i32.
     g.infeed_bytes_per_example = static_cast<double>(2 * d.seq) * dtype_bytes(DType::I32);
     g.infeed_dtype = DType::I32;
@@ -161,8 +159,9 @@ class DecoderLm final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kDecoderLmRegister{kDecoderLmModel,
-                                        [] { return std::make_unique<DecoderLm>(); }};
+const ModelRegistrar kDecoderLmRegister{
+    {kDecoderLmModel, 256, "sequences per training step over all replicas"},
+    [] { return std::make_unique<DecoderLm>(); }};
 
 }  // namespace
 }  // namespace tpusim

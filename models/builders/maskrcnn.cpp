@@ -13,6 +13,8 @@
 #include <limits>
 
 #include "core/errors.hpp"
+#include "core/hardware.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/cnn_checks.hpp"
 #include "models/builders/maskrcnn_parts.hpp"
@@ -32,47 +34,46 @@ ParamSpec param(const char* path, ParamType type, const char* unit, double def, 
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kMaskrcnnParams{{
-    // 256: the MLPerf v0.7 512-chip run (reference table).
-    param("workload.global_batch", T::Integer, "images", 256, "images per training step over all replicas", 1, 1e9),
-    param("workload.image_height", T::Integer, "pixels", 832, "padded input height (short side 800 padded to a multiple of 64)", 64, 1e5),
-    param("workload.image_width", T::Integer, "pixels", 1344, "padded input width (long side at most 1333 padded to a multiple of 64)", 64, 1e5),
-    // 91: the TPU implementation's class outputs (COCO category ids 1..90 and background).
-    param("workload.classes", T::Integer, "", 91, "object classes including background", 2, 1e5),
-    param("workload.rpn_pre_nms_topn", T::Integer, "boxes", 2000, "proposals per FPN level and image kept before NMS (training)", 1, 1e6),
-    param("workload.rpn_post_nms_topn", T::Integer, "boxes", 1000, "proposals per level after NMS and per image after merging the levels (training)", 1, 1e6),
-    param("workload.rois_per_image", T::Integer, "boxes", 512, "sampled ROIs per image for the box head", 1, 1e6),
-    param("workload.mask_rois_per_image", T::Integer, "boxes", 128, "foreground ROIs per image for the mask head", 1, 1e6),
-    param("workload.max_gt_boxes", T::Integer, "boxes", 100, "ground-truth boxes and masks per image (padded)", 1, 1e5),
-    param("workload.gt_mask_pixels", T::Integer, "pixels", 116, "height = width of the padded ground-truth masks from the host (112 + 2 x 2)", 1, 1e4),
-    // The TPU implementation's eval settings.
-    param("workload.eval_rpn_pre_nms_topn", T::Integer, "boxes", 1000, "proposals per FPN level and image kept before NMS (evaluation)", 1, 1e6),
-    param("workload.eval_rpn_post_nms_topn", T::Integer, "boxes", 1000, "proposals per image after NMS (evaluation): the box head's ROIs", 1, 1e6),
-    param("workload.eval_detections", T::Integer, "boxes", 100, "detections per image after the per-class NMS (evaluation): the mask head's ROIs", 1, 1e5),
-    // 100: ASSUMPTION, the cap above (as for SSD: every kept detection passes the threshold).
-    param("workload.eval_detections_per_image", T::Integer, "boxes", 100, "detections per image that pass the score threshold and reach the host's COCO box and mask evaluation (at most workload.eval_detections)", 0, 1e5),
-}};
+const Param<std::int64_t> kMaskrcnnImageHeight{param("workload.image_height", T::Integer, "pixels", 832, "padded input height (short side 800 padded to a multiple of 64)", 64, 1e5)};
+const Param<std::int64_t> kMaskrcnnImageWidth{param("workload.image_width", T::Integer, "pixels", 1344, "padded input width (long side at most 1333 padded to a multiple of 64)", 64, 1e5)};
+// 91: the TPU implementation's class outputs (COCO category ids 1..90 and background).
+const Param<std::int64_t> kMaskrcnnClasses{param("workload.classes", T::Integer, "", 91, "object classes including background", 2, 1e5)};
+const Param<std::int64_t> kMaskrcnnRpnPreNmsTopn{param("workload.rpn_pre_nms_topn", T::Integer, "boxes", 2000, "proposals per FPN level and image kept before NMS (training)", 1, 1e6)};
+const Param<std::int64_t> kMaskrcnnRpnPostNmsTopn{param("workload.rpn_post_nms_topn", T::Integer, "boxes", 1000, "proposals per level after NMS and per image after merging the levels (training)", 1, 1e6)};
+const Param<std::int64_t> kMaskrcnnRoisPerImage{param("workload.rois_per_image", T::Integer, "boxes", 512, "sampled ROIs per image for the box head", 1, 1e6)};
+const Param<std::int64_t> kMaskrcnnMaskRoisPerImage{param("workload.mask_rois_per_image", T::Integer, "boxes", 128, "foreground ROIs per image for the mask head", 1, 1e6)};
+const Param<std::int64_t> kMaskrcnnMaxGtBoxes{param("workload.max_gt_boxes", T::Integer, "boxes", 100, "ground-truth boxes and masks per image (padded)", 1, 1e5)};
+const Param<std::int64_t> kMaskrcnnGtMaskPixels{param("workload.gt_mask_pixels", T::Integer, "pixels", 116, "height = width of the padded ground-truth masks from the host (112 + 2 x 2)", 1, 1e4)};
+// The TPU implementation's eval settings.
+const Param<std::int64_t> kMaskrcnnEvalRpnPreNmsTopn{param("workload.eval_rpn_pre_nms_topn", T::Integer, "boxes", 1000, "proposals per FPN level and image kept before NMS (evaluation)", 1, 1e6)};
+const Param<std::int64_t> kMaskrcnnEvalRpnPostNmsTopn{param("workload.eval_rpn_post_nms_topn", T::Integer, "boxes", 1000, "proposals per image after NMS (evaluation): the box head's ROIs", 1, 1e6)};
+const Param<std::int64_t> kMaskrcnnEvalDetections{param("workload.eval_detections", T::Integer, "boxes", 100, "detections per image after the per-class NMS (evaluation): the mask head's ROIs", 1, 1e5)};
+// 100: ASSUMPTION, the cap above (as for SSD: every kept detection passes the threshold).
+const Param<std::int64_t> kMaskrcnnEvalDetectionsPerImage{param("workload.eval_detections_per_image", T::Integer, "boxes", 100, "detections per image that pass the score threshold and reach the host's COCO box and mask evaluation (at most workload.eval_detections)", 0, 1e5)};
+// The TF detection code requests no precision (reference page), so XLA's DEFAULT applies.
+const Param<std::string> kMaskrcnnF32MatmulPrecision{f32_matmul_precision_param(kMaskrcnnModel)};
+const Param<std::int64_t> kMaskrcnnNmsSelfSuppressionIterations{nms_self_suppression_param(kMaskrcnnModel)};
 // clang-format on
 
 }  // namespace
 
 MaskRcnnDims MaskRcnnDims::from_config(const Config& cfg) {
   MaskRcnnDims d;
-  d.height = cfg.integer("workload.image_height");
-  d.width = cfg.integer("workload.image_width");
-  d.classes = cfg.integer("workload.classes");
-  d.pre_nms = cfg.integer("workload.rpn_pre_nms_topn");
-  d.post_nms = cfg.integer("workload.rpn_post_nms_topn");
-  d.rois = cfg.integer("workload.rois_per_image");
-  d.mask_rois = cfg.integer("workload.mask_rois_per_image");
-  d.gt = cfg.integer("workload.max_gt_boxes");
-  d.gt_mask = cfg.integer("workload.gt_mask_pixels");
-  d.nms_self_iterations = cfg.integer("workload.nms_self_suppression_iterations");
-  d.eval_pre_nms = cfg.integer("workload.eval_rpn_pre_nms_topn");
-  d.eval_post_nms = cfg.integer("workload.eval_rpn_post_nms_topn");
-  d.eval_detections = cfg.integer("workload.eval_detections");
-  d.costs = DetectionCosts::from_config(cfg);
-  d.array_dim = static_cast<int>(cfg.integer("hardware.mxu.dim"));
+  d.height = kMaskrcnnImageHeight(cfg);
+  d.width = kMaskrcnnImageWidth(cfg);
+  d.classes = kMaskrcnnClasses(cfg);
+  d.pre_nms = kMaskrcnnRpnPreNmsTopn(cfg);
+  d.post_nms = kMaskrcnnRpnPostNmsTopn(cfg);
+  d.rois = kMaskrcnnRoisPerImage(cfg);
+  d.mask_rois = kMaskrcnnMaskRoisPerImage(cfg);
+  d.gt = kMaskrcnnMaxGtBoxes(cfg);
+  d.gt_mask = kMaskrcnnGtMaskPixels(cfg);
+  d.nms_self_iterations = kMaskrcnnNmsSelfSuppressionIterations(cfg);
+  d.eval_pre_nms = kMaskrcnnEvalRpnPreNmsTopn(cfg);
+  d.eval_post_nms = kMaskrcnnEvalRpnPostNmsTopn(cfg);
+  d.eval_detections = kMaskrcnnEvalDetections(cfg);
+  d.costs = DetectionCosts::from_config(cfg, kMaskrcnnF32MatmulPrecision(cfg));
+  d.array_dim = static_cast<int>(kHwMxuDim(cfg));
   check_spatial_split(cfg, d.height, d.width, "workload.image_height", "workload.image_width");
   if (d.mask_rois > d.rois)
     throw ConfigError(
@@ -87,9 +88,42 @@ MaskRcnnDims MaskRcnnDims::from_config(const Config& cfg) {
 
 namespace {
 
+// The host's work per example: 279,279 anchors at 832 x 1344 (docs/detection.md); a 640 x 480
+// image resized to short side 800 is 1067 x 800.
+constexpr double kMaskrcnnAnchors = 279279;
+constexpr double kMaskrcnnResizedPixels = 1067.0 * 800.0;
+
 class MaskRcnn final : public ModelBuilder {
  public:
   bool supports_spatial() const override { return true; }
+
+  /// Training: decode, flip, resize, normalise and pad, anchor matching and box encoding, the
+  /// ground-truth masks cropped. Evaluation (the timed-run reference page): decode, resize,
+  /// normalise and pad only.
+  void input_pipeline(PipelineBuilder& p, const Config& cfg, PipelinePass pass) const override {
+    const double padded = static_cast<double>(kMaskrcnnImageHeight(cfg)) *
+                          static_cast<double>(kMaskrcnnImageWidth(cfg));
+    p.decode(kCocoImagePixels);
+    if (pass == PipelinePass::Eval) {
+      p.add("resize", host_cost::kResize, "output pixels", kMaskrcnnResizedPixels);
+      p.add("normalize_pad", host_cost::kNormalize, "padded pixels", padded);
+      return;
+    }
+    const double mask = static_cast<double>(kMaskrcnnGtMaskPixels(cfg));
+    p.add("flip", host_cost::kFlip, "pixels", kCocoImagePixels);
+    p.add("resize", host_cost::kResize, "output pixels", kMaskrcnnResizedPixels);
+    p.add("normalize_pad", host_cost::kNormalize, "padded pixels", padded);
+    p.match(kCocoBoxesPerImage * kMaskrcnnAnchors, kMaskrcnnAnchors);
+    p.add("mask_crop", host_cost::kMaskCrop, "mask pixels", kCocoBoxesPerImage * mask * mask);
+  }
+
+  /// COCO mAP of boxes and masks; taken to run on the host while training goes on, as SSD's
+  /// (ASSUMPTION: the same TF TPU detection runner; docs/train.md).
+  void eval_metric(MetricBuilder& m, const Config& cfg, double examples) const override {
+    add_coco_metric(m, examples, true, kMaskrcnnEvalDetectionsPerImage(cfg),
+                    kMaskrcnnEvalDetectionsPerImage.path(), kMaskrcnnEvalDetections(cfg),
+                    kMaskrcnnEvalDetections.path());
+  }
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
     const MaskRcnnDims d = MaskRcnnDims::from_config(cfg);
@@ -152,7 +186,10 @@ class MaskRcnn final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kMaskrcnnRegister{kMaskrcnnModel, [] { return std::make_unique<MaskRcnn>(); }};
+// 256: the MLPerf v0.7 512-chip run (reference table).
+const ModelRegistrar kMaskrcnnRegister{
+    {kMaskrcnnModel, 256, "images per training step over all replicas"},
+    [] { return std::make_unique<MaskRcnn>(); }};
 
 }  // namespace
 }  // namespace tpusim

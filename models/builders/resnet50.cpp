@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "core/errors.hpp"
+#include "core/hardware.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/cnn_blocks.hpp"
 #include "models/builders/cnn_checks.hpp"
@@ -22,14 +24,14 @@ const char* kResnet50Model = "resnet50";
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kResnet50Params{{
-    // 65536: the MLPerf v0.7 4096-chip run (reference table).
-    {"workload.global_batch", T::Integer, "images", 65536, "images per training step over all replicas", 1, 1e9, {}, "workload.model", kResnet50Model},
-    {"workload.image_size", T::Integer, "pixels", 224, "height and width of the input images", 32, 1e5, {}, "workload.model", kResnet50Model},
-    {"workload.classes", T::Integer, "", 1000, "classifier outputs", 2, 1e7, {}, "workload.model", kResnet50Model},
-    {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 stem conv instead of 7x7/2, as the TPU submissions", -kInf, kInf, {}, "workload.model", kResnet50Model},
-}};
+const Param<std::int64_t> kResnet50ImageSize{{"workload.image_size", T::Integer, "pixels", 224, "height and width of the input images", 32, 1e5, {}, "workload.model", kResnet50Model}};
+const Param<std::int64_t> kResnet50Classes{{"workload.classes", T::Integer, "", 1000, "classifier outputs", 2, 1e7, {}, "workload.model", kResnet50Model}};
+const Param<bool> kResnet50SpaceToDepth{{"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 stem conv instead of 7x7/2, as the TPU submissions", -kInf, kInf, {}, "workload.model", kResnet50Model}};
 // clang-format on
+
+// ImageNet's mean training image is about 469 x 387 pixels (ASSUMPTION: the figure commonly given
+// for ILSVRC-2012; not in the reference pages; docs/train.md).
+constexpr double kResnet50ImagenetPixels = 469.0 * 387.0;
 
 constexpr std::int64_t kStageBlocks[] = {3, 4, 6, 3};
 constexpr std::int64_t kStageWidths[] = {64, 128, 256, 512};
@@ -37,6 +39,20 @@ constexpr std::int64_t kStageWidths[] = {64, 128, 256, 512};
 class ResNet50 final : public ModelBuilder {
  public:
   bool supports_spatial() const override { return true; }
+
+  /// Training: decode, resize to the input size, flip, normalise. Evaluation (the timed-run
+  /// reference page): decode, centre crop resized to the input size, normalise.
+  void input_pipeline(PipelineBuilder& p, const Config& cfg, PipelinePass pass) const override {
+    const double out = static_cast<double>(kResnet50ImageSize(cfg));
+    p.decode(kResnet50ImagenetPixels);
+    if (pass == PipelinePass::Eval) {
+      p.add("center_crop_resize", host_cost::kResize, "output pixels", out * out);
+    } else {
+      p.add("resize", host_cost::kResize, "output pixels", out * out);
+      p.add("flip", host_cost::kFlip, "pixels", out * out);
+    }
+    p.add("normalize", host_cost::kNormalize, "pixels", out * out);
+  }
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
     OpGraph g = forward(cfg, batch, BatchNormMode::CrossReplica, true);
@@ -53,17 +69,18 @@ class ResNet50 final : public ModelBuilder {
 
  private:
   static OpGraph forward(const Config& cfg, std::int64_t batch, BatchNormMode bn, bool training) {
-    const std::int64_t size = cfg.integer("workload.image_size");
-    const std::int64_t classes = cfg.integer("workload.classes");
-    const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
+    const std::int64_t size = kResnet50ImageSize(cfg);
+    const std::int64_t classes = kResnet50Classes(cfg);
+    const int s2d = kResnet50SpaceToDepth(cfg) ? 2 : 1;
     const std::string map_from =
-        s2d > 1 ? "workload.image_size with workload.space_to_depth" : "workload.image_size";
+        kResnet50ImageSize.path() +
+        (s2d > 1 ? " with " + kResnet50SpaceToDepth.path() : std::string());
     check_spatial_split(cfg, size / s2d, size / s2d, map_from, map_from);
 
     OpGraph g;
     g.model = kResnet50Model;
     g.replica_batch = batch;
-    CnnBlocks b(g, bn, static_cast<int>(cfg.integer("hardware.mxu.dim")));
+    CnnBlocks b(g, bn, static_cast<int>(kHwMxuDim(cfg)));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
     for (int stage = 0; stage < 4; ++stage)
       for (std::int64_t i = 0; i < kStageBlocks[stage]; ++i)
@@ -92,7 +109,10 @@ class ResNet50 final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kResnet50Register{kResnet50Model, [] { return std::make_unique<ResNet50>(); }};
+// 65536: the MLPerf v0.7 4096-chip run (reference table).
+const ModelRegistrar kResnet50Register{
+    {kResnet50Model, 65536, "images per training step over all replicas"},
+    [] { return std::make_unique<ResNet50>(); }};
 
 }  // namespace
 }  // namespace tpusim

@@ -12,6 +12,8 @@
 #include <limits>
 
 #include "core/errors.hpp"
+#include "core/hardware.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/cnn_blocks.hpp"
 #include "models/builders/cnn_checks.hpp"
@@ -28,21 +30,18 @@ const char* kSsdModel = "ssd";
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kSsdParams{{
-    // 4096: the MLPerf v0.7 4096- and 2048-chip runs (reference table).
-    {"workload.global_batch", T::Integer, "images", 4096, "images per training step over all replicas", 1, 1e9, {}, "workload.model", kSsdModel},
-    {"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images", 64, 1e5, {}, "workload.model", kSsdModel},
-    {"workload.classes", T::Integer, "", 81, "object classes including background", 2, 1e5, {}, "workload.model", kSsdModel},
-    {"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2", -kInf, kInf, {}, "workload.model", kSsdModel},
-    // true: the TF 4096-chip run; the JAX 2048-chip run holds the full label tensors on every core.
-    {"workload.labels_partitioned", T::Boolean, "", true, "label tensors split like the activations under spatial partitioning (TF); false: every core holds them whole and computes the loss of whole images (JAX)", -kInf, kInf, {}, "workload.model", kSsdModel},
-    // 200: the MLPerf SSD's detections kept per image in evaluation.
-    {"workload.eval_detections", T::Integer, "boxes", 200, "detection candidates per class and detections per image kept by the eval post-processing", 1, 1e5, {}, "workload.model", kSsdModel},
-    // 200: ASSUMPTION, the cap above: every kept detection passes the score threshold (the state
-    // late in the run; the count grows as the model learns). Read by the host metric only: the
-    // device post-processing is padded to workload.eval_detections (docs/train.md).
-    {"workload.eval_detections_per_image", T::Integer, "boxes", 200, "detections per image that pass the score threshold and reach the host's COCO evaluation (at most workload.eval_detections)", 0, 1e5, {}, "workload.model", kSsdModel},
-}};
+const Param<std::int64_t> kSsdImageSize{{"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images", 64, 1e5, {}, "workload.model", kSsdModel}};
+const Param<std::int64_t> kSsdClasses{{"workload.classes", T::Integer, "", 81, "object classes including background", 2, 1e5, {}, "workload.model", kSsdModel}};
+const Param<bool> kSsdSpaceToDepth{{"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2", -kInf, kInf, {}, "workload.model", kSsdModel}};
+// true: the TF 4096-chip run; the JAX 2048-chip run holds the full label tensors on every core.
+const Param<bool> kSsdLabelsPartitioned{{"workload.labels_partitioned", T::Boolean, "", true, "label tensors split like the activations under spatial partitioning (TF); false: every core holds them whole and computes the loss of whole images (JAX)", -kInf, kInf, {}, "workload.model", kSsdModel}};
+// 200: the MLPerf SSD's detections kept per image in evaluation.
+const Param<std::int64_t> kSsdEvalDetections{{"workload.eval_detections", T::Integer, "boxes", 200, "detection candidates per class and detections per image kept by the eval post-processing", 1, 1e5, {}, "workload.model", kSsdModel}};
+// 200: ASSUMPTION, the cap above: every kept detection passes the score threshold (the state
+// late in the run; the count grows as the model learns). Read by the host metric only: the
+// device post-processing is padded to workload.eval_detections (docs/train.md).
+const Param<std::int64_t> kSsdEvalDetectionsPerImage{{"workload.eval_detections_per_image", T::Integer, "boxes", 200, "detections per image that pass the score threshold and reach the host's COCO evaluation (at most workload.eval_detections)", 0, 1e5, {}, "workload.model", kSsdModel}};
+const Param<std::int64_t> kSsdNmsSelfSuppressionIterations{nms_self_suppression_param(kSsdModel)};
 // clang-format on
 
 // Extra blocks after the backbone: 1x1 conv to `mid`, 3x3 conv to `out` (stride 2 'same', or
@@ -64,15 +63,44 @@ constexpr std::int64_t kMiningSearchSteps = 31;
 /// TPU NMS tile of the SSD eval post-processing (reference page).
 constexpr std::int64_t kNmsTile = 256;
 
+// The host's work per example: 8732 default boxes (docs/cnn.md); up to 50 random-crop tries, each
+// testing the crop's IoU against every box (the MLPerf v0.7 code; all 50 taken: the worst case).
+constexpr double kSsdAnchors = 8732;
+constexpr double kSsdCropTries = 50;
+
 class Ssd final : public ModelBuilder {
  public:
   bool supports_spatial() const override { return true; }
+
+  /// Training: decode, random crop (IoU tries), resize, flip, colour jitter, anchor matching and
+  /// box encoding. Evaluation: decode and resize only (no augmentation, no targets: the metric
+  /// compares the detections with the annotations on the host).
+  void input_pipeline(PipelineBuilder& p, const Config& cfg, PipelinePass pass) const override {
+    const double out = static_cast<double>(kSsdImageSize(cfg));
+    p.decode(kCocoImagePixels);
+    if (pass == PipelinePass::Eval) {
+      p.add("resize", host_cost::kResize, "output pixels", out * out);
+      return;
+    }
+    p.add("random_crop", host_cost::kIou, "crop tries x boxes", kSsdCropTries * kCocoBoxesPerImage);
+    p.add("resize", host_cost::kResize, "output pixels", out * out);
+    p.add("flip", host_cost::kFlip, "pixels", out * out);
+    p.add("color_jitter", host_cost::kColorJitter, "pixels", out * out);
+    p.match(kCocoBoxesPerImage * kSsdAnchors, kSsdAnchors);
+  }
+
+  /// COCO mAP of boxes; it runs on the host while training goes on (the reference; docs/train.md).
+  void eval_metric(MetricBuilder& m, const Config& cfg, double examples) const override {
+    add_coco_metric(m, examples, false, kSsdEvalDetectionsPerImage(cfg),
+                    kSsdEvalDetectionsPerImage.path(), kSsdEvalDetections(cfg),
+                    kSsdEvalDetections.path());
+  }
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
     OpGraph g = forward(cfg, batch, true);
     // Infeed per image: the bf16 image and the host-encoded targets of every default box (4 f32
     // box offsets and an i32 class), plus the matched-box count.
-    const std::int64_t size = cfg.integer("workload.image_size");
+    const std::int64_t size = kSsdImageSize(cfg);
     g.infeed_bytes_per_example =
         static_cast<double>(size) * size * 3 * 2 + ssd_default_boxes(size) * 5.0 * 4 + 4;
     derive_training_graph(g, OptimizerKind::Sgd, cfg);
@@ -82,9 +110,9 @@ class Ssd final : public ModelBuilder {
 
   std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t batch) const override {
     OpGraph g = forward(cfg, batch, false);
-    const std::int64_t classes = cfg.integer("workload.classes");
-    const std::int64_t keep = cfg.integer("workload.eval_detections");
-    const std::int64_t boxes = ssd_default_boxes(cfg.integer("workload.image_size"));
+    const std::int64_t classes = kSsdClasses(cfg);
+    const std::int64_t keep = kSsdEvalDetections(cfg);
+    const std::int64_t boxes = ssd_default_boxes(kSsdImageSize(cfg));
     const std::int64_t fg = classes - 1;
     const double b = static_cast<double>(batch);
     // The head outputs of whole images on every core (partial per core under spatial
@@ -104,7 +132,7 @@ class Ssd final : public ModelBuilder {
     OpNode per_class = top_k("detections.class_top_k", batch * fg, boxes, keep, DType::F32);
     per_class.stop_gradient = true;
     v = g.add(std::move(per_class), {v});
-    const std::int64_t iterations = cfg.integer("workload.nms_self_suppression_iterations");
+    const std::int64_t iterations = kSsdNmsSelfSuppressionIterations(cfg);
     v = add_tiled_nms(g, "detections.nms", batch * fg, keep, kNmsTile, iterations, v);
     OpNode best = top_k("detections.top_k", batch, fg * keep, keep, DType::F32);
     best.stop_gradient = true;
@@ -115,9 +143,9 @@ class Ssd final : public ModelBuilder {
  private:
   // The network and, when `loss`, the training loss.
   static OpGraph forward(const Config& cfg, std::int64_t batch, bool loss) {
-    const std::int64_t size = cfg.integer("workload.image_size");
-    const std::int64_t classes = cfg.integer("workload.classes");
-    const int s2d = cfg.boolean("workload.space_to_depth") ? 2 : 1;
+    const std::int64_t size = kSsdImageSize(cfg);
+    const std::int64_t classes = kSsdClasses(cfg);
+    const int s2d = kSsdSpaceToDepth(cfg) ? 2 : 1;
     const std::string map_from =
         s2d > 1 ? "workload.image_size with workload.space_to_depth" : "workload.image_size";
     check_spatial_split(cfg, size / s2d, size / s2d, map_from, map_from);
@@ -129,7 +157,7 @@ class Ssd final : public ModelBuilder {
     OpGraph g;
     g.model = kSsdModel;
     g.replica_batch = batch;
-    CnnBlocks b(g, BatchNormMode::CrossReplica, static_cast<int>(cfg.integer("hardware.mxu.dim")));
+    CnnBlocks b(g, BatchNormMode::CrossReplica, static_cast<int>(kHwMxuDim(cfg)));
     MapRef x = b.stem({batch, size, size, 3}, s2d);
     // ResNet-34 conv2_x .. conv4_x: 3, 4, 6 basic blocks; conv4_x keeps stride 1 (MLPerf SSD).
     const std::int64_t blocks[] = {3, 4, 6}, widths[] = {64, 128, 256};
@@ -167,8 +195,8 @@ class Ssd final : public ModelBuilder {
   // Per-box losses, then hard negative mining and the masked sums.
   static void add_loss(OpGraph& g, const Config& cfg, std::int64_t batch,
                        const std::vector<int>& head_outputs) {
-    const std::int64_t size = cfg.integer("workload.image_size");
-    const std::int64_t classes = cfg.integer("workload.classes");
+    const std::int64_t size = kSsdImageSize(cfg);
+    const std::int64_t classes = kSsdClasses(cfg);
     const std::int64_t boxes = ssd_default_boxes(size);
     const double per_box = static_cast<double>(batch) * boxes;
     const double ops = (classes * vpu_ops::kCrossEntropy + 4 * vpu_ops::kSmoothL1) /
@@ -176,7 +204,7 @@ class Ssd final : public ModelBuilder {
     const double bwd = (classes * vpu_ops::kCrossEntropyGrad + 4 * vpu_ops::kSmoothL1Grad) /
                        static_cast<double>(classes + 4);
     std::vector<int> inputs = head_outputs;
-    const bool partitioned = cfg.boolean("workload.labels_partitioned");
+    const bool partitioned = kSsdLabelsPartitioned(cfg);
     // TF: labels split like the maps, each level's height padded up to a multiple of the
     // spatial degree (whole rows per core).
     const double loss_boxes =
@@ -215,7 +243,9 @@ class Ssd final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kSsdRegister{kSsdModel, [] { return std::make_unique<Ssd>(); }};
+// 4096: the MLPerf v0.7 4096- and 2048-chip runs (reference table).
+const ModelRegistrar kSsdRegister{{kSsdModel, 4096, "images per training step over all replicas"},
+                                  [] { return std::make_unique<Ssd>(); }};
 
 }  // namespace
 }  // namespace tpusim

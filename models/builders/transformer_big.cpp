@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/errors.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/transformer_blocks.hpp"
 #include "models/builders/transformer_decode.hpp"
@@ -20,30 +21,44 @@ const char* kTransformerBigModel = "transformer_big";
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kTransformerBigParams{{
-    {"workload.encoder_layers", T::Integer, "", 6, "encoder layers", 1, 1000, {}, "workload.model", kTransformerBigModel},
-    {"workload.decoder_layers", T::Integer, "", 6, "decoder layers", 1, 1000, {}, "workload.model", kTransformerBigModel},
-    {"workload.hidden", T::Integer, "", 1024, "model width (d_model)", 1, 1e6, {}, "workload.model", kTransformerBigModel},
-    {"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kTransformerBigModel},
-    {"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (ReLU)", 1, 1e6, {}, "workload.model", kTransformerBigModel},
-    {"workload.vocab", T::Integer, "", 33708, "shared source/target sub-word vocabulary", 2, 1e8, {}, "workload.model", kTransformerBigModel},
-    {"workload.seq_len", T::Integer, "tokens", 256, "tokens per packed source and per packed target sequence", 1, 1e6, {}, "workload.model", kTransformerBigModel},
-    // Beam 4: the MLPerf Transformer reference's BLEU evaluation (beam search, beam size 4).
-    {"workload.beam_size", T::Integer, "", 4, "evaluation program: beams per sentence in beam-search decoding", 1, 1024, {}, "workload.model", kTransformerBigModel},
-    // 97 tokens: an assumption (the longest newstest2014 sentences in sub-words plus headroom);
-    // the eval sources are padded to the same length. docs/train.md.
-    {"workload.decode_length", T::Integer, "tokens", 97, "evaluation program: decoding steps (maximum output length); the source sentences are padded to this length too", 1, 1e5, {}, "workload.model", kTransformerBigModel},
-}};
+const Param<std::int64_t> kTransformerBigEncoderLayers{{"workload.encoder_layers", T::Integer, "", 6, "encoder layers", 1, 1000, {}, "workload.model", kTransformerBigModel}};
+const Param<std::int64_t> kTransformerBigDecoderLayers{{"workload.decoder_layers", T::Integer, "", 6, "decoder layers", 1, 1000, {}, "workload.model", kTransformerBigModel}};
+const Param<std::int64_t> kTransformerBigHidden{{"workload.hidden", T::Integer, "", 1024, "model width (d_model)", 1, 1e6, {}, "workload.model", kTransformerBigModel}};
+const Param<std::int64_t> kTransformerBigHeads{{"workload.heads", T::Integer, "", 16, "attention heads (hidden / heads = head width)", 1, 1e4, {}, "workload.model", kTransformerBigModel}};
+const Param<std::int64_t> kTransformerBigFfn{{"workload.ffn", T::Integer, "", 4096, "feed-forward inner width (ReLU)", 1, 1e6, {}, "workload.model", kTransformerBigModel}};
+const Param<std::int64_t> kTransformerBigVocab{{"workload.vocab", T::Integer, "", 33708, "shared source/target sub-word vocabulary", 2, 1e8, {}, "workload.model", kTransformerBigModel}};
+const Param<std::int64_t> kTransformerBigSeqLen{{"workload.seq_len", T::Integer, "tokens", 256, "tokens per packed source and per packed target sequence", 1, 1e6, {}, "workload.model", kTransformerBigModel}};
+// Beam 4: the MLPerf Transformer reference's BLEU evaluation (beam search, beam size 4).
+const Param<std::int64_t> kTransformerBigBeamSize{{"workload.beam_size", T::Integer, "", 4, "evaluation program: beams per sentence in beam-search decoding", 1, 1024, {}, "workload.model", kTransformerBigModel}};
+// 97 tokens: an assumption (the longest newstest2014 sentences in sub-words plus headroom);
+// the eval sources are padded to the same length. docs/train.md.
+const Param<std::int64_t> kTransformerBigDecodeLength{{"workload.decode_length", T::Integer, "tokens", 97, "evaluation program: decoding steps (maximum output length); the source sentences are padded to this length too", 1, 1e5, {}, "workload.model", kTransformerBigModel}};
 // clang-format on
 
 class TransformerBig final : public ModelBuilder {
  public:
   bool supports_model_parallel() const override { return true; }
 
+  /// Pre-tokenised records parsed; the training sentences packed into rows of workload.seq_len
+  /// tokens, inputs and targets (the eval sentences are decoded one by one: not packed).
+  void input_pipeline(PipelineBuilder& p, const Config& cfg, PipelinePass pass) const override {
+    p.parse_record();
+    if (pass == PipelinePass::Train)
+      p.add("packing", host_cost::kPack, "tokens",
+            2.0 * static_cast<double>(kTransformerBigSeqLen(cfg)));
+  }
+
+  /// BLEU over the decoded sentences, taken to block the next device loop (ASSUMPTION: the JAX
+  /// run scores between epochs in its training loop; docs/train.md).
+  void eval_metric(MetricBuilder& m, const Config& cfg, double examples) const override {
+    add_bleu_metric(m, examples, kTransformerBigDecodeLength(cfg));
+    m.metric().blocking = true;
+  }
+
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
-    const std::int64_t dec_layers = cfg.integer("workload.decoder_layers");
-    const std::int64_t seq = cfg.integer("workload.seq_len");
-    const std::int64_t vocab = cfg.integer("workload.vocab");
+    const std::int64_t dec_layers = kTransformerBigDecoderLayers(cfg);
+    const std::int64_t seq = kTransformerBigSeqLen(cfg);
+    const std::int64_t vocab = kTransformerBigVocab(cfg);
     Encoded enc = encode(cfg, batch, seq);
     OpGraph& g = enc.graph;
     const TransformerDims& d = enc.dims;
@@ -85,11 +100,11 @@ class TransformerBig final : public ModelBuilder {
   /// decoding of workload.decode_length steps with workload.beam_size beams.
   std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t batch) const override {
     BeamSearch b;
-    b.length = cfg.integer("workload.decode_length");
+    b.length = kTransformerBigDecodeLength(cfg);
     b.source_len = b.length;
-    b.beam = cfg.integer("workload.beam_size");
-    b.vocab = cfg.integer("workload.vocab");
-    b.decoder_layers = cfg.integer("workload.decoder_layers");
+    b.beam = kTransformerBigBeamSize(cfg);
+    b.vocab = kTransformerBigVocab(cfg);
+    b.decoder_layers = kTransformerBigDecoderLayers(cfg);
     Encoded enc = encode(cfg, batch, b.source_len);
     b.dims = enc.dims;
     add_beam_search(enc.graph, enc.memory, enc.table, b);
@@ -126,11 +141,11 @@ class TransformerBig final : public ModelBuilder {
   }
 
   static Encoded encode(const Config& cfg, std::int64_t batch, std::int64_t seq) {
-    const std::int64_t enc_layers = cfg.integer("workload.encoder_layers");
-    const std::int64_t vocab = cfg.integer("workload.vocab");
+    const std::int64_t enc_layers = kTransformerBigEncoderLayers(cfg);
+    const std::int64_t vocab = kTransformerBigVocab(cfg);
     Encoded out;
-    out.dims = {batch, cfg.integer("workload.hidden"), cfg.integer("workload.heads"),
-                cfg.integer("workload.ffn")};
+    out.dims = {batch, kTransformerBigHidden(cfg), kTransformerBigHeads(cfg),
+                kTransformerBigFfn(cfg)};
     const TransformerDims& d = out.dims;
     if (d.hidden % d.heads != 0)
       throw ConfigError("workload.heads", std::to_string(d.heads) +
@@ -156,8 +171,11 @@ class TransformerBig final : public ModelBuilder {
   }
 };
 
-const ModelRegistrar kTransformerBigRegister{kTransformerBigModel,
-                                             [] { return std::make_unique<TransformerBig>(); }};
+// 2048: the largest MLPerf v0.7 run (reference table).
+const ModelRegistrar kTransformerBigRegister{
+    {kTransformerBigModel, 2048,
+     "packed 256-token sentence pairs per training step over all replicas"},
+    [] { return std::make_unique<TransformerBig>(); }};
 
 }  // namespace
 }  // namespace tpusim

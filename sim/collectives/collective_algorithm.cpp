@@ -6,35 +6,30 @@
 #include "core/errors.hpp"
 #include "core/limits.hpp"
 #include "core/params.hpp"
+#include "core/registry.hpp"
 #include "sim/machine/machine.hpp"
 
 namespace tpusim {
 namespace {
-std::map<std::string, AlgorithmFactory>& registry() {
-  static std::map<std::string, AlgorithmFactory> r;
+Registry<AlgorithmFactory>& registry() {
+  static Registry<AlgorithmFactory> r{"collective algorithm"};
   return r;
 }
 }  // namespace
 
 AlgorithmRegistrar::AlgorithmRegistrar(const char* name, AlgorithmFactory make) {
-  registry()[name] = make;
+  registry().add(name, make);
 }
 
-std::vector<std::string> algorithm_names() {
-  std::vector<std::string> out;
-  for (const auto& [name, _] : registry()) out.push_back(name);
-  return out;
-}
+std::vector<std::string> algorithm_names() { return registry().names(); }
 
 std::unique_ptr<CollectiveAlgorithm> make_algorithm(const std::string& name,
                                                     const std::string& where) {
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::string names = "auto";
-    for (const auto& n : algorithm_names()) names += ", " + n;
-    throw ConfigError(where, "unknown collective algorithm '" + name + "'; allowed: " + names);
-  }
-  return it->second();
+  const AlgorithmFactory* make = registry().find(name);
+  if (!make)
+    throw ConfigError(where, "unknown collective algorithm '" + name + "'; allowed: auto, " +
+                                 registry().names_text());
+  return (*make)();
 }
 
 int GroupShape::coord(const Machine& m, int core, int dim) const {

@@ -5,7 +5,9 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
+#include "sim/collectives/collective_algorithm.hpp"
 #include "sim/collectives/symmetry.hpp"
 #include "sim/core/core_resources.hpp"
 #include "sim/core/tensor_core_cost.hpp"
@@ -16,24 +18,22 @@ namespace {
 using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kCollectiveEngineParams{{
-    {"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per group and size, the one of least predicted time), ring, bidirectional_ring, per_dimension, onchip, recursive_doubling, shift_doubling, halving_doubling, one_shot", -1e300, 1e300, {"auto", "ring", "bidirectional_ring", "per_dimension", "onchip", "recursive_doubling", "shift_doubling", "halving_doubling", "one_shot"}},
-    {"collectives.all_to_all_algorithm", T::String, "", "auto", "all-to-all: direct (all pieces at once, contending for links), per_dimension (one exchange per grid dimension), auto (the one of least predicted time; direct only up to 512 members)", -1e300, 1e300, {"auto", "direct", "per_dimension"}},
-    {"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"},
-    {"collectives.dma_hbm_traffic", T::Boolean, "", true, "the DMA engines read every byte a core sends from its HBM and write what it receives into it, sharing the HBM port with compute and reductions (false: free, to compare with tools that ignore it)"},
-    {"collectives.reduce_on_arrival", T::Boolean, "", true, "a reduce-scatter step sums what arrives as it streams in from the DMA engines, so only the sum is written to HBM (3 passes of HBM per byte with the DMA read of what is sent); false: what arrives is written to HBM first and the reduction reads it back (5 passes)"},
-}};
+const Param<std::string> kCollectivesAlgorithm{{"collectives.algorithm", T::String, "", "auto", "all-reduce / reduce-scatter / all-gather algorithm: auto (per group and size, the one of least predicted time) or one of the registered algorithms (sim/collectives/algorithms/, docs/network.md)", -1e300, 1e300, {"auto"}, "", "", false, &algorithm_names}};
+const Param<std::string> kCollectivesAllToAllAlgorithm{{"collectives.all_to_all_algorithm", T::String, "", "auto", "all-to-all: direct (all pieces at once, contending for links), per_dimension (one exchange per grid dimension), auto (the one of least predicted time; direct only up to 512 members)", -1e300, 1e300, {"auto"}, "", "", false, &all_to_all_names}};
+const Param<bool> kCollectivesReductionCompute{{"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"}};
+const Param<bool> kCollectivesDmaHbmTraffic{{"collectives.dma_hbm_traffic", T::Boolean, "", true, "the DMA engines read every byte a core sends from its HBM and write what it receives into it, sharing the HBM port with compute and reductions (false: free, to compare with tools that ignore it)"}};
+const Param<bool> kCollectivesReduceOnArrival{{"collectives.reduce_on_arrival", T::Boolean, "", true, "a reduce-scatter step sums what arrives as it streams in from the DMA engines, so only the sum is written to HBM (3 passes of HBM per byte with the DMA read of what is sent); false: what arrives is written to HBM first and the reduction reads it back (5 passes)"}};
 // clang-format on
 
 }  // namespace
 
 CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   CollectiveOptions o;
-  o.algorithm = c.string("collectives.algorithm");
-  o.all_to_all_algorithm = c.string("collectives.all_to_all_algorithm");
-  o.reduction_compute = c.boolean("collectives.reduction_compute");
-  o.dma_hbm_traffic = c.boolean("collectives.dma_hbm_traffic");
-  o.reduce_on_arrival = c.boolean("collectives.reduce_on_arrival");
+  o.algorithm = kCollectivesAlgorithm(c);
+  o.all_to_all_algorithm = kCollectivesAllToAllAlgorithm(c);
+  o.reduction_compute = kCollectivesReductionCompute(c);
+  o.dma_hbm_traffic = kCollectivesDmaHbmTraffic(c);
+  o.reduce_on_arrival = kCollectivesReduceOnArrival(c);
   return o;
 }
 

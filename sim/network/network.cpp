@@ -11,7 +11,7 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const ParamRegistrar kNetworkParams{{
-    {"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size), flow (max-min fair sharing of links, rates recomputed at flow start and end) or packet (per-packet FIFO at every link, computed in packet trains; the reference)", -1e300, 1e300, {"message", "flow", "packet"}},
+    {"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size), flow (max-min fair sharing of links, rates recomputed at flow start and end) or packet (per-packet FIFO at every link, computed in packet trains; the reference)", -1e300, 1e300, {}, "", "", false, &network_names},
     {"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12},
     {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9},
     {"network.coalesce_ring_steps", T::Boolean, "", true, "every level: the steps of one ring phase travel as one message per neighbour pair (at the packet level one packet train; each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},

@@ -9,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "sim/collectives/collective_engine.hpp"
 #include "sim/collectives/symmetry.hpp"
@@ -29,9 +30,7 @@ namespace {
 bool g_simulated = false;  // SystemC allows one elaboration per process
 
 // clang-format off
-const ParamRegistrar kSimulationParams{{
-    {"sim.symmetry", ParamType::String, "", "auto", "auto: where the machine and the program are symmetric under translations of the torus (no failed, degraded or slow part, no hosts, every collective's groups and plans mapped onto themselves), simulate only the cores of one fundamental domain and expand the results, which are the full simulation's; off: simulate every core", -1e300, 1e300, {"auto", "off"}},
-}};
+const Param<std::string> kSimSymmetry{{"sim.symmetry", ParamType::String, "", "auto", "auto: where the machine and the program are symmetric under translations of the torus (no failed, degraded or slow part, no hosts, every collective's groups and plans mapped onto themselves), simulate only the cores of one fundamental domain and expand the results, which are the full simulation's; off: simulate every core", -1e300, 1e300, {"auto", "off"}}};
 // clang-format on
 
 /// The engine's calls to the cores. A symmetric run plays only the domain's cores, the ones
@@ -352,7 +351,7 @@ SimOptions SimOptions::from_config(const Config& cfg) {
   o.network = NetworkOptions::from_config(cfg);
   o.collectives = CollectiveOptions::from_config(cfg);
   o.hosts = HostOptions::from_config(cfg);
-  o.symmetry = cfg.string("sim.symmetry") == "auto";
+  o.symmetry = kSimSymmetry(cfg) == "auto";
   o.dcn = DcnOptions::from_config(cfg);
   return o;
 }

@@ -50,7 +50,7 @@ TEST_CASE("a choice error lists the choices and no numeric range") {
   auto r = run_tpusim(
       {"validate", "configs/studies/bert_large_16.json", "--set", "network.fidelity=flow_x"});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("one of message, flow, packet"));
+  CHECK_THAT(r.err, Catch::Contains("one of flow, message, packet"));
   CHECK_THAT(r.err, !Catch::Contains("1e+300"));
 }
 

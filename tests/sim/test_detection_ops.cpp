@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/config.hpp"
+#include "models/builders/maskrcnn_parts.hpp"
 #include "models/detection_ops.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/per_core_cost.hpp"
@@ -61,7 +62,8 @@ TEST_CASE("f32 matmul on the bf16 MXU: passes x the bf16 tile work, same useful 
        std::vector<std::pair<std::string, int>>{{"default", 1}, {"high", 3}, {"highest", 6}}) {
     const Config cfg =
         load_config({{"workload", {{"model", "maskrcnn"}, {"f32_matmul_precision", precision}}}});
-    const DetectionCosts costs = DetectionCosts::from_config(cfg);
+    // The precision as Mask R-CNN reads it (its own workload.f32_matmul_precision).
+    const DetectionCosts costs = MaskRcnnDims::from_config(cfg).costs;
     REQUIRE(costs.f32_matmul_passes == passes);
     // 2 products of [1024,128] x [128,128]: 2 tiles of 1024 cycles of passes each per bf16 pass,
     // spread over the 2 MXUs, plus one fill and drain.
@@ -76,7 +78,7 @@ TEST_CASE("f32 matmul on the bf16 MXU: passes x the bf16 tile work, same useful 
   const Config hi =
       load_config({{"workload", {{"model", "maskrcnn"}, {"f32_matmul_precision", "highest"}}}});
   const OpNode bf16 = mxu_product(OpKind::Matmul, "m", 2, 1024, 128, 128, DType::BF16,
-                                  DetectionCosts::from_config(hi));
+                                  MaskRcnnDims::from_config(hi).costs);
   CHECK(bf16.matmul->batch == 2);
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/hardware.hpp"
 #include "core/params.hpp"
 #include "models/model_builder.hpp"
 
@@ -78,8 +79,8 @@ SearchSpace default_space(const Config& base, int cores) {
   // A chip that runs its cores as one device (megacore: the study's hardware turns it on, as the
   // tpu_v4 and tpu_v5p presets do) can also run one replica per core: search both. TPU v3 has
   // no megacore, so a study that leaves it off keeps one device per core (--space adds it).
-  if (base.integer("hardware.cores_per_chip") > 1 && base.boolean("hardware.megacore"))
-    s.axes.push_back({"hardware.megacore", {true, false}});
+  if (kHwCoresPerChip(base) > 1 && kHwMegacore(base))
+    s.axes.push_back({kHwMegacore.path(), {true, false}});
   return s;
 }
 

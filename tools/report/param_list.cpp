@@ -78,6 +78,7 @@ void run_params(bool as_json, const std::string& filter) {
     if (!filter.empty() && s.path.find(filter) == std::string::npos) continue;
     ++matched;
     const std::string range = numeric(s.type) ? range_text(s) : "";
+    const std::vector<std::string> allowed = s.allowed_choices();  // the registry's, where named
     if (as_json) {
       nlohmann::json j{{"path", s.path},
                        {"type", to_string(s.type)},
@@ -86,7 +87,7 @@ void run_params(bool as_json, const std::string& filter) {
                        {"meaning", s.meaning}};
       if (numeric(s.type) && std::isfinite(s.min)) j["min"] = whole_numbers_as_integers(s.min);
       if (numeric(s.type) && std::isfinite(s.max)) j["max"] = whole_numbers_as_integers(s.max);
-      if (!s.choices.empty()) j["choices"] = s.choices;
+      if (!allowed.empty()) j["choices"] = allowed;
       if (!s.when_path.empty()) j["when"] = s.when_path + "=" + s.when_value;
       if (s.label) j["label"] = true;
       out.push_back(j);
@@ -96,7 +97,7 @@ void run_params(bool as_json, const std::string& filter) {
         s.when_path.empty() ? "" : "  [when " + s.when_path + "=" + s.when_value + "]";
     if (s.label) when += "  [label: for reports only]";
     std::string choices;
-    for (const auto& c : s.choices) choices += (choices.empty() ? " (one of " : ", ") + c;
+    for (const auto& c : allowed) choices += (choices.empty() ? " (one of " : ", ") + c;
     if (!choices.empty()) choices += ")";
     std::cout << s.path << "  " << to_string(s.type) << (s.unit.empty() ? "" : ", " + s.unit)
               << "  default "
