@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/units.hpp"
 #include "models/program.hpp"
 
 namespace tpusim {
