@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "sim/core/memory.hpp"
+#include "sim/core/sc_delay.hpp"
 #include "sim/kernel/event_queue.hpp"
 
 namespace tpusim {
@@ -90,8 +91,7 @@ Duration DmaEngines::access(Duration start, const MemoryAccess& a) {
   *access_ = a;
   payload_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   const Duration now = sim_now();
-  sc_core::sc_time delay =
-      sc_core::sc_time::from_value(static_cast<sc_dt::uint64>((start - now).ps()));
+  sc_core::sc_time delay = sc_delay(start - now);
   initiator->b_transport(payload_, delay);
   if (!payload_.is_response_ok())
     throw std::logic_error(std::string("tpusim: the memory model of ") + name() + " answered " +

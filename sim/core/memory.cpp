@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "sim/core/sc_delay.hpp"
+
 namespace tpusim {
 
 MemoryModel::MemoryModel(sc_core::sc_module_name name)
@@ -54,7 +56,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay
   } else {
     end = port.grant(start, a.work) + a.latency;
   }
-  delay = sc_core::sc_time::from_value(static_cast<sc_dt::uint64>((end - now).ps()));
+  delay = sc_delay(end - now);
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

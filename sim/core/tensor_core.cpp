@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/collectives/collective_engine.hpp"
+#include "sim/core/sc_delay.hpp"
 #include "sim/kernel/event_queue.hpp"
 #include "sim/kernel/failure.hpp"
 #include "sim/kernel/timeline.hpp"
@@ -171,7 +172,7 @@ Duration TensorCore::run(Duration now) {
     const OpDemand& d0 = ctx_.op_demand[pc_];
     if (compute_scale_ != 1.0) scaled = d0 * compute_scale_;
     const OpDemand& d = compute_scale_ == 1.0 ? d0 : scaled;
-    const Duration start = end;  // now + the keeper's local time
+    const Duration start = end;  // the op starts at the run's local time so far
     access_.bytes_read = ops[pc_].compute.bytes_read;
     access_.bytes_written = ops[pc_].compute.bytes_written;
     access_.op = pc_;
@@ -192,11 +193,11 @@ Duration TensorCore::run(Duration now) {
       end = resources_.compute(start, d, t, access_);
     }
     natural += t;
-    quantum_.set(sc_core::sc_time::from_value(static_cast<sc_dt::uint64>((end - now).ps())));
     if (traced_) run_ends_.push_back(end);
     ++pc_;
   }
   if (exclusive) resources_.count(compute_scale_ == 1.0 ? counted : counted * compute_scale_);
+  quantum_.set(sc_delay(end - now));  // the run's local time, ahead of the kernel
   slowdown_ += end - now - natural;
   if (traced_) trace_run(now, first);
   return end;
