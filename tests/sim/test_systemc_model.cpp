@@ -7,6 +7,7 @@
 #include <systemc>
 
 #include "sim/core/memory.hpp"
+#include "sim/core/tensor_core.hpp"
 #include "tests/sim/sim_fixture.hpp"
 
 using namespace tpusim;
