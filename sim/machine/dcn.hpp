@@ -7,7 +7,7 @@
 // Only one slice is elaborated: the slices run the same Program on the same kind of slice, so
 // each is an image of the others, and a chip's cross-slice traffic is sent over its own host's
 // interfaces and fabric share. The receiving host in the next slice takes in what this one
-// sends, at the same rate, so its interfaces are no separate link. Links are LinkModules,
+// sends, at the same rate, so its interfaces are no separate link. Links are NetworkLinks,
 // carried by the study's network level like the ICI links (docs/network.md, "Multislice").
 #include <functional>
 #include <memory>
