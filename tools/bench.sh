@@ -12,8 +12,8 @@ BIN="$BUILD/bin/tpusim"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-echo "| what | wall s | CPU s | peak MiB | kernel events | events/s (CPU) | network work items | simulated |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| what | wall s | CPU s | peak MiB | kernel events | events/s (CPU) | network work items | SystemC objects | simulated |"
+echo "|---|---|---|---|---|---|---|---|---|"
 measure() {  # name, then the command; the command prints tpusim --json
   local name=$1; shift
   /usr/bin/time -f "%e %U %S %M" -o "$TMP/time" "$@" >"$TMP/out" 2>"$TMP/err" || { echo "| $name | failed: $(tail -1 "$TMP/err") |"; return; }
@@ -25,8 +25,9 @@ cpu = float(sys.argv[5]) + float(sys.argv[6])
 j = json.load(open(path))
 ev = j.get("kernel_events", j.get("events", 0))
 work = j.get("network_work_items", 0)
+objects = j.get("systemc_objects", "-")  # run and replay: what the run elaborated (docs/systemc.md)
 sim = f'{j["collective_time_ns"]/1e3:.1f} us' if "collective_time_ns" in j else f'{j.get("step_time_ms", 0):.2f} ms step'
-print(f"| {name} | {wall:.2f} | {cpu:.2f} | {rss/1024:.0f} | {ev} | {ev/max(cpu, 1e-3):,.0f} | {work} | {sim} |")
+print(f"| {name} | {wall:.2f} | {cpu:.2f} | {rss/1024:.0f} | {ev} | {ev/max(cpu, 1e-3):,.0f} | {work} | {objects} | {sim} |")
 PY
 }
 measure "all-reduce 64 MiB, 32x32 pod" "$BIN" collective --op all-reduce --bytes 64MiB --topology tpu_v3_pod --json
@@ -62,7 +63,7 @@ python3 - "$TMP/kb" "$wall" "$rss" "$user" "$sys" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 cpu = float(sys.argv[4]) + float(sys.argv[5])
-print(f'| bare SystemC kernel, {j["processes"]} SC_METHODs | {float(sys.argv[2]):.2f} | {cpu:.2f} | {int(sys.argv[3])/1024:.0f} | {j["activations"]} | {j["activations_per_s"]:,.0f} (in-kernel) | - | - |')
+print(f'| bare SystemC kernel, {j["processes"]} SC_METHODs | {float(sys.argv[2]):.2f} | {cpu:.2f} | {int(sys.argv[3])/1024:.0f} | {j["activations"]} | {j["activations_per_s"]:,.0f} (in-kernel) | - | - | - |')
 PY
 echo
 echo "load average while measuring: $(cut -d' ' -f1-3 /proc/loadavg)"

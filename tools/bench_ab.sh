@@ -3,7 +3,8 @@
 # binary before a change, against the current one): runs each command with both, alternating,
 # RUNS times (default 5), and prints a Markdown row per command with the median CPU seconds (user
 # + system) and the largest peak RSS of each, then whether the two --json reports agree but for
-# wall times. The README's allocator table and docs/network.md's event-queue table come from it.
+# wall times and the SystemC objects elaborated (which an older binary does not report). The
+# README's allocator table and docs/network.md's event-queue table come from it.
 # Usage: tools/bench_ab.sh OLD_BINARY NEW_BINARY [RUNS] [-- COMMAND ARGS...]
 #   (without a command after --, the list below; a command is one `tpusim` argument list)
 set -euo pipefail
@@ -49,7 +50,7 @@ def times(name):
 def report(name):
     def strip(o):
         if isinstance(o, dict):
-            return {k: strip(v) for k, v in o.items() if k not in ("wall_s", "analysis_s")}
+            return {k: strip(v) for k, v in o.items() if k not in ("wall_s", "analysis_s", "systemc_objects")}
         if isinstance(o, list):
             return [strip(v) for v in o]
         return o

@@ -206,7 +206,7 @@ void CollectiveEngine::run_step(PoolIndex ri, std::size_t ring_index, int step) 
   const int steps = network_.coalesces_steps() ? phase.steps - step : 1;
   if (ring_index == 0) run.steps_run += steps;
   const Duration start = sim_now();
-  const Duration cores_done = book_step(ring, work, steps, run.dtype, start);
+  const Duration cores_done = book_step(run.op_index, ring, work, steps, run.dtype, start);
   const PoolIndex w = waves_.take();
   StepWaves& sw = waves_[w];
   sw.run = ri;

@@ -108,7 +108,7 @@ class CollectiveEngine final : public CollectivePort, private EventTarget {
   /// Books a step's work on every member's core resources from `start`: its streams' HBM
   /// traffic and the reduction of what it receives, for `steps` coalesced steps; returns when
   /// the last member is through (step_booking.cpp).
-  Duration book_step(const Ring& ring, const StepWork& work, int steps, DType dtype,
+  Duration book_step(int op_index, const Ring& ring, const StepWork& work, int steps, DType dtype,
                      Duration start);
   /// The DMA engines of the wave's sending cores: true (and issued) if every one has enough
   /// free, else false and nothing issued (step_booking.cpp).

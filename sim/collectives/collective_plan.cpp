@@ -12,7 +12,7 @@ void Ring::update_path_latency() {
   for (const auto* routes : {&next, &prev}) {
     for (const auto& r : *routes) {
       Duration l;
-      for (const LinkModule* link : r) l += link->latency;
+      for (const NetworkLink* link : r) l += link->latency;
       path_latency = max(path_latency, l);
     }
   }
@@ -80,7 +80,7 @@ Ring make_exchange(const Machine& m, const std::vector<int>& members,
 void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
                    std::vector<double>& scratch) {
   if (scratch.size() < m.links().size()) scratch.assign(m.links().size(), 0.0);
-  std::vector<const LinkModule*> touched;
+  std::vector<const NetworkLink*> touched;
   std::size_t phases = 0;
   for (const GroupPlan* plan : plans) phases = std::max(phases, plan->phases.size());
   for (std::size_t k = 0; k < phases; ++k) {
@@ -89,13 +89,13 @@ void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
       for (const Ring& ring : plan->phases[k].rings)
         for (const auto* routes : {&ring.next, &ring.prev})
           for (const Route& route : *routes)
-            for (const LinkModule* link : route) {
+            for (const NetworkLink* link : route) {
               if (scratch[link->index] == 0) touched.push_back(link);
               scratch[link->index] += 1;
             }
     }
     double worst = 0;
-    for (const LinkModule* link : touched) {
+    for (const NetworkLink* link : touched) {
       worst = std::max(worst, scratch[link->index] / link->bandwidth.bytes_per_s());
       scratch[link->index] = 0;
     }
@@ -137,7 +137,7 @@ GroupPlan shifted_plan(const Machine& m, const GroupPlan& plan, const std::vecto
     to.resize(from.size());
     for (std::size_t k = 0; k < from.size(); ++k) {
       to[k].reserve(from[k].size());
-      for (const LinkModule* l : from[k]) to[k].push_back(m.shifted_link(*l, by));
+      for (const NetworkLink* l : from[k]) to[k].push_back(m.shifted_link(*l, by));
     }
   };
   GroupPlan out;

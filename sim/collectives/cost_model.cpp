@@ -25,6 +25,20 @@ double CollectiveCostModel::step_hbm_bytes(double sent, double summed) const {
   return dma + reduction_hbm_bytes(summed);
 }
 
+std::pair<double, double> CollectiveCostModel::step_hbm_read_written(double sent,
+                                                                     double summed) const {
+  double read = 0, written = 0;
+  if (options_.dma_hbm_traffic) {
+    read += sent;
+    written += std::max(0.0, sent - (options_.reduce_on_arrival ? summed : 0));
+  }
+  if (options_.reduction_compute && summed > 0) {
+    read += (options_.reduce_on_arrival ? 1 : 2) * summed;  // the local operand (and the received)
+    written += summed;                                      // the sum
+  }
+  return {read, written};
+}
+
 Duration CollectiveCostModel::reduction_vpu(double summed, DType dtype) const {
   if (!options_.reduction_compute || summed <= 0) return Duration{};
   // One vector add per element.

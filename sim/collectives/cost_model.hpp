@@ -45,6 +45,9 @@ class CollectiveCostModel {
   /// A member's HBM bytes in one step when it sends (and receives) `sent` bytes and sums
   /// `summed` of them: its DMA streams' reads and writes and the reduction's.
   double step_hbm_bytes(double sent, double summed) const;
+  /// step_hbm_bytes as the bytes read from HBM and those written into it (the memory's
+  /// statistics; the time comes from step_hbm_bytes).
+  std::pair<double, double> step_hbm_read_written(double sent, double summed) const;
   /// The reduction of `summed` bytes: its vector time, and its HBM bytes (read the local
   /// operand, write the sum, and read back what arrived unless reduce_on_arrival); zero without
   /// collectives.reduction_compute.

@@ -1,13 +1,16 @@
 // Resource booking of collective steps: what a step asks of its members' cores (the cost
 // model's StepWork) granted on their HBM ports and vector units, and its streams issued on the
 // sending cores' DMA engines.
+#include <tuple>
+
 #include "sim/collectives/collective_engine.hpp"
 #include "sim/core/core_resources.hpp"
+#include "sim/core/memory.hpp"
 
 namespace tpusim {
 
-Duration CollectiveEngine::book_step(const Ring& ring, const StepWork& work, int steps, DType dtype,
-                                     Duration start) {
+Duration CollectiveEngine::book_step(int op_index, const Ring& ring, const StepWork& work,
+                                     int steps, DType dtype, Duration start) {
   // Each member's core grants the step's work from `start`: its streams' HBM traffic (it sends
   // as much as it receives: the step's bytes over the members) and the reduction of what it
   // receives.
@@ -24,10 +27,15 @@ Duration CollectiveEngine::book_step(const Ring& ring, const StepWork& work, int
   const double hbm_bytes = model_.step_hbm_bytes(sent / members, work.summed * steps);
   const Duration vpu = model_.reduction_vpu(work.summed, dtype) * steps;
   const int latencies = model_.reduction_hbm_latencies(work.summed) * steps;
+  MemoryAccess access;  // through each member's DMA engines to its memory
+  std::tie(access.bytes_read, access.bytes_written) =
+      model_.step_hbm_read_written(sent / members, work.summed * steps);
+  access.collective = true;
+  access.op = op_index;
   Duration cores_done = start;
   for (int core : ring.members)
-    cores_done =
-        max(cores_done, listener_.resources(core).communicate(start, hbm_bytes, vpu, latencies));
+    cores_done = max(cores_done, listener_.resources(core).communicate(start, access, hbm_bytes,
+                                                                       vpu, latencies));
   return cores_done;
 }
 

@@ -47,10 +47,10 @@ bool make_translation(const Machine& m, std::vector<int> chip_image, Translation
     for (int k = 0; k < cpc; ++k) t.core[c * cpc + k] = t.chip[c] * cpc + k;
   // Each link maps to the link at the same place of its chip's image (the chip map is a
   // bijection, so then every link is some link's image).
-  for (const LinkModule* from : m.links()) {
+  for (const NetworkLink* from : m.links()) {
     const auto [chip, place] = m.place_of(*from);
     if (chip < 0) continue;  // a DCN link: translate_dcn
-    const LinkModule* to = m.link_at(t.chip[chip], place);
+    const NetworkLink* to = m.link_at(t.chip[chip], place);
     if (!to || from->bandwidth.bytes_per_s() != to->bandwidth.bytes_per_s() ||
         from->latency != to->latency)
       return false;
@@ -165,7 +165,9 @@ bool same_sends(const Ring& ring, const Ring& image, const Translation& t) {
           const Route& p = send_route(r, u);
           const Route& q = send_route(r, v);
           if (p.size() != q.size()) return p.size() < q.size();
-          const auto idx = [tr](const LinkModule* l) { return tr ? tr->link[l->index] : l->index; };
+          const auto idx = [tr](const NetworkLink* l) {
+            return tr ? tr->link[l->index] : l->index;
+          };
           if (!p.empty() && idx(p.back()) != idx(q.back())) return idx(p.back()) < idx(q.back());
           for (std::size_t h = 0; h < p.size(); ++h)
             if (idx(p[h]) != idx(q[h])) return idx(p[h]) < idx(q[h]);
@@ -286,7 +288,7 @@ std::vector<int> longest_routes(const std::vector<int>& ops, const Machine& m,
           for (const auto* routes : {&r.next, &r.prev})
             for (const Route& route : *routes) {
               std::fill(along.begin(), along.end(), 0);
-              for (const LinkModule* l : route) {
+              for (const NetworkLink* l : route) {
                 const auto [chip, place] = m.place_of(*l);
                 if (chip >= 0 && place < 2 * dims) ++along[static_cast<std::size_t>(place / 2)];
               }
@@ -326,28 +328,28 @@ int find_period(const std::vector<int>& ops, const Machine& m, const CollectiveP
 /// miss per hop; this table of addresses stays in cache.
 class LinkIndex {
  public:
-  explicit LinkIndex(const std::vector<LinkModule*>& links) {
+  explicit LinkIndex(const std::vector<NetworkLink*>& links) {
     while ((std::size_t{1} << bits_) < 4 * links.size()) ++bits_;
     slots_.assign(std::size_t{1} << bits_, {nullptr, -1});
-    for (const LinkModule* l : links) {
+    for (const NetworkLink* l : links) {
       std::size_t i = home(l);
       while (slots_[i].first) i = (i + 1) & (slots_.size() - 1);
       slots_[i] = {l, l->index};
     }
   }
-  int operator()(const LinkModule* l) const {
+  int operator()(const NetworkLink* l) const {
     std::size_t i = home(l);
     while (slots_[i].first != l) i = (i + 1) & (slots_.size() - 1);
     return slots_[i].second;
   }
 
  private:
-  std::size_t home(const LinkModule* l) const {
+  std::size_t home(const NetworkLink* l) const {
     return static_cast<std::size_t>(
         (reinterpret_cast<std::uintptr_t>(l) >> 4) * 0x9E3779B97F4A7C15ull >> (64 - bits_));
   }
   int bits_ = 4;
-  std::vector<std::pair<const LinkModule*, int>> slots_;
+  std::vector<std::pair<const NetworkLink*, int>> slots_;
 };
 
 /// The sends of one step's batch, hop by hop: at hop h, each link's run of the sends crossing
@@ -419,7 +421,7 @@ bool projects_onto_itself(const Ring& full, const SymmetricRun& s) {
   auto inside = [&](int sender, const Route& route) {
     if (route.empty()) return true;
     if (!s.active[sender]) return false;
-    for (const LinkModule* l : route)
+    for (const NetworkLink* l : route)
       if (s.link_rep[l->index] != l->index) return false;
     return true;
   };

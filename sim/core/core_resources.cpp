@@ -1,7 +1,10 @@
 #include "sim/core/core_resources.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
+#include "sim/core/memory.hpp"
+#include "sim/core/sc_delay.hpp"
 #include "sim/kernel/event_queue.hpp"
 
 namespace tpusim {
@@ -66,27 +69,73 @@ Duration CoreResource::grant(Duration from, Duration work) {
   return t;
 }
 
-CoreResources::CoreResources(const HardwareSpec& hw, bool shared)
-    : mxu("mxu"),
-      vpu("vpu"),
-      hbm("hbm"),
+DmaEngines::DmaEngines(sc_core::sc_module_name name, int engines)
+    : sc_core::sc_module(name), StatGroup("dma"), initiator("initiator"), engines_(engines) {
+  access_ = new MemoryAccess;
+  payload_.set_extension(access_);
+  payload_.set_command(tlm::TLM_IGNORE_COMMAND);
+  add_stat("busy_ns", "ns",
+           "engine time: each collective stream from its issue until its data is through, summed "
+           "(the report's occupancy.dma_busy_ms on the last core)",
+           [this] { return busy_.ns(); });
+  add_stat("waiting_ns", "ns",
+           "time collective steps waited for a free engine (hardware.dma.engines_per_core)",
+           [this] { return waiting_.ns(); });
+  add_stat("streams", "streams", "collective streams issued",
+           [this] { return static_cast<double>(streams_); });
+  add_stat("peak_in_flight", "streams", "most streams in flight at once",
+           [this] { return static_cast<double>(peak_); });
+}
+
+Duration DmaEngines::access(Duration start, const MemoryAccess& a) {
+  *access_ = a;
+  payload_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  const Duration now = sim_now();
+  sc_core::sc_time delay = sc_delay(start - now);
+  initiator->b_transport(payload_, delay);
+  if (!payload_.is_response_ok())
+    throw std::logic_error(std::string("tpusim: the memory model of ") + name() + " answered " +
+                           payload_.get_response_string());
+  return now + from_sc(delay);
+}
+
+CoreResources::CoreResources(const HardwareSpec& hw, bool shared, const MemoryFactory* memory)
+    : memory_(memory && *memory ? (*memory)("hbm", hw) : std::make_unique<Hbm>("hbm")),
       dma("dma", hw.dma_engines_per_core),
       hw_(hw),
-      shared_(shared) {}
+      shared_(shared) {
+  if (!memory_) throw std::logic_error("tpusim: the memory factory made no memory model");
+  dma.initiator.bind(memory_->target);
+}
 
-Duration CoreResources::compute(Duration start, const OpDemand& d, Duration natural) {
+CoreResources::~CoreResources() = default;
+
+bool CoreResources::exclusive_from(Duration t) const {
+  return !shared_ && mxu.idle_after(t) && vpu.idle_after(t) && memory_->idle_after(t);
+}
+
+Duration CoreResources::compute(Duration start, const OpDemand& d, Duration natural,
+                                MemoryAccess& access) {
   const Duration m = mxu.grant(start, d.mxu);
   const Duration v = vpu.grant(start, d.vpu);
-  const Duration h = d.hbm > Duration{} ? hbm.grant(start, d.hbm) + d.hbm_latency : start;
+  Duration h = start;
+  if (d.hbm > Duration{}) {
+    access.work = d.hbm;
+    access.latency = d.hbm_latency;
+    access.uncontended = false;
+    h = dma.access(start, access);
+  }
   return std::max(start + natural, std::max(std::max(m, v), h) + hw_.op_overhead);
 }
 
-Duration CoreResources::communicate(Duration start, double hbm_bytes, Duration vpu_work,
-                                    int hbm_latencies) {
-  const Duration work = hbm_bytes > 0
-                            ? (hw_.hbm_bandwidth_per_core * hw_.hbm_efficiency).time_for(hbm_bytes)
-                            : Duration{};
-  const Duration h = hbm.grant(start, work) + hw_.hbm_latency * hbm_latencies;
+Duration CoreResources::communicate(Duration start, MemoryAccess& access, double hbm_bytes,
+                                    Duration vpu_work, int hbm_latencies) {
+  access.work = hbm_bytes > 0
+                    ? (hw_.hbm_bandwidth_per_core * hw_.hbm_efficiency).time_for(hbm_bytes)
+                    : Duration{};
+  access.latency = hw_.hbm_latency * hbm_latencies;
+  access.uncontended = false;
+  const Duration h = dma.access(start, access);
   return std::max(h, vpu.grant(start, vpu_work));
 }
 

@@ -1,27 +1,40 @@
 #pragma once
-// The resources of one TensorCore as SystemC modules: its MXUs, its vector unit, its HBM port
-// and its DMA engines. The first three are work-conserving servers that grant busy intervals: a
-// request of W of busy time from time t takes the earliest free time at or after t (the intervals
-// granted earlier keep theirs) and ends when the last of W is served. The modules have no process
-// of their own: requests come from the core's process (a run of compute ops) and from collective
-// steps, so they add no kernel events; contention shows as later grants, not as extra wake-ups.
+// The resources of one TensorCore: its MXUs and its vector unit (work-conserving servers, plain
+// members of the core), its memory (a module behind a TLM-2.0 target socket, sim/core/memory.hpp)
+// and its DMA engines (a module with the initiator socket bound to it). A server grants busy
+// intervals: a request of W of busy time from time t takes the earliest free time at or after t
+// (the intervals granted earlier keep theirs) and ends when the last of W is served. Nothing here
+// has a process of its own: requests come from the core's process (a run of compute ops) and from
+// collective steps, so they add no kernel events; contention shows as later grants, not as extra
+// wake-ups.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <systemc>
+#include <tlm>
 #include <utility>
 #include <vector>
+
+// After <tlm>.
+#include <tlm_utils/simple_initiator_socket.h>
 
 #include "core/hardware.hpp"
 #include "core/units.hpp"
 #include "sim/core/tensor_core_cost.hpp"
+#include "sim/kernel/stats.hpp"
 
 namespace tpusim {
 
-class CoreResource : public sc_core::sc_module {
+struct MemoryAccess;
+class MemoryModel;
+/// Makes the memory model of one core (`name`: its module name, a child of the core).
+using MemoryFactory =
+    std::function<std::unique_ptr<MemoryModel>(const char* name, const HardwareSpec& hw)>;
+
+class CoreResource {
  public:
-  explicit CoreResource(sc_core::sc_module_name name) : sc_core::sc_module(name) {}
   /// Grants `work` of busy time from `from` on (from >= now); returns when it is all served.
   /// Intervals that ended before now are forgotten.
   Duration grant(Duration from, Duration work);
@@ -46,11 +59,19 @@ class CoreResource : public sc_core::sc_module {
 /// streams are in flight on the core, and a step whose streams find too few free engines waits
 /// (CollectiveEngine issues a step's streams in waves of at most `engines` per core); with 0
 /// every stream issued is carried at once. What the streams move through HBM is booked on the
-/// core's HBM port (`hbm_bytes`). Occupancy: engine time, streams and the most in flight.
-class DmaEngines : public sc_core::sc_module {
+/// core's memory (`hbm_bytes`). Occupancy: engine time, streams and the most in flight.
+/// The engines are the initiator of every access of the core's memory (`initiator`, bound to the
+/// memory's target socket): the compute ops' operands and results too, which they move between
+/// HBM and the vector memory.
+class DmaEngines : public sc_core::sc_module, public StatGroup {
  public:
-  DmaEngines(sc_core::sc_module_name name, int engines)
-      : sc_core::sc_module(name), engines_(engines) {}
+  DmaEngines(sc_core::sc_module_name name, int engines);
+  tlm_utils::simple_initiator_socket<DmaEngines> initiator;
+
+  /// One access of the core's memory, starting at `start` (at or after now: the initiator's
+  /// local time ahead of the kernel is the transaction's delay): a b_transport through
+  /// `initiator`. Returns when the access is through.
+  Duration access(Duration start, const MemoryAccess& a);
   /// True if `streams` more can be issued at `now` (streams whose data is through by then have
   /// freed their engines).
   bool can_issue(int streams, Duration now) {
@@ -100,39 +121,50 @@ class DmaEngines : public sc_core::sc_module {
   int peak_ = 0;
   std::uint64_t streams_ = 0;
   Duration busy_, waiting_;
+  tlm::tlm_generic_payload payload_;  ///< reused by every access (b_transport is blocking)
+  MemoryAccess* access_ = nullptr;    ///< payload_'s extension, owned by it
 };
 
-/// The four resource modules of a core. Not a module itself: built inside the TensorCore's
-/// constructor, the modules are the core's children (multipod.chip(x,y).core0.mxu, ...).
+/// The resources of a core. Not a module itself: built inside the TensorCore's constructor, the
+/// memory and the DMA engines are the core's children (multipod.chip(x,y).core0.hbm, .dma).
 class CoreResources {
  public:
   /// `shared`: collective steps may run while the core computes (async collectives).
-  CoreResources(const HardwareSpec& hw, bool shared);
+  /// `memory`: makes the core's memory model; null or empty: the built-in HBM port (Hbm).
+  CoreResources(const HardwareSpec& hw, bool shared, const MemoryFactory* memory);
+  ~CoreResources();
 
   /// True if a run of compute from `t` cannot meet other work: not shared, and nothing granted
   /// after `t` (always so with synchronous collectives: a core's collective steps are over
   /// before it computes again). Such a run takes its uncontended time; it only `count`s.
-  bool exclusive_from(Duration t) const {
-    return !shared_ && mxu.idle_after(t) && vpu.idle_after(t) && hbm.idle_after(t);
-  }
+  bool exclusive_from(Duration t) const;
+  /// Counts an exclusive run's MXU and vector-unit work (its memory accesses went through
+  /// the socket, each marked uncontended).
   void count(const OpDemand& d) {
     mxu.count(d.mxu);
     vpu.count(d.vpu);
-    hbm.count(d.hbm);
   }
 
   /// A compute op starting at `start` that takes `natural` uncontended: MXUs, vector unit and
-  /// HBM work at once (as in the cost model); it ends at the later of start + natural and its
-  /// last grant plus the op overhead. Uncontended that is exactly start + natural.
-  Duration compute(Duration start, const OpDemand& d, Duration natural);
+  /// memory work at once (as in the cost model); it ends at the later of start + natural and its
+  /// last grant plus the op overhead. Uncontended, with the built-in memory, that is exactly
+  /// start + natural. `access`: the op's memory access (work and latency from `d`).
+  Duration compute(Duration start, const OpDemand& d, Duration natural, MemoryAccess& access);
 
-  /// A collective step's work on this core from `start`: `hbm_bytes` read and written by the
-  /// DMA streams and the reduction, `vpu` of reduction on the vector unit, `hbm_latencies`
-  /// HBM latencies in sequence after the HBM work (one per reduction step). Returns when both
-  /// are through.
-  Duration communicate(Duration start, double hbm_bytes, Duration vpu, int hbm_latencies);
+  /// A collective step's work on this core from `start`: `access` read and written by the
+  /// DMA streams and the reduction (its work is set here from its bytes), `vpu` of reduction on
+  /// the vector unit, `hbm_latencies` HBM latencies in sequence after the memory work (one per
+  /// reduction step). Returns when both are through.
+  Duration communicate(Duration start, MemoryAccess& access, double hbm_bytes, Duration vpu,
+                       int hbm_latencies);
 
-  CoreResource mxu, vpu, hbm;
+  MemoryModel& memory() const { return *memory_; }
+  CoreResource mxu, vpu;
+
+ private:
+  std::unique_ptr<MemoryModel> memory_;
+
+ public:
   DmaEngines dma;
 
  private:

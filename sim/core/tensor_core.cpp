@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/core/sc_delay.hpp"
 #include "sim/kernel/event_queue.hpp"
 #include "sim/kernel/failure.hpp"
 #include "sim/kernel/timeline.hpp"
@@ -11,13 +12,35 @@ namespace tpusim {
 TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx,
                        bool traced, double compute_scale)
     : sc_core::sc_module(name),
+      StatGroup("core"),
       id_(id),
       ctx_(ctx),
       traced_(traced),
       compute_scale_(compute_scale),
-      resources_(*ctx.hardware, ctx.async_collectives) {
+      resources_(*ctx.hardware, ctx.async_collectives, ctx.memory) {
   SC_METHOD(guarded_step);
   sensitive << wake_;
+  register_stats();
+}
+
+void TensorCore::register_stats() {
+  add_stat("finish_ns", "ns", "when the core finished the step (the step time on the last core)",
+           [this] { return finish_time_.ns(); });
+  add_stat("compute_ns", "ns", "time computing (the report's compute on the last core)",
+           [this] { return busy_.ns(); });
+  add_stat("communication_ns", "ns", "time with at least one collective in flight",
+           [this] { return comm_.ns(); });
+  add_stat("exposed_communication_ns", "ns", "time waiting on collectives and not computing",
+           [this] { return exposed_.ns(); });
+  add_stat("compute_slowdown_ns", "ns", "time compute runs took beyond their uncontended time",
+           [this] { return slowdown_.ns(); });
+  add_stat("activations", "activations", "activations of the core's SC_METHOD",
+           [this] { return static_cast<double>(activations_); });
+  add_stat("mxu.busy_ns", "ns",
+           "busy time of the core's MXUs (every grant, compute and collectives)",
+           [this] { return resources_.mxu.busy().ns(); });
+  add_stat("vpu.busy_ns", "ns", "busy time of the core's vector unit (compute and reductions)",
+           [this] { return resources_.vpu.busy().ns(); });
 }
 
 void TensorCore::account(Duration now) {
@@ -110,36 +133,13 @@ void TensorCore::step() {
       ctx_.engine->arrive(pc_++, id_);
       continue;
     }
-    // A run: this op and every following compute op whose inputs are ready (earlier ops of the
-    // run count as ready: they run first), granted their resources in order, settled in one wait.
     account(now);
-    const int first = pc_;
-    Duration end = now, natural;
-    run_ends_.clear();
-    const bool exclusive = resources_.exclusive_from(now);
-    OpDemand counted;  // an exclusive run's demands, counted once
-    // An infeed op begins a run, so that its batch is asked for at the time the core gets there.
-    while (pc_ < n && !ops[pc_].is_collective && (pc_ == first || infeed_batch(pc_) < 0) &&
-           ready(pc_)) {
-      if (infeed_batch(pc_) >= 0) ctx_.infeed->dequeue(id_, infeed_batch(pc_), now);
-      const Duration t = op_duration(pc_);
-      const OpDemand& d = ctx_.op_demand[pc_];
-      if (exclusive) {
-        end += t;
-        counted += d;
-      } else {
-        end = resources_.compute(end, compute_scale_ == 1.0 ? d : d * compute_scale_, t);
-      }
-      natural += t;
-      if (traced_) run_ends_.push_back(end);
-      ++pc_;
-    }
-    if (exclusive) resources_.count(compute_scale_ == 1.0 ? counted : counted * compute_scale_);
+    const Duration end = run(now);
     running_ = true;
-    slowdown_ += end - now - natural;
-    if (traced_) trace_run(now, first);
     run_end_ = end;
+    // Synchronise with the kernel: the run's local time is over at `end`.
     wake_.notify(to_sc(end - now));
+    quantum_.reset();
     return;
   }
   if (outstanding_.empty() && !finished_) {
@@ -147,6 +147,58 @@ void TensorCore::step() {
     finished_ = true;
     finish_time_ = now;
   }
+}
+
+Duration TensorCore::run(Duration now) {
+  // A run: this op and every following compute op whose inputs are ready (earlier ops of the
+  // run count as ready: they run first), granted their resources in order, settled in one wait.
+  const auto& ops = ctx_.program->ops;
+  const int n = static_cast<int>(ops.size());
+  const int first = pc_;
+  quantum_.reset();
+  Duration end = now, natural;
+  run_ends_.clear();
+  const bool exclusive = resources_.exclusive_from(now);
+  OpDemand counted;  // an exclusive run's MXU and vector-unit demands, counted once
+  OpDemand scaled;   // the op's demand on a slow core
+  const Duration overhead = ctx_.hardware->op_overhead;
+  // An infeed op begins a run, so that its batch is asked for at the time the core gets there.
+  while (pc_ < n && !ops[pc_].is_collective && (pc_ == first || infeed_batch(pc_) < 0) &&
+         ready(pc_)) {
+    if (infeed_batch(pc_) >= 0) ctx_.infeed->dequeue(id_, infeed_batch(pc_), now);
+    const Duration t = op_duration(pc_);
+    const OpDemand& d0 = ctx_.op_demand[pc_];
+    if (compute_scale_ != 1.0) scaled = d0 * compute_scale_;
+    const OpDemand& d = compute_scale_ == 1.0 ? d0 : scaled;
+    const Duration start = end;  // the op starts at the run's local time so far
+    access_.bytes_read = ops[pc_].compute.bytes_read;
+    access_.bytes_written = ops[pc_].compute.bytes_written;
+    access_.op = pc_;
+    if (exclusive) {
+      end = start + t;
+      counted += d0;
+      if (d.hbm > Duration{}) {
+        // Nothing else asks for the memory: the built-in port answers start + work + latency,
+        // which the op's time holds; a model that takes longer holds the op until its data is
+        // through.
+        access_.work = d.hbm;
+        access_.latency = d.hbm_latency;
+        access_.uncontended = true;
+        const Duration h = resources_.dma.access(start, access_);
+        if (h > start + d.hbm + d.hbm_latency) end = max(end, h + overhead);
+      }
+    } else {
+      end = resources_.compute(start, d, t, access_);
+    }
+    natural += t;
+    if (traced_) run_ends_.push_back(end);
+    ++pc_;
+  }
+  if (exclusive) resources_.count(compute_scale_ == 1.0 ? counted : counted * compute_scale_);
+  quantum_.set(sc_delay(end - now));  // the run's local time, ahead of the kernel
+  slowdown_ += end - now - natural;
+  if (traced_) trace_run(now, first);
+  return end;
 }
 
 void TensorCore::collective_done(int op_index) {

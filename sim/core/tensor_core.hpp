@@ -1,21 +1,30 @@
 #pragma once
 // A TensorCore playing the SPMD Program. One SC_METHOD per core, woken when a run of compute
 // ends or a collective it waits for completes. Consecutive compute ops whose inputs are ready
-// are settled in one wait: each op is granted its MXU, vector-unit and HBM time by the core's
-// resource modules (CoreResources) at once, so kernel events grow with communication points, not
-// with ops or cycles. Collectives are issued as soon as their inputs exist; their steps take HBM
-// and vector time from the same resources; an op that needs a collective's result waits for it.
-// With async collectives, a collective whose inputs are other collectives' results (a gradient
-// bucket's all-reduce after its reduce-scatter) does not hold the core: it is passed and starts
-// when those results arrive, as XLA's scheduler places its start after their done.
+// are settled in one wait: each op is granted its MXU and vector-unit time by the core's
+// resources (CoreResources) and its memory traffic by its memory, one b_transport through the DMA
+// engines' TLM socket, at once, so kernel events grow with communication points, not with ops or
+// cycles. That is temporal decoupling: through a run the core runs ahead of the kernel by its
+// local time (a tlm_quantumkeeper) and synchronises at the run's end, by notifying its own event
+// (an SC_METHOD cannot wait). The run is the quantum: tpusim sets no global quantum. Collectives
+// are issued as soon as their inputs exist; their steps take HBM and vector time from the same
+// resources; an op that needs a collective's result waits for it. With async collectives, a
+// collective whose inputs are other collectives' results (a gradient bucket's all-reduce after its
+// reduce-scatter) does not hold the core: it is passed and starts when those results arrive, as
+// XLA's scheduler places its start after their done.
 #include <systemc>
 #include <vector>
+
+// After <systemc>: the keeper's header uses the kernel without including it.
+#include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "core/hardware.hpp"
 #include "core/units.hpp"
 #include "models/program.hpp"
 #include "sim/core/core_ports.hpp"
 #include "sim/core/core_resources.hpp"
+#include "sim/core/memory.hpp"
+#include "sim/kernel/stats.hpp"
 
 namespace tpusim {
 
@@ -36,9 +45,11 @@ struct ExecutionContext {
   /// op is ready only once its batch is in the core's queue.
   InfeedPort* infeed = nullptr;
   const std::vector<int>* infeed_batch = nullptr;
+  /// Makes each core's memory model (sim/core/memory.hpp); null: the built-in HBM port.
+  const MemoryFactory* memory = nullptr;
 };
 
-class TensorCore : public sc_core::sc_module {
+class TensorCore : public sc_core::sc_module, public StatGroup {
  public:
   SC_HAS_PROCESS(TensorCore);
   /// `compute_scale` multiplies every compute op's time on this core (1 for a healthy core).
@@ -78,13 +89,18 @@ class TensorCore : public sc_core::sc_module {
   Duration op_duration(int op_index) const;
   void account(Duration now);
   void trace_run(Duration start, int from) const;
+  /// Starts a run of compute ops at `now`: returns its end (in local time ahead of `now`).
+  Duration run(Duration now);
+  void register_stats();
 
   const int id_;
   const ExecutionContext& ctx_;
   const bool traced_;
   const double compute_scale_;
   CoreResources resources_;
-  std::vector<Duration> run_ends_;  ///< per op of the current run, when traced
+  std::vector<Duration> run_ends_;        ///< per op of the current run, when traced
+  tlm_utils::tlm_quantumkeeper quantum_;  ///< local time ahead of the kernel within a run
+  MemoryAccess access_;                   ///< the access of the op being run (its bytes)
   sc_core::sc_event wake_;
   int pc_ = 0;
   bool running_ = false;

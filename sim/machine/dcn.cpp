@@ -1,7 +1,6 @@
 #include "sim/machine/dcn.hpp"
 
 #include "core/params.hpp"
-#include "sim/machine/machine.hpp"
 
 namespace tpusim {
 namespace {
@@ -27,31 +26,18 @@ DcnOptions DcnOptions::from_config(const Config& cfg) {
   return o;
 }
 
-struct Dcn::HostPorts {
-  std::unique_ptr<Assembly> module;
-  std::unique_ptr<LinkModule> tx, fabric;
-};
-
-Dcn::Dcn(sc_core::sc_module_name name, const Topology& topology, int slices,
-         const DcnOptions& options, const LinkMaker& make_link)
-    : sc_core::sc_module(name),
-      slices_(slices),
-      blocks_(host_blocks(topology, options.chip_block)) {
+Dcn::Dcn(const Topology& topology, int slices, const DcnOptions& options,
+         const LinkMaker& make_link)
+    : slices_(slices), blocks_(host_blocks(topology, options.chip_block)) {
   const int hosts = static_cast<int>(blocks_.chips.size());
   fabric_share_ = Bandwidth::bytes_per_s(options.bisection.bytes_per_s() / (2.0 * hosts));
   const Bandwidth nic =
       Bandwidth::bytes_per_s(options.nic_bandwidth.bytes_per_s() * options.host_nics);
   for (int h = 0; h < hosts; ++h) {
-    auto ports = std::make_unique<HostPorts>();
-    ports->module = std::make_unique<Assembly>(("host(" + std::to_string(h) + ")").c_str(), [&] {
-      ports->tx = make_link("tx", nic, Duration{});
-      ports->fabric = make_link("fabric", fabric_share_, options.latency);
-    });
-    routes_.push_back({ports->tx.get(), ports->fabric.get()});
-    hosts_.push_back(std::move(ports));
+    NetworkLink* tx = make_link(nic, Duration{});
+    NetworkLink* fabric = make_link(fabric_share_, options.latency);
+    routes_.push_back({tx, fabric});
   }
 }
-
-Dcn::~Dcn() = default;
 
 }  // namespace tpusim

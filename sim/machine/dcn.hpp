@@ -1,19 +1,17 @@
 #pragma once
 // The data-center network (DCN) that joins the slices of a multislice machine
-// (topology.slices > 1), as modules of the machine tree:
-//   multipod.dcn                   the network
+// (topology.slices > 1): per host two links, named (Machine::link_name)
 //   multipod.dcn.host(N).tx        host N's network interfaces, sending (dcn.host_nics x
 //                                  dcn.nic_bandwidth_GBps)
 //   multipod.dcn.host(N).fabric    host N's share of the switch fabric's bisection
 // Only one slice is elaborated: the slices run the same Program on the same kind of slice, so
 // each is an image of the others, and a chip's cross-slice traffic is sent over its own host's
 // interfaces and fabric share. The receiving host in the next slice takes in what this one
-// sends, at the same rate, so its interfaces are no separate link. Links are LinkModules,
+// sends, at the same rate, so its interfaces are no separate link. Links are NetworkLinks,
 // carried by the study's network level like the ICI links (docs/network.md, "Multislice").
 #include <functional>
 #include <memory>
 #include <string>
-#include <systemc>
 #include <vector>
 
 #include "core/config.hpp"
@@ -33,13 +31,13 @@ struct DcnOptions {
   static DcnOptions from_config(const Config& cfg);
 };
 
-class Dcn : public sc_core::sc_module {
+class Dcn {
  public:
-  using LinkMaker = std::function<std::unique_ptr<LinkModule>(const char*, Bandwidth, Duration)>;
-  /// Elaborates one host's ports per host block of `topology` (one slice of `slices`).
-  Dcn(sc_core::sc_module_name name, const Topology& topology, int slices, const DcnOptions& options,
-      const LinkMaker& make_link);
-  ~Dcn() override;
+  /// Makes a link (the machine owns it).
+  using LinkMaker = std::function<NetworkLink*(Bandwidth, Duration)>;
+  /// Builds one host's links per host block of `topology` (one slice of `slices`): tx, then
+  /// fabric.
+  Dcn(const Topology& topology, int slices, const DcnOptions& options, const LinkMaker& make_link);
 
   int slices() const { return slices_; }
   const HostBlocks& blocks() const { return blocks_; }
@@ -52,12 +50,10 @@ class Dcn : public sc_core::sc_module {
   Bandwidth fabric_share() const { return fabric_share_; }
 
  private:
-  struct HostPorts;
   int slices_;
   HostBlocks blocks_;
   Bandwidth fabric_share_;
-  std::vector<std::unique_ptr<HostPorts>> hosts_;
-  std::vector<Route> routes_;  ///< per host
+  std::vector<Route> routes_;  ///< per host: tx, fabric
 };
 
 }  // namespace tpusim

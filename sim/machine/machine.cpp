@@ -14,17 +14,15 @@ const char* const kDim = "xyzw";
 
 Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
                  const MachineParts& parts)
-    : sc_core::sc_module(name), topology_(topology), hw_(hw), parts_(parts) {
+    : sc_core::sc_module(name), StatGroup("link"), topology_(topology), hw_(hw), parts_(parts) {
   ici_.assign(topology.num_link_slots(), nullptr);
-  chips_.reserve(topology.num_chips());
-  for (int c = 0; c < topology.num_chips(); ++c)
-    chips_.push_back(std::make_unique<Chip>(chip_name(topology, c).c_str(), c,
-                                            [&](Chip& chip) { build_chip(chip, parts); }));
+  const int cpc = hw_.devices_per_chip;
+  onchip_.assign(static_cast<std::size_t>(topology.num_chips()) * cpc * cpc, nullptr);
+  for (int c = 0; c < topology.num_chips(); ++c) build_links(c, parts);
   first_dcn_link_ = static_cast<int>(all_links_.size());
   if (topology.slices() > 1)
-    dcn_ = std::make_unique<Dcn>(
-        "dcn", topology, topology.slices(), parts.dcn,
-        [this](const char* n, Bandwidth b, Duration l) { return make_link(n, b, l); });
+    dcn_ = std::make_unique<Dcn>(topology, topology.slices(), parts.dcn,
+                                 [this](Bandwidth b, Duration l) { return make_link(b, l); });
   check_link_names(parts);
 }
 
@@ -40,13 +38,31 @@ std::string Machine::ici_link_name(int chip, int dim, int dir) const {
          (dir > 0 ? "+" : "-");
 }
 
-std::unique_ptr<LinkModule> Machine::make_link(const char* name, Bandwidth bandwidth,
-                                               Duration latency) {
-  auto link = std::make_unique<LinkModule>(name, bandwidth, latency);
-  link->index = static_cast<int>(all_links_.size());
-  all_links_.push_back(link.get());
+std::string Machine::link_place_name(const NetworkLink& link) const {
+  const auto [chip, place] = place_[link.index];
+  if (chip < 0) {
+    const int k = link.index - first_dcn_link_;
+    return "host(" + std::to_string(k / 2) + ")." + (k % 2 == 0 ? "tx" : "fabric");
+  }
+  const int ici_places = topology_.num_dims() * 2;
+  if (place < ici_places)
+    return std::string("ici.") + kDim[place / 2] + (place % 2 == 0 ? "+" : "-");
+  const int cpc = hw_.devices_per_chip, p = place - ici_places;
+  return "onchip." + std::to_string(p / cpc) + "to" + std::to_string(p % cpc);
+}
+
+std::string Machine::link_name(const NetworkLink& link) const {
+  const int chip = place_[link.index].first;
+  return std::string(name()) + "." + (chip < 0 ? "dcn" : chip_name(topology_, chip)) + "." +
+         link_place_name(link);
+}
+
+NetworkLink* Machine::make_link(Bandwidth bandwidth, Duration latency) {
+  NetworkLink& link = link_store_.emplace_back(bandwidth, latency);
+  link.index = static_cast<int>(all_links_.size());
+  all_links_.push_back(&link);
   place_.emplace_back(-1, -1);
-  return link;
+  return &link;
 }
 
 void Machine::elaborate_cores(const std::vector<char>* active) {
@@ -55,75 +71,84 @@ void Machine::elaborate_cores(const std::vector<char>* active) {
   sc_core::sc_simcontext* sim = sc_core::sc_get_curr_simcontext();
   const int cpc = hw_.devices_per_chip;
   const MachineParts& parts = parts_;
+  cores_.assign(static_cast<std::size_t>(num_cores()), nullptr);
+  // The machine's constructor has returned: pushing it back on SystemC's hierarchy stack makes
+  // the chips (and the hosts) its children, named multipod.chip(x,y) as if it had built them.
+  sim->hierarchy_push(this);
   if (parts.cores)
-    for (auto& chip : chips_) {
-      chip->cores.resize(static_cast<std::size_t>(cpc));
-      bool entered = false;  // a chip none of whose cores runs is not re-entered
-      for (int k = 0; k < cpc; ++k) {
-        const int id = chip->id * cpc + k;
-        if (active && !(*active)[id]) continue;
-        // The chip's constructor has returned: pushing it back on SystemC's hierarchy stack
-        // makes the core its child, named chip(x,y).coreK as if the chip had built it.
-        if (!entered) sim->hierarchy_push(chip.get());
-        entered = true;
-        chip->cores[k] = std::make_unique<TensorCore>(
-            ("core" + std::to_string(k)).c_str(), id, *parts.cores,
-            id < static_cast<int>(parts.traced.size()) && parts.traced[id],
-            parts.compute_scale.empty() ? 1.0 : parts.compute_scale[id]);
-      }
-      if (entered) sim->hierarchy_pop();
+    for (int c = 0; c < topology_.num_chips(); ++c) {
+      bool runs = false;  // a chip none of whose cores runs is not elaborated
+      for (int k = 0; k < cpc; ++k) runs = runs || !active || (*active)[c * cpc + k];
+      if (!runs) continue;
+      chips_.push_back(std::make_unique<Chip>(chip_name(topology_, c).c_str(), c, [&](Chip& chip) {
+        chip.cores.resize(static_cast<std::size_t>(cpc));
+        for (int k = 0; k < cpc; ++k) {
+          const int id = c * cpc + k;
+          if (active && !(*active)[id]) continue;
+          chip.cores[k] = std::make_unique<TensorCore>(
+              ("core" + std::to_string(k)).c_str(), id, *parts.cores,
+              id < static_cast<int>(parts.traced.size()) && parts.traced[id],
+              parts.compute_scale.empty() ? 1.0 : parts.compute_scale[id]);
+          cores_[id] = chip.cores[k].get();
+        }
+      }));
     }
-  // The hosts are the machine's children (multipod.hostN); their wake reaches only the cores
-  // that exist (a host outside the domain feeds cores that do not run).
-  if (parts.infeed) {
-    sim->hierarchy_push(this);
+  // The hosts' wake reaches only the cores that exist (a host outside the domain feeds cores
+  // that do not run).
+  if (parts.infeed)
     hosts_ = std::make_unique<HostSet>(topology_, cpc, parts.hosts, *parts.infeed, *parts.queue,
                                        [this](int c) {
                                          if (has_core(c)) core(c).wake();
                                        });
-    sim->hierarchy_pop();
-  }
+  sim->hierarchy_pop();
 }
 
-void Machine::build_chip(Chip& chip, const MachineParts& parts) {
-  const int c = chip.id, cpc = hw_.devices_per_chip;
-  chip.ici.resize(topology_.num_dims() * 2);
-  chip.ici_ports = std::make_unique<Assembly>("ici", [&] {
-    for (int d = 0; d < topology_.num_dims(); ++d)
-      for (int dir : {+1, -1}) {
-        const int slot = topology_.link_slot(c, d, dir);
-        if (!topology_.link_exists(slot)) continue;
-        const std::string full = ici_link_name(c, d, dir);
-        auto factor = parts.degraded.find(full);
-        const std::string port = std::string(1, kDim[d]) + (dir > 0 ? "+" : "-");
-        auto link =
-            make_link(port.c_str(),
-                      hw_.ici_bandwidth * (factor != parts.degraded.end() ? factor->second : 1.0),
-                      hw_.ici_latency);
-        if (parts.failed.count(full)) link->failed = any_failed_ = true;
-        ici_[slot] = link.get();
-        place_[link->index] = {c, d * 2 + (dir > 0 ? 0 : 1)};
-        chip.ici[d * 2 + (dir > 0 ? 0 : 1)] = std::move(link);
+void Machine::build_links(int c, const MachineParts& parts) {
+  const int cpc = hw_.devices_per_chip;
+  for (int d = 0; d < topology_.num_dims(); ++d)
+    for (int dir : {+1, -1}) {
+      const int slot = topology_.link_slot(c, d, dir);
+      if (!topology_.link_exists(slot)) continue;
+      double factor = 1.0;
+      if (!parts.degraded.empty()) {
+        auto it = parts.degraded.find(ici_link_name(c, d, dir));
+        if (it != parts.degraded.end()) factor = it->second;
       }
-  });
-  chip.onchip.resize(cpc * cpc);
-  chip.onchip_ports = std::make_unique<Assembly>("onchip", [&] {
-    for (int a = 0; a < cpc; ++a)
-      for (int b = 0; b < cpc; ++b)
-        if (a != b) {
-          chip.onchip[a * cpc + b] =
-              make_link((std::to_string(a) + "to" + std::to_string(b)).c_str(),
-                        hw_.onchip_bandwidth, hw_.onchip_latency);
-          place_[chip.onchip[a * cpc + b]->index] = {c, topology_.num_dims() * 2 + a * cpc + b};
-        }
-  });
+      NetworkLink* link = make_link(hw_.ici_bandwidth * factor, hw_.ici_latency);
+      if (!parts.failed.empty() && parts.failed.count(ici_link_name(c, d, dir)))
+        link->failed = any_failed_ = true;
+      ici_[slot] = link;
+      place_[link->index] = {c, d * 2 + (dir > 0 ? 0 : 1)};
+    }
+  for (int a = 0; a < cpc; ++a)
+    for (int b = 0; b < cpc; ++b)
+      if (a != b) {
+        NetworkLink* link = make_link(hw_.onchip_bandwidth, hw_.onchip_latency);
+        onchip_[static_cast<std::size_t>(c) * cpc * cpc + a * cpc + b] = link;
+        place_[link->index] = {c, topology_.num_dims() * 2 + a * cpc + b};
+      }
+}
+
+void Machine::visit_stats(const std::string& prefix, StatVisitor& visitor) const {
+  StatGroup::visit_stats(prefix, visitor);
+  visitor.describe("link.bytes", "bytes", "bytes the link carried");
+  visitor.describe("link.busy_ns", "ns", "time the link spent serialising bytes");
+  visitor.describe("link.transfers", "transfers", "messages, flows or packet trains it carried");
+  for (const NetworkLink* l : all_links_) {
+    const std::string base = link_name(*l);
+    visitor.stat(base + ".bytes", l->bytes);
+    visitor.stat(base + ".busy_ns", l->busy_time.ns());
+    visitor.stat(base + ".transfers", static_cast<double>(l->transfers));
+  }
 }
 
 void Machine::check_link_names(const MachineParts& parts) const {
   if (parts.degraded.empty() && parts.failed.empty()) return;  // no names to check
   std::set<std::string> ici_names;
-  for (const LinkModule* l : all_links_)
-    if (std::string(l->get_parent_object()->basename()) == "ici") ici_names.insert(l->name());
+  const int ici_places = topology_.num_dims() * 2;
+  for (const NetworkLink* l : all_links_)
+    if (place_[l->index].first >= 0 && place_[l->index].second < ici_places)
+      ici_names.insert(link_name(*l));
   auto check = [&](const std::string& lname, const char* where) {
     if (ici_names.count(lname)) return;
     if (lname.find("onchip") != std::string::npos)
@@ -160,22 +185,23 @@ void Machine::check_link_names(const MachineParts& parts) const {
   for (const auto& lname : parts.failed) check(lname, "network.failed_links");
 }
 
-std::vector<LinkModule*> Machine::links_of_chip(int chip) const {
-  std::vector<LinkModule*> out;
-  for (const auto& l : chips_[chip]->ici)
-    if (l) out.push_back(l.get());
-  for (const auto& l : chips_[chip]->onchip)
-    if (l) out.push_back(l.get());
+std::vector<NetworkLink*> Machine::links_of_chip(int chip) const {
+  std::vector<NetworkLink*> out;
+  const int ici_places = topology_.num_dims() * 2, cpc = hw_.devices_per_chip;
+  for (int p = 0; p < ici_places; ++p)
+    if (NetworkLink* l = ici_[static_cast<std::size_t>(chip) * ici_places + p]) out.push_back(l);
+  for (int k = 0; k < cpc * cpc; ++k)
+    if (NetworkLink* l = onchip_[static_cast<std::size_t>(chip) * cpc * cpc + k]) out.push_back(l);
   return out;
 }
 
-LinkModule* Machine::link_at(int chip, int place) const {
-  const int ici_places = topology_.num_dims() * 2;
+NetworkLink* Machine::link_at(int chip, int place) const {
+  const int ici_places = topology_.num_dims() * 2, cpc = hw_.devices_per_chip;
   if (place < ici_places) return ici_[chip * ici_places + place];
-  return chips_[chip]->onchip[place - ici_places].get();
+  return onchip_[static_cast<std::size_t>(chip) * cpc * cpc + (place - ici_places)];
 }
 
-LinkModule* Machine::shifted_link(const LinkModule& link, const std::vector<int>& by) const {
+NetworkLink* Machine::shifted_link(const NetworkLink& link, const std::vector<int>& by) const {
   const auto [chip, place] = place_[link.index];
   return chip < 0 ? nullptr : link_at(topology_.shifted(chip, by), place);
 }
@@ -184,7 +210,9 @@ Route Machine::route(int src, int dst) const {
   const int a = chip_of(src), b = chip_of(dst);
   if (a == b) {
     if (src == dst) return {};
-    return {chips_[a]->onchip[core_in_chip(src) * hw_.devices_per_chip + core_in_chip(dst)].get()};
+    const int cpc = hw_.devices_per_chip;
+    return {onchip_[static_cast<std::size_t>(a) * cpc * cpc + core_in_chip(src) * cpc +
+                    core_in_chip(dst)]};
   }
   if (any_failed_) {
     Route r;
@@ -218,7 +246,7 @@ Route Machine::route(int src, int dst) const {
 bool Machine::walk(int chip, int dim, int dir, int steps, Route& out) const {
   const std::size_t before = out.size();
   for (int k = 0; k < steps; ++k) {
-    LinkModule* link = ici_[topology_.link_slot(chip, dim, dir)];
+    NetworkLink* link = ici_[topology_.link_slot(chip, dim, dir)];
     if (!link || link->failed) {
       out.resize(before);
       return false;

@@ -1,16 +1,20 @@
 #pragma once
-// The elaborated machine as a SystemC module tree that reads as the hardware:
-//   multipod.chip(x,y)             one Chip per chip, named by its grid coordinates
-//   multipod.chip(x,y).core0       its TensorCores, each with mxu, vpu, hbm and dma children
-//   multipod.chip(x,y).ici.x+      its outgoing ICI links, one LinkModule per direction (x+, x-,
-//                                  y+, y-, z+, ... for the dimensions the topology has)
-//   multipod.chip(x,y).onchip.0to1 the on-chip paths between its cores
+// The machine: its links (plain records, NetworkLink) and, as a SystemC module tree that reads as
+// the hardware, the chips it simulates:
+//   multipod.chip(x,y)             one Chip per chip with a TensorCore that runs
+//   multipod.chip(x,y).core0       its TensorCores, each with its memory (hbm, behind a TLM-2.0
+//                                  target socket) and its DMA engines (dma, the initiator)
 //   multipod.hostN                 the hosts, with infeed (sim/machine/host.hpp)
-//   multipod.dcn                   multislice: the data-center network (sim/machine/dcn.hpp)
-// SystemC makes an object the child of the module on top of its hierarchy stack. Machine's
-// constructor elaborates the chips with their links and the DCN; elaborate_cores() then
-// re-enters each chip to build the TensorCores that run (a symmetric run's domain, else all),
-// and builds the hosts. Knows routes between cores; knows nothing of programs.
+// Links are named by their place, as the tree would name them (link_name):
+//   multipod.chip(x,y).ici.x+      a chip's outgoing ICI links, one per direction (x+, x-, y+,
+//                                  y-, z+, ... for the dimensions the topology has)
+//   multipod.chip(x,y).onchip.0to1 the on-chip paths between its cores
+//   multipod.dcn.host(N).tx        multislice: the data-center network (sim/machine/dcn.hpp)
+// Machine's constructor builds every link (the routes and the symmetry search need them all);
+// elaborate_cores() then elaborates the chips whose TensorCores run (a symmetric run's domain,
+// else all), and the hosts: a symmetric run creates SystemC objects for its domain only. Knows
+// routes between cores; knows nothing of programs.
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +25,7 @@
 
 #include "core/hardware.hpp"
 #include "sim/core/tensor_core.hpp"
+#include "sim/kernel/stats.hpp"
 #include "sim/machine/dcn.hpp"
 #include "sim/machine/host.hpp"
 #include "sim/network/link.hpp"
@@ -28,15 +33,6 @@
 #include "topologies/topology.hpp"
 
 namespace tpusim {
-
-/// A module whose children are the objects `build` creates (it runs inside the constructor).
-class Assembly : public sc_core::sc_module {
- public:
-  Assembly(sc_core::sc_module_name name, const std::function<void()>& build)
-      : sc_core::sc_module(name) {
-    build();
-  }
-};
 
 class Chip : public sc_core::sc_module {
  public:
@@ -46,14 +42,8 @@ class Chip : public sc_core::sc_module {
     build(*this);
   }
   const int id;
-  /// core0, core1, ...: null for a core not elaborated (outside a symmetric run's domain); empty
-  /// before Machine::elaborate_cores or without cores.
+  /// core0, core1, ...: null for a core not elaborated (outside a symmetric run's domain).
   std::vector<std::unique_ptr<TensorCore>> cores;
-  std::unique_ptr<Assembly> ici_ports, onchip_ports;
-  std::vector<std::unique_ptr<LinkModule>>
-      ici;  ///< outgoing ICI links, by direction slot (null if absent)
-  std::vector<std::unique_ptr<LinkModule>>
-      onchip;  ///< [a * cores + b]: core a to core b (null on the diagonal)
 };
 
 /// What Machine elaborates besides its chips' links: the TensorCores and the hosts (both in
@@ -74,15 +64,14 @@ struct MachineParts {
   DcnOptions dcn;
 };
 
-class Machine : public sc_core::sc_module {
+class Machine : public sc_core::sc_module, public StatGroup {
  public:
-  /// Elaborates the chips, their links and the DCN; no TensorCores and no hosts yet.
+  /// Builds every link (ICI, on-chip, DCN); no chips, TensorCores or hosts yet.
   Machine(sc_core::sc_module_name name, const Topology& topology, const HardwareSpec& hw,
           const MachineParts& parts = {});
-  /// Elaborates the TensorCores of the cores `active` marks (per core, 1: elaborate; null:
-  /// every core), each as a child of its chip, in core order, then the hosts (parts.infeed):
-  /// their SC_METHODs are created after the cores' as when the constructor built both, so the
-  /// kernel runs the processes in the same order. Once, before the simulation starts.
+  /// Elaborates the chips that hold a core `active` marks (per core, 1: elaborate; null: every
+  /// core) with those TensorCores, in core order, then the hosts (parts.infeed), whose SC_METHODs
+  /// come after the cores'. Once, before the simulation starts.
   void elaborate_cores(const std::vector<char>* active);
 
   const Topology& topology() const { return topology_; }
@@ -93,12 +82,10 @@ class Machine : public sc_core::sc_module {
   /// True if core `core` was elaborated (elaborate_cores: every core, or a symmetric run's
   /// domain).
   bool has_core(int core) const {
-    const auto& cores = chips_[chip_of(core)]->cores;
-    return static_cast<std::size_t>(core_in_chip(core)) < cores.size() &&
-           cores[core_in_chip(core)] != nullptr;
+    return static_cast<std::size_t>(core) < cores_.size() && cores_[core] != nullptr;
   }
   /// The TensorCore `core`; only for a core that has_core().
-  TensorCore& core(int core) const { return *chips_[chip_of(core)]->cores[core_in_chip(core)]; }
+  TensorCore& core(int core) const { return *cores_[core]; }
   HostSet* hosts() const { return hosts_.get(); }
   /// Slices of the machine (topology.slices); only one is elaborated, the others are its images.
   int slices() const { return topology_.slices(); }
@@ -109,7 +96,18 @@ class Machine : public sc_core::sc_module {
   /// "chip(x,y)": a chip's module name, its coordinates in the topology's dimensions.
   static std::string chip_name(const Topology& topology, int chip);
 
-  LinkModule* ici_link(int slot) const { return ici_[slot]; }
+  NetworkLink* ici_link(int slot) const { return ici_[slot]; }
+  /// A link's name, as its place in the machine: multipod.chip(5,0).ici.x+,
+  /// multipod.chip(0,0).onchip.0to1, multipod.dcn.host(3).tx.
+  std::string link_name(const NetworkLink& link) const;
+  /// Its name inside its chip (ici.x+, onchip.0to1) or the DCN (host(3).tx).
+  std::string link_place_name(const NetworkLink& link) const;
+  /// True for a host's DCN interfaces (tx), false for its fabric share and every other link.
+  bool is_dcn_tx(const NetworkLink& l) const {
+    return is_dcn_link(l) && (l.index - first_dcn_link_) % 2 == 0;
+  }
+  /// Writes every link's statistics (bytes, busy_ns, transfers) under its name.
+  void visit_stats(const std::string& prefix, StatVisitor& visitor) const override;
   /// The links a message from core `src` to core `dst` crosses: the on-chip path within a chip,
   /// else the dimension-order ICI route between their chips. Along a dimension whose shortest
   /// way crosses a failed link the route goes the other way round the ring, so it stays
@@ -117,7 +115,7 @@ class Machine : public sc_core::sc_module {
   /// ConfigError naming the two chips.
   Route route(int src, int dst) const;
   /// The links leaving a chip (ICI and on-chip).
-  std::vector<LinkModule*> links_of_chip(int chip) const;
+  std::vector<NetworkLink*> links_of_chip(int chip) const;
   /// Whether routes move with the chips: route(src, dst) moved by a translation of the grid
   /// (Topology::shifted) is the route between the moved cores, for cores whose coordinates
   /// stay in range without wrapping on an open dimension. True on a plain grid or torus with no
@@ -127,20 +125,20 @@ class Machine : public sc_core::sc_module {
   /// The image of an ICI or on-chip link when the chips move by `by` (Topology::shifted): the
   /// same direction, or the same pair of cores, at the image chip. Null for a DCN link or where
   /// the image chip lacks that link.
-  LinkModule* shifted_link(const LinkModule& link, const std::vector<int>& by) const;
+  NetworkLink* shifted_link(const NetworkLink& link, const std::vector<int>& by) const;
   /// A link's chip and its place there: dim * 2 + (dir < 0) for an ICI link, 2 * dims +
   /// a * devices + b for the on-chip path a -> b; chip -1 for a DCN link.
-  std::pair<int, int> place_of(const LinkModule& link) const { return place_[link.index]; }
+  std::pair<int, int> place_of(const NetworkLink& link) const { return place_[link.index]; }
   /// The link at `place` of `chip` (as place_of gives it), null where the chip has none.
-  LinkModule* link_at(int chip, int place) const;
+  NetworkLink* link_at(int chip, int place) const;
   /// True for the data-center network's links (multislice).
-  bool is_dcn_link(const LinkModule& l) const { return dcn_ && l.index >= first_dcn_link_; }
+  bool is_dcn_link(const NetworkLink& l) const { return dcn_ && l.index >= first_dcn_link_; }
   /// Every link, for statistics.
-  const std::vector<LinkModule*>& links() const { return all_links_; }
+  const std::vector<NetworkLink*>& links() const { return all_links_; }
 
  private:
-  void build_chip(Chip& chip, const MachineParts& parts);
-  std::unique_ptr<LinkModule> make_link(const char* name, Bandwidth bandwidth, Duration latency);
+  void build_links(int chip, const MachineParts& parts);
+  NetworkLink* make_link(Bandwidth bandwidth, Duration latency);
   /// Every degraded or failed link name is a link of this machine, else a ConfigError (which
   /// for an old-style name, chipN_ici_xp, suggests its name in the module tree).
   void check_link_names(const MachineParts& parts) const;
@@ -150,12 +148,15 @@ class Machine : public sc_core::sc_module {
   HardwareSpec hw_;
   MachineParts parts_;  ///< what elaborate_cores builds from
   bool cores_elaborated_ = false;
-  std::vector<std::unique_ptr<Chip>> chips_;
+  std::vector<std::unique_ptr<Chip>> chips_;  ///< the elaborated chips, in chip order
+  std::vector<TensorCore*> cores_;            ///< per core; null: not elaborated
+  std::deque<NetworkLink> link_store_;        ///< every link (stable addresses)
+  std::vector<NetworkLink*> onchip_;          ///< [chip][a * cores + b]: core a to core b
   std::unique_ptr<HostSet> hosts_;
   std::unique_ptr<Dcn> dcn_;
   int first_dcn_link_ = 0;
-  std::vector<LinkModule*> ici_;  ///< by topology link slot
-  std::vector<LinkModule*> all_links_;
+  std::vector<NetworkLink*> ici_;  ///< by topology link slot
+  std::vector<NetworkLink*> all_links_;
   std::vector<std::pair<int, int>> place_;  ///< per link (all_links_ index): place_of
   bool any_failed_ = false;
   /// Appends the ICI links of `steps` hops from `chip` along `dim` in `dir`; false (and nothing

@@ -1,7 +1,11 @@
 #pragma once
-// One direction of one physical ICI link, or of the on-chip path between two cores. A link is a
+// One direction of one physical ICI link, of the on-chip path between two cores, or of a host's
+// data-center network interface or fabric share: what a network level keeps of it. A link is a
 // resource: a transfer holds it for bytes / bandwidth, FIFO; it arrives one latency later.
-#include <systemc>
+// Not a SystemC object: the machine holds every link of its topology (routes and the symmetry
+// search need them all) but elaborates modules only for the chips it simulates; it names a link
+// as its place in the machine (Machine::link_name: multipod.chip(5,0).ici.x+).
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -9,10 +13,9 @@
 
 namespace tpusim {
 
-class LinkModule : public sc_core::sc_module {
+class NetworkLink {
  public:
-  LinkModule(sc_core::sc_module_name name, Bandwidth bandwidth, Duration latency)
-      : sc_core::sc_module(name), bandwidth(bandwidth), latency(latency) {}
+  NetworkLink(Bandwidth bandwidth, Duration latency) : bandwidth(bandwidth), latency(latency) {}
 
   const Bandwidth bandwidth;
   const Duration latency;
@@ -22,7 +25,8 @@ class LinkModule : public sc_core::sc_module {
   /// When the link is free again (FIFO reservation).
   Duration busy_until;
 
-  // Stats (plain members, incremented in the hot path; reported by the simulation).
+  // Statistics (plain members, incremented in the hot path; the machine registers them under the
+  // link's name, sim/machine/machine_stats.cpp).
   double bytes = 0;    ///< bytes carried
   Duration busy_time;  ///< time spent serialising bytes
   std::uint64_t transfers = 0;

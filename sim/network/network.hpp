@@ -16,7 +16,7 @@
 
 namespace tpusim {
 
-using Route = std::vector<LinkModule*>;
+using Route = std::vector<NetworkLink*>;
 
 struct Transfer {
   const Route* route = nullptr;

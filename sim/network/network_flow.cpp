@@ -31,7 +31,7 @@ class FlowNetwork : public Network, private EventTarget {
       f.batch = bi;
       Duration latency;
       double slowest = std::numeric_limits<double>::infinity();
-      for (const LinkModule* link : *t.route) {
+      for (const NetworkLink* link : *t.route) {
         latency += link->latency;
         slowest = std::min(slowest, link->bandwidth.bytes_per_s());
         if (static_cast<std::size_t>(link->index) >= load_.size()) {
@@ -108,7 +108,7 @@ class FlowNetwork : public Network, private EventTarget {
     for (auto& f : flows_) {
       const double sent = std::min(f.remaining, f.rate * dt);
       f.remaining -= sent;
-      for (LinkModule* link : *f.route) {
+      for (NetworkLink* link : *f.route) {
         const Duration busy = link->bandwidth.time_for(sent);
         link->bytes += sent;
         link->busy_time += busy;
@@ -126,7 +126,7 @@ class FlowNetwork : public Network, private EventTarget {
       Flow& f = flows_[i];
       // Within a picosecond of done counts as done (times are whole picoseconds).
       if (f.remaining <= f.rate * 1e-12 + 1e-9) {
-        for (LinkModule* link : *f.route) ++link->transfers;
+        for (NetworkLink* link : *f.route) ++link->transfers;
         Batch& b = batches_[f.batch];
         b.latest = max(b.latest, now + f.tail);
         if (--b.pending == 0) queue_.at(b.latest, *this, kBatchDone, f.batch);
@@ -152,7 +152,7 @@ class FlowNetwork : public Network, private EventTarget {
     if (!opts_.contention) {
       for (auto& f : flows_) {
         f.rate = std::numeric_limits<double>::infinity();
-        for (const LinkModule* link : *f.route)
+        for (const NetworkLink* link : *f.route)
           f.rate = std::min(f.rate, link->bandwidth.bytes_per_s());
       }
       return;
@@ -160,7 +160,7 @@ class FlowNetwork : public Network, private EventTarget {
     touched_.clear();
     for (auto& f : flows_) {
       f.rate = -1;  // unfixed
-      for (LinkModule* link : *f.route) {
+      for (NetworkLink* link : *f.route) {
         if (unfrozen_[link->index] == 0 && load_[link->index] == 0) touched_.push_back(link);
         ++unfrozen_[link->index];
       }
@@ -168,7 +168,7 @@ class FlowNetwork : public Network, private EventTarget {
     std::size_t unfixed = flows_.size();
     while (unfixed > 0) {
       double share = std::numeric_limits<double>::infinity();
-      for (const LinkModule* link : touched_) {
+      for (const NetworkLink* link : touched_) {
         const int n = unfrozen_[link->index];
         if (n > 0)
           share = std::min(share, (link->bandwidth.bytes_per_s() - load_[link->index]) / n);
@@ -177,7 +177,7 @@ class FlowNetwork : public Network, private EventTarget {
       for (auto& f : flows_) {
         if (f.rate >= 0) continue;
         bool bottlenecked = false;
-        for (const LinkModule* link : *f.route) {
+        for (const NetworkLink* link : *f.route) {
           const int n = unfrozen_[link->index];
           if ((link->bandwidth.bytes_per_s() - load_[link->index]) / n <= share * (1 + 1e-12)) {
             bottlenecked = true;
@@ -187,13 +187,13 @@ class FlowNetwork : public Network, private EventTarget {
         if (!bottlenecked) continue;
         f.rate = std::max(share, 0.0);
         --unfixed;
-        for (const LinkModule* link : *f.route) {
+        for (const NetworkLink* link : *f.route) {
           load_[link->index] += f.rate;
           --unfrozen_[link->index];
         }
       }
     }
-    for (const LinkModule* link : touched_) {
+    for (const NetworkLink* link : touched_) {
       load_[link->index] = 0;
       unfrozen_[link->index] = 0;
     }
@@ -209,7 +209,7 @@ class FlowNetwork : public Network, private EventTarget {
   std::uint64_t flow_events_ = 0;
   std::vector<double> load_;   ///< per link index: rate already given to fixed flows
   std::vector<int> unfrozen_;  ///< per link index: unfixed flows crossing it
-  std::vector<const LinkModule*> touched_;
+  std::vector<const NetworkLink*> touched_;
 };
 
 const NetworkRegistrar kNetworkFlowRegister{

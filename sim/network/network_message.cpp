@@ -41,7 +41,7 @@ class MessageNetwork : public Network {
     Duration first_chunk_at, finish, latency;
   };
 
-  void reserve(LinkModule& link, std::size_t hop, double bytes, Front& f) {
+  void reserve(NetworkLink& link, std::size_t hop, double bytes, Front& f) {
     // Most hops of a batch share bytes and bandwidth: compute their times once.
     if (bytes != cached_bytes_ || link.bandwidth.bytes_per_s() != cached_bps_) {
       cached_bytes_ = bytes;

@@ -147,7 +147,7 @@ class PacketNetwork : public Network, private EventTarget {
   double packet_size(const Train& t, std::int64_t k) const {
     return k < t.full ? opts_.packet_bytes : t.tail_bytes;
   }
-  Index& open_block(const LinkModule& link) {
+  Index& open_block(const NetworkLink& link) {
     if (link.index < 0) throw std::logic_error("packet network: link without an index");
     const auto i = static_cast<std::size_t>(link.index);
     if (i >= open_.size()) open_.resize(i + 1, kNone);
@@ -158,7 +158,7 @@ class PacketNetwork : public Network, private EventTarget {
     Duration when;
     Index block = kNone;
   };
-  GroupTail& group_tail(const LinkModule& link) {
+  GroupTail& group_tail(const NetworkLink& link) {
     const auto i = static_cast<std::size_t>(link.index);
     if (i >= group_tails_.size()) group_tails_.resize(i + 1);
     return group_tails_[i];
@@ -174,7 +174,7 @@ class PacketNetwork : public Network, private EventTarget {
     group.clear();
     for (Index b = head; b != kNone; b = blocks_[b].group_next) group.push_back(b);
     const Duration now = sim_now();
-    LinkModule& link = *trains_[blocks_[head].train].route->front();
+    NetworkLink& link = *trains_[blocks_[head].train].route->front();
     if (opts_.contention && merge_with_open(link, now)) return;
     bool equal = group.size() > 1 && opts_.contention;
     for (const Index b : group) equal = equal && blocks_[b].count == blocks_[head].count;
@@ -192,7 +192,7 @@ class PacketNetwork : public Network, private EventTarget {
 
   // Admits equal-length blocks that arrive round by round in this order, serving them
   // round-robin from `start` (the link stays busy throughout; callers check that it would).
-  void admit_group(const std::vector<Index>& group, LinkModule& link, Duration start) {
+  void admit_group(const std::vector<Index>& group, NetworkLink& link, Duration start) {
     const Duration s = link.bandwidth.time_for(opts_.packet_bytes);
     const auto k = static_cast<std::int64_t>(group.size());
     const Duration busy_before = link.busy_until;
@@ -219,7 +219,7 @@ class PacketNetwork : public Network, private EventTarget {
   // as new trains (same packets, same priority) and everything is admitted as one group of the
   // shortest remaining length; the packets beyond it follow one by one. False (nothing done)
   // when the conditions do not hold.
-  bool merge_with_open(LinkModule& link, Duration now) {
+  bool merge_with_open(NetworkLink& link, Duration now) {
     const Index head = open_block(link);
     if (head == kNone) return false;
     const double d = blocks_[group_scratch_.front()].d;
@@ -334,7 +334,7 @@ class PacketNetwork : public Network, private EventTarget {
   // (modulo d), never meets them: each of its packets leaves s after it arrives, as packet by
   // packet FIFO service would have it. The open blocks (not a round-robin group) must also be
   // the last the link served.
-  bool fits_gaps(const LinkModule& link, Index b) const {
+  bool fits_gaps(const NetworkLink& link, Index b) const {
     const auto at = static_cast<std::size_t>(link.index);
     const Index head = at < open_.size() ? open_[at] : kNone;
     if (head == kNone) return false;
@@ -360,7 +360,7 @@ class PacketNetwork : public Network, private EventTarget {
   }
 
   // Admits block b into the gaps of the blocks open at its link (fits_gaps held).
-  void admit_into_gaps(LinkModule& link, Index b) {
+  void admit_into_gaps(NetworkLink& link, Index b) {
     const Index head = open_block(link);
     Index last = head;
     while (blocks_[last].group_next != kNone) last = blocks_[last].group_next;
@@ -384,7 +384,7 @@ class PacketNetwork : public Network, private EventTarget {
   void on_block(Index b) {
     const Duration now = sim_now();
     const Train& tr = trains_[blocks_[b].train];
-    LinkModule& link = *(*tr.route)[blocks_[b].hop];
+    NetworkLink& link = *(*tr.route)[blocks_[b].hop];
     if (blocks_[b].count == 0) return;  // cut upstream before its head got here
     if (opts_.contention && fits_gaps(link, b)) {
       admit_into_gaps(link, b);
@@ -423,7 +423,7 @@ class PacketNetwork : public Network, private EventTarget {
   }
 
   // Sends an admitted block on to its next hop, or delivers it.
-  void forward(Index b, const LinkModule& link) {
+  void forward(Index b, const NetworkLink& link) {
     const Block& blk = blocks_[b];
     const Train& tr = trains_[blk.train];
     if (blk.hop + 1 < tr.route->size()) {
@@ -439,7 +439,7 @@ class PacketNetwork : public Network, private EventTarget {
 
   // Adds (sign 1) or removes (sign -1) packets 0..count-1 of an admitted block to the link's
   // statistics; logs the busy intervals of what is added.
-  void account(LinkModule& link, const Block& blk, std::int64_t count, int sign) {
+  void account(NetworkLink& link, const Block& blk, std::int64_t count, int sign) {
     const auto n = static_cast<double>(count) * sign;
     link.bytes += n * opts_.packet_bytes;
     link.busy_time += Duration::ps(blk.serialise.ps() * count * sign);
@@ -449,7 +449,7 @@ class PacketNetwork : public Network, private EventTarget {
   }
 
   // Records the busy intervals of packets 0..count-1 of an admitted block (timelines only).
-  void log_busy(LinkModule& link, const Block& blk, std::int64_t count) {
+  void log_busy(NetworkLink& link, const Block& blk, std::int64_t count) {
     if (!link.busy_log || count == 0) return;
     if (blk.spacing == static_cast<double>(blk.serialise.ps())) {
       link.record_busy(blk.dep0 - blk.serialise, blk.dep0 + times(blk.spacing, count - 1));
@@ -465,7 +465,7 @@ class PacketNetwork : public Network, private EventTarget {
   // arriving there: cut that block now and re-send its later packets one by one so that they
   // interleave. A packet of the block that arrives at this very instant stays before the
   // newcomer if its train is the older one.
-  void cut_open_train(LinkModule& link, Duration now, std::uint64_t seq) {
+  void cut_open_train(NetworkLink& link, Duration now, std::uint64_t seq) {
     const Index head = open_block(link);
     if (head == kNone) return;
     if (blocks_[head].group_next == kNone) {
@@ -487,7 +487,7 @@ class PacketNetwork : public Network, private EventTarget {
 
   // True if block b is one of the blocks open at its link that were admitted into each other's
   // gaps (admit_into_gaps).
-  bool in_gap_group(LinkModule& link, Index b) {
+  bool in_gap_group(NetworkLink& link, Index b) {
     const Index head = open_block(link);
     if (head == kNone || blocks_[head].group_next == kNone ||
         !blocks_[blocks_[head].group_next].interleaved)
@@ -507,7 +507,7 @@ class PacketNetwork : public Network, private EventTarget {
   }
 
   // Unlinks block k from the group open at its link, if it is in it.
-  void leave_open_group(Index k, const LinkModule& link) {
+  void leave_open_group(Index k, const NetworkLink& link) {
     Index& open = open_block(link);
     if (open == k) {
       const Index next = blocks_[k].group_next;
@@ -550,7 +550,7 @@ class PacketNetwork : public Network, private EventTarget {
         return;
       }
       const Train& tr = trains_[blk.train];
-      LinkModule& link = *(*tr.route)[blk.hop];
+      NetworkLink& link = *(*tr.route)[blk.hop];
       // Nothing was admitted at this link after the block: it was still arriving.
       account(link, blk, removed, -1);
       if (opts_.contention)
@@ -582,7 +582,7 @@ class PacketNetwork : public Network, private EventTarget {
     singles_.give(si);
     const Train& tr = trains_[s.train];
     if (tr.gen != s.gen || is_void(tr, s)) return;
-    LinkModule& link = *(*tr.route)[s.hop];
+    NetworkLink& link = *(*tr.route)[s.hop];
     const Duration now = sim_now();
     if (opts_.contention) cut_open_train(link, now, tr.seq);
     const double size = packet_size(tr, s.k);

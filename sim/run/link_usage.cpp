@@ -7,32 +7,27 @@
 #include "sim/machine/machine.hpp"
 
 namespace tpusim {
-namespace {
-/// A link's name inside its chip: its group and its own name (ici.x+, onchip.0to1).
-std::string name_in_chip(const LinkModule& link) {
-  return std::string(link.get_parent_object()->basename()) + "." + link.basename();
-}
-}  // namespace
 
 LinkLogs log_traced_links(const Machine& machine, const std::vector<int>& traced_cores) {
   LinkLogs logs;
   for (int c : traced_cores)
     if (c >= 0 && c < machine.num_cores())
-      for (LinkModule* l : machine.links_of_chip(machine.chip_of(c))) {
+      for (NetworkLink* l : machine.links_of_chip(machine.chip_of(c))) {
         logs[l].chip = machine.chip_of(c);
         l->busy_log = &logs[l].intervals;
       }
   return logs;
 }
 
-void emit_link_counters(TimelineSink& sink, const LinkLogs& logs, Duration step) {
+void emit_link_counters(TimelineSink& sink, const Machine& machine, const LinkLogs& logs,
+                        Duration step) {
   const int bins = 200;
   if (step <= Duration{}) return;
   const double bin_ps = static_cast<double>(step.ps()) / bins;
   // By chip and link name: the map's order is the links' addresses, which differ between runs
   // (a longer file name in the arguments moves the heap), and the timeline would with them.
   std::vector<std::pair<std::string, const LinkLog*>> ordered;
-  for (const auto& [link, log] : logs) ordered.emplace_back(name_in_chip(*link), &log);
+  for (const auto& [link, log] : logs) ordered.emplace_back(machine.link_place_name(*link), &log);
   std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
     if (a.second->chip != b.second->chip) return a.second->chip < b.second->chip;
     return a.first < b.first;
@@ -57,14 +52,14 @@ void emit_link_counters(TimelineSink& sink, const LinkLogs& logs, Duration step)
 void report_links(const Machine& machine, bool every_link, SimReport& r) {
   double busiest = 0, sum = 0;
   std::size_t ici = 0;
-  for (const LinkModule* l : machine.links()) {
+  const NetworkLink *busiest_ici = nullptr, *busiest_dcn = nullptr;
+  for (const NetworkLink* l : machine.links()) {
     const double u = r.step_time > Duration{} ? l->busy_time.seconds() / r.step_time.seconds() : 0;
     if (machine.is_dcn_link(*l)) {
-      if (std::string(l->basename()) == "tx")
-        r.dcn.bytes_per_chip += l->bytes / machine.topology().num_chips();
+      if (machine.is_dcn_tx(*l)) r.dcn.bytes_per_chip += l->bytes / machine.topology().num_chips();
       if (u > r.dcn.busiest_utilization) {
         r.dcn.busiest_utilization = u;
-        r.dcn.busiest_link = l->name();
+        busiest_dcn = l;
       }
       continue;
     }
@@ -73,13 +68,15 @@ void report_links(const Machine& machine, bool every_link, SimReport& r) {
     r.links.total_bytes += l->bytes;
     if (u > busiest) {
       busiest = u;
-      r.links.busiest_link = l->name();
+      busiest_ici = l;
     }
   }
+  if (busiest_dcn) r.dcn.busiest_link = machine.link_name(*busiest_dcn);
+  if (busiest_ici) r.links.busiest_link = machine.link_name(*busiest_ici);
   if (every_link)
-    for (const LinkModule* l : machine.links())
+    for (const NetworkLink* l : machine.links())
       r.link_stats.push_back(
-          {l->name(), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
+          {machine.link_name(*l), l->bandwidth.GBps(), l->bytes, l->busy_time, l->transfers});
   r.links.busiest_utilization = busiest;
   r.links.mean_utilization = ici == 0 ? 0 : sum / ici;
 }

@@ -18,6 +18,7 @@
 #include "sim/kernel/event_queue.hpp"
 #include "sim/kernel/failure.hpp"
 #include "sim/kernel/reports.hpp"
+#include "sim/kernel/stats.hpp"
 #include "sim/kernel/timeline.hpp"
 #include "sim/machine/machine.hpp"
 #include "sim/run/link_usage.hpp"
@@ -66,6 +67,7 @@ struct Design {
   LinkLogs link_logs;
   std::unique_ptr<SymmetricRun> symmetric;  ///< null: every core simulated
   std::string symmetry;                     ///< SimReport::symmetry
+  MemoryFactory memory;                     ///< SimOptions::memory_model, for the cores
 };
 Design* g_design = nullptr;
 
@@ -168,7 +170,7 @@ void expand_symmetric(const Design& d) {
   if (!d.symmetric) return;
   const auto& links = d.machine->links();
   for (std::size_t i = 0; i < links.size(); ++i) {
-    const LinkModule& from = *links[d.symmetric->link_rep[i]];
+    const NetworkLink& from = *links[d.symmetric->link_rep[i]];
     if (&from == links[i]) continue;
     links[i]->bytes = from.bytes;
     links[i]->busy_time = from.busy_time;
@@ -186,6 +188,8 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
   Design& d = *g_design;
   d.mesh = std::make_unique<DeviceMesh>(topology, hw.devices_per_chip, program.mesh);
   fill_context(d.ctx, program, hw, options);
+  d.memory = options.memory_model;
+  if (d.memory) d.ctx.memory = &d.memory;
   d.queue = std::make_unique<EventQueue>("events");
   MachineParts parts;
   parts.degraded = options.network.degraded_links;
@@ -286,7 +290,7 @@ void report_last_core(const Design& d, SimReport& r) {
   const CoreResources& res = last.resources();
   r.occupancy.mxu = res.mxu.busy();
   r.occupancy.vpu = res.vpu.busy();
-  r.occupancy.hbm = res.hbm.busy();
+  r.occupancy.hbm = res.memory().busy();
   r.occupancy.dma = res.dma.busy();
   r.occupancy.dma_waiting = res.dma.waiting();
   r.occupancy.dma_streams = res.dma.streams();
@@ -320,6 +324,22 @@ void report_ops(const Design& d, const Program& program, const HardwareSpec& hw,
   r.collectives = stats;
 }
 
+/// Reads every module's statistics into `out` (after expand_symmetric: the links' are the whole
+/// machine's).
+void collect_stats(SimStats& out) {
+  struct Collector : StatVisitor {
+    SimStats& out;
+    explicit Collector(SimStats& o) : out(o) {}
+    void stat(const std::string& path, double value) override {
+      out.values.emplace_back(path, value);
+    }
+    void describe(const std::string& kind, const char* unit, const char* description) override {
+      out.descriptions.emplace(kind, std::make_pair(std::string(unit), std::string(description)));
+    }
+  } collector(out);
+  visit_module_stats(collector);
+}
+
 /// The report: the last core, the ops, the links, the kernel's work and the hosts.
 SimReport report(const Design& d, const Program& program, const HardwareSpec& hw,
                  const SimOptions& options) {
@@ -332,11 +352,13 @@ SimReport report(const Design& d, const Program& program, const HardwareSpec& hw
   report_last_core(d, r);
   report_ops(d, program, hw, r);
   report_links(*d.machine, options.link_stats, r);
-  if (options.timeline) emit_link_counters(*options.timeline, d.link_logs, r.step_time);
+  if (options.timeline) emit_link_counters(*options.timeline, *d.machine, d.link_logs, r.step_time);
   for (int c = 0; c < d.machine->num_cores(); ++c)
     if (d.machine->has_core(c)) r.kernel_events += d.machine->core(c).activations();
   r.kernel_events += d.queue->activations();
   r.network_work = d.network->work_items();
+  r.systemc_objects = count_systemc_objects();
+  if (options.stats) collect_stats(r.stats);
   if (const HostSet* hosts = d.machine->hosts()) {
     r.hosts = hosts->num_hosts();
     r.infeed = hosts->stats();

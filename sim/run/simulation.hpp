@@ -2,14 +2,17 @@
 // One simulation: elaborate the machine (its chips with their TensorCores and links), play the
 // Program, report.
 // SystemC elaborates one design per process, so call simulate() once per process.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.hpp"
 #include "core/hardware.hpp"
 #include "models/program.hpp"
 #include "sim/collectives/collective_engine.hpp"
+#include "sim/core/core_resources.hpp"
 #include "sim/machine/dcn.hpp"
 #include "sim/machine/host.hpp"
 #include "sim/network/network.hpp"
@@ -37,6 +40,10 @@ struct SimOptions {
   bool symmetry = true;
   /// Multislice (topology.slices > 1): the data-center network.
   DcnOptions dcn;
+  /// Makes each core's memory model, plugged into its DMA engines' TLM-2.0 socket
+  /// (sim/core/memory.hpp, docs/systemc.md); empty: the built-in HBM port.
+  MemoryFactory memory_model;
+  bool stats = false;  ///< fill SimReport::stats (every module's statistics, tpusim run --stats)
   static SimOptions from_config(const Config& cfg);  ///< network, collectives, hosts, symmetry
 };
 
@@ -71,6 +78,14 @@ struct DcnUsage {
   std::string busiest_link;
 };
 
+/// The statistics of every module, read by walking the module tree after the run
+/// (sim/kernel/stats.hpp), and the machine's links.
+struct SimStats {
+  std::vector<std::pair<std::string, double>> values;  ///< name as the tree, value; tree order
+  /// Per kind of statistic (hbm.bytes_read): its unit and meaning.
+  std::map<std::string, std::pair<std::string, std::string>> descriptions;
+};
+
 struct SimReport {
   int chips = 0;                   ///< of every slice
   int cores = 0;                   ///< of every slice
@@ -100,7 +115,11 @@ struct SimReport {
   DcnUsage dcn;                      ///< multislice only
   std::vector<LinkStat> link_stats;  ///< every link, if SimOptions::link_stats
   std::uint64_t kernel_events = 0;   ///< SC_METHOD activations (cores and event queue)
-  std::uint64_t network_work = 0;    ///< link reservations or packet-hops
+  /// SystemC objects elaborated (modules, processes, ports, exports, sockets' parts): what a
+  /// symmetric run saves by elaborating its domain only.
+  std::uint64_t systemc_objects = 0;
+  SimStats stats;                  ///< if SimOptions::stats
+  std::uint64_t network_work = 0;  ///< link reservations or packet-hops
   double wall_s = 0;
   double elaboration_s = 0;
   int hosts = 0;

@@ -46,3 +46,62 @@ TEST_CASE("tpusim collective --links-csv to a place that cannot be written is on
   CHECK_THAT(r.err,
              Catch::Contains("--links-csv") && Catch::Contains("/nonexistent-dir/links.csv"));
 }
+
+namespace {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace
+
+TEST_CASE("tpusim run --stats writes the module tree's statistics, which add up to the report") {
+  const std::string path = "/tmp/tpusim_stats_test.json";
+  std::remove(path.c_str());
+  auto r = run_tpusim({"run", "configs/studies/bert_large_16.json", "--json", "--stats", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(r.out);
+  const auto stats = nlohmann::json::parse(slurp(path));
+  CHECK(stats["schema_version"] == 1);
+  CHECK(stats["systemc_objects"] == report["systemc_objects"]);
+  // Every ICI and on-chip link's bytes add up to the report's total.
+  double link_bytes = 0, last_finish = -1;
+  std::string last;
+  for (const auto& [name, value] : stats["stats"].items()) {
+    if ((name.find(".ici.") != std::string::npos || name.find(".onchip.") != std::string::npos) &&
+        ends_with(name, ".bytes"))
+      link_bytes += value.get<double>();
+    if (ends_with(name, ".finish_ns") && value.get<double>() > last_finish) {
+      last_finish = value.get<double>();
+      last = name.substr(0, name.size() - 10);
+    }
+  }
+  CHECK(link_bytes == Approx(report["links"]["total_bytes"].get<double>()));
+  // The core that finished last is the report's: its finish, compute and resources' busy times.
+  REQUIRE(!last.empty());
+  const auto& s = stats["stats"];
+  CHECK(last_finish * 1e-6 == Approx(report["step_time_ms"].get<double>()));
+  CHECK(s[last + ".compute_ns"].get<double>() * 1e-6 == Approx(report["compute_ms"].get<double>()));
+  const auto& occ = report["core_resources"];
+  CHECK(s[last + ".hbm.busy_ns"].get<double>() * 1e-6 == Approx(occ["hbm_busy_ms"].get<double>()));
+  CHECK(s[last + ".mxu.busy_ns"].get<double>() * 1e-6 == Approx(occ["mxu_busy_ms"].get<double>()));
+  CHECK(s[last + ".dma.busy_ns"].get<double>() * 1e-6 == Approx(occ["dma_busy_ms"].get<double>()));
+  CHECK(stats["descriptions"]["hbm.bytes_read"]["unit"] == "bytes");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a symmetric BERT-4096 run elaborates SystemC objects for its domain only") {
+  // 3 at the top, 1 per chip of the domain, 8 per core (docs/systemc.md); the full machine would
+  // elaborate 3 + chips + 8 x cores.
+  auto r = run_tpusim({"run", "configs/studies/bert_large_4096.json", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(r.out);
+  int simulated = 0, total = 0, px = 0, py = 0;
+  REQUIRE(std::sscanf(report["simulation"].get<std::string>().c_str(),
+                      "symmetric: %d of %d cores simulated (a domain of %d x %d chips)", &simulated,
+                      &total, &px, &py) == 4);
+  const double objects = report["systemc_objects"].get<double>();
+  CHECK(objects == 3 + px * py + 8.0 * simulated);
+  const double chips = report["chips"].get<double>(), cores = report["cores"].get<double>();
+  CHECK(objects < 0.05 * (3 + chips + 8 * cores));
+}

@@ -16,7 +16,7 @@ Duration us(double v) { return Duration::ns(v * 1e3); }
 /// Grants (from_us, work_us) in order on one resource in a child process; returns the ends in us.
 std::vector<double> grants(const std::vector<std::pair<double, double>>& asks) {
   return in_child([&] {
-    CoreResource r("r");
+    CoreResource r;
     std::vector<double> out;
     for (const auto& [from, work] : asks) out.push_back(r.grant(us(from), us(work)).us());
     out.push_back(r.busy().us());

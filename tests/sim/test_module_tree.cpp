@@ -1,7 +1,8 @@
 // The SystemC module tree reads as the hardware: multipod.chip(x,y) per chip, each with its
-// TensorCores (core0, core1, each with mxu, vpu, hbm, dma), its ICI ports (ici.x+, ici.x-, ...)
-// and its on-chip links. The expected names come from the grid and the config. A symmetric run
-// elaborates only the TensorCores of its domain.
+// TensorCores (core0, core1, each with its memory hbm and its DMA engines dma, joined by TLM-2.0
+// sockets); the links are named as their place in it (multipod.chip(x,y).ici.x+, ...: the
+// names of their statistics). The expected names come from the grid and the config. A symmetric
+// run elaborates only the chips and TensorCores of its domain.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <set>
@@ -44,18 +45,23 @@ int children_named(const sc_core::sc_object* parent, const std::string& prefix) 
   return n;
 }
 /// Simulates one all-reduce on an X x Y grid, every core (sim.symmetry=off), and walks the module
-/// tree: the number of top-level modules named multipod, the expected names missing (`must` and
-/// every chip's cores with their resources, ICI ports and on-chip links), then per chip (x
-/// fastest) its cores and ICI ports.
+/// tree and the statistics: the number of top-level modules named multipod, the expected names
+/// missing (`must` and every chip's cores with their memory, DMA engines and sockets, and the
+/// statistics of its ICI ports and on-chip links), then per chip (x fastest) its cores and ICI
+/// ports.
 std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool torus,
                               const std::vector<std::string>& must) {
   const Config cfg = config_with({{"topology", topology}, {"sim", {{"symmetry", "off"}}}});
   const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
   return in_child([&] {
     Topology topo(topology_from_json(cfg.json()["topology"]));
-    simulate(one_op(X * Y * cpc, collective_op(CollectiveKind::AllReduce, 1 << 20)), topo,
-             HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+    SimOptions options = SimOptions::from_config(cfg);
+    options.stats = true;
+    const SimReport r =
+        simulate(one_op(X * Y * cpc, collective_op(CollectiveKind::AllReduce, 1 << 20)), topo,
+                 HardwareSpec::from_config(cfg), options);
     std::set<std::string> names;
+    for (const auto& [name, value] : r.stats.values) names.insert(name);
     double multipods = 0;
     const sc_core::sc_object* multipod = nullptr;
     for (const sc_core::sc_object* o : sc_core::sc_get_top_level_objects()) {
@@ -67,14 +73,15 @@ std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool to
       for (int x = 0; x < X; ++x) {
         const std::string chip = "multipod." + chip_name(x, y);
         for (int k = 0; k < cpc; ++k)
-          for (const char* r : {"mxu", "vpu", "hbm", "dma"})
-            expected.push_back(chip + ".core" + std::to_string(k) + "." + r);
+          for (const char* part : {"hbm", "hbm.target", "dma", "dma.initiator"})
+            expected.push_back(chip + ".core" + std::to_string(k) + "." + part);
         for (const auto& port : ports_of(x, y, X, Y, torus))
-          expected.push_back(chip + ".ici." + port);
+          expected.push_back(chip + ".ici." + port + ".bytes");
         for (int a = 0; a < cpc; ++a)
           for (int b = 0; b < cpc; ++b)
             if (a != b)
-              expected.push_back(chip + ".onchip." + std::to_string(a) + "to" + std::to_string(b));
+              expected.push_back(chip + ".onchip." + std::to_string(a) + "to" + std::to_string(b) +
+                                 ".bytes");
       }
     double missing = 0;
     for (const auto& e : expected) missing += names.count(e) == 0;
@@ -85,9 +92,11 @@ std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool to
         for (const sc_core::sc_object* chip : multipod->get_child_objects()) {
           if (std::string(chip->basename()) != chip_name(x, y)) continue;
           out.push_back(children_named(chip, "core"));
-          double ports = -1;
-          for (const sc_core::sc_object* c : chip->get_child_objects())
-            if (std::string(c->basename()) == "ici") ports = children_named(c, "");
+          const std::string ici = std::string(chip->name()) + ".ici.";
+          double ports = 0;
+          for (const auto& [name, value] : r.stats.values)
+            ports += name.rfind(ici, 0) == 0 && name.size() > 6 &&
+                     name.compare(name.size() - 6, 6, ".bytes") == 0;
           out.push_back(ports);
         }
     return out;
@@ -114,15 +123,17 @@ TEST_CASE(
   const int cpc =
       static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
   REQUIRE(cpc == 2);
-  const auto v =
-      walk_tree("2x2", 2, 2, false, {"multipod.chip(1,0).core1.hbm", "multipod.chip(0,1).ici.y-"});
+  const auto v = walk_tree(
+      "2x2", 2, 2, false,
+      {"multipod.chip(1,0).core1.hbm", "multipod.chip(0,1).ici.y-.busy_ns",
+       "multipod.chip(1,0).core1.hbm.bytes_read", "multipod.chip(0,0).core0.dma.streams"});
   check_tree(v, 2, 2, false, cpc);
 }
 
 TEST_CASE("on a 4x4 torus every chip of the module tree has 2 cores and 4 ICI ports") {
   const int cpc =
       static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
-  const auto v = walk_tree("4x4", 4, 4, true, {"multipod.chip(3,0).ici.x+"});
+  const auto v = walk_tree("4x4", 4, 4, true, {"multipod.chip(3,0).ici.x+.transfers"});
   check_tree(v, 4, 4, true, cpc);
   for (int c = 0; c < 16; ++c) CHECK(v[3 + 2 * c] == 4);
 }

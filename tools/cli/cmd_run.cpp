@@ -26,6 +26,9 @@ const CommandRegistrar kRunRegister{[](CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--links-csv", a->links_csv,
                   "write every link's bytes, busy time and utilisation as CSV");
+  cmd->add_option("--stats", a->stats,
+                  "write every module's statistics (named as the module tree: "
+                  "multipod.chip(0,0).core0.hbm.bytes_read, ...) as JSON");
   auto* top = cmd->add_option("--top", a->top,
                               "how many ops to list by time; also prints compute by op class")
                   ->check(CLI::Range(0, 100000));

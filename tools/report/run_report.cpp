@@ -231,6 +231,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
         {"mean_utilization", r.links.mean_utilization},
         {"total_bytes", r.links.total_bytes}}},
       {"kernel_events", r.kernel_events},
+      {"systemc_objects", r.systemc_objects},
       {"network_work_items", r.network_work},
       {"wall_s", r.wall_s},
       {"simulation", r.symmetry},

@@ -11,6 +11,7 @@
 #include "tools/report/link_csv.hpp"
 #include "tools/report/memory_report.hpp"
 #include "tools/report/run_report.hpp"
+#include "tools/report/stats_file.hpp"
 #include "tools/report/timeline_writer.hpp"
 #include "tools/report/trace_recording.hpp"
 #include "tools/study/study.hpp"
@@ -48,6 +49,7 @@ int run_study(const RunArgs& a) {
   if (!a.timeline.empty()) check_output_path(a.timeline, "--timeline");
   if (!a.record_trace.empty()) check_output_path(a.record_trace, "--record-trace");
   if (!a.links_csv.empty()) check_output_path(a.links_csv, "--links-csv");
+  if (!a.stats.empty()) check_output_path(a.stats, "--stats");
   Study study = load_study_file(a.study, a.sets, LayoutChecks::Program);
   Topology topology(study.topology);
   Program program = compiled_program(study.config, topology, study.hardware);
@@ -70,8 +72,10 @@ int run_study(const RunArgs& a) {
     options.timeline = trace.get();
   }
   options.link_stats = !a.links_csv.empty();
+  options.stats = !a.stats.empty();
   SimReport r = simulate(program, topology, study.hardware, options);
   if (!a.links_csv.empty()) write_link_csv(a.links_csv, r);
+  if (!a.stats.empty()) write_stats_file(a.stats, study.source, r);
   nlohmann::json report = make_report(study, program, r, a.top);
   report["out_of_memory"] = !memory.profile.fits();
   report["memory"] = memory_json(memory.profile, memory.seconds);

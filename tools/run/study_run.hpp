@@ -16,11 +16,13 @@ struct RunArgs {
   int top = 10;
   bool allow_oom = false;
   std::string links_csv;
+  std::string stats;        ///< --stats FILE: every module's statistics as JSON
   bool op_classes = false;  ///< --top given: also print the compute by op class
 };
 
 /// Simulates the study and prints its report (text or JSON); writes the timeline, trace and
-/// links CSV asked for. Returns the exit code: 1 when the program does not fit in HBM (without
+/// links CSV and statistics asked for. Returns the exit code: 1 when the program does not fit in
+/// HBM (without
 /// --allow-oom), else 0. Throws ConfigError on bad input.
 int run_study(const RunArgs& a);
 

@@ -1,0 +1,63 @@
+#include "sim/core/memory.hpp"
+
+#include <stdexcept>
+
+#include "sim/core/sc_delay.hpp"
+
+namespace tpusim {
+
+MemoryModel::MemoryModel(sc_core::sc_module_name name)
+    : sc_core::sc_module(name), StatGroup("hbm"), target("target") {
+  target.bind(*this);
+  add_stat("bytes_read", "bytes", "bytes read from the memory (compute ops and collective steps)",
+           [this] { return bytes_read_; });
+  add_stat("bytes_written", "bytes", "bytes written into the memory",
+           [this] { return bytes_written_; });
+  add_stat("accesses", "transactions",
+           "b_transport calls: one per compute op with memory traffic, one per collective step",
+           [this] { return accesses_; });
+  add_stat("busy_ns", "ns",
+           "time the memory's port was busy (every access's busy time; the report's "
+           "occupancy.hbm_busy_ms on the last core)",
+           [this] { return port.busy().ns(); });
+}
+
+const MemoryAccess& MemoryModel::access_of(const tlm::tlm_generic_payload& payload) {
+  const MemoryAccess* a = payload.get_extension<MemoryAccess>();
+  if (!a) throw std::logic_error("tpusim bug: a memory transaction without its MemoryAccess");
+  return *a;
+}
+
+void MemoryModel::count_access(const MemoryAccess& a) {
+  bytes_read_ += a.bytes_read;
+  bytes_written_ += a.bytes_written;
+  accesses_ += 1;
+}
+
+tlm::tlm_sync_enum MemoryModel::nb_transport_fw(tlm::tlm_generic_payload& payload, tlm::tlm_phase&,
+                                                sc_core::sc_time&) {
+  payload.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+  return tlm::TLM_COMPLETED;
+}
+
+bool MemoryModel::get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) { return false; }
+
+unsigned int MemoryModel::transport_dbg(tlm::tlm_generic_payload&) { return 0; }
+
+void Hbm::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
+  const MemoryAccess& a = access_of(payload);
+  count_access(a);
+  const Duration now = sim_now();
+  const Duration start = now + from_sc(delay);
+  Duration end;
+  if (a.uncontended) {
+    port.count(a.work);
+    end = start + a.work + a.latency;
+  } else {
+    end = port.grant(start, a.work) + a.latency;
+  }
+  delay = sc_delay(end - now);
+  payload.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace tpusim

@@ -1,0 +1,93 @@
+#pragma once
+// A TensorCore's memory behind a TLM-2.0 target socket. The core's DMA engines (DmaEngines, the
+// initiator) move every byte the core reads from or writes to its HBM: a compute op's operands
+// and results (between HBM and the vector memory its units work from) and a collective step's
+// streams (between HBM and the ICI). Each access is one loosely-timed b_transport: the payload's
+// annotated delay says when the access starts (the initiator's local time ahead of the kernel, a
+// compute run being temporally decoupled) and the target adds the access's time to it.
+//
+// The built-in model (Hbm) is a work-conserving port: an access holds it for its busy time (its
+// bytes at hardware.hbm's achievable bandwidth) from its start or the port's first free time on,
+// then one latency. A user's model plugs in through the same socket (SimOptions::memory_model;
+// docs/systemc.md shows an HBM with bank conflicts).
+#include <functional>
+#include <memory>
+#include <systemc>
+#include <tlm>
+
+#include "core/hardware.hpp"
+#include "core/units.hpp"
+#include "sim/core/core_resources.hpp"
+#include "sim/kernel/event_queue.hpp"
+#include "sim/kernel/stats.hpp"
+
+namespace tpusim {
+
+/// What a tpusim memory transaction carries: the generic payload moves no data (tpusim simulates
+/// time, not values: TLM_IGNORE_COMMAND, no data pointer), this extension says what moves.
+struct MemoryAccess : tlm::tlm_extension<MemoryAccess> {
+  double bytes_read = 0;
+  double bytes_written = 0;
+  /// The built-in port's busy time for these bytes: at the achievable HBM bandwidth, scaled down
+  /// for an op whose measured duration is shorter than the model's and up on a slow chip.
+  Duration work;
+  Duration latency;  ///< after the work: HBM latencies in sequence
+  /// Nothing else asks for the memory while this access runs (a compute run of a core whose
+  /// collectives are synchronous): the built-in port only counts its busy time.
+  bool uncontended = false;
+  bool collective = false;  ///< a collective step's streams and reduction, else a compute op
+  int op = -1;              ///< the Program op
+
+  tlm::tlm_extension_base* clone() const override { return new MemoryAccess(*this); }
+  void copy_from(const tlm::tlm_extension_base& other) override {
+    *this = static_cast<const MemoryAccess&>(other);
+  }
+};
+
+/// A memory model: a module whose target socket (`target`) is bound to the core's DMA engines.
+/// A model implements b_transport: it reads the access (MemoryAccess), adds the time until the
+/// access is through to `delay`, and sets the response status. It books its busy time on `port`
+/// (grant, or count for an uncontended access) so that the report's HBM occupancy and the core's
+/// runs see it, and calls count_access for the statistics.
+class MemoryModel : public sc_core::sc_module, public tlm::tlm_fw_transport_if<>, public StatGroup {
+ public:
+  explicit MemoryModel(sc_core::sc_module_name name);
+  tlm::tlm_target_socket<> target;
+
+  Duration busy() const { return port.busy(); }  ///< every access's busy time, summed
+  bool idle_after(Duration t) const { return port.idle_after(t); }
+  double bytes_read() const { return bytes_read_; }
+  double bytes_written() const { return bytes_written_; }
+
+  // Loosely timed only: the rest of the forward interface refuses.
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay) override;
+  bool get_direct_mem_ptr(tlm::tlm_generic_payload& payload, tlm::tlm_dmi& dmi) override;
+  unsigned int transport_dbg(tlm::tlm_generic_payload& payload) override;
+
+ protected:
+  /// The access a payload carries; a payload without one is a tpusim bug.
+  static const MemoryAccess& access_of(const tlm::tlm_generic_payload& payload);
+  /// When an access whose transaction annotates `delay` starts, as simulated time.
+  static Duration start_of(const sc_core::sc_time& delay) { return sim_now() + from_sc(delay); }
+  /// Sets `delay` to `end` less the kernel's time (`end` at or after now).
+  static void annotate(sc_core::sc_time& delay, Duration end) {
+    delay = sc_core::sc_time::from_value(static_cast<sc_dt::uint64>((end - sim_now()).ps()));
+  }
+  void count_access(const MemoryAccess& a);
+
+  CoreResource port;
+
+ private:
+  double bytes_read_ = 0, bytes_written_ = 0;
+  double accesses_ = 0;
+};
+
+/// hardware.hbm as the built-in port: busy time, then the latency.
+class Hbm : public MemoryModel {
+ public:
+  explicit Hbm(sc_core::sc_module_name name) : MemoryModel(name) {}
+  void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) override;
+};
+
+}  // namespace tpusim

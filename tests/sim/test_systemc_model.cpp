@@ -1,0 +1,272 @@
+// The SystemC model as its users know it: a memory model plugged into the DMA engines' TLM-2.0
+// socket changes a memory-bound op's time by exactly its added latency; the statistics read by
+// walking the module tree agree with the report; a run elaborates SystemC objects for the chips
+// and cores it simulates only, in a count the module structure gives.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <systemc>
+
+#include "sim/core/memory.hpp"
+#include "sim/core/tensor_core.hpp"
+#include "tests/sim/sim_fixture.hpp"
+
+using namespace tpusim;
+using namespace tpusim::test;
+
+namespace {
+
+/// A user's memory model: the built-in port, plus bank conflicts. An access of B bytes opens
+/// ceil(B / row_bytes) rows spread over `banks` banks in turn; the rows of one bank follow each
+/// other a row cycle apart, so the access ends (ceil(rows / banks) - 1) row cycles later than
+/// the port alone would end it.
+class BankedHbm : public MemoryModel {
+ public:
+  BankedHbm(sc_core::sc_module_name name, int banks, double row_bytes, Duration row_cycle)
+      : MemoryModel(name), banks_(banks), row_bytes_(row_bytes), row_cycle_(row_cycle) {}
+
+  void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) override {
+    const MemoryAccess& a = access_of(payload);
+    count_access(a);
+    const double rows = std::ceil((a.bytes_read + a.bytes_written) / row_bytes_);
+    const Duration conflicts = row_cycle_ * std::max(0.0, std::ceil(rows / banks_) - 1);
+    const Duration start = start_of(delay);
+    Duration served;
+    if (a.uncontended) {
+      port.count(a.work);
+      served = start + a.work;
+    } else {
+      served = port.grant(start, a.work);
+    }
+    annotate(delay, served + a.latency + conflicts);
+    payload.set_response_status(tlm::TLM_OK_RESPONSE);
+  }
+
+ private:
+  int banks_;
+  double row_bytes_;
+  Duration row_cycle_;
+};
+
+constexpr int kBanks = 32;
+constexpr double kRowBytes = 2048;
+constexpr double kRowCycleNs = 45;
+
+/// Step time of one op reading `bytes` from HBM on a 2x2 machine, with the built-in memory or
+/// the banked one.
+double memory_bound_step(double bytes, bool banked, bool async) {
+  const Config cfg =
+      config_with({{"topology", "2x2"}, {"hardware", {{"async_collectives", async}}}});
+  return in_child([&] {
+    Op op;
+    op.name = "read";
+    op.kind = "elementwise";
+    op.compute.bytes_read = bytes;
+    SimOptions options = SimOptions::from_config(cfg);
+    if (banked)
+      options.memory_model = [](const char* name, const HardwareSpec&) {
+        return std::make_unique<BankedHbm>(name, kBanks, kRowBytes, Duration::ns(kRowCycleNs));
+      };
+    const HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    const SimReport r = simulate(one_op(4 * hw.devices_per_chip, op), topo, hw, options);
+    return std::vector<double>{r.step_time.seconds()};
+  })[0];
+}
+}  // namespace
+
+TEST_CASE("a memory model plugged into the socket adds its bank conflicts to a memory-bound op") {
+  for (bool async : {false, true}) {
+    INFO("async collectives " << async);
+    for (double bytes : {1.0 * (1 << 20), 64.0 * (1 << 20), 3e6}) {
+      INFO("bytes " << bytes);
+      const double built_in = memory_bound_step(bytes, false, async);
+      const double banked = memory_bound_step(bytes, true, async);
+      const double rows = std::ceil(bytes / kRowBytes);
+      const double conflicts_s = (std::ceil(rows / kBanks) - 1) * kRowCycleNs * 1e-9;
+      CHECK(banked - built_in == Approx(conflicts_s).epsilon(1e-9).margin(2e-12));
+    }
+  }
+}
+
+namespace {
+std::size_t count_objects(const sc_core::sc_object& o) {
+  std::size_t n = 1;
+  for (const sc_core::sc_object* c : o.get_child_objects()) n += count_objects(*c);
+  return n;
+}
+
+/// An all-reduce over model groups of two chips along X on a 4x4 torus (a symmetric run's
+/// domain is 2 x 1 chips): {objects the report counts, objects counted here, chips elaborated,
+/// TensorCores elaborated}.
+std::vector<double> objects(const char* symmetry) {
+  const Config cfg = config_with({{"topology", "4x4"},
+                                  {"collectives", {{"algorithm", "per_dimension"}}},
+                                  {"sim", {{"symmetry", symmetry}}}});
+  const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
+  return in_child([&] {
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    Program p;
+    p.mesh = {{"data", 8}, {"model", 2 * cpc}};
+    p.ops.push_back(collective_op(CollectiveKind::AllReduce, 1 << 20, {"model"}));
+    const SimReport r =
+        simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+    double counted = 0, chips = 0, cores = 0;
+    for (const sc_core::sc_object* o : sc_core::sc_get_top_level_objects())
+      counted += static_cast<double>(count_objects(*o));
+    for (const sc_core::sc_object* chip : sc_core::sc_find_object("multipod")->get_child_objects())
+      if (std::string(chip->basename()).rfind("chip(", 0) == 0) {
+        ++chips;
+        for (const sc_core::sc_object* c : chip->get_child_objects())
+          cores += dynamic_cast<const TensorCore*>(c) != nullptr;
+      }
+    return std::vector<double>{static_cast<double>(r.systemc_objects), counted, chips, cores};
+  });
+}
+}  // namespace
+
+TEST_CASE("a run elaborates 3 + chips + 8 x cores SystemC objects, for the cores it simulates") {
+  // The top: multipod, the event queue and its SC_METHOD. A chip that runs: its module. A core:
+  // its module and SC_METHOD, its memory with the target socket (an sc_export and the port of
+  // its backward path), its DMA engines with the initiator socket (an sc_port and the export of
+  // its backward path).
+  const int cpc =
+      static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
+  const auto full = objects("off");
+  REQUIRE(full.size() == 4);
+  CHECK(full[0] == full[1]);
+  CHECK(full[2] == 16);
+  CHECK(full[3] == 16 * cpc);
+  CHECK(full[0] == 3 + 16 + 8 * 16 * cpc);
+  const auto sym = objects("auto");
+  REQUIRE(sym.size() == 4);
+  CHECK(sym[0] == sym[1]);
+  CHECK(sym[2] == 2);  // the domain's chips
+  CHECK(sym[3] == 2 * cpc);
+  CHECK(sym[0] == 3 + 2 + 8 * 2 * cpc);
+}
+
+namespace {
+/// On a 2x2 machine, every core: a compute op reading R and writing W bytes, then an all-reduce
+/// of S bytes. Returns the sums the statistics give and the report's figures: {sum over cores
+/// of bytes read by compute... } as pairs (statistics, report or closed form).
+std::vector<double> stats_vs_report(double read, double written, double all_reduce_bytes) {
+  const Config cfg = config_with({{"topology", "2x2"}, {"sim", {{"symmetry", "off"}}}});
+  return in_child([&] {
+    const HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    const int cores = 4 * hw.devices_per_chip;
+    Program p;
+    p.mesh = {{"all", cores}};
+    Op op;
+    op.name = "update";
+    op.kind = "elementwise";
+    op.compute.bytes_read = read;
+    op.compute.bytes_written = written;
+    p.ops.push_back(op);
+    p.ops.push_back(collective_op(CollectiveKind::AllReduce, all_reduce_bytes));
+    p.ops.back().deps = {0};
+    SimOptions options = SimOptions::from_config(cfg);
+    options.stats = true;
+    options.link_stats = true;
+    const SimReport r = simulate(p, topo, hw, options);
+    auto ends_with = [](const std::string& s, const std::string& tail) {
+      return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    double link_bytes = 0, link_busy_ns = 0, hbm_accesses = 0;
+    double last_finish = -1;
+    std::string last;
+    for (const auto& [name, value] : r.stats.values) {
+      const bool link =
+          name.find(".ici.") != std::string::npos || name.find(".onchip.") != std::string::npos;
+      if (link && ends_with(name, ".bytes")) link_bytes += value;
+      if (link && ends_with(name, ".busy_ns")) link_busy_ns += value;
+      if (ends_with(name, ".hbm.accesses")) hbm_accesses += value;
+      if (ends_with(name, ".finish_ns") && value > last_finish) {
+        last_finish = value;
+        last = name.substr(0, name.size() - std::string(".finish_ns").size());
+      }
+    }
+    auto stat = [&](const std::string& name) {
+      for (const auto& [n, v] : r.stats.values)
+        if (n == name) return v;
+      return -1.0;
+    };
+    double report_link_busy_ns = 0;
+    for (const LinkStat& l : r.link_stats) report_link_busy_ns += l.busy.ns();
+    return std::vector<double>{link_bytes,
+                               r.links.total_bytes,
+                               link_busy_ns,
+                               report_link_busy_ns,
+                               hbm_accesses,
+                               static_cast<double>(cores),
+                               last_finish,
+                               r.step_time.ns(),
+                               stat(last + ".hbm.busy_ns"),
+                               r.occupancy.hbm.ns(),
+                               stat(last + ".mxu.busy_ns"),
+                               r.occupancy.mxu.ns(),
+                               stat(last + ".vpu.busy_ns"),
+                               r.occupancy.vpu.ns(),
+                               stat(last + ".dma.busy_ns"),
+                               r.occupancy.dma.ns(),
+                               stat(last + ".compute_ns"),
+                               r.compute.ns(),
+                               stat("multipod.chip(1,1).core1.hbm.bytes_written") -
+                                   stat("multipod.chip(1,1).core0.hbm.bytes_written"),
+                               0.0};
+  });
+}
+}  // namespace
+
+TEST_CASE("the statistics of the module tree add up to the report") {
+  const double read = 8 << 20, written = 2 << 20, s = 16 << 20;
+  const auto v = stats_vs_report(read, written, s);
+  REQUIRE(v.size() == 20);
+  CHECK(v[0] == Approx(v[1]));  // link bytes: every link's, summed, are the report's total
+  CHECK(v[0] > 0);
+  CHECK(v[2] == Approx(v[3]));  // link busy time: as --links-csv has it
+  // One memory access per core for the compute op, and at least one per collective step.
+  CHECK(v[4] > v[5]);
+  CHECK(v[6] == Approx(v[7]));  // the last core's finish is the step time
+  CHECK(v[8] == Approx(v[9]));  // its HBM, MXU, vector-unit and DMA busy times: the occupancy
+  CHECK(v[10] == Approx(v[11]));
+  CHECK(v[12] == Approx(v[13]));
+  CHECK(v[14] == Approx(v[15]));
+  CHECK(v[16] == Approx(v[17]));               // its compute time
+  CHECK(v[18] == Approx(v[19]).margin(1e-6));  // every core writes as much (a symmetric step)
+}
+
+TEST_CASE("a core's HBM statistics count the bytes of its compute ops") {
+  // Only compute ops: each core reads and writes what its ops state, nothing more.
+  const Config cfg = config_with({{"topology", "2x2"}});
+  const double read = 3 << 20, written = 1 << 20;
+  const auto v = in_child([&] {
+    const HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    const int cores = 4 * hw.devices_per_chip;
+    Program p;
+    p.mesh = {{"all", cores}};
+    for (int k = 0; k < 3; ++k) {
+      Op op;
+      op.name = "op" + std::to_string(k);
+      op.kind = "elementwise";
+      op.compute.bytes_read = read;
+      op.compute.bytes_written = written;
+      if (k > 0) op.deps = {k - 1};
+      p.ops.push_back(op);
+    }
+    SimOptions options = SimOptions::from_config(cfg);
+    options.stats = true;
+    const SimReport r = simulate(p, topo, hw, options);
+    double bytes_read = 0, bytes_written = 0, cores_seen = 0;
+    for (const auto& [name, value] : r.stats.values) {
+      if (name.find(".hbm.bytes_read") != std::string::npos) bytes_read += value, ++cores_seen;
+      if (name.find(".hbm.bytes_written") != std::string::npos) bytes_written += value;
+    }
+    return std::vector<double>{bytes_read, bytes_written, cores_seen};
+  });
+  REQUIRE(v.size() == 3);
+  CHECK(v[0] == Approx(3 * read * v[2]));
+  CHECK(v[1] == Approx(3 * written * v[2]));
+  CHECK(v[2] > 0);
+}
