@@ -171,6 +171,10 @@ TEST_CASE("profile: an output that is not a folder is one error line before any 
   CHECK(r.err_lines() == 1);
   CHECK(r.err.find("--out " + file) != std::string::npos);
   CHECK(r.err.find("not a folder") != std::string::npos);
+  auto empty = run_tpusim({"profile", kProfileStudy, "--out", ""});
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.err_lines() == 1);
+  CHECK_THAT(empty.err, Catch::Contains("--out: an empty path"));
   auto missing = run_tpusim({"profile", kProfileStudy});
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.find("--out") != std::string::npos);

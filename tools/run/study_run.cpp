@@ -50,6 +50,8 @@ std::string profile_option(const RunArgs& a) { return a.profile_command ? "--out
 
 /// A folder for the profile, checked before the work: an existing path must be a folder.
 void check_profile_dir(const RunArgs& a) {
+  if (a.profile_command && a.profile.empty())
+    throw ConfigError("--out", "an empty path; give the folder for profile.html and profile.json");
   if (a.profile.empty()) return;
   std::error_code ec;
   if (std::filesystem::exists(a.profile, ec) && !std::filesystem::is_directory(a.profile, ec))
