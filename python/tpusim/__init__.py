@@ -11,7 +11,14 @@ import shutil
 import subprocess
 import tempfile
 
-from . import _tpusim
+try:
+    from . import _tpusim
+except ImportError as _e:  # the pure-Python part without its compiled half
+    raise ImportError(
+        "tpusim: the compiled part of the module (_tpusim) is missing or does not load in "
+        f"{os.path.dirname(os.path.abspath(__file__))} ({_e}); build it with "
+        "`cmake --build build --target tpusim_python` (tools/quickstart.sh does) and import "
+        "tpusim with PYTHONPATH=build/python") from _e
 
 __all__ = ["run", "validate", "collective", "replay", "params", "sweep", "results",
            "trace_info", "binary", "version", "TpusimError", "ConfigError", "RunFailed"]

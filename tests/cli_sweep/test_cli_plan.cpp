@@ -2,7 +2,9 @@
 // (bounds below simulated times, pruning that never drops a top-K layout, the winner reproduces,
 // reruns simulate nothing new); bad input.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "tests/cli/sweep_fixture.hpp"
 
@@ -191,7 +193,7 @@ TEST_CASE("plan: the study's own layout is always simulated and ranked") {
   REQUIRE(r.exit_code == 0);
   const json out = json::parse(r.out);
   // bucket 64 is not in the default space: the study's layout is added to it.
-  CHECK(out["study_layout"]["layout"] == "model=1 spatial=1 wus=off bucket_MiB=64 grad=bf16");
+  CHECK(out["study_layout"]["layout"] == "model=1 wus=off bucket_MiB=64 grad=bf16");
   REQUIRE(out["study_layout"].contains("rank"));
   const auto& own = out["candidates"][out["study_layout"]["id"].get<std::string>()];
   CHECK(own["study_layout"] == true);
@@ -247,6 +249,85 @@ TEST_CASE("plan: when nothing fits in HBM it says so with the smallest peak and 
   CHECK(r.err_lines() == 1);
   CHECK_THAT(r.err, Catch::Contains("fits in HBM") && Catch::Contains("smallest peak"));
   CHECK(!std::filesystem::exists(s.path("o")));
+  // Which axes would help: the memory-saving keys the space leaves out, each with a --space to
+  // try (model 4 and 8 are invalid here, so no searched axis ends on its smallest peak).
+  CHECK_THAT(r.err, Catch::Contains("axes not searched that save memory:") &&
+                        Catch::Contains("--space workload.rematerialize=false,true") &&
+                        Catch::Contains("--space parallelism.fsdp=1,2,4,8"));
+}
+
+TEST_CASE("plan: the winner is explained: its margin, the axes it differs in, what bounds it") {
+  SweepScratch s;
+  const auto study = s.write("bert.json", plan_study());
+  auto r = run_tpusim({"plan", study, "-j", "2", "--top", "3", "--out", s.path("out"), "--json",
+                       "--space", kSmallSpace});
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+  const auto& c = out["candidates"];
+  const auto& w = c[out["winner"]["id"].get<std::string>()];
+  const auto& e = out["winner"]["explanation"];
+  REQUIRE(e.contains("margin"));
+  const auto& next = c[e["margin"]["runner_up"].get<std::string>()];
+  CHECK(w["rank"] == 1);
+  CHECK(next["rank"] == 2);
+  // The margin is the runner-up's step time less the winner's, and that over the winner's.
+  const double ws = w["step_time_ms"], ns = next["step_time_ms"];
+  CHECK(e["margin"]["step_time_ms"].get<double>() == Approx(ns - ws).epsilon(1e-12));
+  CHECK(e["margin"]["percent"].get<double>() == Approx(100 * (ns - ws) / ws).epsilon(1e-12));
+  // The axes listed are exactly those whose values differ.
+  std::size_t differing = 0;
+  for (const auto& [axis, v] : w["values"].items()) differing += next["values"][axis] != v;
+  CHECK(e["differs"].size() == differing);
+  for (const auto& d : e["differs"]) {
+    CHECK(w["values"][d["axis"].get<std::string>()] == d["winner"]);
+    CHECK(next["values"][d["axis"].get<std::string>()] == d["runner_up"]);
+  }
+  // What bounds it: its compute share against its exposed communication share.
+  const auto& b = e["bound"];
+  CHECK(b["compute_share"].get<double>() ==
+        Approx(w["compute_ms"].get<double>() / ws).epsilon(1e-12));
+  CHECK(b["by"] == (b["compute_share"].get<double>() >= w["exposed_comm_share"].get<double>()
+                        ? "compute"
+                        : "communication"));
+  // Near ties: every other layout within 2 % (the default --tie) of the winner, and no other.
+  std::set<std::string> ties;
+  for (const auto& [id, cand] : c.items())
+    if (id != out["winner"]["id"] && cand["step_time_ms"].get<double>() <= ws * 1.02)
+      ties.insert(id);
+  CHECK(std::set<std::string>(e["near_ties"].begin(), e["near_ties"].end()) == ties);
+  // The text says the same.
+  auto text = run_tpusim({"plan", study, "--top", "3", "--out", s.path("out"), "--space",
+                          kSmallSpace, "--tie", "100"});
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("faster than #2 (" +
+                                       e["margin"]["runner_up_layout"].get<std::string>() + ")") &&
+                           Catch::Contains("bound by " + b["by"].get<std::string>()) &&
+                           Catch::Contains("near tie: #2") &&
+                           Catch::Contains("within 100.0 % of the winner"));
+  auto bad_tie = run_tpusim({"plan", study, "--tie", "nan", "--out", s.path("o2")});
+  CHECK(bad_tie.exit_code == 2);
+  CHECK_THAT(bad_tie.err, Catch::Contains("--tie"));
+}
+
+TEST_CASE("plan: rates print with four significant digits, axes a model lacks are not shown") {
+  SweepScratch s;
+  // BERT at a batch of 16 on 8 cores: about a hundred examples per second per chip; a plan of
+  // a language model shows no spatial axis.
+  const auto study = s.write("bert.json", plan_study());
+  auto r = run_tpusim({"plan", study, "--top", "2", "--out", s.path("out"), "--space",
+                       "parallelism.grad_bucket_MiB=32", "--space", "parallelism.grad_dtype=bf16"});
+  REQUIRE(r.exit_code == 0);
+  const json out = plan_json(s.path("out"));
+  CHECK(out["space"].contains("parallelism.model"));
+  CHECK_FALSE(out["space"].contains("parallelism.spatial"));
+  CHECK_THAT(r.out, !Catch::Contains("spatial="));
+  for (const auto& id : out["top"]) {
+    const double rate = out["candidates"][id.get<std::string>()]["examples_per_s_per_chip"];
+    const int digits = std::max(1, 3 - static_cast<int>(std::floor(std::log10(rate))));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, rate);
+    CHECK_THAT(r.out, Catch::Contains(buf));
+  }
 }
 
 TEST_CASE("plan: a per-chip batch range ranks by throughput per chip") {
@@ -286,7 +367,7 @@ TEST_CASE("plan: layouts that build the same Program are simulated once") {
   CHECK(out["counts"]["equivalent"] == 1);
   CHECK(out["counts"]["simulated"] == 2);
   const auto& own = out["candidates"][out["study_layout"]["id"].get<std::string>()];
-  CHECK(own["layout"] == "model=1 spatial=2 w=1 bn=0 wus=off bucket_MiB=32 grad=bf16");
+  CHECK(own["layout"] == "spatial=2 w=1 bn=0 wus=off bucket_MiB=32 grad=bf16");
   CHECK(own["equivalent_layouts"] ==
-        json::array({"model=1 spatial=2 w=1 bn=2 wus=off bucket_MiB=32 grad=bf16"}));
+        json::array({"spatial=2 w=1 bn=2 wus=off bucket_MiB=32 grad=bf16"}));
 }

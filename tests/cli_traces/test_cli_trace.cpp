@@ -217,6 +217,12 @@ TEST_CASE("replay: FLOPs past the matmul shape are refused, past the peak counte
   auto model = replay_with(peak * 1e-3, "model");
   CHECK(model.exit_code == 0);
   CHECK_THAT(model.err, Catch::Contains("ops[1] (mlp.gelu.fwd)"));
+  // It says why, in one sentence: the model times an op without a matmul shape by its vector
+  // and HBM work, not by the FLOPs the trace counts.
+  CHECK_THAT(model.err, Catch::Contains("Why: with --durations model an op without a matmul "
+                                        "shape is timed by its vector-unit and HBM work alone"));
+  CHECK_THAT(over.err, Catch::Contains("Why: the measured duration is shorter than these FLOPs "
+                                       "take at this chip's peak"));
   CHECK(nlohmann::json::parse(model.out)["mxu_utilization"].get<double>() <= 1.0);
   // More FLOPs than the matmul shape of ops[0] holds (2 x 1 x 8 x 1024 x 2048): refused.
   t["ops"][1]["compute"]["flops"] = 0;

@@ -21,13 +21,14 @@ std::size_t product(const SearchSpace& s) {
 }
 }  // namespace
 
-TEST_CASE("plan space: a model-parallel model gets model degrees, no spatial axes") {
+TEST_CASE("plan space: a model-parallel model gets model degrees, no spatial axes at all") {
   const Config cfg = test::model_study("bert_large", "4x4", 32);
   const SearchSpace s = default_space(cfg, 32);
   REQUIRE(axis(s, "parallelism.model"));
   // Powers of two up to min(cores, 64) = 32.
   CHECK(axis(s, "parallelism.model")->values.size() == 6);
-  CHECK(axis(s, "parallelism.spatial")->values.size() == 1);
+  // An axis the model does not split along is not shown (not even as spatial=1).
+  CHECK_FALSE(axis(s, "parallelism.spatial"));
   CHECK_FALSE(axis(s, "parallelism.spatial_w"));
   CHECK_FALSE(axis(s, "parallelism.bn_group_cores"));
   CHECK(enumerate(s, cfg.json()).size() == product(s));
@@ -36,7 +37,7 @@ TEST_CASE("plan space: a model-parallel model gets model degrees, no spatial axe
 TEST_CASE("plan space: a convolutional model gets spatial, W-split and batch-norm group axes") {
   const Config cfg = test::model_study("ssd", "4x4", 64);
   const SearchSpace s = default_space(cfg, 32);
-  CHECK(axis(s, "parallelism.model")->values.size() == 1);
+  CHECK_FALSE(axis(s, "parallelism.model"));
   CHECK(axis(s, "parallelism.spatial")->values.size() == 5);  // 1..16
   REQUIRE(axis(s, "parallelism.spatial_w"));
   REQUIRE(axis(s, "parallelism.bn_group_cores"));
@@ -49,14 +50,14 @@ TEST_CASE("plan space: every combination once, the values set in the study") {
   override_axis(s, "parallelism.model=1,2", cfg);
   override_axis(s, "parallelism.grad_bucket_MiB=32", cfg);
   const auto all = enumerate(s, cfg.json());
-  REQUIRE(all.size() == 2 * 1 * 2 * 1 * 2);  // model x spatial x wus x bucket x dtype
+  REQUIRE(all.size() == 2 * 2 * 1 * 2);  // model x wus x bucket x dtype
   std::set<std::string> seen;
   for (const auto& c : all) {
     CHECK(c.study["parallelism"]["grad_bucket_MiB"] == 32);
     seen.insert(c.study["parallelism"].dump());
   }
   CHECK(seen.size() == all.size());
-  CHECK(candidate_label(s, all.back().values) == "model=2 spatial=1 wus=on bucket_MiB=32 grad=f32");
+  CHECK(candidate_label(s, all.back().values) == "model=2 wus=on bucket_MiB=32 grad=f32");
 }
 
 TEST_CASE("plan space: bad overrides name --space and what is allowed") {

@@ -145,3 +145,18 @@ def test_a_path_with_a_nul_byte_is_refused_not_cut(tmp_path):
         with pytest.raises(tpusim.ConfigError) as e:
             call(str(real) + "\0.ignored")
         assert "NUL byte" in e.value.problems[0]
+
+
+def test_a_module_without_its_compiled_part_says_which_target_to_build(tmp_path):
+    # The pure-Python part alone (as in python/ of the source tree, or a build that made only
+    # the tpusim target): the import names the missing piece and the target that builds it.
+    pkg = tmp_path / "tpusim"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(open(os.path.join(SRC, "python", "tpusim", "__init__.py")).read())
+    r = subprocess.run(["/usr/bin/python3", "-c", "import tpusim"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: tpusim: the compiled part of the module (_tpusim)")
+    assert "cmake --build build --target tpusim_python" in last
+    assert str(pkg) in last

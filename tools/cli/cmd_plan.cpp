@@ -26,6 +26,10 @@ const CommandRegistrar kPlanRegister{[](CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--objective", a->objective, "step_time or examples_per_s_per_chip");
   cmd->add_option("--out", a->out_dir, "results store (default out/plan_<name of the study>)");
+  cmd->add_option("--tie", a->tie_percent,
+                  "flag layouts within this many percent of the winner as near ties (the "
+                  "model's resolution; default 2)")
+      ->check(CLI::Range(0.0, 100.0));
   cmd->add_flag("--json", a->json, "print the plan as one JSON object");
   cmd->callback([a] { set_exit_code(run_plan(*a)); });
 }};

@@ -26,8 +26,16 @@ const CommandRegistrar kPlotRegister{[](CLI::App& app) {
                   "a numeric column to draw, one chart each (repeat for several; default: step "
                   "time, throughput per chip, scaling efficiency, communication share, every "
                   "other numeric result column, and the time breakdown)");
-  cmd->add_flag("--y-from-zero", req->y_from_zero,
-                "start every y axis at 0 (default: fitted to the data)");
+  auto* zero = cmd->add_flag("--y-from-zero", req->y_from_zero,
+                             "start every y axis at 0 (times, shares and efficiencies always "
+                             "do; the others are fitted, with a break mark at the axis' foot)");
+  cmd->add_flag("--y-fitted", req->y_fitted,
+                "fit every y axis to its data, times and shares too (drawn with a break mark)")
+      ->excludes(zero);
+  cmd->add_option("--dpi", req->dpi,
+                  "resolution of the PNG charts in pixels per inch (default 300; 96 draws one "
+                  "pixel per SVG unit)")
+      ->check(CLI::Range(24.0, 1200.0));
   cmd->callback([=] { run_plot(*csv, *out, *req); });
 }};
 

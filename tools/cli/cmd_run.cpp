@@ -24,6 +24,9 @@ const CommandRegistrar kRunRegister{[](CLI::App& app) {
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,
                   "trace every core when there are at most this many, else a sample of 3 chips")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--profile", a->profile,
+                  "write the op profile into this folder: profile.html (roofline, step "
+                  "breakdown, op and layer tables; open in a browser) and profile.json");
   cmd->add_option("--links-csv", a->links_csv,
                   "write every link's bytes, busy time and utilisation as CSV");
   cmd->add_option("--stats", a->stats,

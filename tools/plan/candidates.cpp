@@ -30,6 +30,18 @@ std::vector<Survivor> merge_equivalent(std::vector<Survivor> all, Rejections& re
   return out;
 }
 
+/// Keeps, for each axis value of `values`, the smallest peak seen that did not fit.
+void note_oom_peak(std::vector<plan::AxisPeaks>& peaks, const std::vector<nlohmann::json>& values,
+                   double peak) {
+  for (std::size_t k = 0; k < peaks.size() && k < values.size(); ++k) {
+    const auto& vs = peaks[k].values;
+    const auto it = std::find(vs.begin(), vs.end(), values[k]);
+    if (it == vs.end()) continue;  // the study's own value outside the space
+    double& smallest = peaks[k].smallest_peak[it - vs.begin()];
+    if (smallest == 0 || peak < smallest) smallest = peak;
+  }
+}
+
 }  // namespace
 
 CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,
@@ -41,6 +53,8 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
   for (const auto& c : all) own_listed = own_listed || c.values == own->values;
   if (!own_listed) all.push_back(*own);
   r.total = all.size();
+  for (const auto& axis : space.axes)
+    r.oom_peaks.push_back({axis.path, axis.values, std::vector<double>(axis.values.size(), 0.0)});
   std::vector<Survivor> out;
   for (auto& c : all) {
     Survivor s{std::move(c), {}, "", "", false};
@@ -55,6 +69,8 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
         r.smallest_oom_peak = s.check.peak_bytes;
         r.smallest_oom_label = s.label;
       }
+      if (s.check.peak_bytes > 0 && s.check.rejected_class == "does not fit in HBM")
+        note_oom_peak(r.oom_peaks, s.candidate.values, s.check.peak_bytes);
       continue;
     }
     s.id = sweep::fnv1a_hex(s.check.resolved.dump());

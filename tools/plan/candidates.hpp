@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tools/plan/evaluate.hpp"
+#include "tools/plan/explain.hpp"
 #include "tools/plan/space.hpp"
 
 namespace tpusim::cli {
@@ -25,6 +26,7 @@ struct CheckedSpace {
   std::size_t total = 0;         ///< candidates, the study's own included
   double smallest_oom_peak = 0;  ///< per core, of the layouts that do not fit (0: none)
   std::string smallest_oom_label;
+  std::vector<plan::AxisPeaks> oom_peaks;  ///< per axis value, the smallest peak that did not fit
   std::string own_rejection;  ///< "CLASS: reason" if the study's own layout was rejected
 };
 

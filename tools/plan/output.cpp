@@ -1,5 +1,7 @@
 #include "tools/plan/output.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ostream>
 
@@ -14,6 +16,55 @@ std::string fixed(double v, int digits) {
 
 std::string gib(double bytes) { return fixed(bytes / (1024.0 * 1024 * 1024), 2); }
 
+}  // namespace
+
+std::string rate_text(double v) {
+  // At least four significant digits: 0.0123 ex/s/chip reads 0.01230, not 0.0.
+  if (!std::isfinite(v) || v == 0) return fixed(v, 1);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  return fixed(v, std::clamp(3 - magnitude, 1, 9));
+}
+
+namespace {
+
+/// The winner's explanation: its margin over the runner-up, what bounds it, the near ties.
+void print_explanation(std::ostream& out, const nlohmann::json& plan) {
+  const auto& w = plan["winner"];
+  if (!w.contains("explanation")) return;
+  const auto& e = w["explanation"];
+  const auto& c = plan["candidates"].at(w["id"].get<std::string>());
+  const bool step = plan["objective"] == "step_time";
+  out << "  " << fixed(c["step_time_ms"].get<double>(), 3) << " ms, "
+      << rate_text(c["examples_per_s_per_chip"].get<double>()) << " ex/s/chip";
+  if (e.contains("margin")) {
+    const auto& m = e["margin"];
+    out << "; "
+        << (step ? fixed(m["step_time_ms"].get<double>(), 3) + " ms"
+                 : rate_text(m["examples_per_s_per_chip"].get<double>()) + " ex/s/chip")
+        << " (" << fixed(m["percent"].get<double>(), 2) << " %) "
+        << (step ? "faster than" : "more than") << " #2 ("
+        << m["runner_up_layout"].get<std::string>() << ")";
+    std::string differs;
+    for (const auto& d : e["differs"])
+      differs += (differs.empty() ? "" : ", ") + d["axis"].get<std::string>() + " " +
+                 d["winner"].dump() + " vs " + d["runner_up"].dump();
+    if (!differs.empty()) out << ", which differs in " << differs;
+  } else {
+    out << "; the only layout simulated";
+  }
+  out << "\n  " << e["bound"]["text"].get<std::string>() << "\n";
+  const auto& ties = e["near_ties"];
+  if (!ties.empty()) {
+    std::string ranks;
+    for (const auto& id : ties)
+      ranks += (ranks.empty() ? "#" : ", #") +
+               plan["candidates"].at(id.get<std::string>())["rank"].dump();
+    out << "  near tie: " << ranks << " within " << fixed(e["tie_percent"].get<double>(), 1)
+        << " % of the winner, the model's resolution (--tie): their order is not a prediction; "
+           "choose among them by memory or other needs\n";
+  }
+}
+
 void print_rows(std::ostream& out, const nlohmann::json& plan, const nlohmann::json& ids) {
   char line[512];
   std::snprintf(line, sizeof line, "  %4s  %-48s %9s %11s %6s %9s %9s\n", "rank", "layout",
@@ -24,7 +75,7 @@ void print_rows(std::ostream& out, const nlohmann::json& plan, const nlohmann::j
     std::snprintf(line, sizeof line, "  %4s  %-48s %9s %11s %6s %9s %9s%s\n",
                   c["rank"].dump().c_str(), c["layout"].get<std::string>().c_str(),
                   fixed(c["step_time_ms"].get<double>(), 3).c_str(),
-                  fixed(c["examples_per_s_per_chip"].get<double>(), 1).c_str(),
+                  rate_text(c["examples_per_s_per_chip"].get<double>()).c_str(),
                   fixed(100 * c["comm_share"].get<double>(), 1).c_str(),
                   gib(c["peak_memory_bytes"].get<double>()).c_str(),
                   fixed(c["bound_ms"].get<double>(), 3).c_str(),
@@ -59,8 +110,9 @@ void print_plan(std::ostream& out, const nlohmann::json& plan) {
         << fixed(s["step_time_ms"].get<double>(), 3) << " ms\n";
   else
     out << s["status"].get<std::string>() << "\n";
-  out << "Winner: " << plan["winner"]["layout"].get<std::string>() << "\n  tpusim run "
-      << plan["winner"]["study_file"].get<std::string>() << "\n";
+  out << "Winner: " << plan["winner"]["layout"].get<std::string>() << "\n";
+  print_explanation(out, plan);
+  out << "  tpusim run " << plan["winner"]["study_file"].get<std::string>() << "\n";
 }
 
 }  // namespace tpusim::cli

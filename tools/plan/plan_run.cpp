@@ -11,6 +11,7 @@
 #include "core/output_file.hpp"
 #include "core/params.hpp"
 #include "tools/plan/candidates.hpp"
+#include "tools/plan/explain.hpp"
 #include "tools/plan/output.hpp"
 #include "tools/plan/search.hpp"
 #include "tools/plan/space.hpp"
@@ -49,6 +50,17 @@ nlohmann::json winner_study(const PlanArgs& a, const plan::SearchSpace& space, c
   doc["_about"] = "Chosen by tpusim plan from " + a.study_file + " (objective " + a.objective +
                   "): " + w.label + ".";
   return doc;
+}
+
+/// The memory-saving keys the study declares that the space does not search.
+std::vector<std::string> unsearched_memory_keys(const Study& study,
+                                                const plan::SearchSpace& space) {
+  std::vector<std::string> keys;
+  const auto paths = space.paths();
+  for (const auto& k : plan::memory_saving_keys())
+    if (study.config.has(k) && std::find(paths.begin(), paths.end(), k) == paths.end())
+      keys.push_back(k);
+  return keys;
 }
 
 /// What the simulation stage found, per survivor (indices of CheckedSpace::survivors).
@@ -244,6 +256,8 @@ nlohmann::json plan_json(const PlanArgs& a, plan::Objective objective,
         {"examples_per_s_per_chip", rep["examples_per_s"].get<double>() / s.check.chips},
         {"comm_share", rep["comm_share"]},
         {"exposed_comm_share", rep["exposed_comm_share"]},
+        {"compute_ms", rep.value("compute_ms", 0.0)},
+        {"mxu_utilization", rep.value("mxu_utilization", 0.0)},
         {"peak_memory_bytes", s.check.peak_bytes},
         {"bound_ms", evals[i].bound_ms},
         {"bound_compute_ms", s.check.bound.compute_ms},
@@ -288,6 +302,8 @@ nlohmann::json plan_json(const PlanArgs& a, plan::Objective objective,
 
 int run_plan(PlanArgs a) {
   const plan::Objective objective = plan::parse_objective(a.objective);
+  if (!(a.tie_percent >= 0 && a.tie_percent <= 100))
+    throw ConfigError("--tie", "must be a percentage from 0 to 100, e.g. --tie 2");
   const Study study = load_study_file(a.study_file, a.sets);
   const nlohmann::json& base = study.config.json();
   const long long chips = static_cast<long long>(Topology(study.topology).num_chips());
@@ -316,11 +332,12 @@ int run_plan(PlanArgs a) {
   const std::size_t total = checked.total;
   if (checked.survivors.empty()) {
     if (checked.smallest_oom_peak > 0)
-      throw ConfigError("plan", "no layout of the " + std::to_string(total) +
-                                    " fits in HBM; the smallest peak is " +
-                                    format_bytes(checked.smallest_oom_peak) + " per core (" +
-                                    checked.smallest_oom_label + ") against " +
-                                    format_bytes(study.hardware.hbm_bytes_per_core));
+      throw ConfigError(
+          "plan",
+          "no layout of the " + std::to_string(total) + " fits in HBM; the smallest peak is " +
+              format_bytes(checked.smallest_oom_peak) + " per core (" + checked.smallest_oom_label +
+              ") against " + format_bytes(study.hardware.hbm_bytes_per_core) +
+              plan::what_would_fit(checked.oom_peaks, unsearched_memory_keys(study, space)));
     std::string classes;
     for (const auto& [cls, r] : rejected)
       classes += (classes.empty() ? "" : "; ") + std::to_string(r.count) + " " + cls + " (" +
@@ -347,6 +364,8 @@ int run_plan(PlanArgs a) {
   const std::string winner_file = a.out_dir + "/winner.study.json";
   write_output_file(winner_file, winner_study(a, space, w).dump(2) + "\n");
   out["winner"] = {{"id", w.id}, {"layout", w.label}, {"study_file", winner_file}};
+  out["winner"]["explanation"] =
+      plan::explain_winner(out["candidates"], w.id, plan::to_string(objective), a.tie_percent);
   write_output_file(a.out_dir + "/plan.json", out.dump(1) + "\n");
   if (a.json)
     std::cout << out.dump(2) << "\n";

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/plan/explain.hpp"
+
 namespace tpusim::cli {
 
 struct PlanArgs {
@@ -18,6 +20,9 @@ struct PlanArgs {
   std::string objective = "step_time";
   std::string out_dir;
   bool json = false;
+  /// Layouts within this many percent of the winner's objective are flagged as near ties
+  /// (--tie; tools/plan/explain.hpp, kDefaultTiePercent).
+  double tie_percent = plan::kDefaultTiePercent;
 };
 
 /// Runs the plan into a.out_dir (default plan_<name of the study>) and prints it; returns the

@@ -58,13 +58,13 @@ std::vector<std::string> SearchSpace::paths() const {
 SearchSpace default_space(const Config& base, int cores) {
   auto builder = model_builder_for(base);
   SearchSpace s;
-  s.axes.push_back({"parallelism.model", builder->supports_model_parallel()
-                                             ? powers_of_two(1, std::min(cores, kMaxModelDefault))
-                                             : std::vector<nlohmann::json>{1}});
-  s.axes.push_back(
-      {"parallelism.spatial", builder->supports_spatial()
-                                  ? powers_of_two(1, std::min(cores, kMaxSpatialDefault))
-                                  : std::vector<nlohmann::json>{1}});
+  // An axis the model does not read is not shown: a language model has no spatial split, a CNN
+  // no model split (--space can still add either, as any declared key).
+  if (builder->supports_model_parallel())
+    s.axes.push_back({"parallelism.model", powers_of_two(1, std::min(cores, kMaxModelDefault))});
+  if (builder->supports_spatial())
+    s.axes.push_back(
+        {"parallelism.spatial", powers_of_two(1, std::min(cores, kMaxSpatialDefault))});
   if (base.has("parallelism.spatial_w"))
     s.axes.push_back(
         {"parallelism.spatial_w", powers_of_two(1, std::min(cores, kMaxSpatialWDefault))});

@@ -22,8 +22,9 @@ struct SearchSpace {
 };
 
 /// The default space for `base` (a resolved study) on `cores` TensorCores:
-///   parallelism.model       powers of two up to min(cores, 64) if the model splits layers, else 1
-///   parallelism.spatial     powers of two up to min(cores, 16) if the model splits images, else 1
+///   parallelism.model       powers of two up to min(cores, 64) if the model splits layers
+///   parallelism.spatial     powers of two up to min(cores, 16) if the model splits images
+/// (an axis the model does not split along is left out, not shown as 1)
 ///   parallelism.spatial_w   powers of two up to 16 (models that declare it; must divide spatial)
 ///   parallelism.bn_group_cores  0 and powers of two from 2 to 256 (models that declare it)
 ///   parallelism.weight_update_sharding  false, true

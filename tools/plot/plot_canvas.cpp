@@ -1,9 +1,11 @@
 #include "tools/plot/plot_canvas.hpp"
 
 #include <cairo-svg.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 
@@ -20,7 +22,8 @@ constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
 // Points that did not succeed: a dark red no series uses.
 constexpr double kMarkedRgb[3] = {0.70, 0.05, 0.10};
 
-constexpr double kWidth = 900, kHeight = 540;
+constexpr double kWidth = 900, kHeight = 540;  // in CSS pixels (SVG user units)
+constexpr double kCssDpi = 96;
 constexpr double kLeft = 90, kRight = 30, kTop = 60, kBottom = 70;
 
 double text_width(cairo_t* cr, const std::string& s) {
@@ -57,6 +60,88 @@ cairo_status_t append_bytes(void* closure, const unsigned char* data, unsigned i
   return CAIRO_STATUS_SUCCESS;
 }
 
+/// While the SVG is drawn, text goes here instead of to cairo, which would write it as glyph
+/// outlines: the SVG gets <text> elements a person can edit (an editor, a paper's figure).
+std::string* g_svg_text = nullptr;
+
+std::string xml_escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+/// Shows `s` at the current point (after the caller's move), rotated by `degrees`, with its
+/// start at x - align_x * width: through cairo, or as an SVG <text> element while an SVG is
+/// drawn.
+void show_text(cairo_t* cr, const std::string& s, double x, double y, double align_x,
+               double degrees) {
+  if (!g_svg_text) {
+    cairo_save(cr);
+    cairo_translate(cr, x, y);
+    cairo_rotate(cr, degrees * M_PI / 180);
+    cairo_move_to(cr, -align_x * text_width(cr, s), 0);
+    cairo_show_text(cr, s.c_str());
+    cairo_restore(cr);
+    return;
+  }
+  double r = 0, g = 0, b = 0, a = 1;
+  cairo_pattern_get_rgba(cairo_get_source(cr), &r, &g, &b, &a);
+  cairo_matrix_t font;
+  cairo_get_font_matrix(cr, &font);
+  char head[320];
+  std::snprintf(head, sizeof head,
+                "<text x=\"%.2f\" y=\"%.2f\" font-family=\"DejaVu Sans, sans-serif\" "
+                "font-size=\"%.1f\" fill=\"rgb(%d,%d,%d)\" text-anchor=\"%s\"",
+                x, y, font.xx, static_cast<int>(std::lround(r * 255)),
+                static_cast<int>(std::lround(g * 255)), static_cast<int>(std::lround(b * 255)),
+                align_x <= 0.25   ? "start"
+                : align_x >= 0.75 ? "end"
+                                  : "middle");
+  *g_svg_text += head;
+  if (degrees != 0) {
+    std::snprintf(head, sizeof head, " transform=\"rotate(%.1f %.2f %.2f)\"", degrees, x, y);
+    *g_svg_text += head;
+  }
+  *g_svg_text += ">" + xml_escaped(s) + "</text>\n";
+}
+
+/// A PNG with a pHYs chunk after its header: `dpi` pixels per inch, so that a document or an
+/// image viewer sizes it as drawn (cairo writes none).
+std::string with_png_dpi(const std::string& png, double dpi) {
+  constexpr std::size_t kHeaderEnd = 8 + 8 + 13 + 4;  // signature, IHDR (length, type, data, CRC)
+  if (png.size() < kHeaderEnd || png.compare(12, 4, "IHDR") != 0) return png;
+  const auto per_metre = static_cast<std::uint32_t>(std::lround(dpi / 0.0254));
+  std::string chunk("pHYs");
+  for (int k = 0; k < 2; ++k)
+    for (int shift = 24; shift >= 0; shift -= 8)
+      chunk += static_cast<char>((per_metre >> shift) & 0xff);
+  chunk += '\1';  // unit: the metre
+  const auto crc = static_cast<std::uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(chunk.size())));
+  std::string out = png.substr(0, kHeaderEnd);
+  out += std::string("\0\0\0\x09", 4);  // the chunk's data length: 9 bytes
+  out += chunk;
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((crc >> shift) & 0xff);
+  return out + png.substr(kHeaderEnd);
+}
+
 }  // namespace
 
 double Axis::fraction(double v) const {
@@ -72,6 +157,8 @@ double Axis::fraction(double v) const {
   }
   return b > a ? (t - a) / (b - a) : 0.5;
 }
+
+bool Axis::has_break() const { return scale == AxisScale::Linear && lo > 0; }
 
 std::string Axis::tick_text(double v) const {
   if (scale == AxisScale::Category) {
@@ -220,8 +307,23 @@ void cross(cairo_t* cr, double x, double y) {
 }
 
 void text_at(cairo_t* cr, const std::string& s, double x, double y, double align_x) {
-  cairo_move_to(cr, x - align_x * text_width(cr, s), y);
-  cairo_show_text(cr, s.c_str());
+  show_text(cr, s, x, y, align_x, 0);
+}
+
+/// The mark of a linear y axis that does not start at zero: a gap in the axis line near its
+/// foot, crossed by two parallel slashes.
+static void draw_axis_break(cairo_t* cr, const Frame& f) {
+  const double x = f.left, y = f.top + f.height - 14;
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_rectangle(cr, x - 6, y - 3, 12, 6);
+  cairo_fill(cr);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_set_line_width(cr, 1.2);
+  for (double dy : {-3.0, 3.0}) {
+    cairo_move_to(cr, x - 7, y + dy + 3);
+    cairo_line_to(cr, x + 7, y + dy - 3);
+  }
+  cairo_stroke(cr);
 }
 
 Frame draw_frame(cairo_t* cr, const std::string& title, const Axis& x, const Axis& y,
@@ -264,6 +366,7 @@ Frame draw_frame(cairo_t* cr, const std::string& title, const Axis& x, const Axi
   cairo_set_source_rgb(cr, 0, 0, 0);
   cairo_rectangle(cr, f.left, f.top, f.width, f.height);
   cairo_stroke(cr);
+  if (y.has_break()) draw_axis_break(cr, f);
 
   const auto scale_note = [](const Axis& a) {
     return a.scale == AxisScale::Log2    ? ", log2 scale"
@@ -273,11 +376,7 @@ Frame draw_frame(cairo_t* cr, const std::string& title, const Axis& x, const Axi
   const std::string x_label = x.label + scale_note(x), y_label = y.label + scale_note(y);
   cairo_set_font_size(cr, 14);
   text_at(cr, x_label, f.left + f.width / 2, kHeight - (stagger ? 10 : 22), 0.5);
-  cairo_save(cr);
-  cairo_move_to(cr, 24, f.top + f.height / 2 + text_width(cr, y_label) / 2);
-  cairo_rotate(cr, -M_PI / 2);
-  cairo_show_text(cr, y_label.c_str());
-  cairo_restore(cr);
+  show_text(cr, y_label, 24, f.top + f.height / 2, 0.5, -90);
 
   cairo_set_font_size(cr, 12);
   const double lx = kWidth - kRight + 20;
@@ -317,7 +416,7 @@ void draw_marked(cairo_t* cr, const Frame& f, const std::vector<MarkedPoint>& ma
 }  // namespace canvas
 
 void write_drawing(const std::string& path_stem, const std::vector<LegendEntry>& legend,
-                   const std::function<void(cairo_t*, double legend_width)>& draw) {
+                   const std::function<void(cairo_t*, double legend_width)>& draw, double dpi) {
   // Measure the legend first so the canvas fits the longest label.
   cairo_surface_t* probe = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
   cairo_t* pc = cairo_create(probe);
@@ -327,7 +426,7 @@ void write_drawing(const std::string& path_stem, const std::vector<LegendEntry>&
   for (const auto& e : legend) longest = std::max(longest, text_width(pc, e.label));
   cairo_destroy(pc);
   cairo_surface_destroy(probe);
-  const double legend_width = longest + 36 + 30;
+  const double legend_width = legend.empty() ? 0.0 : longest + 36 + 30;
   const double width = kWidth + legend_width;
   const double height = std::max(kHeight, kTop + 30 + 22 * static_cast<double>(legend.size()));
 
@@ -335,17 +434,28 @@ void write_drawing(const std::string& path_stem, const std::vector<LegendEntry>&
   std::string bytes;
   cairo_surface_t* s = cairo_svg_surface_create_for_stream(append_bytes, &bytes, width, height);
   check(s, svg);
+  // Units of CSS pixels (96 per inch; cairo's default is the point), as the PNG's scale assumes.
+  cairo_svg_surface_set_document_unit(s, CAIRO_SVG_UNIT_PX);
   cairo_t* cr = cairo_create(s);
+  std::string texts;
+  g_svg_text = &texts;
   draw(cr, legend_width);
+  g_svg_text = nullptr;
   cairo_destroy(cr);
   cairo_surface_finish(s);
   check(s, svg);
   cairo_surface_destroy(s);
+  const auto end = bytes.rfind("</svg>");
+  if (end != std::string::npos) bytes.insert(end, "<g id=\"text\">\n" + texts + "</g>\n");
   write_output_file(svg, bytes);
 
-  s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(width),
-                                 static_cast<int>(height));
+  // The PNG: the same drawing, its units (CSS pixels, 96 per inch) scaled to `dpi`.
+  const double scale = dpi / kCssDpi;
+  s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(std::ceil(width * scale)),
+                                 static_cast<int>(std::ceil(height * scale)));
+  check(s, png);
   cr = cairo_create(s);
+  cairo_scale(cr, scale, scale);
   draw(cr, legend_width);
   cairo_destroy(cr);
   bytes.clear();
@@ -353,7 +463,7 @@ void write_drawing(const std::string& path_stem, const std::vector<LegendEntry>&
   cairo_surface_destroy(s);
   if (st != CAIRO_STATUS_SUCCESS)
     throw std::runtime_error("cannot draw " + png + ": " + cairo_status_to_string(st));
-  write_output_file(png, bytes);
+  write_output_file(png, with_png_dpi(bytes, dpi));
 }
 
 }  // namespace tpusim::cli

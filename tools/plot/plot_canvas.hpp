@@ -23,6 +23,9 @@ struct Axis {
   /// 0..1 along the axis.
   double fraction(double v) const;
   std::string tick_text(double v) const;
+  /// A linear axis that starts above zero: drawn with a break mark at its foot, so that a
+  /// reader does not take its differences for ratios.
+  bool has_break() const;
 };
 
 /// A numeric axis fitted to [lo, hi]: linear with nice ticks (from 0 if `from_zero`), or log10
@@ -72,9 +75,15 @@ Frame draw_frame(cairo_t* cr, const std::string& title, const Axis& x, const Axi
 void draw_marked(cairo_t* cr, const Frame& f, const std::vector<MarkedPoint>& marked);
 }  // namespace canvas
 
+/// The resolution of PNG charts unless `tpusim plot --dpi` says otherwise: print quality.
+constexpr double kDefaultPngDpi = 300;
+
 /// Writes `path_stem`.svg and `path_stem`.png of a drawing with this legend (the canvas widens
-/// to fit it). Throws std::runtime_error if cairo cannot write.
+/// to fit it). The SVG's text is <text> elements (editable), its units CSS pixels (900 x 540 plus
+/// the legend); the PNG is the same drawing at `dpi` pixels per inch (96: one pixel per unit),
+/// with the resolution recorded in it. Throws std::runtime_error if cairo cannot write.
 void write_drawing(const std::string& path_stem, const std::vector<LegendEntry>& legend,
-                   const std::function<void(cairo_t*, double legend_width)>& draw);
+                   const std::function<void(cairo_t*, double legend_width)>& draw,
+                   double dpi = kDefaultPngDpi);
 
 }  // namespace tpusim::cli

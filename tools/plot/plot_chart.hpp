@@ -30,8 +30,13 @@ struct Chart {
 /// when asked, log10 when they span more than y_log_above_ratio.
 Axis chart_y_axis(const Chart& chart);
 
-/// Writes `path_stem`.svg and `path_stem`.png. Throws std::runtime_error if cairo cannot write.
-void write_chart(const Chart& chart, const std::string& path_stem);
+/// The legend of a line chart: one entry per series when there are several (one series needs
+/// none: the title names it), and the mark of points that did not succeed.
+std::vector<LegendEntry> chart_legend(const Chart& chart);
+
+/// Writes `path_stem`.svg and `path_stem`.png (at `dpi`). Throws std::runtime_error if cairo
+/// cannot write.
+void write_chart(const Chart& chart, const std::string& path_stem, double dpi = kDefaultPngDpi);
 
 struct StackedBars {
   std::string title;
@@ -46,7 +51,7 @@ struct StackedBars {
 /// The y axis of a bar chart: from 0 (stacks are sums) to the highest stack.
 Axis bars_y_axis(const StackedBars& bars);
 
-/// Writes `path_stem`.svg and `path_stem`.png.
-void write_bars(const StackedBars& bars, const std::string& path_stem);
+/// Writes `path_stem`.svg and `path_stem`.png (at `dpi`).
+void write_bars(const StackedBars& bars, const std::string& path_stem, double dpi = kDefaultPngDpi);
 
 }  // namespace tpusim::cli

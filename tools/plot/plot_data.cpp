@@ -13,6 +13,8 @@ namespace {
 
 using sweep::CsvTable;
 
+constexpr const char* kExposedShare = "exposed_comm_share";
+
 struct MetricStyle {
   const char* column;
   const char* file;
@@ -20,22 +22,29 @@ struct MetricStyle {
   const char* y_label;
   bool percent;
   double log_above_ratio;  ///< log y axis when the values span more than this
+  /// The y axis starts at 0 (times, shares, efficiencies: a reader compares their heights);
+  /// otherwise it is fitted and drawn with a break at its foot.
+  bool from_zero;
 };
 
 // The standard charts; the y label carries the unit.
 constexpr MetricStyle kStandard[] = {
-    {"step_time_ms", "step_time", "Step time", "step time (ms)", false, 20},
+    {"step_time_ms", "step_time", "Step time", "step time (ms)", false, 20, true},
     {"examples_per_s_per_chip", "examples_per_chip", "Throughput per chip",
-     "examples per second per chip", false, 20},
+     "examples per second per chip", false, 20, false},
     {"scaling_efficiency", "scaling_efficiency", "Scaling efficiency",
-     "per-chip throughput relative to the smallest point (%)", true, 0},
+     "per-chip throughput relative to the smallest point (%)", true, 0, true},
     {"comm_share", "comm_share", "Communication share", "communication share of step time (%)",
-     true, 0},
+     true, 0, true},
+    // Where collectives overlap compute (hardware.async_collectives), the standard chart shows
+    // this one instead of comm_share: exposed_communication_ms / step_time_ms of each point.
+    {kExposedShare, "exposed_comm_share", "Exposed communication share",
+     "exposed communication share of step time (%)", true, 0, true},
     // Sweeps of `tpusim train` (branch train) add this column.
-    {"time_to_train_s", "time_to_train", "Time to train", "time to train (s)", false, 20},
+    {"time_to_train_s", "time_to_train", "Time to train", "time to train (s)", false, 20, true},
     // Sweeps add it where the memory model knows the Program (docs/memory.md).
-    {"peak_memory_GiB", "peak_memory", "Peak memory per core", "peak HBM per core (GiB)", false,
-     20},
+    {"peak_memory_GiB", "peak_memory", "Peak memory per core", "peak HBM per core (GiB)", false, 20,
+     false},
 };
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -61,7 +70,9 @@ MetricStyle style_of(const std::string& column, std::string& label_storage) {
   for (const char* u : {"_ms", "_s", "_us", "_ns", "_GiB", "_MiB", "_KiB", "_bytes", "_GBps"})
     if (ends_with(column, u)) unit = std::string(u).substr(1);
   label_storage = column + (percent ? " (%)" : unit.empty() ? "" : " (" + unit + ")");
-  return {column.c_str(), nullptr, column.c_str(), label_storage.c_str(), percent, 0};
+  const bool time = unit == "ms" || unit == "s" || unit == "us" || unit == "ns";
+  return {column.c_str(), nullptr, column.c_str(), label_storage.c_str(),
+          percent,        0,       percent || time};
 }
 
 bool is_numeric_column(const CsvTable& t, const std::string& column) {
@@ -83,6 +94,7 @@ std::vector<std::string> extra_metric_columns(const CsvTable& t) {
   std::set<std::string> shown{
       "point", "id", "chips", "cores", "wall_s", "examples_per_s_per_chip", "scaling_efficiency"};
   for (const auto& c : sweep::report_metric_columns()) shown.insert(c);
+  for (const auto& m : kStandard) shown.insert(m.column);
   std::vector<std::string> out;
   for (const auto& c : t.header)
     if (!shown.count(c) && std::find(swept.begin(), swept.end(), c) == swept.end() &&
@@ -166,8 +178,12 @@ std::vector<std::string> metrics_to_plot(const CsvTable& t, const PlotRequest& r
     problems.throw_if_any();
     // A standard metric a kind of report leaves empty (a `train` sweep has no comm_share) is
     // skipped, not an error.
+    // Where collectives overlap compute the exposed share is what the step pays: it replaces
+    // the share of time with a collective in flight.
+    const bool overlap = is_numeric_column(t, kExposedShare);
     for (const auto& m : kStandard)
-      if (is_numeric_column(t, m.column)) ys.push_back(m.column);
+      if (is_numeric_column(t, m.column) && !(overlap && std::string(m.column) == "comm_share"))
+        ys.push_back(m.column);
     for (const auto& c : extra_metric_columns(t)) ys.push_back(c);
   }
   for (const auto& y : ys)
@@ -243,7 +259,7 @@ void add_line_chart(PlotSet& set, const PlotRows& p, const std::string& y, const
   c.y_label = m.y_label;
   c.y_percent = m.percent;
   c.y_log_above_ratio = m.log_above_ratio;
-  c.y_from_zero = req.y_from_zero;
+  c.y_from_zero = !req.y_fitted && (req.y_from_zero || m.from_zero);
   nlohmann::json series_json = nlohmann::json::array();
   for (const auto& g : p.groups) {
     std::vector<std::pair<double, double>> pts;
@@ -274,14 +290,17 @@ void add_line_chart(PlotSet& set, const PlotRows& p, const std::string& y, const
     }
   const std::string stem = m.file ? m.file : file_stem(y);
   const Axis y_axis = chart_y_axis(c);
-  set.manifest["charts"].push_back(
-      {{"file", stem},
-       {"kind", "lines"},
-       {"y_axis",
-        {{"from", y_axis.lo}, {"to", y_axis.hi}, {"log", y_axis.scale == AxisScale::Log10}}},
-       {"y", y},
-       {"series", series_json},
-       {"did_not_succeed", marked_json}});
+  set.manifest["charts"].push_back({{"file", stem},
+                                    {"kind", "lines"},
+                                    {"y_axis",
+                                     {{"from", y_axis.lo},
+                                      {"to", y_axis.hi},
+                                      {"log", y_axis.scale == AxisScale::Log10},
+                                      {"break", y_axis.has_break()}}},
+                                    {"legend", !chart_legend(c).empty()},
+                                    {"y", y},
+                                    {"series", series_json},
+                                    {"did_not_succeed", marked_json}});
   set.charts.emplace_back(stem, std::move(c));
 }
 
@@ -332,9 +351,35 @@ void add_breakdown(PlotSet& set, const PlotRows& p, const std::string& g,
   set.bars.emplace_back(stem, std::move(b));
 }
 
+/// The table with the column exposed_comm_share (exposed_communication_ms / step_time_ms) when
+/// some successful point's collectives overlap its compute (exposed below in flight), else as it
+/// is.
+CsvTable with_exposed_share(const CsvTable& t) {
+  if (t.column(kExposedShare) >= 0 || !is_numeric_column(t, "communication_ms") ||
+      !is_numeric_column(t, "exposed_communication_ms") || !is_numeric_column(t, "step_time_ms"))
+    return t;
+  bool overlap = false;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const auto comm = t.number(r, "communication_ms"),
+               exposed = t.number(r, "exposed_communication_ms");
+    overlap = overlap ||
+              (t.cell(r, "status") == "ok" && comm && exposed && *exposed < *comm * (1 - 1e-6));
+  }
+  if (!overlap) return t;
+  CsvTable out = t;
+  out.header.push_back(kExposedShare);
+  for (std::size_t r = 0; r < out.rows.size(); ++r) {
+    const auto step = t.number(r, "step_time_ms"),
+               exposed = t.number(r, "exposed_communication_ms");
+    out.rows[r].push_back(step && exposed && *step > 0 ? sweep::number_text(*exposed / *step) : "");
+  }
+  return out;
+}
+
 }  // namespace
 
-PlotSet build_plots(const CsvTable& t, const PlotRequest& req, const std::string& csv) {
+PlotSet build_plots(const CsvTable& table, const PlotRequest& req, const std::string& csv) {
+  const CsvTable t = with_exposed_share(table);
   const std::string x = req.x.empty() ? default_x_column(t) : req.x;
   const std::vector<std::string> ys = metrics_to_plot(t, req, csv, x);
   const PlotRows p = plot_rows(t, x, csv);

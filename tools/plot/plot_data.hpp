@@ -13,10 +13,12 @@
 namespace tpusim::cli {
 
 struct PlotRequest {
-  std::string x;               ///< column for the x axis; "" picks one (see default_x_column)
-  std::vector<std::string> y;  ///< metric columns; empty: the standard charts
-  bool y_from_zero = false;
-  std::string title;  ///< names the study in chart titles
+  std::string x;                ///< column for the x axis; "" picks one (see default_x_column)
+  std::vector<std::string> y;   ///< metric columns; empty: the standard charts
+  bool y_from_zero = false;     ///< every y axis from 0 (times, shares, efficiencies always are)
+  bool y_fitted = false;        ///< every y axis fitted to its data (with a break mark)
+  double dpi = kDefaultPngDpi;  ///< PNG resolution
+  std::string title;            ///< names the study in chart titles
 };
 
 struct PlotSet {

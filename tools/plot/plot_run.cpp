@@ -40,6 +40,8 @@ std::string default_title(const std::string& csv) {
 }  // namespace
 
 void run_plot(const std::string& csv, const std::string& out, PlotRequest request) {
+  if (!(request.dpi >= 24 && request.dpi <= 1200))
+    throw ConfigError("--dpi", "must be a resolution from 24 to 1200 pixels per inch, e.g. 300");
   const sweep::CsvTable t = sweep::read_csv(csv);
   if (request.title.empty()) request.title = default_title(csv);
   const PlotSet set = build_plots(t, request, csv);
@@ -47,8 +49,8 @@ void run_plot(const std::string& csv, const std::string& out, PlotRequest reques
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) throw ConfigError("--out " + out, "cannot create the directory: " + ec.message());
-  for (const auto& [stem, chart] : set.charts) write_chart(chart, out + "/" + stem);
-  for (const auto& [stem, bars] : set.bars) write_bars(bars, out + "/" + stem);
+  for (const auto& [stem, chart] : set.charts) write_chart(chart, out + "/" + stem, request.dpi);
+  for (const auto& [stem, bars] : set.bars) write_bars(bars, out + "/" + stem, request.dpi);
   write_output_file(out + "/charts.json", set.manifest.dump(2) + "\n");
   // Frees cairo's font caches, so that leak checkers see only real leaks.
   cairo_debug_reset_static_data();

@@ -51,6 +51,19 @@ Study replay_study(const ReplayArgs& a, const trace::TraceFile& t, bool rescaled
   return load_study(doc, a.sets, a.trace);
 }
 
+// One plain sentence on why an op can run faster than the chip's peak allows for its FLOPs.
+std::string faster_than_peak_reason(bool measured, bool has_matmul) {
+  if (!measured && !has_matmul)
+    return "with --durations model an op without a matmul shape is timed by its vector-unit and "
+           "HBM work alone, while the trace's FLOP count for it (XLA counts vector work as FLOPs) "
+           "would need longer on the MXUs.";
+  if (!measured)
+    return "the trace's FLOP count exceeds what the op's modelled duration can hold on this "
+           "chip's MXUs.";
+  return "the measured duration is shorter than these FLOPs take at this chip's peak: the trace "
+         "was recorded on a faster chip, or its FLOP count includes vector work.";
+}
+
 // A trace op's FLOPs are checked before anything is simulated. More FLOPs than its matmul shape
 // holds (2 x batch x m x k x n) is a broken trace: refused. More than its duration holds at the
 // core's peak (a measured duration, or one modelled without a matmul shape: XLA's FLOP counts
@@ -62,6 +75,7 @@ void check_flops_fit(const Program& program, const HardwareSpec& hw, bool measur
   const double peak = hw.peak_flops_per_core();
   int over = 0;
   std::string first;
+  bool first_has_matmul = false;
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
     if (op.is_collective) continue;
@@ -76,6 +90,7 @@ void check_flops_fit(const Program& program, const HardwareSpec& hw, bool measur
                             format_number(mm->flops()) + "); fix flops or the matmul shape");
     const double most = peak * times[i].seconds();
     if (op.compute.flops <= most * (1 + 1e-9) || over++ > 0) continue;
+    first_has_matmul = mm.has_value();
     first = where + ": " + format_number(op.compute.flops) + " FLOPs in " +
             format_number(times[i].seconds() * 1e9) + " ns, at most " + format_number(most) +
             " at the core's peak of " + format_number(peak) + " FLOP/s";
@@ -83,8 +98,8 @@ void check_flops_fit(const Program& program, const HardwareSpec& hw, bool measur
   if (over > 0)
     spdlog::warn(
         "{}: {} op(s) claim more FLOPs than their duration holds at the core's peak "
-        "({}); the MXU utilization counts them at peak",
-        trace, over, first);
+        "({}); the MXU utilization counts them at peak. Why: {}",
+        trace, over, first, faster_than_peak_reason(measured, first_has_matmul));
 }
 
 }  // namespace

@@ -2,14 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "compiler/compiler.hpp"
+#include "core/errors.hpp"
 #include "core/output_file.hpp"
 #include "models/workload.hpp"
 #include "sim/run/simulation.hpp"
 #include "tools/report/link_csv.hpp"
 #include "tools/report/memory_report.hpp"
+#include "tools/report/op_profile.hpp"
 #include "tools/report/run_report.hpp"
 #include "tools/report/stats_file.hpp"
 #include "tools/report/timeline_writer.hpp"
@@ -43,6 +46,46 @@ int report_oom(const RunArgs& a, const Study& study, const Program& program,
   return 1;
 }
 
+/// The option that names the profile's folder: `--out` of `tpusim profile`, `--profile` of run.
+std::string profile_option(const RunArgs& a) { return a.profile_command ? "--out" : "--profile"; }
+
+/// A folder for the profile, checked before the work: an existing path must be a folder.
+void check_profile_dir(const RunArgs& a) {
+  if (a.profile_command && a.profile.empty())
+    throw ConfigError("--out", "an empty path; give the folder for profile.html and profile.json");
+  if (a.profile.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::exists(a.profile, ec) && !std::filesystem::is_directory(a.profile, ec))
+    throw ConfigError(profile_option(a) + " " + a.profile,
+                      "is not a folder; the profile is written into a folder "
+                      "(profile.html, profile.json), created if missing");
+}
+
+/// Writes the op profile and prints what the command prints: the profile's summary (or JSON)
+/// for `tpusim profile`, else the run's report.
+void finish(const RunArgs& a, const Study& study, const Program& program, const SimReport& r,
+            const nlohmann::json& report) {
+  if (!a.profile.empty()) {
+    const nlohmann::json profile = op_profile_json(study, program, r);
+    write_op_profile(a.profile, profile, profile_option(a));
+    if (a.profile_command) {
+      if (a.json)
+        std::cout << profile.dump(2) << "\n";
+      else
+        print_op_profile(std::cout, profile, a.top);
+      spdlog::info("profile: {}/profile.html and {}/profile.json", a.profile, a.profile);
+      if (!a.json)
+        std::cout << "  written: " << a.profile << "/profile.html (open in a browser), "
+                  << a.profile << "/profile.json\n";
+      return;
+    }
+  }
+  if (a.json)
+    std::cout << report.dump(2) << "\n";
+  else
+    print_report(std::cout, report, a.op_classes);
+}
+
 }  // namespace
 
 int run_study(const RunArgs& a) {
@@ -50,6 +93,7 @@ int run_study(const RunArgs& a) {
   if (!a.record_trace.empty()) check_output_path(a.record_trace, "--record-trace");
   if (!a.links_csv.empty()) check_output_path(a.links_csv, "--links-csv");
   if (!a.stats.empty()) check_output_path(a.stats, "--stats");
+  check_profile_dir(a);
   Study study = load_study_file(a.study, a.sets, LayoutChecks::Program);
   Topology topology(study.topology);
   Program program = compiled_program(study.config, topology, study.hardware);
@@ -86,10 +130,7 @@ int run_study(const RunArgs& a) {
     spdlog::info("timeline: {} events for {} cores in {}", trace->events(),
                  options.traced_cores.size(), a.timeline);
   }
-  if (a.json)
-    std::cout << report.dump(2) << "\n";
-  else
-    print_report(std::cout, report, a.op_classes);
+  finish(a, study, program, r, report);
   return 0;
 }
 

@@ -18,11 +18,15 @@ struct RunArgs {
   std::string links_csv;
   std::string stats;        ///< --stats FILE: every module's statistics as JSON
   bool op_classes = false;  ///< --top given: also print the compute by op class
+  std::string profile;      ///< --profile DIR (run) or --out DIR (profile): the op profile
+  /// `tpusim profile`: print the profile's summary (or with --json the profile) instead of the
+  /// run's report.
+  bool profile_command = false;
 };
 
 /// Simulates the study and prints its report (text or JSON); writes the timeline, trace and
-/// links CSV and statistics asked for. Returns the exit code: 1 when the program does not fit in
-/// HBM (without
+/// links CSV, statistics and op profile (DIR/profile.html and DIR/profile.json) asked for. Returns
+/// the exit code: 1 when the program does not fit in HBM (without
 /// --allow-oom), else 0. Throws ConfigError on bad input.
 int run_study(const RunArgs& a);
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "core/config.hpp"
 #include "core/errors.hpp"
@@ -43,8 +44,21 @@ nlohmann::json number_json(double v) {
   return v;
 }
 
+/// Sets `path` as --set does (core/config.cpp, apply_set): a key under a shorthand
+/// (topology.slices where topology is "2x2" or "tpu_v4_4096") reaches the shorthand's object
+/// form, so the named topology is kept.
 void set_value(nlohmann::json& study, const std::string& path, const nlohmann::json& value) {
-  if (!path.empty()) json_set(study, path, value);
+  if (path.empty()) return;
+  for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
+    const std::string above = path.substr(0, dot);
+    const nlohmann::json* v = json_at(study, above);
+    if (!v || !v->is_string()) continue;
+    nlohmann::json alone = nlohmann::json::object();
+    json_set(alone, above, *v);
+    expand_shorthands(alone);
+    if (!json_at(alone, above)->is_string()) json_set(study, above, *json_at(alone, above));
+  }
+  json_set(study, path, value);
 }
 
 }  // namespace
@@ -153,6 +167,24 @@ bool set_derived(const SweepSpec& spec, SweepPoint& p, std::map<std::string, dou
   return derived_ok;
 }
 
+/// "0-3, 7, 9-10" of sorted indices; past 8 ranges, "... and N more".
+std::string index_ranges(const std::vector<std::size_t>& indices) {
+  std::string out;
+  std::size_t ranges = 0, i = 0;
+  while (i < indices.size()) {
+    std::size_t j = i;
+    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
+    if (ranges == 8) {
+      out += ", ... and " + std::to_string(indices.size() - i) + " more";
+      break;
+    }
+    out += (ranges++ ? ", " : "") + std::to_string(indices[i]) +
+           (j > i ? "-" + std::to_string(indices[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
 /// Each point's study through `validate`: its resolved form and its id.
 void validate_points(const SweepSpec& spec, std::vector<SweepPoint>& points,
                      const StudyValidator& validate, ProblemList& problems) {
@@ -186,10 +218,18 @@ void validate_points(const SweepSpec& spec, std::vector<SweepPoint>& points,
       problems.add("all " + std::to_string(pts.size()) + " points: " + pr.where, pr.what);
       continue;
     }
-    for (const auto* p : pts)
-      problems.add(
-          "point " + std::to_string(p->index) + " [" + point_label(spec, *p) + "]: " + pr.where,
-          pr.what);
+    if (pts.size() > 1) {  // one line for the points that share it, with the first as example
+      std::vector<std::size_t> indices;
+      for (const auto* p : pts) indices.push_back(p->index);
+      problems.add(std::to_string(pts.size()) + " of " + std::to_string(points.size()) +
+                       " points (" + index_ranges(indices) + "; e.g. [" +
+                       point_label(spec, *pts.front()) + "]): " + pr.where,
+                   pr.what);
+      continue;
+    }
+    problems.add("point " + std::to_string(pts.front()->index) + " [" +
+                     point_label(spec, *pts.front()) + "]: " + pr.where,
+                 pr.what);
   }
 }
 
@@ -202,6 +242,7 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
 
   std::vector<SweepPoint> points;
   ProblemList problems;
+  std::set<std::string> axis_errors;
   std::vector<std::size_t> odometer(spec.groups.size(), 0);
   const std::size_t total = spec.point_count();
   for (std::size_t index = 0; index < total; ++index) {
@@ -223,7 +264,8 @@ std::vector<SweepPoint> expand(const SweepSpec& spec, const std::vector<std::str
         try {
           set_value(p.study, axis.path, v);
         } catch (const ConfigError& e) {
-          problems.add(axis.where, e.what());
+          if (axis_errors.insert(axis.where + "\n" + e.what()).second)  // once, not per point
+            problems.add(axis.where, e.what());
         }
       }
     }
