@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 using nlohmann::json;
 

@@ -2,7 +2,7 @@
 // problems many points share folded into one line.
 #include <catch2/catch.hpp>
 
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 using nlohmann::json;
 
