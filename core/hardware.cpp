@@ -19,6 +19,8 @@ const ParamRegistrar kHardwareParams{{
     {"hardware.mxu.pass_cycles", T::Integer, "cycles", 8, "cycles per pass", 1, 1024},
     {"hardware.mxu.weight_load_cycles", T::Integer, "cycles", 128, "cycles to load one weight tile; hidden behind the previous tile's passes when those take longer", 0, 1e5},
     {"hardware.mxu.fill_drain_cycles", T::Integer, "cycles", 256, "pipeline fill plus drain, paid once per matmul", 0, 1e6},
+    {"hardware.mxu.int8_rate", T::Number, "", 0.0, "int8 matmul rate of the MXUs over their bf16 rate (2: twice the products per cycle); 0: the chip has no published int8 rate, and an int8 kernel is refused", 0, 16},
+    {"hardware.mxu.fp8_rate", T::Number, "", 0.0, "fp8 matmul rate of the MXUs over their bf16 rate; 0: the chip has no published fp8 rate, and an fp8 kernel is refused", 0, 16},
     {"hardware.vpu.lanes", T::Integer, "", 128, "vector unit lanes", 1, 4096},
     {"hardware.vpu.sublanes", T::Integer, "", 8, "vector unit sublanes (elements per lane per cycle)", 1, 1024},
     {"hardware.hbm.GiB_per_core", T::Number, "GiB", 16.0, "HBM capacity per TensorCore; a program whose peak memory exceeds it does not run (docs/memory.md)", 0.001, 1e6},
@@ -35,6 +37,8 @@ const ParamRegistrar kHardwareParams{{
     {"hardware.calibration.op_overhead_ns", T::Number, "ns", 1000.0, "fixed cost of launching one compute op", 0, 1e9},
     {"hardware.calibration.mxu_efficiency", T::Number, "", 0.62, "achieved fraction of the MXU cycle formula's throughput (stalls between tiles, result handling the formula leaves out)", 0.01, 1},
     {"hardware.calibration.hbm_efficiency", T::Number, "", 0.85, "achievable fraction of peak HBM bandwidth", 0.01, 1},
+    {"hardware.calibration.exposed_block_MiB", T::Number, "MiB", 0.0, "most operand bytes a matmul loads before its first tile computes, and most result bytes it stores after its last: its pipeline's first and last block, which do not overlap its compute (set by the TPU v7 GEMM points 1024 to 4096, docs/kernels.md); 0: all of its HBM traffic overlaps", 0, 1e6},
+    {"hardware.calibration.ici_efficiency", T::Number, "", 1.0, "achievable fraction of an ICI link's bandwidth in a collective's streams (flow control, DMA gaps): every network level and cost model sees the link at this fraction of hardware.ici.bandwidth_GBps (set by a chip's large measured all-gathers, docs/kernels.md; TPU v3: 1, its link rate is the raw one its calibration was set with)", 0.01, 1},
     {"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 100.0, "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9},
     {"hardware.calibration.collective_launch_ns", T::Number, "ns", 1000.0, "fixed cost of starting one collective op, whatever its size (assumed: as an XLA op launch, about 1 us; no public figure)", 0, 1e9},
     {"hardware.calibration.loop_iteration_ns", T::Number, "ns", 1000.0, "fixed cost of one device-loop iteration, paid by its infeed op: the while loop's condition and the infeed dequeue on the core's scalar unit (assumed: as an op launch, about 1 us; no public figure)", 0, 1e9},
@@ -76,7 +80,8 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.hbm_latency = c.ns("hardware.hbm.latency_ns");
   h.onchip_bandwidth = c.GBps("hardware.onchip.bandwidth_GBps");
   h.onchip_latency = c.ns("hardware.onchip.latency_ns");
-  h.ici_bandwidth = c.GBps("hardware.ici.bandwidth_GBps");
+  h.ici_bandwidth =
+      c.GBps("hardware.ici.bandwidth_GBps") * c.number("hardware.calibration.ici_efficiency");
   h.ici_latency = c.ns("hardware.ici.latency_ns");
   h.dma_engines_per_core = static_cast<int>(c.integer("hardware.dma.engines_per_core"));
   h.async_collectives = c.boolean("hardware.async_collectives");
@@ -89,6 +94,9 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.collective_step_overhead = c.ns("hardware.calibration.collective_step_overhead_ns");
   h.collective_launch = c.ns("hardware.calibration.collective_launch_ns");
   h.loop_iteration = c.ns("hardware.calibration.loop_iteration_ns");
+  h.exposed_block_bytes = c.number("hardware.calibration.exposed_block_MiB") * 1048576.0;
+  h.mxu.int8_rate = c.number("hardware.mxu.int8_rate");
+  h.mxu.fp8_rate = c.number("hardware.mxu.fp8_rate");
   h.vmem_bytes_per_core = c.number("hardware.vmem.MiB_per_core") * 1048576.0;
   h.cmem_bytes_per_chip = c.number("hardware.cmem.MiB_per_chip") * 1048576.0;
   if (h.megacore) join_cores(h);
