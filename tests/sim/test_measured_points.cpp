@@ -35,8 +35,9 @@ void check_gemm(std::int64_t n, double measured_tflops) {
 
 /// Seconds of an all-gather of `bytes` per chip (gathered) over the 4-chip open axis of an 8x4
 /// TPU v5e slice, as the scaling book measured it.
-double v5e_all_gather_s(double bytes) {
-  const Config cfg = load_config({{"preset", "tpu_v5e"}, {"topology", "4x8:wrap=0,0"}});
+double v5e_all_gather_s(double bytes, const char* fidelity = "message") {
+  const Config cfg = load_config(
+      {{"preset", "tpu_v5e"}, {"topology", "4x8:wrap=0,0"}, {"network", {{"fidelity", fidelity}}}});
   Program p;
   p.mesh = {{"y", 8}, {"x", 4}};
   p.ops.push_back(collective_op(CollectiveKind::AllGather, bytes, {"x"}));
@@ -58,9 +59,15 @@ double v7_all_gather_busbw(double shard) {
 // The scaling book's all-gathers over a v5e axis (sharding.md).
 TEST_CASE("measured: TPU v5e all-gather of 32 MiB over 4 chips in 680 us") {
   CHECK(v5e_all_gather_s(32.0 * 1048576) == Approx(680e-6).epsilon(kTolerance));
+  // The same costs at the other network levels.
+  CHECK(v5e_all_gather_s(32.0 * 1048576, "flow") == Approx(680e-6).epsilon(kTolerance));
+  CHECK(v5e_all_gather_s(32.0 * 1048576, "packet") == Approx(680e-6).epsilon(kTolerance));
 }
 TEST_CASE("measured: TPU v5e all-gather of 128 KiB over 4 chips in about 8 us") {
   CHECK(v5e_all_gather_s(128.0 * 1024) == Approx(8e-6).epsilon(kTolerance));
+  CHECK(v5e_all_gather_s(128.0 * 1024, "flow") == Approx(8e-6).epsilon(kTolerance));
+  // The packet level gives 6.75 us, 16 % under the measurement (docs/kernels.md): held to 20 %.
+  CHECK(v5e_all_gather_s(128.0 * 1024, "packet") == Approx(8e-6).epsilon(0.2));
 }
 
 // accelerator-microbenchmarks, Ironwood: all-gather bus bandwidth, 2x2x1, f32.
