@@ -134,7 +134,7 @@ sec_kernels() {
     t=$(q '.tflops' kernel --op matmul --shape "$n,$n,$n" --preset tpu_v7)
     awk -v n="$n" -v m="$m" -v t="$t" 'BEGIN { printf "  %5d: measured %6.1f TF/s, tpusim %6.1f, %+5.1f %%\n", n, m, t, (t / m - 1) * 100 }'
   done
-  ag=(collective --op all-gather --topology 4x8:wrap=0,0 --mesh y=8,x=4 --axes x --preset tpu_v5e)
+  ag=(collective --op all-gather --topology "4x8:wrap=0,0" --mesh "y=8,x=4" --axes x --preset tpu_v5e)
   echo "TPU v5e all-gather over the 4-chip open axis of an 8x4 slice (tpusim ${ag[*]} --bytes B):"
   for n in 32MiB:680 128KiB:8; do
     m=${n#*:} n=${n%%:*}
