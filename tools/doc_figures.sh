@@ -125,7 +125,7 @@ sec_bert() {
   done
 }
 
-# The points of shared/reference/tpu-microbenchmarks.md: measured, tpusim, error (docs/kernels.md).
+# The measured kernel and collective points of docs/kernels.md: measured, tpusim, error (docs/kernels.md).
 sec_kernels() {
   local n m t ag
   echo "TPU v7 GEMM, square bf16, one device (tpusim kernel --op matmul --shape N,N,N --preset tpu_v7):"

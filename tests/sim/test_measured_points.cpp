@@ -1,7 +1,7 @@
-// The measured kernels and collectives of shared/reference/tpu-microbenchmarks.md that tpusim can
-// set up, each within 15 % (docs/kernels.md lists them with tpusim's figures). These are
-// validations against measurements, not closed forms: the measured value is the expectation, and
-// the parameters each point sets are named in docs/kernels.md.
+// The measured kernels and collectives of docs/kernels.md (scaling book, accelerator-
+// microbenchmarks) that tpusim can set up, each within 15 % (docs/kernels.md lists them with
+// tpusim's figures). These are validations against measurements, not closed forms: the measured
+// value is the expectation, and the parameters each point sets are named in docs/kernels.md.
 #include <catch2/catch.hpp>
 
 #include "core/config.hpp"
