@@ -20,6 +20,8 @@ const Param<std::int64_t> kHwMxuRowsPerPass{{"hardware.mxu.rows_per_pass", T::In
 const Param<std::int64_t> kHwMxuPassCycles{{"hardware.mxu.pass_cycles", T::Integer, "cycles", 8, "cycles per pass", 1, 1024}};
 const Param<std::int64_t> kHwMxuWeightLoadCycles{{"hardware.mxu.weight_load_cycles", T::Integer, "cycles", 128, "cycles to load one weight tile; hidden behind the previous tile's passes when those take longer", 0, 1e5}};
 const Param<std::int64_t> kHwMxuFillDrainCycles{{"hardware.mxu.fill_drain_cycles", T::Integer, "cycles", 256, "pipeline fill plus drain, paid once per matmul", 0, 1e6}};
+const Param<double> kHwMxuInt8Rate{{"hardware.mxu.int8_rate", T::Number, "", 0.0, "int8 matmul rate of the MXUs over their bf16 rate (2: twice the products per cycle); 0: the chip has no published int8 rate, and an int8 kernel is refused", 0, 16}};
+const Param<double> kHwMxuFp8Rate{{"hardware.mxu.fp8_rate", T::Number, "", 0.0, "fp8 matmul rate of the MXUs over their bf16 rate; 0: the chip has no published fp8 rate, and an fp8 kernel is refused", 0, 16}};
 const Param<std::int64_t> kHwVpuLanes{{"hardware.vpu.lanes", T::Integer, "", 128, "vector unit lanes", 1, 4096}};
 const Param<std::int64_t> kHwVpuSublanes{{"hardware.vpu.sublanes", T::Integer, "", 8, "vector unit sublanes (elements per lane per cycle)", 1, 1024}};
 const Param<double> kHwHbmGiBPerCore{{"hardware.hbm.GiB_per_core", T::Number, "GiB", 16.0, "HBM capacity per TensorCore; a program whose peak memory exceeds it does not run (docs/memory.md)", 0.001, 1e6}};
@@ -36,6 +38,8 @@ const Param<double> kHwSlowChipFactor{{"hardware.slow_chip_factor", T::Number, "
 const Param<double> kHwCalibrationOpOverheadNs{{"hardware.calibration.op_overhead_ns", T::Number, "ns", 1000.0, "fixed cost of launching one compute op", 0, 1e9}};
 const Param<double> kHwCalibrationMxuEfficiency{{"hardware.calibration.mxu_efficiency", T::Number, "", 0.62, "achieved fraction of the MXU cycle formula's throughput (stalls between tiles, result handling the formula leaves out)", 0.01, 1}};
 const Param<double> kHwCalibrationHbmEfficiency{{"hardware.calibration.hbm_efficiency", T::Number, "", 0.85, "achievable fraction of peak HBM bandwidth", 0.01, 1}};
+const Param<double> kHwCalibrationExposedBlockMiB{{"hardware.calibration.exposed_block_MiB", T::Number, "MiB", 0.0, "most operand bytes a matmul loads before its first tile computes, and most result bytes it stores after its last: its pipeline's first and last block, which do not overlap its compute (set by the TPU v7 GEMM points 1024 to 4096, docs/kernels.md); 0: all of its HBM traffic overlaps", 0, 1e6}};
+const Param<double> kHwCalibrationIciEfficiency{{"hardware.calibration.ici_efficiency", T::Number, "", 1.0, "achievable fraction of an ICI link's bandwidth in a collective's streams (flow control, DMA gaps): every network level and cost model sees the link at this fraction of hardware.ici.bandwidth_GBps (set by a chip's large measured all-gathers, docs/kernels.md; TPU v3: 1, its link rate is the raw one its calibration was set with)", 0.01, 1}};
 const Param<double> kHwCalibrationCollectiveStepOverheadNs{{"hardware.calibration.collective_step_overhead_ns", T::Number, "ns", 100.0, "synchronisation cost of one step of a collective (DMA set-up, flags)", 0, 1e9}};
 const Param<double> kHwCalibrationCollectiveLaunchNs{{"hardware.calibration.collective_launch_ns", T::Number, "ns", 1000.0, "fixed cost of starting one collective op, whatever its size (assumed: as an XLA op launch, about 1 us; no public figure)", 0, 1e9}};
 const Param<double> kHwCalibrationLoopIterationNs{{"hardware.calibration.loop_iteration_ns", T::Number, "ns", 1000.0, "fixed cost of one device-loop iteration, paid by its infeed op: the while loop's condition and the infeed dequeue on the core's scalar unit (assumed: as an op launch, about 1 us; no public figure)", 0, 1e9}};
@@ -77,7 +81,7 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.hbm_latency = Duration::ns(kHwHbmLatencyNs(c));
   h.onchip_bandwidth = Bandwidth::GBps(kHwOnchipBandwidthGBps(c));
   h.onchip_latency = Duration::ns(kHwOnchipLatencyNs(c));
-  h.ici_bandwidth = Bandwidth::GBps(kHwIciBandwidthGBps(c));
+  h.ici_bandwidth = Bandwidth::GBps(kHwIciBandwidthGBps(c)) * kHwCalibrationIciEfficiency(c);
   h.ici_latency = Duration::ns(kHwIciLatencyNs(c));
   h.dma_engines_per_core = static_cast<int>(kHwDmaEnginesPerCore(c));
   h.async_collectives = kHwAsyncCollectives(c);
@@ -89,6 +93,9 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.collective_step_overhead = Duration::ns(kHwCalibrationCollectiveStepOverheadNs(c));
   h.collective_launch = Duration::ns(kHwCalibrationCollectiveLaunchNs(c));
   h.loop_iteration = Duration::ns(kHwCalibrationLoopIterationNs(c));
+  h.exposed_block_bytes = kHwCalibrationExposedBlockMiB(c) * 1048576.0;
+  h.mxu.int8_rate = kHwMxuInt8Rate(c);
+  h.mxu.fp8_rate = kHwMxuFp8Rate(c);
   h.vmem_bytes_per_core = kHwVmemMiBPerCore(c) * 1048576.0;
   h.cmem_bytes_per_chip = kHwCmemMiBPerChip(c) * 1048576.0;
   if (h.megacore) join_cores(h);

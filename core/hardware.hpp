@@ -16,6 +16,8 @@ struct MxuSpec {
   int pass_cycles = 8;           ///< cycles per pass
   int weight_load_cycles = 128;  ///< cycles to load one weight tile (overlaps the previous tile)
   int fill_drain_cycles = 256;   ///< pipeline fill plus drain, once per matmul
+  double int8_rate = 0;          ///< int8 products per cycle over bf16's; 0: no int8 figure
+  double fp8_rate = 0;           ///< fp8 products per cycle over bf16's; 0: no fp8 figure
 };
 
 /// Hardware parameters other layers read directly (hardware.cpp declares them): the systolic
@@ -55,6 +57,9 @@ struct HardwareSpec {
   Duration collective_step_overhead;  ///< synchronisation cost of one collective step
   Duration collective_launch;         ///< fixed cost of starting one collective op
   Duration loop_iteration;            ///< fixed cost of one device-loop iteration (its infeed op)
+  /// Most operand bytes a matmul loads before its first tile computes, and most result bytes it
+  /// stores after its last (its pipeline's first and last block, not overlapped); 0: none.
+  double exposed_block_bytes = 0;
   // On-chip memories the compiler (compiler/) places tensors in.
   double vmem_bytes_per_core = 0;  ///< vector memory of a TensorCore (bounds a fusion's tiles)
   double cmem_bytes_per_chip = 0;  ///< common memory of a chip (TPU v4); 0: none

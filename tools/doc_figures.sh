@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-default_sections=(quickstart calibration bert network collectives cnn detection train metric
+default_sections=(quickstart calibration bert network collectives kernels cnn detection train metric
   memory results chakra benchmarks start)
 extra_sections=(slow plan startplan)
 describe() {
@@ -31,6 +31,7 @@ describe() {
     bert) echo "docs/calibration.md: Reading it; What the same parameters say elsewhere; docs/network.md: Where the time in collectives goes, Core resources" ;;
     network) echo "docs/network.md: Core resources (the table of the three studies); docs/calibration.md and docs/network.md: SSD's batch-norm all-reduces" ;;
     collectives) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
+    kernels) echo "docs/kernels.md: the measured kernels and collectives against tpusim (TPU v7 GEMM curve, v5e all-gathers, v7 all-gather bus bandwidth)" ;;
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
     train) echo "README.md: Five studies by task (time to train); docs/train.md: In short (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
@@ -124,6 +125,30 @@ sec_bert() {
     "--set collectives.dma_hbm_traffic=false --set collectives.reduction_compute=false" \
     "--set hardware.dma.engines_per_core=8" "--set hardware.dma.engines_per_core=4"; do
     echo "${variant:-(no other --set)}: $(q "$async_report" run $study --set hardware.async_collectives=true $variant)"
+  done
+}
+
+# The measured kernel and collective points of docs/kernels.md: measured, tpusim, error (docs/kernels.md).
+sec_kernels() {
+  local n m t ag
+  echo "TPU v7 GEMM, square bf16, one device (tpusim kernel --op matmul --shape N,N,N --preset tpu_v7):"
+  for n in 128:2.6 256:18.3 512:105 1024:350 2048:679 4096:893 16384:950 32768:956; do
+    m=${n#*:} n=${n%%:*}
+    t=$(q '.tflops' kernel --op matmul --shape "$n,$n,$n" --preset tpu_v7)
+    awk -v n="$n" -v m="$m" -v t="$t" 'BEGIN { printf "  %5d: measured %6.1f TF/s, tpusim %6.1f, %+5.1f %%\n", n, m, t, (t / m - 1) * 100 }'
+  done
+  ag=(collective --op all-gather --topology "4x8:wrap=0,0" --mesh "y=8,x=4" --axes x --preset tpu_v5e)
+  echo "TPU v5e all-gather over the 4-chip open axis of an 8x4 slice (tpusim ${ag[*]} --bytes B):"
+  for n in 32MiB:680 128KiB:8; do
+    m=${n#*:} n=${n%%:*}
+    t=$(q '.collective_time_ns / 1000' "${ag[@]}" --bytes "$n")
+    awk -v n="$n" -v m="$m" -v t="$t" 'BEGIN { printf "  %7s gathered per chip: measured %5.1f us, tpusim %6.1f us, %+5.1f %%\n", n, m, t, (t / m - 1) * 100 }'
+  done
+  echo "TPU v7 all-gather bus bandwidth, 2x2x1, f32, 8 devices (tpusim collective --op all-gather --topology 2x2x1 --preset tpu_v7 --dtype f32 --bytes 8S):"
+  for n in 256:71.8 1024:129.2 4096:161.9 16384:174.8 65536:178.8; do
+    m=${n#*:} n=${n%%:*}
+    t=$(q '.collective_time_ns' collective --op all-gather --topology 2x2x1 --preset tpu_v7 --dtype f32 --bytes "$((8 * n))KiB")
+    awk -v s="$n" -v m="$m" -v t="$t" 'BEGIN { b = s * 1024 * 6; printf "  shard %5d KiB (%6.1f MB moved): measured %5.1f GB/s, tpusim %5.1f, %+5.1f %%\n", s, b / 1e6, m, b / t, (b / t / m - 1) * 100 }'
   done
 }
 

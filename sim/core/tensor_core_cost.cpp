@@ -8,13 +8,18 @@ namespace {
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 }  // namespace
 
-double mxu_cycles(const MxuSpec& mxu, const MatmulShape& s) {
-  if (s.batch <= 0 || s.m <= 0 || s.k <= 0 || s.n <= 0) return 0;
+MxuCycles mxu_cycle_terms(const MxuSpec& mxu, const MatmulShape& s) {
+  if (s.batch <= 0 || s.m <= 0 || s.k <= 0 || s.n <= 0) return {};
   const double tiles =
       static_cast<double>(s.batch) * ceil_div(s.k, mxu.dim) * ceil_div(s.n, mxu.dim);
   const double pass_cycles = ceil_div(s.m, mxu.rows_per_pass) * mxu.pass_cycles;
   const double per_tile = std::max(pass_cycles, static_cast<double>(mxu.weight_load_cycles));
-  return ceil_div(tiles, mxu.count) * per_tile + mxu.fill_drain_cycles;
+  return {ceil_div(tiles, mxu.count) * per_tile, static_cast<double>(mxu.fill_drain_cycles)};
+}
+
+double mxu_cycles(const MxuSpec& mxu, const MatmulShape& s) {
+  const MxuCycles c = mxu_cycle_terms(mxu, s);
+  return c.tiles + c.fill_drain;
 }
 
 double vpu_cycles(const HardwareSpec& hw, double elements, double ops_per_element) {
@@ -29,10 +34,21 @@ Duration hbm_time(const HardwareSpec& hw, double bytes) {
 
 OpTiming compute_op_time(const HardwareSpec& hw, const ComputeCost& c) {
   OpTiming t;
-  if (c.matmul) t.mxu = hw.cycles(mxu_cycles(hw.mxu, *c.matmul) / hw.mxu_efficiency);
+  if (c.matmul) {
+    const MxuCycles m = mxu_cycle_terms(hw.mxu, *c.matmul);
+    t.mxu = hw.cycles((m.tiles + m.fill_drain) / hw.mxu_efficiency);
+    t.mxu_fill_drain = hw.cycles(m.fill_drain / hw.mxu_efficiency);
+    // The first block of operands arrives before the first tile, the last block of results
+    // leaves after the last; the HBM bytes between overlap the MXUs.
+    const Bandwidth bw = hw.hbm_bandwidth_per_core * hw.hbm_efficiency;
+    const double exposed = std::min(c.bytes_read, hw.exposed_block_bytes) +
+                           std::min(c.bytes_written, hw.exposed_block_bytes);
+    if (exposed > 0 && t.mxu > Duration{}) t.pipeline = bw.time_for(exposed);
+  }
   t.vpu = hw.cycles(vpu_cycles(hw, c.vpu_elements, c.vpu_ops_per_element));
   t.hbm = hbm_time(hw, c.bytes_read + c.bytes_written);
-  t.total = max(max(t.mxu, t.vpu), t.hbm) + hw.op_overhead;
+  t.launch = hw.op_overhead;
+  t.total = max(max(t.mxu, t.vpu), t.hbm) + t.fixed();
   return t;
 }
 
@@ -43,9 +59,9 @@ OpDemand op_demand(const HardwareSpec& hw, const ComputeCost& cost, Duration nat
     d.hbm = t.hbm - hw.hbm_latency;
     d.hbm_latency = hw.hbm_latency;
   }
-  const Duration longest = t.total - hw.op_overhead;
+  const Duration longest = t.total - t.fixed();
   if (natural >= t.total || longest <= Duration{}) return d;
-  const Duration room = natural - hw.op_overhead;
+  const Duration room = natural - t.fixed();
   return room > Duration{} ? d * (room.seconds() / longest.seconds()) : OpDemand{};
 }
 

@@ -12,6 +12,13 @@ namespace tpusim {
 /// tile's passes unless the passes are shorter, and the pipeline fills and drains once.
 double mxu_cycles(const MxuSpec& mxu, const MatmulShape& s);
 
+/// The two terms of mxu_cycles: the tiles' passes and weight loads, and the fill and drain.
+struct MxuCycles {
+  double tiles = 0;
+  double fill_drain = 0;
+};
+MxuCycles mxu_cycle_terms(const MxuSpec& mxu, const MatmulShape& s);
+
 /// Vector-unit cycles: lanes x sublanes elements per cycle, `ops_per_element` ops each.
 double vpu_cycles(const HardwareSpec& hw, double elements, double ops_per_element);
 
@@ -19,16 +26,21 @@ double vpu_cycles(const HardwareSpec& hw, double elements, double ops_per_elemen
 Duration hbm_time(const HardwareSpec& hw, double bytes);
 
 struct OpTiming {
-  Duration mxu;
+  Duration mxu;             ///< tiles plus fill and drain, over the MXU efficiency
+  Duration mxu_fill_drain;  ///< the fill and drain part of `mxu`
   Duration vpu;
-  Duration hbm;
-  Duration total;  ///< max(max(mxu, vpu), hbm) + op overhead
+  Duration hbm;       ///< one HBM latency plus all the op's bytes at the achievable bandwidth
+  Duration launch;    ///< the op's fixed launch cost (hardware.calibration.op_overhead_ns)
+  Duration pipeline;  ///< a matmul's first block loaded and last block stored, not overlapped
+  Duration fixed() const { return launch + pipeline; }
+  Duration total;  ///< max(max(mxu, vpu), hbm) + launch + pipeline
 };
 
 /// Time of a compute op on one core. MXU time is the cycle formula over the calibrated MXU
 /// efficiency; HBM time uses the calibrated HBM efficiency. MXU and vector unit work in parallel
 /// (VLIW bundles) and overlap with HBM traffic, so the op takes the largest of the three plus the
-/// launch overhead.
+/// launch overhead; a matmul also waits for its first block of operands before its MXUs start
+/// and stores its last block of results after they end (hardware.calibration.exposed_block_MiB).
 OpTiming compute_op_time(const HardwareSpec& hw, const ComputeCost& cost);
 
 /// What a compute op asks of a core's resources, uncontended. `hbm` is the busy time of its

@@ -48,6 +48,11 @@ const std::vector<std::vector<std::string>> kStudies = {
     {"run", "configs/studies/bert_large_16.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=8", "--set", "hardware.slow_chips=[1]", "--set",
      "hardware.slow_chip_factor=2"},
+    // The MXUs' int8 and fp8 rates act in tpusim kernel only, on a kernel of that dtype.
+    {"kernel", "--op", "matmul", "--shape", "1024,1024,1024", "--dtype", "int8", "--set",
+     "hardware.mxu.int8_rate=2"},
+    {"kernel", "--op", "matmul", "--shape", "1024,1024,1024", "--dtype", "fp8", "--set",
+     "hardware.mxu.fp8_rate=2"},
     // Packet size acts at the packet level only.
     {"run", "configs/studies/bert_large_16.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=8", "--set", "network.fidelity=packet"},

@@ -79,3 +79,44 @@ TEST_CASE("megacore: one device per chip, a matmul's MXU time half a core's, the
   CHECK(hbm_time(mega, 2e9).seconds() == Approx(hbm_time(core, 1e9).seconds()));
   CHECK(vpu_cycles(mega, 2e6, 1) == Approx(vpu_cycles(core, 1e6, 1)));
 }
+
+TEST_CASE("a matmul loads its first block before its MXUs start and stores its last after") {
+  const Config cfg = load_config({{"hardware", {{"calibration", {{"exposed_block_MiB", 1}}}}}});
+  const HardwareSpec hw = HardwareSpec::from_config(cfg);
+  const double block = 1048576.0;
+  const double bw = cfg.number("hardware.hbm.bandwidth_GBps_per_core") * 1e9 * hw.hbm_efficiency;
+  ComputeCost big;
+  big.matmul = MatmulShape{1, 4096, 4096, 4096};
+  big.bytes_read = 2 * 4096.0 * 4096 * 2;  // both operands, bf16: more than a block
+  big.bytes_written = 4096.0 * 4096 * 2;
+  const OpTiming t = compute_op_time(hw, big);
+  CHECK(t.pipeline.seconds() == Approx(2 * block / bw));
+  CHECK(t.total == max(max(t.mxu, t.vpu), t.hbm) + hw.op_overhead + t.pipeline);
+  // A kernel smaller than the block does not overlap its HBM traffic at all.
+  ComputeCost small;
+  small.matmul = MatmulShape{1, 256, 256, 256};
+  small.bytes_read = 2 * 256.0 * 256 * 2;
+  small.bytes_written = 256.0 * 256 * 2;
+  const OpTiming s = compute_op_time(hw, small);
+  CHECK(s.pipeline.seconds() == Approx((small.bytes_read + small.bytes_written) / bw));
+  // A vector op streams: nothing is exposed.
+  ComputeCost add;
+  add.vpu_elements = 1 << 20;
+  add.bytes_read = 4 << 20;
+  CHECK(compute_op_time(hw, add).pipeline == Duration{});
+  // TPU v3's preset exposes nothing (its calibration predates the term).
+  CHECK(compute_op_time(v3(), big).pipeline == Duration{});
+}
+
+TEST_CASE("the MXU terms: tiles and the fill and drain add up to the cycle formula") {
+  const HardwareSpec hw = v3();
+  const MatmulShape s{1, 1024, 1024, 1024};
+  const MxuCycles c = mxu_cycle_terms(hw.mxu, s);
+  CHECK(c.fill_drain == hw.mxu.fill_drain_cycles);
+  CHECK(c.tiles + c.fill_drain == mxu_cycles(hw.mxu, s));
+  ComputeCost cost;
+  cost.matmul = s;
+  const OpTiming t = compute_op_time(hw, cost);
+  CHECK(t.mxu_fill_drain.seconds() ==
+        Approx(hw.mxu.fill_drain_cycles / hw.mxu_efficiency / hw.clock_hz));
+}

@@ -26,6 +26,8 @@ const CommandRegistrar kCollectiveRegister{[](CLI::App& app) {
                   "mesh axes, e.g. data=4096,model=2 (default: one axis over all cores)");
   cmd->add_option("--axes", args->axes, "the axes the collective spans (default: all)");
   cmd->add_option("--dtype", args->dtype, "bf16 or f32 (reduction cost)");
+  cmd->add_option("--preset", args->preset,
+                  "hardware preset, e.g. tpu_v3 (default), tpu_v5e, tpu_v7");
   cmd->add_option("--shift", args->shift,
                   "collective-permute: send to the member this many places on");
   cmd->add_option("--set", args->sets, "override a parameter: path.to.key=value");

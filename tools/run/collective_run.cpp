@@ -94,7 +94,7 @@ void run_collective(const CollectiveArgs& a) {
   const double bytes = static_cast<double>(parse_bytes(a.bytes, "--bytes"));
   auto dtype = parse_dtype(a.dtype);
   if (!dtype) throw ConfigError("--dtype", "unknown dtype '" + a.dtype + "'; allowed: bf16, f32");
-  nlohmann::json doc = {{"preset", "tpu_v3"}};
+  nlohmann::json doc = {{"preset", a.preset}};
   if (!a.topology.empty()) doc["topology"] = a.topology;
   if (!a.algorithm.empty()) doc["collectives"] = {{"algorithm", a.algorithm}};
   Study study = load_study(doc, a.sets, "(command line)");

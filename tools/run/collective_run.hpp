@@ -14,6 +14,7 @@ struct CollectiveArgs {
   std::string mesh;
   std::string axes;
   std::string dtype = "bf16";
+  std::string preset = "tpu_v3";
   int shift = 1;
   std::vector<std::string> sets;
   bool json = false;
