@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
 """Checks the shape of the source tree that docs/design.md promises.
 
-  - every folder that docs/design.md's folder table names exists;
+It sees every folder of C++ sources that git tracks or would track (not ignored: build
+directories are); outside a git checkout, every one but top-level build*/ and out/ directories.
+
+  - every folder that docs/design.md's folder tables name exists, and every folder of C++
+    sources has its row there;
   - every folder of C++ sources holds at most 25 of them and has a README.md whose
     'For:' and 'May include:' lines say what it is for and what it may include;
+  - every quoted #include of another folder's file is named by the including folder's
+    'May include:' line (a folder, with the folders inside it, or that one file; words in
+    parentheses and after the first ';' are prose), and every name there exists;
+  - no folders include each other, directly or around a loop (a folder and the folders
+    inside it count as one);
+  - SystemC and TLM headers are included only in sim/, tests/sim/ and tools/bench/;
   - no two C++ source files share a file name;
-  - no function in the libraries and the command-line front end is longer than 80 lines
-    (tests are held to the file count and the unique names only);
+  - no function outside tests/ is longer than 80 lines (tests are held to the file count and
+    the unique names only);
   - no Catch test name holds a ';': ctest's discovery cuts the name there, and the filter it
     runs then matches no test case, so the test would pass without running.
 
@@ -14,28 +24,39 @@ Usage: tools/check_structure.py [ROOT]   (exit 0 when all hold, 1 with one line 
 """
 import pathlib
 import re
+import subprocess
 import sys
 
 SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".cc"}
-LIBRARY_ROOTS = ("core", "topologies", "models", "compiler", "traces", "sim", "tools", "python")
 TEST_ROOTS = ("tests",)
 MAX_FILES = 25
 MAX_FUNCTION_LINES = 80
 TEST_NAME = re.compile(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"')
-SKIPPED = {"build", ".git", "node_modules", "__pycache__"}
+
+
+def skipped_without_git(rel):
+    """Without git: a top-level build or output directory, or a hidden or cache directory."""
+    top = rel.parts[0]
+    return (top.startswith("build") or top == "out" or
+            any(part.startswith(".") or part in {"node_modules", "__pycache__"} for part in rel.parts))
+
+
+def source_files(root):
+    """Every C++ source git tracks or would track (not ignored); outside a git checkout, every
+    one below the root but in skipped_without_git's directories."""
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, check=True).stdout
+        paths = [root / p for p in listed.decode("utf-8").split("\0") if p]
+    except (OSError, subprocess.CalledProcessError):
+        paths = [p for p in root.rglob("*") if not skipped_without_git(p.relative_to(root))]
+    return sorted(p for p in paths if p.suffix in SOURCE_SUFFIXES and p.is_file())
 
 
 def source_folders(root):
     folders = {}
-    for top in LIBRARY_ROOTS + TEST_ROOTS:
-        base = root / top
-        if not base.is_dir():
-            continue
-        for path in base.rglob("*"):
-            if any(part in SKIPPED or part.startswith("build") for part in path.relative_to(root).parts):
-                continue
-            if path.is_file() and path.suffix in SOURCE_SUFFIXES:
-                folders.setdefault(path.parent, []).append(path)
+    for path in source_files(root):
+        folders.setdefault(path.parent, []).append(path)
     return folders
 
 
@@ -125,44 +146,218 @@ def long_functions(path):
     return found
 
 
-def main():
-    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(["<])([^">]+)[">]', flags=re.M)
+SYSTEMC_HEADER = re.compile(r"^(systemc|systemc\.h|tlm|tlm\.h|tlm_utils/.*|sysc/.*|tlm_core/.*)$")
+SYSTEMC_FOLDERS = ("sim", "tests/sim", "tools/bench")
+PATH_TOKEN = re.compile(r"(?<![\w./-])[A-Za-z0-9_][\w.-]*(?:/[A-Za-z0-9_][\w.-]*)*/?")
+
+
+def includes(root, path):
+    """(line, '"' or '<', the path written, the included file's resolved path or None) of each
+    #include. A quoted path is looked up beside the file first, then from the root; an angle
+    bracket one is a system or third-party header (no path)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    found = []
+    for m in INCLUDE.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        written = m.group(2)
+        target = None
+        if m.group(1) == '"':
+            beside = path.parent / written
+            target = (beside if beside.is_file() else root / written).resolve()
+        found.append((line, m.group(1), written, target))
+    return found
+
+
+def include_edges(root, folders):
+    """{(from folder, to folder): [(file:line, included path)]} over the quoted #include lines
+    that name a file of another folder of the tree (relative folder names)."""
+    edges = {}
+    real_root = root.resolve()
+    for folder, files in folders.items():
+        src = folder.relative_to(root)
+        for f in files:
+            for line, kind, written, target in includes(root, f):
+                if kind != '"' or not target.parent.is_dir():
+                    continue
+                try:
+                    dst = target.parent.relative_to(real_root)
+                except ValueError:
+                    continue
+                if dst != src:
+                    edges.setdefault((src, dst), []).append(
+                        (f"{f.relative_to(root)}:{line}", str(target.relative_to(real_root))))
+    return edges
+
+
+def is_within(inner, outer):
+    return inner == outer or outer in inner.parents
+
+
+def may_include_names(text):
+    """The folders and files a README's 'May include:' line names. Words in parentheses and
+    after the first ';' say how or what not, so they name nothing: 'models/ (program.hpp)',
+    'core/ and SystemC; nothing else of sim/'. A name ending in '/' is that folder and the
+    folders inside it; a name with a '.' in its last part is that one file."""
+    m = re.search(r"^May include:(.*)$", text, flags=re.M)
+    if not m:
+        return []
+    line = m.group(1)
+    while re.search(r"\([^()]*\)", line):
+        line = re.sub(r"\([^()]*\)", "", line)
+    line = line.split(";")[0]
+    return [t.rstrip(".") for t in PATH_TOKEN.findall(line) if "/" in t]
+
+
+def check_may_include(root, folders, edges):
     breaches = []
-    for folder in design_folders(root):
-        if not (root / folder).is_dir():
-            breaches.append(f"docs/design.md names folder '{folder}', which does not exist")
-    folders = source_folders(root)
-    names = {}
+    allowed = {}
+    for folder in folders:
+        rel = folder.relative_to(root)
+        readme = folder / "README.md"
+        names = may_include_names(readme.read_text(encoding="utf-8")) if readme.is_file() else []
+        allowed[rel] = names
+        for name in names:
+            if not (root / name).exists():
+                breaches.append(f"{rel}/README.md: 'May include:' names {name}, which does not exist")
+    for (src, dst), sites in sorted(edges.items()):
+        names = allowed.get(src, [])
+        folders_named = [pathlib.Path(n.rstrip("/")) for n in names if not is_file_name(n)]
+        if any(is_within(dst, n) for n in folders_named):
+            continue
+        for site, target in sites:
+            if target not in names:
+                breaches.append(f"{site}: includes {target}, but {src}/README.md's "
+                                f"'May include:' line does not name {dst}/")
+    return breaches
+
+
+def is_file_name(name):
+    return not name.endswith("/") and "." in name.rsplit("/", 1)[-1]
+
+
+def find_cycle(start, members, successors):
+    """A shortest path start -> ... -> start through `members` (breadth first)."""
+    previous = {start: None}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for nxt in sorted(successors.get(node, ())):
+            if nxt == start:
+                path = [node]
+                while previous[path[-1]] is not None:
+                    path.append(previous[path[-1]])
+                return list(reversed(path)) + [start]
+            if nxt in members and nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    return None
+
+
+def check_cycles(edges):
+    """Folders that include each other, directly or around a loop. A folder and the folders
+    inside it are one room (models/ and models/parallelism/), so edges between them do not
+    count; every other loop is a breach, named by one shortest cycle and the lines that close it."""
+    successors = {}
+    for src, dst in edges:
+        if not is_within(src, dst) and not is_within(dst, src):
+            successors.setdefault(src, set()).add(dst)
+    reach = {}
+    for node in successors:
+        seen, stack = set(), [node]
+        while stack:
+            for nxt in successors.get(stack.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        reach[node] = seen
+    breaches, reported = [], set()
+    for node in sorted(successors):
+        if node not in reach[node] or node in reported:
+            continue
+        members = {n for n in reach[node] if node in reach.get(n, ())}
+        reported |= members
+        cycle = find_cycle(node, members, successors)
+        hops = "; ".join(f"{edges[(a, b)][0][0]} includes {edges[(a, b)][0][1]}"
+                         for a, b in zip(cycle, cycle[1:]))
+        breaches.append(f"folders include each other: {' -> '.join(f'{c}/' for c in cycle)} ({hops})")
+    return breaches
+
+
+def check_systemc(root, folders):
+    """SystemC and TLM headers only in sim/ and the code that tests or measures the kernel."""
+    breaches = []
     for folder, files in sorted(folders.items()):
         rel = folder.relative_to(root)
-        if len(files) > MAX_FILES:
-            breaches.append(f"{rel}/ holds {len(files)} C++ source files (at most {MAX_FILES})")
-        readme = folder / "README.md"
-        if not readme.is_file():
-            breaches.append(f"{rel}/ has no README.md saying what it is for and what it may include")
-        else:
-            text = readme.read_text(encoding="utf-8")
-            for label in ("For:", "May include:"):
-                if not re.search(rf"^{re.escape(label)}\s+\S", text, flags=re.M):
-                    breaches.append(f"{rel}/README.md has no '{label}' line")
+        if any(is_within(rel, pathlib.Path(s)) for s in SYSTEMC_FOLDERS):
+            continue
+        for f in files:
+            for line, kind, written, _ in includes(root, f):
+                if kind == "<" and SYSTEMC_HEADER.match(written):
+                    breaches.append(f"{f.relative_to(root)}:{line}: includes <{written}>; SystemC "
+                                    f"belongs in {', '.join(s + '/' for s in SYSTEMC_FOLDERS)} only")
+    return breaches
+
+
+def check_design(root, folders):
+    """docs/design.md's folder tables against the tree: each named folder exists, and each
+    folder of sources has its row."""
+    named = design_folders(root)
+    breaches = [f"docs/design.md names folder '{f}', which does not exist"
+                for f in named if not (root / f).is_dir()]
+    for folder in sorted(folders):
+        rel = f"{folder.relative_to(root)}/"
+        if rel not in named:
+            breaches.append(f"{rel} holds C++ sources but has no row in docs/design.md's folder tables")
+    return breaches
+
+
+def check_folder(root, folder, files):
+    """The rules of one folder: its size, its README, its tests' names or its functions' length."""
+    rel = folder.relative_to(root)
+    breaches = []
+    if len(files) > MAX_FILES:
+        breaches.append(f"{rel}/ holds {len(files)} C++ source files (at most {MAX_FILES})")
+    readme = folder / "README.md"
+    if not readme.is_file():
+        breaches.append(f"{rel}/ has no README.md saying what it is for and what it may include")
+    else:
+        text = readme.read_text(encoding="utf-8")
+        for label in ("For:", "May include:"):
+            if not re.search(rf"^{re.escape(label)}\s+\S", text, flags=re.M):
+                breaches.append(f"{rel}/README.md has no '{label}' line")
+    if rel.parts[:1] and rel.parts[0] in TEST_ROOTS:
+        for f in files:
+            text = f.read_text(encoding="utf-8")
+            for m in TEST_NAME.finditer(text):
+                if ";" in m.group(1):
+                    line = text.count("\n", 0, m.start()) + 1
+                    breaches.append(f"{f.relative_to(root)}:{line}: a test name with ';' "
+                                    "(ctest would run no test case for it)")
+    else:
+        for f in files:
+            for start, length in long_functions(f):
+                breaches.append(f"{f.relative_to(root)}:{start}: a function of {length} lines "
+                                f"(at most {MAX_FUNCTION_LINES})")
+    return breaches
+
+
+def main():
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
+    folders = source_folders(root)
+    breaches = check_design(root, folders)
+    names = {}
+    for folder, files in sorted(folders.items()):
+        breaches += check_folder(root, folder, files)
         for f in files:
             names.setdefault(f.name, []).append(str(f.relative_to(root)))
-        if rel.parts[0] in TEST_ROOTS:
-            for f in files:
-                text = f.read_text(encoding="utf-8")
-                for m in TEST_NAME.finditer(text):
-                    if ";" in m.group(1):
-                        line = text.count("\n", 0, m.start()) + 1
-                        breaches.append(f"{f.relative_to(root)}:{line}: a test name with ';' "
-                                        "(ctest would run no test case for it)")
-        if rel.parts[0] in LIBRARY_ROOTS:
-            for f in files:
-                for start, length in long_functions(f):
-                    breaches.append(f"{f.relative_to(root)}:{start}: a function of {length} lines "
-                                    f"(at most {MAX_FUNCTION_LINES})")
     for name, paths in sorted(names.items()):
         if len(paths) > 1:
             breaches.append(f"{len(paths)} source files are named {name}: {', '.join(sorted(paths))}")
+    edges = include_edges(root, folders)
+    breaches += check_may_include(root, folders, edges)
+    breaches += check_cycles(edges)
+    breaches += check_systemc(root, folders)
     for b in breaches:
         print(b)
     return 1 if breaches else 0

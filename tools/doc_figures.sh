@@ -7,10 +7,11 @@
 #   tools/doc_figures.sh build network cnn    # BUILD, then only these sections
 #   tools/doc_figures.sh --list               # the sections and what they feed
 #
-# The default sections take a few minutes of CPU together. Two run only when named: `slow`
-# (BERT at packet level and async BERT with 2 DMA engines per core: minutes each) and `plan`
-# (tools/plan_docs.sh, which rewrites docs/plan.md's tables itself). Not here: the wall, CPU and
-# memory columns of the README's Benchmarks table (tools/bench.sh measures them) and
+# The default sections take a few minutes of CPU together. Three run only when named: `slow`
+# (BERT at packet level and async BERT with 2 DMA engines per core: minutes each), `plan`
+# (tools/plan_docs.sh, which rewrites docs/plan.md's tables itself) and `startplan` (the
+# getting-started page's GPT-3 layout search). Not here: the wall, CPU and
+# memory columns of the Benchmarks table (README, docs/benchmarks.md; tools/bench.sh measures them) and
 # docs/compiler.md's tables (tools/compiler_effects.py prints them); docs/hardening.md, section
 # 10, lists what else is not.
 # Progress goes to stderr when it is a terminal: a line redrawn in place ([3/12] section:
@@ -21,25 +22,27 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 default_sections=(quickstart calibration bert network collectives cnn detection train metric
-  memory results chakra benchmarks)
-extra_sections=(slow plan)
+  memory results chakra benchmarks start)
+extra_sections=(slow plan startplan)
 describe() {
   case $1 in
-    quickstart) echo "README.md: Quick start (the report)" ;;
-    calibration) echo "README.md: Calibration and validation (the predicted-against-measured table)" ;;
-    bert) echo "README.md: Calibration and validation (Reading it; What the same parameters say elsewhere); docs/network.md: Where the time in collectives goes, Core resources" ;;
-    network) echo "docs/network.md: Core resources (the table of the three studies); README.md and docs/network.md: SSD's batch-norm all-reduces" ;;
-    collectives) echo "README.md: Benchmarks (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
+    quickstart) echo "README.md: Quick start (the report, shortened); docs/getting-started.md: the first report" ;;
+    calibration) echo "README.md: Accuracy; docs/calibration.md (the predicted-against-measured table)" ;;
+    bert) echo "docs/calibration.md: Reading it; What the same parameters say elsewhere; docs/network.md: Where the time in collectives goes, Core resources" ;;
+    network) echo "docs/network.md: Core resources (the table of the three studies); docs/calibration.md and docs/network.md: SSD's batch-norm all-reduces" ;;
+    collectives) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
-    train) echo "README.md: Time to train (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
-    metric) echo "docs/train.md: The evaluation metric on the host (What it changes, the v0.6 periods before and after, the distributed-evaluation what-ifs, the evaluation sweep); README.md: Time to train (host evaluation column)" ;;
-    memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts; README.md: Memory" ;;
+    train) echo "README.md: Five studies by task (time to train); docs/train.md: In short (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
+    metric) echo "docs/train.md: The evaluation metric on the host (What it changes, the v0.6 periods before and after, the distributed-evaluation what-ifs, the evaluation sweep); docs/train.md: In short (host evaluation column)" ;;
+    memory) echo "docs/memory.md: the validate example, Out of memory, Rematerialization (lines and sweep), Checked against the facts" ;;
     results) echo "docs/results.md: the tpusim diff example" ;;
     chakra) echo "docs/chakra.md: Cost (the replay of the BERT 256-chip trace)" ;;
-    benchmarks) echo "README.md: Benchmarks (simulated column and kernel events of the run and replay rows)" ;;
-    slow) echo "docs/network.md: Packet trains (BERT at packet level), Core resources (async BERT with 2 DMA engines per core); README.md: Benchmarks (the packet row)" ;;
+    benchmarks) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column and kernel events of the run and replay rows)" ;;
+    slow) echo "docs/network.md: Packet trains (BERT at packet level), Core resources (async BERT with 2 DMA engines per core); README.md and docs/benchmarks.md: the benchmark table (the packet row)" ;;
     plan) echo "docs/plan.md: the plan tables (runs tools/plan_docs.sh, which rewrites them)" ;;
+    start) echo "docs/getting-started.md: tasks 1, 2, 4 to 9 (the quoted lines); README.md: Five studies by task" ;;
+    startplan) echo "docs/getting-started.md: task 3 (plan for GPT-3 on 1024 v4 chips, minutes); docs/llm.md: Searching layouts" ;;
     *) return 1 ;;
   esac
 }
@@ -362,6 +365,44 @@ sec_slow() {
   tps run $study --set network.fidelity=packet | grep -E 'step time|^  communication|kernel events'
   echo "--set hardware.dma.engines_per_core=2: $(q "$async_report" run $study --set hardware.async_collectives=true \
     --set hardware.dma.engines_per_core=2)"
+}
+
+# start: the getting-started tasks, each command as the page writes it (outputs into $tmp)
+sec_start() {
+  tps run $study --set topology=tpu_v3_2048 --set workload.global_batch=4096 | grep -E 'on 2048|step time|examples|simulation:'
+  echo "\$ tpusim sweep configs/studies/sweeps/bert_weak_scaling.json -j2 --out out/bert"
+  progress "tpusim sweep bert_weak_scaling"
+  "$bin" sweep configs/studies/sweeps/bert_weak_scaling.json -j2 --out "$tmp/bert" 2>&1 | grep -E '^\[(1|9)/9\]|points ok'
+  /usr/bin/python3 -c "import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[-1]
+print('scaling efficiency at', r['chips'], 'chips:', round(100 * float(r['scaling_efficiency']), 1), '%')" "$tmp/bert/results.csv"
+  tps train $study | grep -E 'time to train|training steps|bound by'
+  tps run configs/studies/palm_540b_6144.json | grep -E 'step time|utilisation|tokens per second|simulation:'
+  tps validate configs/studies/palm_540b_6144.json --set topology=12x16x16 --set topology.slices=2 \
+    --set parallelism.slices=2 2>&1 || true
+  tps run configs/studies/bert_large_16.json --record-trace "$tmp/bert.json" | grep 'step time'
+  tps trace export "$tmp/bert.json" --format chakra --out "$tmp/bert_et" | sed "s|$tmp/||g"
+  tps trace import "$tmp/bert_et" --format chakra --out "$tmp/bert_back.json" | sed "s|$tmp/||g"
+  tps replay "$tmp/bert_back.json" | grep 'step time'
+  tps run configs/studies/bert_large_4x4096_v4.json | grep -E 'on 16384|step time|over ICI|simulation:'
+  echo "\$ tpusim sweep configs/studies/sweeps/bert_multislice.json -j2 --out out/ms"
+  progress "tpusim sweep bert_multislice"
+  "$bin" sweep configs/studies/sweeps/bert_multislice.json -j2 --out "$tmp/ms" 2>&1 | grep -E '^\['
+  local a
+  for a in "--set parallelism.modle=2" "--set topology=tpu_v3_multipd" "--set workload.global_batch=1000" \
+    "--set hardware.ici.bandwidth_GBps=-1"; do
+    tps run $study $a 2>&1 || true
+  done
+  tps run configs/studies/bert_large_16.json --set workload.global_batch=8192 2>&1 || true
+}
+
+# startplan: getting-started task 3 (minutes of CPU)
+sec_startplan() {
+  tps plan configs/studies/gpt3_175b_4096.json --set topology=tpu_v4_1024 \
+    --space parallelism.model=8,16,32 --space parallelism.fsdp=16,32,64,128 \
+    --space workload.remat=full,attention --space workload.microbatches=1,2,4 \
+    --space parallelism.weight_update_sharding=false --space parallelism.grad_bucket_MiB=32 \
+    --space parallelism.grad_dtype=bf16 -j 2 --out "$tmp/plan" | grep -E 'layouts:|^ +[12] |Winner'
 }
 
 sec_plan() {

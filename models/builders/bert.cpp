@@ -43,6 +43,62 @@ OpNode one_hot_embedding(const std::string& name, std::int64_t tokens, std::int6
   return op;
 }
 
+// The embeddings' ops: the word lookup's (whose table the masked-LM decoder shares) and the
+// layer norm's, which the encoder reads.
+struct Embeddings {
+  int word = -1;
+  int out = -1;
+};
+
+// Embeddings: word lookup split on the vocabulary (partial rows, all-reduced), position and
+// token-type rows added, then layer norm with dropout.
+Embeddings add_embeddings(OpGraph& g, const Config& cfg, std::int64_t tokens, std::int64_t seq,
+                          std::int64_t vocab, std::int64_t h) {
+  OpNode word = kBertOneHotEmbeddings(cfg) ? one_hot_embedding("embeddings.word", tokens, vocab, h)
+                                           : embedding_lookup("embeddings.word", tokens, vocab, h);
+  word.split.model = SplitDim::K;
+  word.params_split_by_model = true;
+  Embeddings e;
+  e.word = g.add(std::move(word));
+  OpNode pos = vector_op(OpKind::Elementwise, "embeddings.position_type",
+                         static_cast<double>(tokens) * h, 1, 2 * vpu_ops::kGather, 1);
+  pos.params = (seq + kBertTypeVocab(cfg)) * h;
+  const int pos_v = g.add(std::move(pos), {e.word});
+  e.out = g.add(
+      layer_norm("embeddings.layer_norm", tokens, h, 1, vpu_ops::kLayerNorm + vpu_ops::kDropout,
+                 vpu_ops::kLayerNormGrad + vpu_ops::kDropout),
+      {pos_v});
+  return e;
+}
+
+// Masked-LM head on the `rows` masked positions of the encoder output `x`: gather, dense + GELU +
+// layer norm (replicated on the model axis), decoder tied to the word embeddings `word` with its
+// own bias, split on the vocabulary like the embedding, softmax cross-entropy over the (split)
+// vocabulary. Returns the decoder's logits.
+int add_mlm_head(OpGraph& g, int x, int word, std::int64_t rows, std::int64_t h,
+                 std::int64_t vocab) {
+  const int gathered =
+      g.add(vector_op(OpKind::Elementwise, "mlm.gather_masked", static_cast<double>(rows) * h, 1,
+                      vpu_ops::kGather, vpu_ops::kGather),
+            {x});
+  const int dense = g.add(weight_matmul("mlm.transform", rows, h, h, true), {gathered});
+  const int act = g.add(vector_op(OpKind::Elementwise, "mlm.gelu", static_cast<double>(rows) * h, 1,
+                                  vpu_ops::kGelu, vpu_ops::kGeluGrad),
+                        {dense});
+  const int mlm_ln =
+      g.add(layer_norm("mlm.layer_norm", rows, h, 1, vpu_ops::kLayerNorm, vpu_ops::kLayerNormGrad),
+            {act});
+  OpNode decoder = weight_matmul("mlm.decoder", rows, h, vocab, true);
+  decoder.params = vocab;  // the output bias; the weights are the word embeddings
+  decoder.tied_to = word;
+  split_columns(decoder);
+  const int logits = g.add(std::move(decoder), {mlm_ln});
+  OpNode mlm_loss = cross_entropy_loss("mlm.loss", rows, vocab);
+  mlm_loss.split.model = SplitDim::K;
+  g.add(std::move(mlm_loss), {logits});
+  return logits;
+}
+
 class BertLarge final : public ModelBuilder {
  public:
   bool supports_model_parallel() const override { return true; }
@@ -94,22 +150,8 @@ class BertLarge final : public ModelBuilder {
     const std::int64_t tokens = batch * seq;
     const std::int64_t h = d.hidden;
 
-    // Embeddings: word lookup split on the vocabulary (partial rows, all-reduced), position and
-    // token-type rows added, then layer norm with dropout.
-    OpNode word = kBertOneHotEmbeddings(cfg)
-                      ? one_hot_embedding("embeddings.word", tokens, vocab, h)
-                      : embedding_lookup("embeddings.word", tokens, vocab, h);
-    word.split.model = SplitDim::K;
-    word.params_split_by_model = true;
-    const int word_v = g.add(std::move(word));
-    OpNode pos = vector_op(OpKind::Elementwise, "embeddings.position_type",
-                           static_cast<double>(tokens) * h, 1, 2 * vpu_ops::kGather, 1);
-    pos.params = (seq + kBertTypeVocab(cfg)) * h;
-    const int pos_v = g.add(std::move(pos), {word_v});
-    int x = g.add(
-        layer_norm("embeddings.layer_norm", tokens, h, 1, vpu_ops::kLayerNorm + vpu_ops::kDropout,
-                   vpu_ops::kLayerNormGrad + vpu_ops::kDropout),
-        {pos_v});
+    const Embeddings e = add_embeddings(g, cfg, tokens, seq, vocab, h);
+    int x = e.out;
 
     for (std::int64_t l = 0; l < layers; ++l) {
       const std::string p = "encoder." + std::to_string(l) + ".";
@@ -119,29 +161,8 @@ class BertLarge final : public ModelBuilder {
       g.end_layer();
     }
 
-    // Masked-LM head on the masked positions: gather, dense + GELU + layer norm (replicated on
-    // the model axis), decoder tied to the word embeddings with its own bias, split on the
-    // vocabulary like the embedding, softmax cross-entropy over the (split) vocabulary.
     const std::int64_t rows = batch * masked;
-    const int gathered =
-        g.add(vector_op(OpKind::Elementwise, "mlm.gather_masked", static_cast<double>(rows) * h, 1,
-                        vpu_ops::kGather, vpu_ops::kGather),
-              {x});
-    const int dense = g.add(weight_matmul("mlm.transform", rows, h, h, true), {gathered});
-    const int act = g.add(vector_op(OpKind::Elementwise, "mlm.gelu", static_cast<double>(rows) * h,
-                                    1, vpu_ops::kGelu, vpu_ops::kGeluGrad),
-                          {dense});
-    const int mlm_ln = g.add(
-        layer_norm("mlm.layer_norm", rows, h, 1, vpu_ops::kLayerNorm, vpu_ops::kLayerNormGrad),
-        {act});
-    OpNode decoder = weight_matmul("mlm.decoder", rows, h, vocab, true);
-    decoder.params = vocab;  // the output bias; the weights are the word embeddings
-    decoder.tied_to = word_v;
-    split_columns(decoder);
-    const int logits = g.add(std::move(decoder), {mlm_ln});
-    OpNode mlm_loss = cross_entropy_loss("mlm.loss", rows, vocab);
-    mlm_loss.split.model = SplitDim::K;
-    g.add(std::move(mlm_loss), {logits});
+    const int logits = add_mlm_head(g, x, e.word, rows, h, vocab);
 
     // Next-sentence head on the first token: pooler dense + tanh, 2-way classifier.
     const int pooled = g.add(weight_matmul("nsp.pooler", batch, h, h, true), {x});

@@ -2,7 +2,7 @@
 // Where fully sharded data parallelism gathers weights: which owner's whole (gathered) weights
 // each op of the step reads, and the segments of the program (runs of ops of one layer, or
 // outside the layers) that the partitioner gathers for in one all-gather each, one segment ahead
-// (models/parallelism/ partitioner.cpp, docs/llm.md).
+// (models/parallelism/rules/fsdp_axis.cpp, docs/llm.md).
 #include <vector>
 
 #include "models/op_graph.hpp"

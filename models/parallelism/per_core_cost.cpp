@@ -76,16 +76,6 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
   return c;
 }
 
-std::vector<std::string> partial_axes(const OpNode& n, const Layout& layout) {
-  std::vector<std::string> axes;
-  if (layout.bn_group > 1 && reduces_over_bn_group(n)) axes.push_back("bn");
-  if (n.split.spatial == SplitDim::K && layout.spatial > 1) axes.push_back("spatial");
-  if (n.split.model == SplitDim::K && layout.model > 1) axes.push_back("model");
-  if (n.split.model2 == SplitDim::K && layout.model2 > 1) axes.push_back("model2");
-  if (n.split.sequence == SplitDim::K && layout.sequence > 1) axes.push_back("sequence");
-  return axes;
-}
-
 double partial_result_bytes(const OpNode& n, const Layout& layout, const ComputeCost& cost) {
   if (n.scatter_partial && n.scatter_bytes > 0) {
     double div = 1;

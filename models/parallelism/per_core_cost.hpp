@@ -15,11 +15,8 @@ namespace tpusim {
 /// `shard` further divides the op (weight-update sharding of optimizer ops).
 ComputeCost per_core_cost(const OpNode& node, const Layout& layout, double shard = 1);
 
-/// Mesh axes (with degree > 1) along which `node` holds a partial result: those that split a
-/// reduced dimension (SplitDim::K).
-std::vector<std::string> partial_axes(const OpNode& node, const Layout& layout);
-
-/// Bytes per core of that partial result (the all-reduce that completes it).
+/// Bytes per core of the partial result `node` holds where an axis splits a reduced dimension (the
+/// all-reduce that completes it; the sharding rules, models/parallelism/rules/, say which axes).
 double partial_result_bytes(const OpNode& node, const Layout& layout, const ComputeCost& cost);
 
 }  // namespace tpusim

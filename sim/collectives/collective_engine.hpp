@@ -18,6 +18,7 @@
 #include "models/program.hpp"
 #include "sim/collectives/collective_planner.hpp"
 #include "sim/collectives/cost_model.hpp"
+#include "sim/core/core_ports.hpp"
 #include "sim/kernel/event_queue.hpp"
 #include "sim/kernel/pool.hpp"
 #include "sim/network/network.hpp"
@@ -47,7 +48,7 @@ struct CommSplit {
   Duration dcn;
 };
 
-class CollectiveEngine : private EventTarget {
+class CollectiveEngine final : public CollectivePort, private EventTarget {
  public:
   CollectiveEngine(const Program& program, const DeviceMesh& mesh, Machine& machine,
                    Network& network, EventQueue& queue, const CollectiveOptions& options,
@@ -60,7 +61,7 @@ class CollectiveEngine : private EventTarget {
 
   /// Core `core` reaches collective op `op_index` now. A group whose last member this is
   /// starts from the event queue at this instant, after the cores running now (start_ready).
-  void arrive(int op_index, int core);
+  void arrive(int op_index, int core) override;
 
   const std::map<int, CollectiveOpStats>& stats() const { return stats_; }
   const CommSplit& split(int core) const { return split_[core]; }

@@ -2,11 +2,9 @@
 
 #include <algorithm>
 
-#include "sim/collectives/collective_engine.hpp"
 #include "sim/kernel/event_queue.hpp"
 #include "sim/kernel/failure.hpp"
 #include "sim/kernel/timeline.hpp"
-#include "sim/machine/host.hpp"
 
 namespace tpusim {
 

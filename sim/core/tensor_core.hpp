@@ -14,12 +14,11 @@
 #include "core/hardware.hpp"
 #include "core/units.hpp"
 #include "models/program.hpp"
+#include "sim/core/core_ports.hpp"
 #include "sim/core/core_resources.hpp"
 
 namespace tpusim {
 
-class CollectiveEngine;
-class InfeedPort;
 class TimelineSink;
 
 /// What every core shares: the Program and its per-op compute times.
@@ -28,13 +27,13 @@ struct ExecutionContext {
   const HardwareSpec* hardware = nullptr;
   std::vector<Duration> op_time;    ///< per op, uncontended; zero for collectives
   std::vector<OpDemand> op_demand;  ///< per op: what it asks of MXUs, vector unit and HBM
-  CollectiveEngine* engine = nullptr;
+  CollectivePort* engine = nullptr;
   /// false: a core waits for each collective it issues before doing anything else (the core
   /// drives its collectives itself); true: it computes while collectives are in flight.
   bool async_collectives = true;
   TimelineSink* timeline = nullptr;
-  /// With hosts (sim/host.hpp): per op the infeed batch it dequeues (-1: none). An infeed op is
-  /// ready only once its batch is in the core's queue.
+  /// With hosts (sim/machine/host.hpp): per op the infeed batch it dequeues (-1: none). An infeed
+  /// op is ready only once its batch is in the core's queue.
   InfeedPort* infeed = nullptr;
   const std::vector<int>* infeed_batch = nullptr;
 };

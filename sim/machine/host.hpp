@@ -16,6 +16,7 @@
 
 #include "core/config.hpp"
 #include "core/units.hpp"
+#include "sim/core/core_ports.hpp"
 #include "sim/kernel/event_queue.hpp"
 #include "topologies/host_blocks.hpp"
 
@@ -49,17 +50,6 @@ struct InfeedBatchStats {
   Duration started;  ///< the last core dequeued it (its step began)
   Duration stall;    ///< longest wait of a core at the batch's infeed op
   Duration cpu;      ///< longest preprocessing of the batch on a host's CPU cores
-};
-
-/// What a TensorCore asks at an infeed op.
-class InfeedPort {
- public:
-  virtual ~InfeedPort() = default;
-  /// True if batch `batch` is in core `core`'s queue at `now`. A false answer records that the
-  /// core waits from `now` on (the core is woken when the batch arrives).
-  virtual bool available(int core, int batch, Duration now) = 0;
-  /// Core `core` takes batch `batch` at `now`, freeing its queue slot.
-  virtual void dequeue(int core, int batch, Duration now) = 0;
 };
 
 class Host;

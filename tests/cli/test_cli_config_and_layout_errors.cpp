@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 namespace {
 

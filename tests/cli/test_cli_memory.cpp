@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/png_pixels.hpp"
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 using nlohmann::json;
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "tests/cli/png_pixels.hpp"
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 using nlohmann::json;
 

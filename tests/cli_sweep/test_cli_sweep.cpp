@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <set>
 
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 using nlohmann::json;
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <thread>
 
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 TEST_CASE("a train sweep writes time_to_train_s per point and tpusim plot draws it") {
   SweepScratch s;

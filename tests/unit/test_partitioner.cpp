@@ -4,6 +4,7 @@
 
 #include "core/errors.hpp"
 #include "model_study.hpp"
+#include "models/parallelism/rules/sharding_rule.hpp"
 
 using namespace tpusim;
 using tpusim::test::graph_of;
@@ -189,4 +190,61 @@ TEST_CASE("the Program stays small: hundreds to a few thousand ops and no per-co
   CHECK(p.ops.size() > 500);
   CHECK(p.ops.size() < 3000);
   CHECK_NOTHROW(p.validate());
+}
+
+namespace {
+std::vector<std::string> live_rules(const RuleSet& rules) {
+  std::vector<std::string> names;
+  for (const auto& e : rules.rules()) names.push_back(e.name);
+  return names;
+}
+
+// The name of the rule that syncs the gradients, or "".
+std::string sync_rule(const RuleSet& rules) {
+  for (const auto& e : rules.rules())
+    if (e.rule.get() == rules.sync()) return e.name;
+  return "";
+}
+}  // namespace
+
+TEST_CASE("sharding rules: registered by name in order, live where their axis has members") {
+  CHECK(registered_sharding_rules() == std::vector<std::string>{"data", "weight_update_sharding",
+                                                                "fsdp", "bn", "spatial", "model",
+                                                                "model2", "sequence"});
+  // One core: no rule has anything to do, nothing syncs.
+  CHECK(live_rules(RuleSet(Layout{})).empty());
+  CHECK(sync_rule(RuleSet(Layout{})).empty());
+
+  Layout wus;  // 4 data replicas x model 2, weight-update sharding: it refines the data sync
+  wus.data = 4;
+  wus.model = 2;
+  wus.weight_update_sharding = true;
+  const RuleSet w(wus);
+  CHECK(live_rules(w) == std::vector<std::string>{"data", "weight_update_sharding", "model"});
+  CHECK(sync_rule(w) == "weight_update_sharding");
+  CHECK_FALSE(w.sync()->sync_each_microbatch());
+
+  Layout fsdp;  // 8 data replicas, 4 of them sharding the weights: FSDP syncs every microbatch
+  fsdp.data = 8;
+  fsdp.fsdp = 4;
+  const RuleSet f(fsdp);
+  CHECK(live_rules(f) == std::vector<std::string>{"data", "fsdp"});
+  CHECK(sync_rule(f) == "fsdp");
+  CHECK(f.sync()->sync_each_microbatch());
+
+  // A partial sum is reduced over the axes in rule order; a reduce-scatter only where every one
+  // of them allows it (model does, spatial does not).
+  Layout ms;
+  ms.data = 2;
+  ms.model = 2;
+  ms.spatial = 2;
+  const RuleSet r(ms);
+  OpNode n;
+  n.split.model = SplitDim::K;
+  n.split.spatial = SplitDim::K;
+  CHECK(r.partial_axes(n, ms) == std::vector<std::string>{"spatial", "model"});
+  CHECK_FALSE(r.all_scatter({"spatial", "model"}));
+  CHECK(r.all_scatter({"model"}));
+  n.split.spatial = SplitDim::M;
+  CHECK(r.partial_axes(n, ms) == std::vector<std::string>{"model"});
 }

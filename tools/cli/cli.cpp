@@ -16,7 +16,7 @@ namespace tpusim::cli {
 
 int main(int argc, char** argv) {
   use_checked_stdout();
-  CLI::App app{"tpusim: a cycle-approximate simulator of the TPU-v3 Multipod"};
+  CLI::App app{"tpusim: a cycle-approximate simulator of TPU pods (v3 to v5e, multislice)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tpusim ") + TPUSIM_VERSION);
   // Options of the command (--log-level) are accepted after the subcommand too.

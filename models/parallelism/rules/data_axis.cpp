@@ -1,0 +1,27 @@
+// The data axis: every replica holds the whole weights and runs its share of the batch, so each
+// gradient is summed over the replica axes (data, and bn, spatial and sequence when present) by
+// one all-reduce per bucket, placed right after the backward op that completed the bucket.
+#include "models/parallelism/rules/sharding_rule.hpp"
+
+namespace tpusim {
+namespace {
+
+class DataAxis final : public ShardingRule {
+ public:
+  bool live(const Layout& l) const override { return l.replicas() > 1; }
+  bool syncs_gradients() const override { return true; }
+
+  void sync_bucket(PartitionState& s, Bucket& b) override {
+    const Layout& l = s.layout;
+    b.collective = s.emit_collective("grad.bucket." + std::to_string(b.index) + ".all-reduce",
+                                     CollectiveKind::AllReduce, Phase::Backward, b.grad_bytes,
+                                     l.grad_dtype, l.replica_axes(), b.done_ops);
+    // Its last reader is set with the optimizer.
+    s.program.ops[b.collective].output.cls = MemoryClass::GradientBuckets;
+  }
+};
+
+const ShardingRuleRegistrar kDataAxisRule{"data", 10, [] { return std::make_unique<DataAxis>(); }};
+
+}  // namespace
+}  // namespace tpusim
