@@ -54,9 +54,8 @@ struct Embeddings {
 // token-type rows added, then layer norm with dropout.
 Embeddings add_embeddings(OpGraph& g, const Config& cfg, std::int64_t tokens, std::int64_t seq,
                           std::int64_t vocab, std::int64_t h) {
-  OpNode word = kBertOneHotEmbeddings(cfg)
-                    ? one_hot_embedding("embeddings.word", tokens, vocab, h)
-                    : embedding_lookup("embeddings.word", tokens, vocab, h);
+  OpNode word = kBertOneHotEmbeddings(cfg) ? one_hot_embedding("embeddings.word", tokens, vocab, h)
+                                           : embedding_lookup("embeddings.word", tokens, vocab, h);
   word.split.model = SplitDim::K;
   word.params_split_by_model = true;
   Embeddings e;
