@@ -1,5 +1,9 @@
 #include "core/hardware.hpp"
 
+#include <algorithm>
+#include <string>
+
+#include "core/errors.hpp"
 #include "core/params.hpp"
 
 namespace tpusim {
@@ -80,8 +84,12 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.ici_latency = c.ns("hardware.ici.latency_ns");
   h.dma_engines_per_core = static_cast<int>(c.integer("hardware.dma.engines_per_core"));
   h.async_collectives = c.boolean("hardware.async_collectives");
-  for (auto chip : c.integers("hardware.slow_chips"))
+  for (auto chip : c.integers("hardware.slow_chips")) {
+    if (std::find(h.slow_chips.begin(), h.slow_chips.end(), chip) != h.slow_chips.end())
+      throw ConfigError("hardware.slow_chips", "chip " + std::to_string(chip) +
+                                                   " is given twice; allowed: each chip once");
     h.slow_chips.push_back(static_cast<int>(chip));
+  }
   h.slow_chip_factor = c.number("hardware.slow_chip_factor");
   h.op_overhead = c.ns("hardware.calibration.op_overhead_ns");
   h.hbm_efficiency = c.number("hardware.calibration.hbm_efficiency");
@@ -91,6 +99,17 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.loop_iteration = c.ns("hardware.calibration.loop_iteration_ns");
   h.vmem_bytes_per_core = c.number("hardware.vmem.MiB_per_core") * 1048576.0;
   h.cmem_bytes_per_chip = c.number("hardware.cmem.MiB_per_chip") * 1048576.0;
+  // A systolic array takes at most one LHS row per cycle: its peak (peak_flops_per_core, what
+  // hardware FLOPs utilisation is measured against) is dim x dim multiply-adds a cycle. More rows
+  // than cycles per pass would time matmuls faster than that peak (a utilisation past 100 %, a
+  // model FLOPs utilisation above the hardware's).
+  if (h.mxu.rows_per_pass > h.mxu.pass_cycles)
+    throw ConfigError("hardware.mxu.rows_per_pass",
+                      std::to_string(h.mxu.rows_per_pass) + " rows in " +
+                          std::to_string(h.mxu.pass_cycles) +
+                          " cycles (hardware.mxu.pass_cycles) is more than one row a cycle, faster "
+                          "than the array's peak; allowed: at most hardware.mxu.pass_cycles (" +
+                          std::to_string(h.mxu.pass_cycles) + ")");
   if (h.megacore) join_cores(h);
   return h;
 }

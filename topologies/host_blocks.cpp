@@ -20,6 +20,10 @@ const ParamRegistrar kHostBlocksParams{{
 std::vector<int> host_chip_block(const Config& cfg) {
   std::vector<int> block;
   for (auto e : cfg.integers("hardware.host.chip_block")) block.push_back(static_cast<int>(e));
+  if (block.empty())
+    throw ConfigError("hardware.host.chip_block",
+                      "[] names no block; allowed: the chips one host feeds along each grid "
+                      "dimension, X first, e.g. [4, 2] (a dimension left out has extent 1)");
   return block;
 }
 
