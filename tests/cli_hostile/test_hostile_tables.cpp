@@ -81,8 +81,8 @@ TEST_CASE("issue 51: plot lists each chart once (peak_memory was listed twice)")
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::multiset<std::string> files;
-  for (const auto& c : json::parse(slurp(s.path("p/charts.json")))["charts"])
-    files.insert(c["file"].get<std::string>());
+  const json charts = json::parse(slurp(s.path("p/charts.json")));
+  for (const auto& c : charts["charts"]) files.insert(c["file"].get<std::string>());
   CHECK(files.count("peak_memory") == 1);
   CHECK(files.count("step_time") == 1);
 }
@@ -128,7 +128,7 @@ TEST_CASE("issue 51: diff --tolerance \"\" is refused, not a diff without a chec
   CHECK(run_tpusim({"diff", golden, golden}).exit_code == 0);
 }
 
-TEST_CASE("issue 51: merge refuses two results for one point; a negative step time is no result") {
+TEST_CASE("issue 51: merge refuses two results for one point, a negative step time is no result") {
   SweepScratch s;
   const auto sweep = bandwidth_sweep(s, {25, 50});
   for (const char* shard : {"1/2", "2/2"}) {
@@ -166,7 +166,7 @@ TEST_CASE("issue 51: merge refuses two results for one point; a negative step ti
   }
 }
 
-TEST_CASE("issue 51: a sweep appends a row per point; after a kill results.csv holds whole rows") {
+TEST_CASE("issue 51: a sweep appends a row per point, after a kill results.csv holds whole rows") {
   SweepScratch s;
   const auto sweep = bandwidth_sweep(s, {10, 20, 30, 40, 50, 60, 70, 80});
   const std::string out = s.path("out");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -20,8 +21,10 @@ namespace tpusim::cli {
 namespace {
 
 /// The mesh of --mesh (the same syntax as replay's), or one axis over every core.
-std::vector<MeshAxis> mesh_of(const std::string& text, int cores) {
-  if (text.empty()) return {{"all", cores}};
+/// --mesh, or one axis over a slice's cores: "data" across slices (the axis a multislice
+/// all-reduce spans, over the DCN), else "all".
+std::vector<MeshAxis> mesh_of(const std::string& text, int cores, int slices) {
+  if (text.empty()) return {{slices > 1 ? "data" : "all", cores}};
   return trace::parse_mesh_axes(text, "--mesh");
 }
 
@@ -112,7 +115,7 @@ void run_collective(const CollectiveArgs& a) {
 
   Program program;
   program.model = "collective";
-  program.mesh = mesh_of(a.mesh, cores);
+  program.mesh = mesh_of(a.mesh, cores, study.topology.slices);
   DeviceMesh mesh(topology, study.hardware.devices_per_chip, program.mesh);  // checks the fit
   Op op = collective_op(a, *kind, bytes, *dtype, mesh);
   // Across slices only an all-reduce runs (hierarchically, its middle phase over the DCN); the
@@ -125,6 +128,11 @@ void run_collective(const CollectiveArgs& a) {
                             a.op + ": 1");
     if (op.collective.axes.empty())  // "all devices": every axis, so that the group spans slices
       for (const auto& axis : program.mesh) op.collective.axes.push_back(axis.name);
+    if (std::find(op.collective.axes.begin(), op.collective.axes.end(), "data") ==
+        op.collective.axes.end())
+      throw ConfigError("--axes", "with " + std::to_string(study.topology.slices) +
+                                      " slices the all-reduce spans them over the axis named "
+                                      "data; allowed: --mesh and --axes that include data");
   }
   program.ops.push_back(op);
   const int group = static_cast<int>(mesh.groups(op.collective.axes).front().size());
