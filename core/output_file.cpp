@@ -215,7 +215,9 @@ void check_output_path(const std::string& path, const std::string& option) {
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
   std::vector<std::pair<std::string, std::string>> seen;  // (canonical path, option)
   for (const auto& [option, path] : outputs) {
-    if (path.empty()) continue;
+    // A device or FIFO (/dev/null for two outputs) is written in place, each output whole.
+    struct stat st {};
+    if (path.empty() || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) continue;
     std::error_code ec;
     std::string canon = std::filesystem::weakly_canonical(path, ec).string();
     if (ec) canon = path;

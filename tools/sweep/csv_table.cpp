@@ -86,9 +86,7 @@ std::optional<double> parse_number(const std::string& s) {
 }  // namespace
 
 std::optional<double> CsvTable::number(std::size_t row, const std::string& name) const {
-  const auto v = parse_number(cell(row, name));
-  if (!v || !std::isfinite(*v)) return std::nullopt;
-  return v;
+  return parse_number(cell(row, name));
 }
 
 bool is_text_column(const std::string& name) {

@@ -21,7 +21,7 @@ struct CsvTable {
   int column(const std::string& name) const;
   /// The cell of `row` in column `name` ("" if the column is absent).
   const std::string& cell(std::size_t row, const std::string& name) const;
-  /// The cell as a number, if it is a finite one.
+  /// The cell as a number, if it is one (a table read_csv read holds only finite ones).
   std::optional<double> number(std::size_t row, const std::string& name) const;
 };
 

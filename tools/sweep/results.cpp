@@ -119,7 +119,7 @@ namespace {
 
 // "" or "the report lacks or mistypes: a, b" for the numbers and strings a report must hold.
 std::string check_fields(const nlohmann::json& report, const std::vector<std::string>& numbers,
-                         const std::vector<std::string>& strings) {
+                         const std::vector<std::string>& strings, bool non_negative = true) {
   if (!report.is_object()) return "the report is not a JSON object";
   std::string missing;
   // Every number a row takes (times, shares, rates, counts) is finite and not negative: a point
@@ -127,7 +127,7 @@ std::string check_fields(const nlohmann::json& report, const std::vector<std::st
   auto need = [&](const std::string& key, bool number) {
     auto it = report.find(key);
     if (it == report.end() || (number ? !it->is_number() : !it->is_string()) ||
-        (number && !(it->get<double>() >= 0 && std::isfinite(it->get<double>()))))
+        (number && (!std::isfinite(it->get<double>()) || (non_negative && it->get<double>() < 0))))
       missing += (missing.empty() ? "" : ", ") + key;
   };
   for (const auto& k : numbers) need(k, true);
@@ -160,7 +160,7 @@ std::string check_oom_report(const nlohmann::json& report) {
   std::string problem = check_fields(report, {"chips", "cores"}, {"model", "layout"});
   if (problem.empty() && report.is_object() && report.contains("memory"))
     problem = check_fields(report["memory"], {"peak_bytes", "capacity_bytes", "headroom_bytes"},
-                           {"peak_op"});
+                           {"peak_op"}, false);  // the headroom of a program that does not fit < 0
   else if (problem.empty())
     problem = "the report lacks or mistypes: memory";
   return problem;
