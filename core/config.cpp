@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -134,6 +135,15 @@ void apply_set(nlohmann::json& doc, const std::string& assignment) {
 namespace {
 // The study as validation sees it: presets resolved, --set applied, shorthands expanded.
 nlohmann::json resolved_study(const nlohmann::json& input, const std::vector<std::string>& sets) {
+  // One value per path: a second --set of the same path would silently win over the first.
+  std::map<std::string, std::string> given;
+  for (const auto& s : sets) {
+    const std::string path = s.substr(0, s.find('='));
+    auto [it, added] = given.emplace(path, s);
+    if (!added)
+      throw ConfigError("--set " + path, "is given twice ('" + it->second + "', then '" + s +
+                                             "'); allowed: each path once");
+  }
   nlohmann::json doc = input;
   // A --set of a preset ("preset=tpu_v4", "hardware.preset=...") replaces the preset the file
   // names before presets are resolved, as if written in the file: the file's own keys still

@@ -1,6 +1,11 @@
 #include "core/hardware.hpp"
 
+#include <algorithm>
+#include <string>
+
+#include "core/errors.hpp"
 #include "core/param_handle.hpp"
+#include "core/params.hpp"
 
 namespace tpusim {
 namespace {
@@ -85,7 +90,12 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.ici_latency = Duration::ns(kHwIciLatencyNs(c));
   h.dma_engines_per_core = static_cast<int>(kHwDmaEnginesPerCore(c));
   h.async_collectives = kHwAsyncCollectives(c);
-  for (auto chip : kHwSlowChips(c)) h.slow_chips.push_back(static_cast<int>(chip));
+  for (auto chip : kHwSlowChips(c)) {
+    if (std::find(h.slow_chips.begin(), h.slow_chips.end(), chip) != h.slow_chips.end())
+      throw ConfigError(kHwSlowChips.path(), "chip " + std::to_string(chip) +
+                                                 " is given twice; allowed: each chip once");
+    h.slow_chips.push_back(static_cast<int>(chip));
+  }
   h.slow_chip_factor = kHwSlowChipFactor(c);
   h.op_overhead = Duration::ns(kHwCalibrationOpOverheadNs(c));
   h.hbm_efficiency = kHwCalibrationHbmEfficiency(c);
@@ -98,6 +108,17 @@ HardwareSpec HardwareSpec::from_config(const Config& c) {
   h.mxu.fp8_rate = kHwMxuFp8Rate(c);
   h.vmem_bytes_per_core = kHwVmemMiBPerCore(c) * 1048576.0;
   h.cmem_bytes_per_chip = kHwCmemMiBPerChip(c) * 1048576.0;
+  // A systolic array takes at most one LHS row per cycle: its peak (peak_flops_per_core, what
+  // hardware FLOPs utilisation is measured against) is dim x dim multiply-adds a cycle. More rows
+  // than cycles per pass would time matmuls faster than that peak (a utilisation past 100 %, a
+  // model FLOPs utilisation above the hardware's).
+  if (h.mxu.rows_per_pass > h.mxu.pass_cycles)
+    throw ConfigError("hardware.mxu.rows_per_pass",
+                      std::to_string(h.mxu.rows_per_pass) + " rows in " +
+                          std::to_string(h.mxu.pass_cycles) +
+                          " cycles (hardware.mxu.pass_cycles) is more than one row a cycle, faster "
+                          "than the array's peak; allowed: at most hardware.mxu.pass_cycles (" +
+                          std::to_string(h.mxu.pass_cycles) + ")");
   if (h.megacore) join_cores(h);
   return h;
 }

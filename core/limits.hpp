@@ -37,6 +37,25 @@ inline constexpr std::size_t kMaxTraceOps = std::size_t{1} << 20;
 /// of its step's Program, plus one infeed op a step): 2^20, as for a trace; an op costs about a
 /// kilobyte in the Program and the simulation, so a loop stays near a gigabyte.
 inline constexpr std::size_t kMaxLoopOps = std::size_t{1} << 20;
+/// Device loops `tpusim train --timeline` draws one by one on its composed run track: 1,000 (the
+/// loops after the first are alike; the rest are drawn as one span, so a run of 10^7 loops gives
+/// a timeline of a few thousand events, not tens of millions).
+inline constexpr std::int64_t kMaxTimelineLoops = 1000;
+/// Spans of one timeline (a traced core's op is a span, with an HBM counter beside it): 2^18.
+/// Checked before the simulation from the traced cores times the Program's ops, and again as
+/// spans are recorded. Measured: 203,264 spans (BERT-Large, 256 cores traced) took 1.45 GB, about
+/// 7 KB a span while the JSON document is built, so a timeline stays under 2 GB.
+inline constexpr double kMaxTimelineSpans = 262144.0;
+/// Ranks (one `.et` file each) of one `tpusim trace export --format chakra`: 2^17, every
+/// TensorCore of kMaxChips two-core chips.
+inline constexpr std::int64_t kMaxChakraRanks = std::int64_t{1} << 17;
+/// Series of one chart of `tpusim plot`: 1,000 (beyond, the legend does not fit the drawing
+/// library's surface); a label is drawn with at most 200 characters.
+inline constexpr std::size_t kMaxPlotSeries = 1000;
+/// Rows of a results table `tpusim plot` draws: 20,000 (a plan's space, kMaxPlanLayouts; a sweep
+/// has at most kMaxSweepPoints).
+inline constexpr std::size_t kMaxPlotRows = 20000;
+
 /// Points of one sweep (the product of its axes' lengths), checked before any is expanded: 10^4
 /// (every point is a simulation of seconds to minutes, and all are validated before any runs).
 inline constexpr std::int64_t kMaxSweepPoints = 10000;

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <streambuf>
+#include <vector>
 
 #include "core/errors.hpp"
 
@@ -43,10 +45,24 @@ int finish(int fd, const std::string& bytes) {
   return err;
 }
 
+/// The temporary file beside `path`: NAME.tmp.PID, with NAME cut short enough that the whole stays
+/// within the folder's longest file name (a 255-character NAME is a valid output).
+std::string temporary_name(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string suffix = ".tmp." + std::to_string(::getpid());
+  std::string name = p.filename().string();
+  const std::string parent = p.parent_path().string();
+  const long max = ::pathconf(parent.empty() ? "." : parent.c_str(), _PC_NAME_MAX);
+  const std::size_t limit = max > 0 ? static_cast<std::size_t>(max) : 255;
+  if (name.size() + suffix.size() > limit)
+    name.resize(limit > suffix.size() ? limit - suffix.size() : 1);
+  return (p.parent_path() / (name + suffix)).string();
+}
+
 /// A new path or a regular file: a temporary file in the same folder, renamed over the path.
 /// After a crash the path holds the old bytes or the new, never half.
 void write_replacing(const std::string& path, const std::string& bytes, const struct stat* old) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = temporary_name(path);
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   int fd = ::open(tmp.c_str(), flags, 0644);
   if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0)  // left by a killed process
@@ -59,6 +75,21 @@ void write_replacing(const std::string& path, const std::string& bytes, const st
     ::unlink(tmp.c_str());
     fail(path, err);
   }
+}
+
+/// A FIFO opened for writing without blocking for ever: a reader has 2 s to open it (a plain
+/// open would wait for one however long). Returns the descriptor (blocking again) or throws.
+int open_fifo(const std::string& path) {
+  for (int tries = 0; tries < 40; ++tries) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    if (errno != ENXIO) fail(path, errno);
+    ::usleep(50000);
+  }
+  throw ConfigError(path, "cannot write: no process opened this FIFO for reading within 2 s");
 }
 
 /// A symlink, device or FIFO: opened through the path and written in place (O_TRUNC does
@@ -78,7 +109,9 @@ void write_in_place(const std::string& path, const std::string& bytes) {
       if (const int err = write_all(stream, bytes)) fail(path, err);
       return;
     }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = S_ISFIFO(target.st_mode)
+                     ? open_fifo(path)
+                     : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(path, errno);
   const int err = finish(fd, bytes);
   if (err != 0) fail(path, err);
@@ -129,10 +162,36 @@ std::string folder_of(const std::string& path) {
 
 }  // namespace
 
+namespace {
+/// The path a chain of symlinks ends at (`path` itself if it is none): a dangling link is written
+/// through to its target, whose folder must then exist. Throws ConfigError (ELOOP) on a cycle.
+std::string link_target(const std::string& path, const std::string& where) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat l {};
+    if (::lstat(p.c_str(), &l) != 0 || !S_ISLNK(l.st_mode)) return p;
+    std::vector<char> buf(static_cast<std::size_t>(PATH_MAX) + 1);
+    const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size() - 1);
+    if (n < 0) fail(where, errno);
+    const std::string target(buf.data(), static_cast<std::size_t>(n));
+    p = !target.empty() && target[0] == '/' ? target : folder_of(p) + "/" + target;
+  }
+  fail(where, ELOOP);
+}
+}  // namespace
+
 void check_output_path(const std::string& path, const std::string& option) {
   const std::string where = option.empty() ? path : option + " " + path;
   if (path.empty()) throw ConfigError(option, "is empty; a file name is allowed");
   struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    // A new file: through a dangling symlink, the file the link names is created.
+    const std::string target = link_target(path, where);
+    if (target != path) {
+      check_output_path(target, where + " ->");
+      return;
+    }
+  }
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode))
       throw ConfigError(where, "cannot write: is a folder; a file path is allowed");
@@ -151,6 +210,23 @@ void check_output_path(const std::string& path, const std::string& option) {
   if (!S_ISDIR(dir.st_mode))
     throw ConfigError(where, "cannot write: '" + folder + "' is not a folder");
   if (::access(folder.c_str(), W_OK | X_OK) != 0) fail(where, errno);
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  std::vector<std::pair<std::string, std::string>> seen;  // (canonical path, option)
+  for (const auto& [option, path] : outputs) {
+    // A device or FIFO (/dev/null for two outputs) is written in place, each output whole.
+    struct stat st {};
+    if (path.empty() || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) continue;
+    std::error_code ec;
+    std::string canon = std::filesystem::weakly_canonical(path, ec).string();
+    if (ec) canon = path;
+    for (const auto& [other, other_option] : seen)
+      if (other == canon)
+        throw ConfigError(option + " " + path, "is also the file of " + other_option +
+                                                   "; allowed: a file of its own for each output");
+    seen.emplace_back(canon, option);
+  }
 }
 
 void write_output_file(const std::string& path, const std::string& bytes) {

@@ -5,6 +5,8 @@
 // path, never replaced. Failures are ConfigError naming the path and the system's reason, and no
 // temporary file is left behind.
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tpusim {
 
@@ -13,6 +15,10 @@ namespace tpusim {
 /// to run before the work that produces the output, so a bad path costs nothing. Nothing is
 /// created or opened (a FIFO without a reader would block).
 void check_output_path(const std::string& path, const std::string& option = "");
+
+/// Throws ConfigError naming both options if two of the (option, path) outputs given (non-empty
+/// paths) are the same file: the later would silently overwrite the earlier.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 /// Writes `bytes` to `path` as the header says. Throws ConfigError(path, "cannot write: REASON")
 /// on any failure (ENOSPC, EACCES, a missing folder, ...).

@@ -88,20 +88,31 @@ bool ParamRegistry::is_section(const std::string& path) const {
 }
 
 namespace {
-std::vector<std::pair<std::string, Shorthand>>& shorthands() {
-  static std::vector<std::pair<std::string, Shorthand>> list;
+struct ShorthandEntry {
+  std::string path;
+  Shorthand expand;
+  ShorthandCompletion complete;
+};
+std::vector<ShorthandEntry>& shorthands() {
+  static std::vector<ShorthandEntry> list;
   return list;
 }
 }  // namespace
 
-ShorthandRegistrar::ShorthandRegistrar(const char* path, Shorthand expand) {
-  shorthands().emplace_back(path, expand);
+ShorthandRegistrar::ShorthandRegistrar(const char* path, Shorthand expand,
+                                       ShorthandCompletion complete) {
+  shorthands().push_back({path, expand, complete});
 }
 
 void expand_shorthands(nlohmann::json& doc) {
-  for (const auto& [path, fn] : shorthands()) {
+  for (const auto& [path, expand, complete] : shorthands()) {
     const auto* v = json_at(doc, path);
-    if (v && v->is_string()) json_set(doc, path, fn(v->get<std::string>(), path));
+    if (v && v->is_string()) json_set(doc, path, expand(v->get<std::string>(), path));
+    if (v && v->is_object() && complete) {
+      nlohmann::json object = *v;
+      complete(object);
+      json_set(doc, path, std::move(object));
+    }
   }
 }
 

@@ -85,10 +85,14 @@ struct ParamRegistrar {
 /// A string given where a section is expected (e.g. "topology": "128x32:wrap=0,1") is expanded
 /// into the section's object form by the function registered for that path.
 using Shorthand = nlohmann::json (*)(const std::string& text, const std::string& where);
+/// Fills the keys an object form of the section leaves out from the keys it gives, as the
+/// shorthand would (a topology's wrap from its dims), before the registry's defaults apply: the
+/// defaults describe the default section, not one the study wrote.
+using ShorthandCompletion = void (*)(nlohmann::json& object);
 struct ShorthandRegistrar {
-  ShorthandRegistrar(const char* path, Shorthand expand);
+  ShorthandRegistrar(const char* path, Shorthand expand, ShorthandCompletion complete = nullptr);
 };
-/// Expands every registered shorthand present in `doc`.
+/// Expands every registered shorthand present in `doc`, and completes their object forms.
 void expand_shorthands(nlohmann::json& doc);
 
 /// True if dotted `path` lies inside the section `section` ("parallelism.model" in "parallelism").

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/model_builder.hpp"
@@ -51,6 +52,12 @@ std::int64_t epochs_to_steps(const Config& cfg, const Param<double>& epochs_para
     throw ConfigError(path, std::to_string(epochs) + " epochs are " + std::to_string(steps) +
                                 " steps, not a whole number; allowed: epochs that are a whole " +
                                 "number of steps, or give the steps");
+  if (std::round(steps) < 1)
+    throw ConfigError(path,
+                      format_number(epochs) + " epochs are " + format_number(steps) +
+                          " steps; allowed: epochs of at least one step (" +
+                          format_number(1.0 / static_cast<double>(steps_per_epoch(cfg, path))) +
+                          " epochs here), or give the steps");
   return static_cast<std::int64_t>(std::round(steps));
 }
 

@@ -131,10 +131,19 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   try {
     if (eval) {
       graph = builder->build_eval(cfg, micro_batch);
-      if (!graph)
+      // The study asked for the eval step (workload.program), or tpusim train needs the model's
+      // evaluation (the study did not say eval): name what the user wrote.
+      if (!graph && kWorkloadProgram(cfg) == "eval")
         problems.add(kWorkloadProgram.path(), "eval: " + kWorkloadModel(cfg) +
                                                   " has no evaluation program in this build; "
                                                   "allowed: train");
+      else if (!graph)
+        problems.add(kWorkloadModel.path(),
+                     kWorkloadModel(cfg) +
+                         " has no evaluation program in this build, which tpusim train "
+                         "simulates at every evaluation; allowed with train: a model that has "
+                         "one (bert_large, resnet50, ssd, maskrcnn, transformer_big), or tpusim "
+                         "run for its step");
     } else {
       graph.emplace(builder->build(cfg, micro_batch));
       graph->microbatches = micro;

@@ -30,22 +30,14 @@ nlohmann::json cell_value(const std::string& text) {
   return v;
 }
 
-// Columns that are text even when they look like numbers (a point id of 16 hex digits can be all
-// decimal digits, with leading zeros).
-bool text_column(const std::string& name) {
-  for (const char* c : {"id", "status", "series", "model", "layout", "error"})
-    if (name == c) return true;
-  return false;
-}
-
 std::string results_json(const std::string& path) {
   const tpusim::sweep::CsvTable table = tpusim::sweep::read_csv(path);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& row : table.rows) {
     nlohmann::ordered_json r = nlohmann::ordered_json::object();
     for (std::size_t i = 0; i < table.header.size() && i < row.size(); ++i)
-      r[table.header[i]] =
-          text_column(table.header[i]) ? nlohmann::json(row[i]) : cell_value(row[i]);
+      r[table.header[i]] = tpusim::sweep::is_text_column(table.header[i]) ? nlohmann::json(row[i])
+                                                                          : cell_value(row[i]);
     rows.push_back(std::move(r));
   }
   return rows.dump();

@@ -19,6 +19,10 @@ const Param<std::vector<std::int64_t>> kHostChipBlock{{"hardware.host.chip_block
 std::vector<int> host_chip_block(const Config& cfg) {
   std::vector<int> block;
   for (auto e : kHostChipBlock(cfg)) block.push_back(static_cast<int>(e));
+  if (block.empty())
+    throw ConfigError(kHostChipBlock.path(),
+                      "[] names no block; allowed: the chips one host feeds along each grid "
+                      "dimension, X first, e.g. [4, 2] (a dimension left out has extent 1)");
   return block;
 }
 

@@ -32,7 +32,27 @@ const ParamRegistrar kTopologyParams{{
 nlohmann::json expand_topology(const std::string& text, const std::string& where) {
   return to_json(parse_topology(text, where));
 }
-const ShorthandRegistrar kShorthand{"topology", &expand_topology};
+/// An object form without "wrap" wraps as the same shape written as text would (every dimension
+/// of a 1D, 2D or 4D shape; on a 3D slice those of 4 or more chips), and without "name" is named
+/// by its shape ("32x32"), never the default Multipod's wrap and name.
+void complete_topology(nlohmann::json& t) {
+  const auto dims = t.find("dims");
+  if (dims == t.end() || !dims->is_array() || dims->empty()) return;
+  std::vector<int> d;
+  std::string shape;
+  for (const auto& e : *dims) {
+    if (!e.is_number_integer() || e.get<long long>() < 1 || e.get<long long>() > 4096) return;
+    d.push_back(e.get<int>());
+    shape += (shape.empty() ? "" : "x") + std::to_string(d.back());
+  }
+  if (!t.contains("wrap")) {
+    const std::vector<bool> wrap =
+        d.size() == 3 ? optical_slice_wrap(d) : std::vector<bool>(d.size(), true);
+    t["wrap"] = wrap;
+  }
+  if (!t.contains("name")) t["name"] = shape;
+}
+const ShorthandRegistrar kShorthand{"topology", &expand_topology, &complete_topology};
 
 // What a topology may be given as; the presets are those of core/presets' registry.
 std::string shape_help() {
@@ -137,7 +157,9 @@ TopologySpec topology_from_json(const nlohmann::json& j, const std::string& wher
     if (problems.empty() && spec.wrap.size() != spec.dims.size())
       problems.add(where + ".wrap", "has " + std::to_string(spec.wrap.size()) +
                                         " entries but dims has " +
-                                        std::to_string(spec.dims.size()));
+                                        std::to_string(spec.dims.size()) +
+                                        "; allowed: one per dimension (a topology given as a "
+                                        "shape, e.g. --set topology=4x4x1, wraps as its shape)");
   }
   if (auto twist = j.find("twist"); twist != j.end()) {
     if (!twist->is_boolean())

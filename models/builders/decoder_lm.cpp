@@ -114,6 +114,12 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
     problems.add(kRematerialize.path(),
                  "true: decoder_lm takes its policy from workload.remat (none, full, attention); "
                  "allowed: false");
+  // Rotary positions rotate pairs of a head's features: an odd head width leaves one unpaired.
+  if (d.rotary && d.head_dim % 2 != 0)
+    problems.add(cfg.integer("workload.head_dim") > 0 ? "workload.head_dim" : "workload.heads",
+                 "a head width of " + std::to_string(d.head_dim) +
+                     " with workload.positions = rotary, which rotates pairs of features; "
+                     "allowed: an even head width");
   check_all_to_all(d, problems);
   problems.throw_if_any();
   return d;

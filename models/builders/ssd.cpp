@@ -30,7 +30,7 @@ const char* kSsdModel = "ssd";
 
 // One parameter per line reads as a table.
 // clang-format off
-const Param<std::int64_t> kSsdImageSize{{"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images", 64, 1e5, {}, "workload.model", kSsdModel}};
+const Param<std::int64_t> kSsdImageSize{{"workload.image_size", T::Integer, "pixels", 300, "height and width of the input images (257 or more: smaller leave no 1x1 last feature map)", 257, 1e5, {}, "workload.model", kSsdModel}};
 const Param<std::int64_t> kSsdClasses{{"workload.classes", T::Integer, "", 81, "object classes including background", 2, 1e5, {}, "workload.model", kSsdModel}};
 const Param<bool> kSsdSpaceToDepth{{"workload.space_to_depth", T::Boolean, "", true, "2x2 space-to-depth input (done by the host) and a 4x4 stride-1 first conv instead of 7x7/2", -kInf, kInf, {}, "workload.model", kSsdModel}};
 // true: the TF 4096-chip run; the JAX 2048-chip run holds the full label tensors on every core.

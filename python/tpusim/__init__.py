@@ -21,7 +21,8 @@ except ImportError as _e:  # the pure-Python part without its compiled half
         "tpusim with PYTHONPATH=build/python") from _e
 
 __all__ = ["run", "validate", "collective", "replay", "params", "sweep", "results",
-           "trace_info", "binary", "version", "TpusimError", "ConfigError", "RunFailed"]
+           "trace_info", "binary", "version", "TpusimError", "ConfigError", "RunFailed",
+           "RunTimeout"]
 
 __version__ = _tpusim.version()
 
@@ -45,6 +46,10 @@ class ConfigError(TpusimError, ValueError):
 class RunFailed(TpusimError):
     """A run that failed (exit code 1): a stuck simulation, a program that does not fit the HBM
     (``report`` then holds what the command printed), or a sweep's failed points."""
+
+
+class RunTimeout(TpusimError):
+    """A command that did not finish within its ``timeout`` (seconds); the process is killed."""
 
 
 def version():
@@ -88,8 +93,16 @@ def _set_args(sets):
 def _invoke(args, timeout=None):
     """Runs tpusim with args; returns stdout. Exit 2 -> ConfigError, 1 -> RunFailed, other
     non-zero -> TpusimError."""
-    proc = subprocess.run([binary()] + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    exe = binary()
+    try:
+        proc = subprocess.run([exe] + [str(a) for a in args], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise RunTimeout(f"tpusim {args[0]} did not finish within {timeout} s (timeout); the "
+                         "process was stopped") from None
+    except OSError as e:
+        raise TpusimError(f"cannot run the tpusim executable {exe!r}: {e.strerror or e}; set "
+                          "TPUSIM_BINARY to the built binary (build/bin/tpusim)") from None
     if proc.returncode == 0:
         return proc.stdout
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
@@ -104,6 +117,27 @@ def _invoke(args, timeout=None):
     raise kind(message, proc.returncode, proc.stderr, problems, report)
 
 
+def _json(text, what):
+    """The JSON object a command printed; anything else is a TpusimError saying so."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        first = text.strip().splitlines()[0] if text.strip() else "(nothing)"
+        raise TpusimError(f"tpusim {what} printed no JSON report (it printed: {first[:120]})") \
+            from None
+
+
+def _positional(value, what):
+    """A file or filter given to a command: one that starts with '-' would be read as an option
+    (tpusim.run('-h') printed the help), so it is refused."""
+    text = os.fspath(value)
+    if text.startswith("-"):
+        message = f"{what} {text!r}: starts with '-', which the command line reads as an option; " \
+                  "give a path (./" + text + ") or name"
+        raise ConfigError(message, 2, "", [message])
+    return text
+
+
 class _StudyFile:
     """A study (or sweep) given as a path, or as a dict written to a temporary file."""
 
@@ -115,7 +149,7 @@ class _StudyFile:
                 json.dump(study, f)
             self._tmp = self.path
         elif isinstance(study, (str, os.PathLike)):
-            self.path = os.fspath(study)
+            self.path = _positional(study, "study")
         else:
             raise TypeError("study must be a file path or a dict")
 
@@ -138,7 +172,7 @@ def run(study, sets=None, timeline=None, record_trace=None, top=None, timeout=No
             args += ["--record-trace", os.fspath(record_trace)]
         if top is not None:
             args += ["--top", str(top)]
-        return json.loads(_invoke(args, timeout))
+        return _json(_invoke(args, timeout), "run")
 
 
 def validate(study, sets=None):
@@ -147,7 +181,7 @@ def validate(study, sets=None):
     a program that does not fit the HBM (fits_memory False). Raises ConfigError."""
     with _StudyFile(study) as path:
         try:
-            return json.loads(_invoke(["validate", path, "--json"] + _set_args(sets)))
+            return _json(_invoke(["validate", path, "--json"] + _set_args(sets)), "validate")
         except RunFailed as e:
             if isinstance(e.report, dict) and e.report.get("fits_memory") is False:
                 return e.report
@@ -163,21 +197,22 @@ def collective(op, bytes, topology=None, algorithm=None, mesh=None, axes=None, s
                         ("--mesh", mesh), ("--axes", axes)):
         if value is not None:
             args += [flag, str(value)]
-    return json.loads(_invoke(args + _set_args(sets)))
+    return _json(_invoke(args + _set_args(sets)), "collective")
 
 
 def replay(trace, topology=None, mesh=None, durations=None, sets=None):
     """Replays a trace file; returns the report (as ``run``, plus a ``trace`` object)."""
-    args = ["replay", os.fspath(trace), "--json"]
+    args = ["replay", _positional(trace, "trace"), "--json"]
     for flag, value in (("--topology", topology), ("--mesh", mesh), ("--durations", durations)):
         if value is not None:
             args += [flag, str(value)]
-    return json.loads(_invoke(args + _set_args(sets)))
+    return _json(_invoke(args + _set_args(sets)), "replay")
 
 
 def params(filter=None):
     """Every declared parameter (path, type, unit, default, meaning, ...) as a list of dicts."""
-    return json.loads(_invoke(["params", "--json"] + ([filter] if filter else [])))
+    args = ["params", "--json"] + ([_positional(filter, "filter")] if filter else [])
+    return _json(_invoke(args), "params")
 
 
 def _table(rows):
@@ -226,7 +261,7 @@ def sweep(sweep_file, out=None, jobs=1, sets=None, shard=None, as_dataframe=None
     try:
         with _StudyFile(sweep_file) as path:
             args = ["sweep", path, "--out", out_dir, "-j", str(jobs)] + _set_args(sets)
-            if shard:
+            if shard is not None:  # shard=0 is refused by the command, not taken as no shard
                 args += ["--shard", str(shard)]
             try:
                 _invoke(args, timeout)

@@ -107,7 +107,11 @@ Host::Host(sc_core::sc_module_name name, HostSet& set, const std::vector<int>& c
       options_(options),
       taken_(set.plan_.batch_examples.size(), 0),
       pcie_free_(chips.size(), Duration{}),
-      thread_free_(static_cast<std::size_t>(options.infeed_threads), Duration{}) {
+      // A batch is one copy per chip, so a host never uses more threads than it has chips: the
+      // threads past that stay idle, and are not kept (hardware.host.infeed_threads up to 2^20
+      // on 512 hosts was 4 GB of them).
+      thread_free_(std::min(static_cast<std::size_t>(options.infeed_threads), chips.size()),
+                   Duration{}) {
   SC_METHOD(guarded_work);
   sensitive << wake_;
   // Runs once at time zero (SC_METHODs are initialised): the first batch starts at run_start.

@@ -1,5 +1,6 @@
 #include "sim/network/network.hpp"
 
+#include <cstdlib>
 #include <map>
 
 #include "core/errors.hpp"
@@ -15,7 +16,7 @@ const ParamRegistrar kNetworkParams{{
     {"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12},
     {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9},
     {"network.coalesce_ring_steps", T::Boolean, "", true, "every level: the steps of one ring phase travel as one message per neighbour pair (at the packet level one packet train; each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},
-    {"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (multipod.chip(5,0).ici.x+: the link of the chip at x=5, y=0 towards +X; x-, y+, y-, z+...) and FACTOR in (0, 1] multiplying its bandwidth", -1e300, 1e300},
+    {"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (multipod.chip(5,0).ici.x+: the link of the chip at x=5, y=0 towards +X; x-, y+, y-, z+...) and FACTOR from 1e-6 to 1 multiplying its bandwidth", -1e300, 1e300},
     {"network.failed_links", T::String, "", "", "ICI link directions that carry nothing, as NAME[,NAME...] (names as in network.degraded_links); routes go the other way round the dimension's ring, and a group they cut off is an error", -1e300, 1e300},
     {"network.contention", T::Boolean, "", true, "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"},
 }};
@@ -57,6 +58,12 @@ NetworkOptions NetworkOptions::from_config(const Config& c) {
                             ? "an empty name (a trailing or doubled comma); give NAME[,NAME...] "
                               "(e.g. multipod.chip(5,0).ici.x+)"
                             : "'" + name + "' is given twice");
+  for (const std::string& name : o.failed_links)
+    if (o.degraded_links.count(name))
+      throw ConfigError("network.degraded_links",
+                        "'" + name +
+                            "' is also in network.failed_links; allowed: a link failed or "
+                            "degraded, not both");
   return o;
 }
 
@@ -71,18 +78,20 @@ std::map<std::string, double> parse_degraded_links(const std::string& text) {
     const std::string name = item.substr(0, eq);
     double factor = 0;
     std::size_t used = 0;
-    try {
-      if (eq != std::string::npos) factor = std::stod(item.substr(eq + 1), &used);
-    } catch (const std::exception&) {
-      used = 0;
+    if (eq != std::string::npos) {  // strtod: a number too small for stod is still a number
+      const std::string text = item.substr(eq + 1);
+      char* end = nullptr;
+      factor = std::strtod(text.c_str(), &end);
+      used = static_cast<std::size_t>(end - text.c_str());
     }
     if (eq == std::string::npos || name.empty() || used == 0 || used != item.size() - eq - 1)
       throw ConfigError("network.degraded_links",
                         "'" + item + "' is not NAME=FACTOR (e.g. multipod.chip(5,0).ici.x+=0.5)");
-    if (!(factor > 0 && factor <= 1))
-      throw ConfigError("network.degraded_links", "factor of '" + name + "' is " +
-                                                      item.substr(eq + 1) +
-                                                      "; allowed: greater than 0, at most 1");
+    // Below 1e-6 a link's time passes the simulated-time limit for any sizeable message.
+    if (!(factor >= 1e-6 && factor <= 1))
+      throw ConfigError(
+          "network.degraded_links",
+          "factor of '" + name + "' is " + item.substr(eq + 1) + "; allowed: from 1e-6 to 1");
     if (!out.emplace(name, factor).second)
       throw ConfigError("network.degraded_links", "'" + name + "' is given twice");
   }

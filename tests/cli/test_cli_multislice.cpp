@@ -24,7 +24,7 @@ json collective(const std::vector<std::string>& sets, const std::string& topolog
 }
 
 // BERT-Large on slices of 2x2 v3 chips (8 cores each), data parallel over all of them.
-std::vector<std::string> bert(int slices, const std::string& topology = "2x2") {
+std::vector<std::string> bert(int slices, const std::string& topology = "2x2", int batch = 0) {
   return {"run",
           "configs/studies/bert_large_16.json",
           "--json",
@@ -35,7 +35,7 @@ std::vector<std::string> bert(int slices, const std::string& topology = "2x2") {
           "--set",
           "parallelism.slices=" + std::to_string(slices),
           "--set",
-          "workload.global_batch=" + std::to_string(8 * slices),
+          "workload.global_batch=" + std::to_string(batch > 0 ? batch : 8 * slices),
           "--set",
           "parallelism.weight_update_sharding=false"};
 }
@@ -134,8 +134,7 @@ TEST_CASE("multislice: the report counts every slice's chips and splits communic
 
 TEST_CASE("multislice: the symmetric and the full simulation agree") {
   auto runs = [](const std::string& mode) {
-    auto r =
-        run_tpusim(with_sets(bert(2, "4x4"), {"workload.global_batch=64", "sim.symmetry=" + mode}));
+    auto r = run_tpusim(with_sets(bert(2, "4x4", 64), {"sim.symmetry=" + mode}));
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     return json::parse(r.out);

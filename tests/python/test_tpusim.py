@@ -160,3 +160,46 @@ def test_a_module_without_its_compiled_part_says_which_target_to_build(tmp_path)
     assert last.startswith("ImportError: tpusim: the compiled part of the module (_tpusim)")
     assert "cmake --build build --target tpusim_python" in last
     assert str(pkg) in last
+
+
+# Issue 51, item 32: the module raises its own errors, never an exception of the machinery
+# underneath (json.JSONDecodeError, subprocess.TimeoutExpired, FileNotFoundError).
+
+def test_an_option_given_as_a_study_or_filter_is_a_config_error_not_a_json_error():
+    for call in (lambda: tpusim.run("-h"), lambda: tpusim.params("--help"),
+                 lambda: tpusim.validate("--version")):
+        with pytest.raises(tpusim.ConfigError) as e:
+            call()
+        assert "starts with '-'" in str(e.value)
+
+
+def test_a_timeout_is_run_timeout_a_tpusim_error():
+    with pytest.raises(tpusim.RunTimeout) as e:
+        tpusim.run(STUDY, timeout=0.001)
+    assert isinstance(e.value, tpusim.TpusimError)
+    assert "0.001 s" in str(e.value)
+
+
+def test_a_missing_binary_is_a_tpusim_error_naming_it(monkeypatch):
+    monkeypatch.setenv("TPUSIM_BINARY", "/nonexistent/tpusim")
+    with pytest.raises(tpusim.TpusimError) as e:
+        tpusim.run(STUDY)
+    assert "/nonexistent/tpusim" in str(e.value)
+    assert not isinstance(e.value, FileNotFoundError)
+
+
+def test_shard_zero_is_refused_not_taken_as_no_shard(tmp_path):
+    sweep = {"base": STUDY, "axes": [{"path": "hardware.ici.bandwidth_GBps", "values": [50]}]}
+    with pytest.raises(tpusim.ConfigError) as e:
+        tpusim.sweep(sweep, out=tmp_path / "s", shard=0)
+    assert "--shard 0" in str(e.value)
+
+
+def test_results_refuse_a_cell_that_is_not_a_finite_number(tmp_path):
+    for bad in ("inf", "nan", "-inf", "1e999"):
+        csv = tmp_path / "results.csv"
+        csv.write_text("point,id,status,x,series,chips,step_time_ms\n"
+                       "0,a,ok,1,s,16,1.5\n1,b,ok,2,s,16,%s\n" % bad)
+        with pytest.raises(tpusim.ConfigError) as e:
+            tpusim.results(csv, as_dataframe=False)
+        assert "step_time_ms" in str(e.value) and bad in str(e.value)

@@ -57,13 +57,13 @@ TEST_CASE("a degraded link slows only the flows that cross it") {
   }
 }
 
-TEST_CASE("a degraded link must exist and its factor be above 0 and at most 1") {
+TEST_CASE("a degraded link must exist and its factor be from 1e-6 to 1") {
   CHECK_THROWS_WITH(
       simulate_child(sends({{0, 1}}), line_with("message", "multipod.chip(7).ici.x+=0.5")),
       Catch::Contains("'multipod.chip(7).ici.x+' is not an ICI link"));
   CHECK_THROWS_WITH(
       simulate_child(sends({{0, 1}}), line_with("message", "multipod.chip(1).ici.x+=0")),
-      Catch::Contains("allowed: greater than 0, at most 1"));
+      Catch::Contains("allowed: from 1e-6 to 1"));
   CHECK_THROWS_WITH(
       simulate_child(sends({{0, 1}}), line_with("message", "multipod.chip(1).ici.x+")),
       Catch::Contains("not NAME=FACTOR"));

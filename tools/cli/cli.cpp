@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -14,7 +15,24 @@
 
 namespace tpusim::cli {
 
+namespace {
+/// What CLI11 printed for --help or --version (exit code `code`), checked like any output: a
+/// full disk or closed pipe is exit 2 with its line.
+int printed(int code) {
+  try {
+    check_stdout();
+  } catch (const ConfigError& e) {
+    for (const auto& p : e.problems()) std::cerr << "tpusim: error: " << p.line() << "\n";
+    return 2;
+  }
+  return code;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
+  // A closed pipe is a write error (EPIPE) that check_stdout reports as exit 2 with its line, as
+  // the docs say, not death by SIGPIPE (141). Children (sweep points) inherit the setting.
+  std::signal(SIGPIPE, SIG_IGN);
   use_checked_stdout();
   CLI::App app{"tpusim: a cycle-approximate simulator of TPU pods (v3 to v5e, multislice)"};
   app.require_subcommand(1);
@@ -34,11 +52,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     check_stdout();  // a report lost to a full disk or a closed pipe is an error, not exit 0
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return printed(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return printed(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return printed(app.exit(e));
   } catch (const CLI::ParseError& e) {
     const std::string hint = did_you_mean(app, std::vector<std::string>(argv + 1, argv + argc));
     std::cerr << "tpusim: error: " << (hint.empty() ? e.what() : hint) << "\n";

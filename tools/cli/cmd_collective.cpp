@@ -19,9 +19,9 @@ const CommandRegistrar kCollectiveRegister{[](CLI::App& app) {
                   "preset, shape (32x128, 128x32:wrap=0,1) or JSON file");
   cmd->add_option(
       "--algorithm", args->algorithm,
-      "auto, ring, bidirectional_ring, per_dimension, onchip, "
-      "recursive_doubling, shift_doubling, halving_doubling, one_shot (all-to-all: --set "
-      "collectives.all_to_all_algorithm=...)");
+      "all-reduce, reduce-scatter, all-gather: auto, ring, bidirectional_ring, per_dimension, "
+      "onchip, recursive_doubling, shift_doubling, halving_doubling, one_shot; all-to-all: auto, "
+      "direct, per_dimension (collectives.all_to_all_algorithm); collective-permute: none");
   cmd->add_option("--mesh", args->mesh,
                   "mesh axes, e.g. data=4096,model=2 (default: one axis over all cores)");
   cmd->add_option("--axes", args->axes, "the axes the collective spans (default: all)");

@@ -85,7 +85,8 @@ void print_text(const sweep::RunDiff& d, const DiffArgs& a) {
 }  // namespace
 
 int run_diff(const DiffArgs& a) {
-  const double tolerance = a.tolerance.empty() ? -1 : sweep::parse_tolerance(a.tolerance);
+  const double tolerance =
+      a.tolerance.empty() && !a.tolerance_given ? -1 : sweep::parse_tolerance(a.tolerance);
   if (is_csv(a.a) != is_csv(a.b))
     throw ConfigError(a.b, "is a " + std::string(is_csv(a.b) ? "CSV" : "JSON") + " file but " +
                                a.a + " is not; diff compares two reports or two results.csv files");

@@ -8,6 +8,7 @@ namespace tpusim::cli {
 
 struct DiffArgs {
   std::string a, b, tolerance;
+  bool tolerance_given = false;  ///< --tolerance was on the command line (even as "")
   bool json = false;
 };
 

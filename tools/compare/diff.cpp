@@ -134,7 +134,12 @@ RunDiff diff_results(const CsvTable& a, const CsvTable& b) {
     return by_values ? point_key(t, r, cols_a) : "row " + std::to_string(r + 1);
   };
   std::map<std::string, std::size_t> rows_b;
-  for (std::size_t r = 0; r < b.rows.size(); ++r) rows_b[key(b, r)] = r;
+  if (by_values) {  // a point twice in either table: refused, neither copy wins
+    rows_by_point(a, cols_a);
+    rows_b = rows_by_point(b, cols_b);
+  } else {
+    for (std::size_t r = 0; r < b.rows.size(); ++r) rows_b[key(b, r)] = r;
+  }
   std::set<std::string> seen;
   std::vector<std::string> columns;  // A's columns, then those only B has
   for (const auto* t : {&a, &b})

@@ -186,7 +186,7 @@ class BoundOrderSearch {
     }
     write_plan(a_.out_dir, store_);
     const RunnerSummary summary =
-        run_points(store_, indices, {a_.out_dir, a_.jobs}, progress, [] {});
+        run_points(store_, indices, {a_.out_dir, a_.jobs}, progress, [](std::size_t) {});
     if (summary.interrupted) {
       progress.close();
       write_results(a_.out_dir, store_);

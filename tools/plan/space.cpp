@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -44,7 +45,15 @@ const std::map<std::string, std::string>& short_names() {
 
 nlohmann::json parse_value(const std::string& text) {
   auto v = nlohmann::json::parse(text, nullptr, false);
-  return v.is_discarded() ? nlohmann::json(text) : v;
+  if (!v.is_discarded()) return v;
+  // A number JSON does not write ("01", "+2", "1."): the number, so that "01,1" is one value
+  // listed twice, not two layouts that are the same.
+  char* end = nullptr;
+  const double d = std::strtod(text.c_str(), &end);
+  if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(d))
+    return d == std::floor(d) && std::fabs(d) < 9e15 ? nlohmann::json(static_cast<long long>(d))
+                                                     : nlohmann::json(d);
+  return nlohmann::json(text);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "tools/sweep/columns.hpp"
 #include "tools/sweep/golden.hpp"
 
@@ -94,7 +95,7 @@ std::vector<std::string> extra_metric_columns(const CsvTable& t) {
   std::set<std::string> shown{
       "point", "id", "chips", "cores", "wall_s", "examples_per_s_per_chip", "scaling_efficiency"};
   for (const auto& c : sweep::report_metric_columns()) shown.insert(c);
-  for (const auto& m : kStandard) shown.insert(m.column);
+  for (const auto& m : kStandard) shown.insert(m.column);  // charted once, not again as extra
   std::vector<std::string> out;
   for (const auto& c : t.header)
     if (!shown.count(c) && std::find(swept.begin(), swept.end(), c) == swept.end() &&
@@ -135,6 +136,19 @@ std::string group_of(const CsvTable& t, std::size_t r, const std::string& x) {
   }
   if (label.empty()) label = t.column("model") >= 0 ? t.cell(r, "model") : "";
   return label.empty() ? "(all points)" : label;
+}
+
+/// A label as drawn: at most kPlotLabelChars characters (UTF-8 kept whole), "..." after a cut;
+/// charts.json keeps the whole label. A 100,000-character label overflowed the drawing library.
+constexpr std::size_t kPlotLabelChars = 200;
+std::string drawn_label(const std::string& s) {
+  std::size_t bytes = 0, chars = 0;
+  while (bytes < s.size() && chars < kPlotLabelChars) {
+    ++bytes;
+    while (bytes < s.size() && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) ++bytes;
+    ++chars;
+  }
+  return bytes < s.size() ? s.substr(0, bytes) + "..." : s;
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -206,7 +220,9 @@ struct PlotRows {
   std::vector<std::string> categories;
   Axis x_axis;
   std::vector<std::string> groups;
+  std::vector<std::string> group_of_row;  ///< per table row: its series (group_of, once)
 
+  const std::string& group(std::size_t r) const { return group_of_row[r]; }
   double x_of(std::size_t r) const {
     return numeric_x
                ? *t.number(r, x)
@@ -216,7 +232,8 @@ struct PlotRows {
 };
 
 PlotRows plot_rows(const CsvTable& t, const std::string& x, const std::string& csv) {
-  PlotRows p{t, x, {}, true, {}, {}, {}};
+  PlotRows p{t, x, {}, true, {}, {}, {}, {}};
+  for (std::size_t r = 0; r < t.rows.size(); ++r) p.group_of_row.push_back(group_of(t, r, x));
   // Rows that count: ok ones drawn, failed ones marked; pending ones are not results yet.
   bool any_ok = false;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
@@ -238,19 +255,26 @@ PlotRows plot_rows(const CsvTable& t, const std::string& x, const std::string& c
     else
       p.numeric_x = false;
   }
-  p.x_axis = p.numeric_x ? x_value_axis(xs) : category_axis(p.categories);
+  std::vector<std::string> drawn;
+  for (const auto& c : p.categories) drawn.push_back(drawn_label(c));
+  p.x_axis = p.numeric_x ? x_value_axis(xs) : category_axis(drawn);
   p.x_axis.label = x == "chips" ? "chips" : x;
 
+  std::set<std::string> seen;
   for (std::size_t r : p.rows)
-    if (std::find(p.groups.begin(), p.groups.end(), group_of(t, r, x)) == p.groups.end())
-      p.groups.push_back(group_of(t, r, x));
+    if (seen.insert(p.group(r)).second) p.groups.push_back(p.group(r));
+  if (p.groups.size() > kMaxPlotSeries)
+    throw ConfigError(
+        csv, "the rows make " + std::to_string(p.groups.size()) + " series (curves) " +
+                 "against --x " + x + ", " +
+                 past_limit(static_cast<double>(kMaxPlotSeries), "series", "kMaxPlotSeries") +
+                 "; allowed: another --x, or a table of fewer series");
   return p;
 }
 
 /// The line chart of metric `y`: one line per series, failed points marked.
 void add_line_chart(PlotSet& set, const PlotRows& p, const std::string& y, const PlotRequest& req) {
   const CsvTable& t = p.t;
-  const std::string& x = p.x;
   std::string label;
   const MetricStyle m = style_of(y, label);
   Chart c;
@@ -264,11 +288,11 @@ void add_line_chart(PlotSet& set, const PlotRows& p, const std::string& y, const
   for (const auto& g : p.groups) {
     std::vector<std::pair<double, double>> pts;
     for (std::size_t r : p.rows)
-      if (group_of(t, r, x) == g && t.cell(r, "status") == "ok")
+      if (p.group(r) == g && t.cell(r, "status") == "ok")
         if (auto v = t.number(r, y)) pts.emplace_back(p.x_of(r), *v);
     if (pts.empty()) continue;
     std::stable_sort(pts.begin(), pts.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    ChartSeries s{g, {}, {}};
+    ChartSeries s{drawn_label(g), {}, {}};
     for (const auto& [px, py] : pts) {
       s.x.push_back(px);
       s.y.push_back(py);
@@ -284,7 +308,7 @@ void add_line_chart(PlotSet& set, const PlotRows& p, const std::string& y, const
         mp.has_y = true;
         mp.y = *v;
       }
-      marked_json.push_back({{"x", mp.x}, {"status", mp.status}, {"series", group_of(t, r, x)}});
+      marked_json.push_back({{"x", mp.x}, {"status", mp.status}, {"series", p.group(r)}});
       if (mp.has_y) marked_json.back()["y"] = mp.y;
       c.marked.push_back(mp);
     }
@@ -310,18 +334,20 @@ void add_breakdown(PlotSet& set, const PlotRows& p, const std::string& g,
   const CsvTable& t = p.t;
   const std::string& x = p.x;
   StackedBars b;
-  b.title = "Where the step goes: " + g;
+  b.title = "Where the step goes: " + drawn_label(g);
   b.y_label = "time per step (ms)";
   std::vector<std::size_t> mine;
   for (std::size_t r : p.rows)
-    if (group_of(t, r, x) == g) mine.push_back(r);
+    if (p.group(r) == g) mine.push_back(r);
   std::stable_sort(mine.begin(), mine.end(),
                    [&](std::size_t a, std::size_t b2) { return p.x_of(a) < p.x_of(b2); });
   std::vector<std::string> labels;
   for (std::size_t r : mine)
     if (std::find(labels.begin(), labels.end(), t.cell(r, x)) == labels.end())
       labels.push_back(t.cell(r, x));
-  b.x = category_axis(labels);
+  std::vector<std::string> drawn;
+  for (const auto& l : labels) drawn.push_back(drawn_label(l));
+  b.x = category_axis(drawn);
   b.x.label = p.x_axis.label;
   for (const auto& part : parts) b.parts.push_back(part.second);
   nlohmann::json bars_json = nlohmann::json::array();
@@ -379,6 +405,11 @@ CsvTable with_exposed_share(const CsvTable& t) {
 }  // namespace
 
 PlotSet build_plots(const CsvTable& table, const PlotRequest& req, const std::string& csv) {
+  if (table.rows.size() > kMaxPlotRows)
+    throw ConfigError(csv,
+                      std::to_string(table.rows.size()) + " rows, " +
+                          past_limit(static_cast<double>(kMaxPlotRows), "rows", "kMaxPlotRows") +
+                          "; allowed: a results table of a sweep or a plan");
   const CsvTable t = with_exposed_share(table);
   const std::string x = req.x.empty() ? default_x_column(t) : req.x;
   const std::vector<std::string> ys = metrics_to_plot(t, req, csv, x);

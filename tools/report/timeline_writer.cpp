@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/output_file.hpp"
 #include "traces/format/file_bytes.hpp"
 
@@ -33,8 +34,25 @@ TimelineWriter::TimelineWriter(const Program& program, int devices_per_chip, int
       cores_(cores),
       traced_cores_(std::move(traced_cores)) {}
 
+void check_timeline_size(std::size_t cores, std::size_t ops, const std::string& where) {
+  const double spans = static_cast<double>(cores) * static_cast<double>(ops);
+  if (spans > kMaxTimelineSpans)
+    throw ConfigError(where, "a timeline of " + std::to_string(cores) + " cores x " +
+                                 std::to_string(ops) + " ops is " + format_number(spans) +
+                                 " spans, " +
+                                 past_limit(kMaxTimelineSpans, "spans", "kMaxTimelineSpans") +
+                                 "; allowed: fewer traced cores (--timeline-all-up-to) or ops");
+}
+
 void TimelineWriter::span(int core, int op_index, const std::string& name,
                           const std::string& category, Duration start, Duration end) {
+  // The check before the simulation counts one span per op; collectives played in several
+  // pieces can add more: the bound holds here whatever the estimate said.
+  if (static_cast<double>(spans_.size()) >= kMaxTimelineSpans)
+    throw ConfigError("--timeline",
+                      "more than " + format_number(kMaxTimelineSpans) + " spans, " +
+                          past_limit(kMaxTimelineSpans, "spans", "kMaxTimelineSpans") +
+                          "; allowed: fewer traced cores or ops");
   spans_.push_back({core, op_index, name, category, start, end});
 }
 

@@ -68,6 +68,10 @@ class TimelineWriter : public TimelineSink {
   std::vector<nlohmann::json> extra_;
 };
 
+/// Throws ConfigError(where, ...) if a timeline of `cores` traced cores of a Program of `ops` ops
+/// would hold more than kMaxTimelineSpans spans (core/limits.hpp): checked before simulating.
+void check_timeline_size(std::size_t cores, std::size_t ops, const std::string& where);
+
 /// Which cores a timeline records: every core of small slices (up to `all_up_to`), else a
 /// representative sample: the first chip's cores, a chip in the middle of the grid, the last.
 std::vector<int> timeline_cores(int cores, int devices_per_chip, int all_up_to = 64);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -20,8 +21,10 @@ namespace tpusim::cli {
 namespace {
 
 /// The mesh of --mesh (the same syntax as replay's), or one axis over every core.
-std::vector<MeshAxis> mesh_of(const std::string& text, int cores) {
-  if (text.empty()) return {{"all", cores}};
+/// --mesh, or one axis over a slice's cores: "data" across slices (the axis a multislice
+/// all-reduce spans, over the DCN), else "all".
+std::vector<MeshAxis> mesh_of(const std::string& text, int cores, int slices) {
+  if (text.empty()) return {{slices > 1 ? "data" : "all", cores}};
   return trace::parse_mesh_axes(text, "--mesh");
 }
 
@@ -81,6 +84,39 @@ void print_collective(const CollectiveArgs& a, double bytes, const CollectiveOpS
             << fmt::format("  simulation        {}\n", r.symmetry);
 }
 
+/// --algorithm names the algorithm of the op given: all-reduce, reduce-scatter and all-gather
+/// take collectives.algorithm, all-to-all its own collectives.all_to_all_algorithm (whose choices
+/// the parameter checks); collective-permute has one way only. Never ignored.
+void set_algorithm(const CollectiveArgs& a, CollectiveKind kind, nlohmann::json& doc) {
+  if (a.algorithm.empty()) return;
+  if (kind == CollectiveKind::CollectivePermute)
+    throw ConfigError("--algorithm " + a.algorithm,
+                      "collective-permute has one algorithm (each core sends to its peer); "
+                      "allowed: no --algorithm with --op collective-permute");
+  doc["collectives"] = {
+      {kind == CollectiveKind::AllToAll ? "all_to_all_algorithm" : "algorithm", a.algorithm}};
+}
+
+/// Across slices only an all-reduce runs (hierarchically, its middle phase over the DCN, on the
+/// axis named data); the others would run in one slice under a header that says several. Never
+/// silently one slice.
+void span_slices(const CollectiveArgs& a, CollectiveKind kind, int slices,
+                 const std::vector<MeshAxis>& mesh, Op& op) {
+  if (slices <= 1) return;
+  if (kind != CollectiveKind::AllReduce)
+    throw ConfigError("topology.slices", std::to_string(slices) +
+                                             " slices: only an all-reduce spans slices (over the "
+                                             "data-center network); allowed with --op " +
+                                             a.op + ": 1");
+  if (op.collective.axes.empty())  // "all devices": every axis, so that the group spans slices
+    for (const auto& axis : mesh) op.collective.axes.push_back(axis.name);
+  if (std::find(op.collective.axes.begin(), op.collective.axes.end(), "data") ==
+      op.collective.axes.end())
+    throw ConfigError("--axes", "with " + std::to_string(slices) +
+                                    " slices the all-reduce spans them over the axis named "
+                                    "data; allowed: --mesh and --axes that include data");
+}
+
 }  // namespace
 
 void run_collective(const CollectiveArgs& a) {
@@ -96,16 +132,17 @@ void run_collective(const CollectiveArgs& a) {
   if (!dtype) throw ConfigError("--dtype", "unknown dtype '" + a.dtype + "'; allowed: bf16, f32");
   nlohmann::json doc = {{"preset", a.preset}};
   if (!a.topology.empty()) doc["topology"] = a.topology;
-  if (!a.algorithm.empty()) doc["collectives"] = {{"algorithm", a.algorithm}};
+  set_algorithm(a, *kind, doc);
   Study study = load_study(doc, a.sets, "(command line)");
   Topology topology(study.topology);
   const int cores = topology.num_chips() * study.hardware.devices_per_chip;
 
   Program program;
   program.model = "collective";
-  program.mesh = mesh_of(a.mesh, cores);
+  program.mesh = mesh_of(a.mesh, cores, study.topology.slices);
   DeviceMesh mesh(topology, study.hardware.devices_per_chip, program.mesh);  // checks the fit
-  const Op op = collective_op(a, *kind, bytes, *dtype, mesh);
+  Op op = collective_op(a, *kind, bytes, *dtype, mesh);
+  span_slices(a, *kind, study.topology.slices, program.mesh, op);
   program.ops.push_back(op);
   const int group = static_cast<int>(mesh.groups(op.collective.axes).front().size());
 

@@ -89,6 +89,9 @@ void finish(const RunArgs& a, const Study& study, const Program& program, const 
 }  // namespace
 
 int run_study(const RunArgs& a) {
+  check_distinct_outputs({{"--timeline", a.timeline},
+                          {"--record-trace", a.record_trace},
+                          {"--links-csv", a.links_csv}});
   if (!a.timeline.empty()) check_output_path(a.timeline, "--timeline");
   if (!a.record_trace.empty()) check_output_path(a.record_trace, "--record-trace");
   if (!a.links_csv.empty()) check_output_path(a.links_csv, "--links-csv");
@@ -111,6 +114,10 @@ int run_study(const RunArgs& a) {
     const int cores = topology.num_chips() * study.hardware.devices_per_chip;
     options.traced_cores =
         timeline_cores(cores, study.hardware.devices_per_chip, a.timeline_all_up_to);
+    check_timeline_size(options.traced_cores.size(), program.ops.size(),
+                        cores <= a.timeline_all_up_to
+                            ? "--timeline-all-up-to " + std::to_string(a.timeline_all_up_to)
+                            : "--timeline");
     trace = std::make_unique<TimelineWriter>(program, study.hardware.devices_per_chip, cores,
                                              options.traced_cores);
     options.timeline = trace.get();

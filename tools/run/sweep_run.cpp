@@ -90,7 +90,13 @@ int run_sweep(SweepArgs a) {
   if (!a.golden.empty() && !a.update_golden && !fs::exists(a.golden))
     throw ConfigError("--check " + a.golden,
                       "no such golden file (create it with --update-golden)");
-  sweep::parse_tolerance(a.tolerance);  // bad input fails before anything runs
+  if (!a.golden.empty() && fs::is_directory(a.golden))
+    throw ConfigError("--check " + a.golden, "is a folder; a golden CSV file is allowed");
+  sweep::parse_tolerance(a.tolerance);          // bad input fails before anything runs
+  if (!a.golden.empty() && !a.update_golden) {  // so does a golden that cannot be compared
+    const sweep::CsvTable golden = sweep::read_csv(a.golden);
+    sweep::rows_by_point(golden, sweep::swept_columns(golden));
+  }
   if (a.update_golden) check_output_path(a.golden, "--check");
 
   const sweep::SweepSpec spec = sweep::load_sweep_file(a.sweep_file);
@@ -119,12 +125,12 @@ int run_sweep(SweepArgs a) {
     write_output_file(sweep::study_file(a.out_dir, p.id), p.resolved.dump(1) + "\n");
     todo.push_back(idx);
   }
-  write_results(a.out_dir, plan);
+  ResultsAppender results(a.out_dir, plan);
 
   const std::size_t own = done + todo.size();
   SweepProgress progress(own, done, ::isatty(STDERR_FILENO) == 1);
   RunnerSummary summary = run_points(plan, todo, {a.out_dir, a.jobs, spec.command}, progress,
-                                     [&] { write_results(a.out_dir, plan); });
+                                     [&](std::size_t index) { results.append(index); });
   progress.close();
   const sweep::CsvTable table = write_results(a.out_dir, plan);
 

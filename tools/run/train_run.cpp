@@ -276,11 +276,16 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
 // The loop's size is known from the step Programs before any copy is made.
 void check_loop_size(const std::vector<const Program*>& steps, const Program& train,
                      const Program& eval) {
-  std::size_t ops = 0;
-  for (const Program* p : steps) ops += p->ops.size() + 1;
+  std::size_t ops = 0, eval_ops = 0;
+  for (const Program* p : steps) {
+    ops += p->ops.size() + 1;
+    if (p == &eval) eval_ops += p->ops.size() + 1;
+  }
   if (ops <= kMaxLoopOps) return;
-  const std::string path = train.ops.size() >= eval.ops.size() ? "train.simulated_train_steps"
-                                                               : "train.simulated_eval_steps";
+  // The path of the steps that hold most of the loop (not the larger step: many eval steps of a
+  // small eval Program are the eval steps' count).
+  const std::string path =
+      eval_ops > ops - eval_ops ? "train.simulated_eval_steps" : "train.simulated_train_steps";
   throw ConfigError(
       path, "a device loop of " + std::to_string(steps.size()) + " steps (" +
                 std::to_string(train.ops.size()) + " ops a training step, " +
@@ -334,6 +339,7 @@ void run_train(const TrainArgs& a) {
   if (!a.timeline.empty()) {
     const int cores = topology.num_chips() * study.hardware.devices_per_chip;
     options.traced_cores = timeline_cores(cores, study.hardware.devices_per_chip);
+    check_timeline_size(options.traced_cores.size(), loop.program.ops.size(), "--timeline");
     trace = std::make_unique<TimelineWriter>(loop.program, study.hardware.devices_per_chip, cores,
                                              options.traced_cores);
     options.timeline = trace.get();

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+
+#include "core/limits.hpp"
 
 namespace tpusim::cli {
 namespace {
@@ -48,7 +51,10 @@ void add_run_tracks(TimelineWriter& trace, const TrainSchedule& s, const TimeToT
   const double eval =
       t.first_eval_stall_s + t.first_eval_step_s + (m - 1) * (t.eval_stall_s + t.eval_step_s);
   double now = t.startup_s;
-  for (std::int64_t v = 1; v <= s.evaluations; ++v) {
+  // Loops after the first are alike: the first kMaxTimelineLoops are drawn one by one, the rest as
+  // one span, so the timeline stays bounded however many loops the run has.
+  const std::int64_t drawn = std::min<std::int64_t>(s.evaluations, kMaxTimelineLoops);
+  for (std::int64_t v = 1; v <= drawn; ++v) {
     const double first = v == 1 ? t.first_train_step_s
                                 : t.loop_first_train_stall_s + t.loop_first_train_step_s +
                                       (h.blocking ? 0.0 : t.host_eval_overlap_s);
@@ -72,6 +78,22 @@ void add_run_tracks(TimelineWriter& trace, const TrainSchedule& s, const TimeToT
                h.blocking || v == s.evaluations ? t.host_eval_metric_s : t.host_eval_overlap_s}});
     if (h.blocking || v == s.evaluations) now += t.host_eval_metric_s;
   }
+  if (drawn == s.evaluations) return;
+  const std::int64_t rest = s.evaluations - drawn;
+  const double loop = t.loop_first_train_stall_s + t.loop_first_train_step_s +
+                      (h.blocking ? 0.0 : t.host_eval_overlap_s) + steady + eval;
+  // Each loop but the last adds its round trip and (when blocking) its metric; the last both.
+  const double per_loop = loop + s.loop_round_trip_s + (h.blocking ? t.host_eval_metric_s : 0.0);
+  const double span_s =
+      static_cast<double>(rest) * per_loop + (h.blocking ? 0.0 : t.host_eval_metric_s);
+  r.span(r.run_pid, 0,
+         fmt::format("loops {} to {}: {} more, each as loop 2 (drawn as one span)", drawn + 1,
+                     s.evaluations, rest),
+         "device_loop", now, span_s,
+         {{"loops", rest},
+          {"training_steps", s.steps_per_loop},
+          {"eval_steps", s.eval_steps},
+          {"simulated", "composed"}});
 }
 
 }  // namespace tpusim::cli

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +12,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/config.hpp"
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/output_file.hpp"
 
 namespace tpusim::sweep {
@@ -66,21 +69,35 @@ const std::string& CsvTable::cell(std::size_t row, const std::string& name) cons
   return c < 0 ? empty : rows[row][static_cast<std::size_t>(c)];
 }
 
-std::optional<double> CsvTable::number(std::size_t row, const std::string& name) const {
-  const std::string& s = cell(row, name);
+std::string CsvTable::where(std::size_t row) const {
+  if (path.empty()) return "results row " + std::to_string(row + 1);
+  return path + ":" + std::to_string(row < lines.size() ? lines[row] : row + 2);
+}
+
+namespace {
+/// The cell as a number if all of it is one (finite or not).
+std::optional<double> parse_number(const std::string& s) {
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
+  const double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size()) return std::nullopt;
   return v;
 }
+}  // namespace
+
+std::optional<double> CsvTable::number(std::size_t row, const std::string& name) const {
+  return parse_number(cell(row, name));
+}
+
+bool is_text_column(const std::string& name) {
+  for (const char* c : {"id", "status", "series", "model", "layout", "error"})
+    if (name == c) return true;
+  return false;
+}
 
 CsvTable read_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  // Bounded like every input file; a folder is named as one (it read as an empty file before).
+  const std::string text = read_file_bounded(path, kMaxTraceFileBytes, "kMaxTraceFileBytes");
   CsvTable t;
   std::size_t pos = 0, line = 0;
   while (pos < text.size()) {
@@ -104,9 +121,19 @@ CsvTable read_csv(const std::string& path) {
       throw ConfigError(path + ":" + std::to_string(line),
                         "row has " + std::to_string(cells.size()) + " cells, the header " +
                             std::to_string(t.header.size()));
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (is_text_column(t.header[c])) continue;
+      const auto v = parse_number(cells[c]);
+      if (v && !std::isfinite(*v))
+        throw ConfigError(path + ":" + std::to_string(line),
+                          "column " + t.header[c] + ": '" + cells[c] +
+                              "' is not a finite number; allowed: finite numbers or an empty cell");
+    }
     t.rows.push_back(std::move(cells));
+    t.lines.push_back(line);
   }
   if (t.header.empty()) throw ConfigError(path, "no header line: not a results CSV");
+  t.path = path;
   return t;
 }
 
@@ -124,6 +151,20 @@ std::string to_csv_text(const CsvTable& table) {
 
 void write_csv(const std::string& path, const CsvTable& table) {
   write_output_file(path, to_csv_text(table));
+}
+
+void append_csv_row(const std::string& path, const std::vector<std::string>& row) {
+  std::string line;
+  for (std::size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + quote(row[i]);
+  line += "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) throw ConfigError(path, std::string("cannot write: ") + std::strerror(errno));
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  const int err = n < 0 ? errno : 0;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size()))
+    throw ConfigError(path, std::string("cannot write: ") +
+                                (err ? std::strerror(err) : "a short write (disk full?)"));
 }
 
 std::string number_text(double v) {

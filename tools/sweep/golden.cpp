@@ -27,6 +27,20 @@ std::string point_key(const CsvTable& t, std::size_t row, const std::vector<std:
   return k;
 }
 
+std::map<std::string, std::size_t> rows_by_point(const CsvTable& t,
+                                                 const std::vector<std::string>& cols) {
+  std::map<std::string, std::size_t> rows;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string key = point_key(t, r, cols);
+    auto [it, added] = rows.emplace(key, r);
+    if (!added)
+      throw ConfigError(t.where(r), "the point " + (key.empty() ? "(no swept columns)" : key) +
+                                        " is also at " + t.where(it->second) +
+                                        "; allowed: each point once");
+  }
+  return rows;
+}
+
 std::vector<std::string> swept_columns(const CsvTable& t) {
   std::vector<std::string> out;
   int from = t.column("status"), to = t.column("series");
@@ -61,8 +75,8 @@ std::vector<Drift> compare_to_golden(const CsvTable& golden, const CsvTable& cur
     drifts.push_back({"(all)", "columns", join(golden_cols), join(cols), "the swept axes differ"});
     return drifts;
   }
-  std::map<std::string, std::size_t> golden_rows;
-  for (std::size_t r = 0; r < golden.rows.size(); ++r) golden_rows[point_key(golden, r, cols)] = r;
+  const std::map<std::string, std::size_t> golden_rows = rows_by_point(golden, cols);
+  rows_by_point(current, cols);
   std::map<std::string, bool> seen;
   for (std::size_t r = 0; r < current.rows.size(); ++r) {
     const std::string key = point_key(current, r, cols);

@@ -1,6 +1,7 @@
 #pragma once
 // Regression checks of a results table against a golden CSV (an earlier results.csv recorded
 // on purpose with --update-golden). Points are matched by their swept values.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ CsvTable golden_from_results(const CsvTable& results, const std::string& sweep_f
 
 /// A point's swept values as text, "topology=4x4 batch=64" (how points are matched).
 std::string point_key(const CsvTable& t, std::size_t row, const std::vector<std::string>& cols);
+/// Each point's row by its key (point_key). Throws ConfigError naming both rows if a point is
+/// in `t` twice: a golden or results table holds each point once, so neither copy may win.
+std::map<std::string, std::size_t> rows_by_point(const CsvTable& t,
+                                                 const std::vector<std::string>& cols);
 
 /// The swept columns of a results table (between "status" and "series").
 std::vector<std::string> swept_columns(const CsvTable& t);

@@ -21,6 +21,39 @@ void copy_if_present(const std::string& from, const std::string& to) {
   write_output_file(to, read_file_bounded(from, kMaxTraceFileBytes, "kMaxTraceFileBytes"));
 }
 
+/// A report without the fields that change with every run (the wall clock), for comparing two
+/// copies of one point.
+nlohmann::json without_wall_clock(nlohmann::json r) {
+  r.erase("wall_s");
+  r.erase("elaboration_s");
+  if (r.contains("memory") && r["memory"].is_object()) r["memory"].erase("analysis_s");
+  return r;
+}
+
+/// The directory whose copy of point `p` the merge takes: a result (ok, or out of memory) over a
+/// failure. Two directories holding different results for the point are a problem: neither may
+/// silently win.
+std::string merge_source(const std::vector<std::string>& dirs, const sweep::PlanPoint& p,
+                         ProblemList& problems) {
+  std::string source;
+  nlohmann::json report;
+  for (const auto& d : dirs) {
+    const sweep::PointOutcome o = sweep::read_outcome(d, p.id);
+    if (!sweep::finished(o.state)) continue;
+    if (!source.empty() && without_wall_clock(o.report) != report)
+      problems.add(sweep::point_file(d, p.id),
+                   "holds another result for point " + std::to_string(p.index) + " than " +
+                       sweep::point_file(source, p.id) +
+                       "; allowed: one result per point (merge shards of one sweep, each once)");
+    source = d;
+    report = without_wall_clock(o.report);
+  }
+  if (source.empty())
+    for (const auto& d : dirs)
+      if (sweep::read_outcome(d, p.id).state == sweep::PointState::Failed) source = d;
+  return source;
+}
+
 }  // namespace
 
 int run_merge(const std::vector<std::string>& dirs, const std::string& out) {
@@ -52,18 +85,17 @@ int run_merge(const std::vector<std::string>& dirs, const std::string& out) {
                                 ", or other points); merge only shards of one sweep");
   problems.throw_if_any();
 
+  std::vector<std::string> sources;
+  for (const auto& p : first.points) sources.push_back(merge_source(dirs, p, problems));
+  problems.throw_if_any();
+
   const SweepDirLock lock = make_sweep_dir(out);
   sweep::Plan merged = first;
   merged.shard = merged.shard_count = 1;
   std::size_t ok = 0, oom = 0, failed = 0, missing = 0;
-  for (const auto& p : merged.points) {
-    // Prefer a result (ok, or out of memory) over a failure, whichever shard holds it.
-    std::string source;
-    for (const auto& d : dirs)
-      if (sweep::finished(sweep::read_outcome(d, p.id).state)) source = d;
-    if (source.empty())
-      for (const auto& d : dirs)
-        if (sweep::read_outcome(d, p.id).state == sweep::PointState::Failed) source = d;
+  for (std::size_t i = 0; i < merged.points.size(); ++i) {
+    const sweep::PlanPoint& p = merged.points[i];
+    const std::string& source = sources[i];
     if (source.empty()) {
       ++missing;
       continue;

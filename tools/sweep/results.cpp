@@ -1,5 +1,6 @@
 #include "tools/sweep/results.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -118,17 +119,20 @@ namespace {
 
 // "" or "the report lacks or mistypes: a, b" for the numbers and strings a report must hold.
 std::string check_fields(const nlohmann::json& report, const std::vector<std::string>& numbers,
-                         const std::vector<std::string>& strings) {
+                         const std::vector<std::string>& strings, bool non_negative = true) {
   if (!report.is_object()) return "the report is not a JSON object";
   std::string missing;
+  // Every number a row takes (times, shares, rates, counts) is finite and not negative: a point
+  // file that says otherwise is damaged, whoever wrote it, and is not a result.
   auto need = [&](const std::string& key, bool number) {
     auto it = report.find(key);
-    if (it == report.end() || (number ? !it->is_number() : !it->is_string()))
+    if (it == report.end() || (number ? !it->is_number() : !it->is_string()) ||
+        (number && (!std::isfinite(it->get<double>()) || (non_negative && it->get<double>() < 0))))
       missing += (missing.empty() ? "" : ", ") + key;
   };
   for (const auto& k : numbers) need(k, true);
   for (const auto& k : strings) need(k, false);
-  return missing.empty() ? "" : "the report lacks or mistypes: " + missing;
+  return missing.empty() ? "" : "the report lacks, mistypes or has a negative: " + missing;
 }
 
 // Peak and headroom in GiB from a report's memory object; empty cells without one.
@@ -156,80 +160,112 @@ std::string check_oom_report(const nlohmann::json& report) {
   std::string problem = check_fields(report, {"chips", "cores"}, {"model", "layout"});
   if (problem.empty() && report.is_object() && report.contains("memory"))
     problem = check_fields(report["memory"], {"peak_bytes", "capacity_bytes", "headroom_bytes"},
-                           {"peak_op"});
+                           {"peak_op"}, false);  // the headroom of a program that does not fit < 0
   else if (problem.empty())
     problem = "the report lacks or mistypes: memory";
   return problem;
 }
 
+namespace {
+
+std::vector<std::string> results_header(const Plan& plan) {
+  std::vector<std::string> h = lead_columns();
+  h.insert(h.end(), plan.columns.begin(), plan.columns.end());
+  h.insert(h.end(), trail_columns().begin(), trail_columns().end());
+  return h;
+}
+
+/// The cells of point `p`'s row, its series and (a point with a result) its throughput.
+std::map<std::string, std::string> point_cells(const Plan& plan, const PlanPoint& p,
+                                               const PointOutcome& o,
+                                               std::optional<Throughput>& tp) {
+  std::map<std::string, std::string> cell;
+  cell["point"] = std::to_string(p.index);
+  cell["id"] = p.id;
+  cell["status"] = to_string(o.state);
+  for (std::size_t i = 0; i < plan.columns.size(); ++i)
+    cell[plan.columns[i]] = value_text(p.values[i]);
+  std::string series = finished(o.state) ? o.report["model"].get<std::string>() : "";
+  for (const auto& s : plan.series_axes) series += (series.empty() ? "" : " ") + s + "=" + cell[s];
+  cell["series"] = series;
+  if (o.state == PointState::Oom) {
+    cell["model"] = o.report["model"].get<std::string>();
+    cell["layout"] = o.report["layout"].get<std::string>();
+    cell["chips"] = number_text(o.report["chips"].get<double>());
+    cell["cores"] = number_text(o.report["cores"].get<double>());
+    memory_cells(o.report, cell);
+  }
+  if (o.state == PointState::Ok) {
+    const auto& r = o.report;
+    cell["model"] = r["model"].get<std::string>();
+    cell["layout"] = r["layout"].get<std::string>();
+    for (const auto& c : report_metric_columns())
+      if (r.contains(c)) cell[c] = number_text(r[c].get<double>());
+    if (r.contains("time_to_train_s"))
+      cell["time_to_train_s"] = number_text(r["time_to_train_s"].get<double>());
+    const double chips = r["chips"].get<double>();
+    cell["chips"] = number_text(chips);
+    cell["cores"] = number_text(r["cores"].get<double>());
+    cell["wall_s"] = number_text(r["wall_s"].get<double>());
+    memory_cells(r, cell);
+    cell["examples_per_s_per_chip"] = number_text(r["examples_per_s"].get<double>() / chips);
+    tp = Throughput{chips, r["examples_per_s"].get<double>()};
+  } else if (o.state == PointState::Failed) {
+    cell["error"] = o.error;
+  }
+  return cell;
+}
+
+std::vector<std::string> row_of(const std::vector<std::string>& header,
+                                std::map<std::string, std::string>& cell) {
+  std::vector<std::string> row;
+  for (const auto& h : header) row.push_back(cell[h]);
+  return row;
+}
+
+/// Scaling efficiency: per-chip throughput over the reference's, "" without a positive reference.
+std::string efficiency_text(const Throughput& tp, const Throughput& ref) {
+  const double ref_per_chip = ref.examples_per_s / ref.chips;
+  return ref_per_chip > 0 ? number_text(tp.examples_per_s / tp.chips / ref_per_chip) : "";
+}
+
+}  // namespace
+
 CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices,
                        const std::function<PointOutcome(const PlanPoint&)>& outcome) {
   CsvTable t;
-  t.header = lead_columns();
-  t.header.insert(t.header.end(), plan.columns.begin(), plan.columns.end());
-  t.header.insert(t.header.end(), trail_columns().begin(), trail_columns().end());
-
-  struct Throughput {
-    double chips, examples_per_s;
-  };
+  t.header = results_header(plan);
   std::vector<std::optional<Throughput>> throughput;
   std::map<std::string, Throughput> reference;  // per series: the point with the fewest chips
   for (std::size_t idx : indices) {
-    const PlanPoint& p = plan.points.at(idx);
-    PointOutcome o = outcome(p);
-    std::map<std::string, std::string> cell;
-    cell["point"] = std::to_string(p.index);
-    cell["id"] = p.id;
-    cell["status"] = to_string(o.state);
-    for (std::size_t i = 0; i < plan.columns.size(); ++i)
-      cell[plan.columns[i]] = value_text(p.values[i]);
-    std::string series = finished(o.state) ? o.report["model"].get<std::string>() : "";
-    for (const auto& s : plan.series_axes)
-      series += (series.empty() ? "" : " ") + s + "=" + cell[s];
-    cell["series"] = series;
     std::optional<Throughput> tp;
-    if (o.state == PointState::Oom) {
-      cell["model"] = o.report["model"].get<std::string>();
-      cell["layout"] = o.report["layout"].get<std::string>();
-      cell["chips"] = number_text(o.report["chips"].get<double>());
-      cell["cores"] = number_text(o.report["cores"].get<double>());
-      memory_cells(o.report, cell);
-    }
-    if (o.state == PointState::Ok) {
-      const auto& r = o.report;
-      cell["model"] = r["model"].get<std::string>();
-      cell["layout"] = r["layout"].get<std::string>();
-      for (const auto& c : report_metric_columns())
-        if (r.contains(c)) cell[c] = number_text(r[c].get<double>());
-      if (r.contains("time_to_train_s"))
-        cell["time_to_train_s"] = number_text(r["time_to_train_s"].get<double>());
-      const double chips = r["chips"].get<double>();
-      cell["chips"] = number_text(chips);
-      cell["cores"] = number_text(r["cores"].get<double>());
-      cell["wall_s"] = number_text(r["wall_s"].get<double>());
-      memory_cells(r, cell);
-      cell["examples_per_s_per_chip"] = number_text(r["examples_per_s"].get<double>() / chips);
-      tp = Throughput{chips, r["examples_per_s"].get<double>()};
-      auto ref = reference.find(series);
-      if (ref == reference.end() || chips < ref->second.chips) reference[series] = *tp;
-    } else if (o.state == PointState::Failed) {
-      cell["error"] = o.error;
+    auto cell = point_cells(plan, plan.points.at(idx), outcome(plan.points.at(idx)), tp);
+    if (tp) {
+      auto ref = reference.find(cell["series"]);
+      if (ref == reference.end() || tp->chips < ref->second.chips) reference[cell["series"]] = *tp;
     }
     throughput.push_back(tp);
-    std::vector<std::string> row;
-    for (const auto& h : t.header) row.push_back(cell[h]);
-    t.rows.push_back(std::move(row));
+    t.rows.push_back(row_of(t.header, cell));
   }
-  const int eff_col = t.column("scaling_efficiency");
-  for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    if (!throughput[r]) continue;
-    const Throughput& ref = reference.at(t.cell(r, "series"));
-    double ref_per_chip = ref.examples_per_s / ref.chips;
-    if (ref_per_chip > 0)
-      t.rows[r][static_cast<std::size_t>(eff_col)] =
-          number_text(throughput[r]->examples_per_s / throughput[r]->chips / ref_per_chip);
-  }
+  const auto eff_col = static_cast<std::size_t>(t.column("scaling_efficiency"));
+  for (std::size_t r = 0; r < t.rows.size(); ++r)
+    if (throughput[r])
+      t.rows[r][eff_col] = efficiency_text(*throughput[r], reference.at(t.cell(r, "series")));
   return t;
+}
+
+ResultsRows::ResultsRows(const Plan& plan) : plan_(plan), header_(results_header(plan)) {}
+
+std::vector<std::string> ResultsRows::add(const PlanPoint& p, const PointOutcome& o) {
+  std::optional<Throughput> tp;
+  auto cell = point_cells(plan_, p, o, tp);
+  if (tp) {
+    auto ref = reference_.find(cell["series"]);
+    if (ref == reference_.end() || tp->chips < ref->second.chips)
+      ref = reference_.insert_or_assign(cell["series"], *tp).first;
+    cell["scaling_efficiency"] = efficiency_text(*tp, ref->second);
+  }
+  return row_of(header_, cell);
 }
 
 }  // namespace tpusim::sweep

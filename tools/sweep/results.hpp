@@ -6,8 +6,10 @@
 //   DIR/points/<id>.json         {"sweep_point": {...}, "report": <tpusim run --json>} (also for
 //                                a point out of memory: its report says "out_of_memory": true)
 //   DIR/points/<id>.error.json   {"sweep_point": {...}, "error": "...", "exit_code": N}
-//   DIR/results.csv              rebuilt from the point files whenever a point finishes
+//   DIR/results.csv              rebuilt from the point files when a sweep starts and ends; while
+//                                it runs, one whole row appended per finished point
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -70,5 +72,25 @@ std::string check_oom_report(const nlohmann::json& report);
 /// (examples_per_s / chips) / (examples_per_s_ref / chips_ref).
 CsvTable results_table(const Plan& plan, const std::vector<std::size_t>& indices,
                        const std::function<PointOutcome(const PlanPoint&)>& outcome);
+
+/// A point's per-chip throughput (the scaling efficiency's terms).
+struct Throughput {
+  double chips, examples_per_s;
+};
+
+/// The rows of results.csv one point at a time, in the order points finish: what a running sweep
+/// appends. A row's scaling efficiency is relative to the point with the fewest chips of its
+/// series among those added so far (results_table, run when the sweep ends, has the final one).
+class ResultsRows {
+ public:
+  explicit ResultsRows(const Plan& plan);
+  const std::vector<std::string>& header() const { return header_; }
+  std::vector<std::string> add(const PlanPoint& p, const PointOutcome& o);
+
+ private:
+  const Plan& plan_;
+  std::vector<std::string> header_;
+  std::map<std::string, Throughput> reference_;
+};
 
 }  // namespace tpusim::sweep

@@ -62,4 +62,20 @@ sweep::CsvTable write_results(const std::string& dir, const sweep::Plan& plan) {
   return table;
 }
 
+ResultsAppender::ResultsAppender(const std::string& dir, const sweep::Plan& plan)
+    : dir_(dir), plan_(plan), rows_(plan) {
+  sweep::CsvTable t;
+  t.header = rows_.header();
+  for (std::size_t idx : plan.own_indices()) {
+    const sweep::PointOutcome o = sweep::read_outcome(dir, plan.points[idx].id);
+    if (sweep::finished(o.state)) t.rows.push_back(rows_.add(plan.points[idx], o));
+  }
+  sweep::write_csv(dir + "/results.csv", t);
+}
+
+void ResultsAppender::append(std::size_t index) {
+  const sweep::PlanPoint& p = plan_.points.at(index);
+  sweep::append_csv_row(dir_ + "/results.csv", rows_.add(p, sweep::read_outcome(dir_, p.id)));
+}
+
 }  // namespace tpusim::cli

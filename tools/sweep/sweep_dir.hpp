@@ -30,4 +30,21 @@ sweep::Plan read_plan(const std::string& dir);
 /// Rebuilds DIR/results.csv from the point files of the plan's own points; returns the table.
 sweep::CsvTable write_results(const std::string& dir, const sweep::Plan& plan);
 
+/// results.csv while a sweep runs: started with the rows of the points finished before (ok or
+/// out of memory; each point file read once), then one whole row appended per point as it
+/// finishes (a single write of the line), so the cost per point does not grow with the sweep and
+/// the file holds whole rows of finished points, each once, whenever the sweep is stopped.
+class ResultsAppender {
+ public:
+  /// Writes DIR/results.csv with the header and the rows of the finished points.
+  ResultsAppender(const std::string& dir, const sweep::Plan& plan);
+  /// Appends the row of point `index` (its point file is written).
+  void append(std::size_t index);
+
+ private:
+  std::string dir_;
+  const sweep::Plan& plan_;
+  sweep::ResultsRows rows_;
+};
+
 }  // namespace tpusim::cli

@@ -155,7 +155,7 @@ void stop_running(const std::map<pid_t, Running>& running, Finish& finish) {
 
 RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo,
                          const RunnerOptions& options, SweepProgress& progress,
-                         const std::function<void()>& on_finish) {
+                         const std::function<void(std::size_t)>& on_finish) {
   StopSignals signals;
   RunnerSummary summary;
   std::deque<std::size_t> queue(todo.begin(), todo.end());
@@ -199,7 +199,7 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
       ++summary.failed;
       progress.finished(label, false, message, seconds, running.size());
     }
-    on_finish();
+    on_finish(r.index);
   };
 
   while ((!queue.empty() || !running.empty()) && !g_stop_signal) {

@@ -25,10 +25,10 @@ struct RunnerSummary {
   bool interrupted = false;
 };
 
-/// Runs the points `todo` (indices into plan.points); calls `on_finish` after each point's file
-/// is written (the caller rebuilds results.csv there).
+/// Runs the points `todo` (indices into plan.points); calls `on_finish(index)` after each point's
+/// file is written (the sweep appends the point's row to results.csv there).
 RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo,
                          const RunnerOptions& options, SweepProgress& progress,
-                         const std::function<void()>& on_finish);
+                         const std::function<void(std::size_t)>& on_finish);
 
 }  // namespace tpusim::cli

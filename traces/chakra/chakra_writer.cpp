@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "traces/chakra/chakra.hpp"
 #include "traces/chakra/chakra_attrs.hpp"
 #include "traces/chakra/chakra_names.hpp"
@@ -171,6 +172,33 @@ void append_rank_nodes(std::string& out, OpNodes& n, const Op& op, int rank) {
 
 }  // namespace
 
+namespace {
+/// Writes the `.et` file of every rank; all or none: a failure (a full disk) removes the files
+/// this export wrote. Returns the bytes written.
+std::uint64_t write_ranks(std::vector<OpNodes>& nodes, const Program& program,
+                          const std::string& meta_bytes, long long devices, const std::string& dir,
+                          const std::string& prefix) {
+  std::uint64_t bytes = 0;
+  std::vector<std::string> written;
+  try {
+    for (int rank = 0; rank < devices; ++rank) {
+      std::string out = meta_bytes;
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        append_rank_nodes(out, nodes[i], program.ops[i], rank);
+      written.push_back(
+          (std::filesystem::path(dir) / (prefix + "." + std::to_string(rank) + ".et")).string());
+      write_file_maybe_gzip(written.back(), out);
+      bytes += out.size();
+    }
+  } catch (...) {
+    std::error_code ec;
+    for (const auto& f : written) std::filesystem::remove(f, ec);
+    throw;
+  }
+  return bytes;
+}
+}  // namespace
+
 ChakraExportSummary write_chakra(const Program& program, const nlohmann::json& recorded_on,
                                  const std::vector<double>& duration_ns, const std::string& dir,
                                  const ChakraExportOptions& options) {
@@ -178,6 +206,12 @@ ChakraExportSummary write_chakra(const Program& program, const nlohmann::json& r
   const bool tpusim = options.tpusim_attributes;
   long long devices = 1;
   for (const auto& a : program.mesh) devices *= a.size;
+  if (devices > kMaxChakraRanks)
+    throw ConfigError(
+        dir, "the mesh " + mesh_text(program.mesh) + " has " + std::to_string(devices) +
+                 " devices, one .et file each: " +
+                 past_limit(static_cast<double>(kMaxChakraRanks), "ranks", "kMaxChakraRanks") +
+                 "; allowed: a mesh of at most " + std::to_string(kMaxChakraRanks) + " devices");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ConfigError(dir, "cannot create the output directory: " + ec.message());
@@ -238,15 +272,7 @@ ChakraExportSummary write_chakra(const Program& program, const nlohmann::json& r
   ChakraExportSummary summary;
   summary.ranks = devices;
   for (std::size_t i = 0; i < n; ++i) summary.nodes_per_rank += is_permute(i) ? 2 : 1;
-  for (int rank = 0; rank < devices; ++rank) {
-    std::string out = meta_bytes;
-    for (std::size_t i = 0; i < n; ++i) append_rank_nodes(out, nodes[i], program.ops[i], rank);
-    write_file_maybe_gzip(
-        (std::filesystem::path(dir) / (options.prefix + "." + std::to_string(rank) + ".et"))
-            .string(),
-        out);
-    summary.bytes += out.size();
-  }
+  summary.bytes = write_ranks(nodes, program, meta_bytes, devices, dir, options.prefix);
   return summary;
 }
 

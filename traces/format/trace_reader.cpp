@@ -2,6 +2,7 @@
 // JSON path ("trace.json: ops[12].collective.bytes: -4 is negative; expected a size >= 0").
 #include <algorithm>
 #include <set>
+#include <unordered_set>
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
@@ -27,14 +28,14 @@ std::vector<MeshAxis> read_mesh(const JsonField& f) {
   if (n == 0)
     f.fail("is empty; expected at least one axis such as {\"name\": \"data\", \"size\": 8}");
   long long devices = 1;
+  std::unordered_set<std::string> names;  // a set: 200,000 axes were a quadratic 27 s
   for (std::size_t i = 0; i < n; ++i) {
     JsonField a = f.at(i);
     a.only_keys({"name", "size"});
     MeshAxis axis;
     axis.name = a["name"].string();
     axis.size = static_cast<int>(a["size"].integer(1, kMaxMeshDevices));
-    for (const auto& m : mesh)
-      if (m.name == axis.name) a["name"].fail("axis '" + axis.name + "' appears twice");
+    if (!names.insert(axis.name).second) a["name"].fail("axis '" + axis.name + "' appears twice");
     devices *= axis.size;
     if (devices > kMaxMeshDevices)
       a["size"].fail("makes the mesh larger than " + std::to_string(kMaxMeshDevices) + " devices");
