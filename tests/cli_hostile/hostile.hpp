@@ -10,7 +10,7 @@
 
 #include "tests/cli/bad_input.hpp"
 #include "tests/cli/run_tpusim.hpp"
-#include "tests/cli_sweep/sweep_fixture.hpp"
+#include "tests/cli/sweep_fixture.hpp"
 
 // Whether this test binary (and so the tpusim it runs, built with the same flags) has
 // AddressSanitizer, whose shadow memory makes a process's size no measure of tpusim's own.
