@@ -142,8 +142,9 @@ TEST_CASE("a handle reads the value its declaration names, given or defaulted") 
 }
 
 TEST_CASE("the preset registry lists the chip, topology and model files of configs") {
-  CHECK(preset_names(PresetKind::Chip) ==
-        std::vector<std::string>{"tpu_v3", "tpu_v4", "tpu_v4_megacore", "tpu_v5e", "tpu_v5p"});
+  CHECK(preset_names(PresetKind::Chip) == std::vector<std::string>{"tpu_v3", "tpu_v4",
+                                                                   "tpu_v4_megacore", "tpu_v5e",
+                                                                   "tpu_v5p", "tpu_v7"});
   const auto topologies = preset_names(PresetKind::Topology);
   CHECK(std::count(topologies.begin(), topologies.end(), "tpu_v3_multipod") == 1);
   CHECK(preset_names(PresetKind::Model) ==
