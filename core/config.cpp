@@ -119,6 +119,10 @@ void apply_set(nlohmann::json& doc, const std::string& assignment) {
   }
   nlohmann::json value =
       nlohmann::json::accept(text) ? parse_json_text(text, "--set " + path) : nlohmann::json(text);
+  set_study_value(doc, path, std::move(value));
+}
+
+void set_study_value(nlohmann::json& doc, const std::string& path, nlohmann::json value) {
   // A key under a shorthand (topology.slices where topology is "2x2") reaches its object form.
   for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
     const std::string above = path.substr(0, dot);

@@ -41,6 +41,10 @@ void deep_merge(nlohmann::json& base, const nlohmann::json& over);
 /// Applies "path.to.key=value" (value parsed as JSON if it parses, else taken as a string).
 void apply_set(nlohmann::json& doc, const std::string& assignment);
 
+/// Sets `path` in `doc` to `value` as --set does: a key under a shorthand (topology.slices where
+/// topology is "2x2" or "tpu_v4_4096") reaches the shorthand's object form, which keeps its name.
+void set_study_value(nlohmann::json& doc, const std::string& path, nlohmann::json value);
+
 /// A resolved, validated study. Access by dotted path; the path must be declared (asserted).
 class Config {
  public:

@@ -1,5 +1,6 @@
 #pragma once
 // Runs build/bin/tpusim as a user would and captures stdout, stderr and the exit code.
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -9,6 +10,28 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+// Whether this test binary (and so the tpusim it runs, built with the same flags) has
+// AddressSanitizer, whose allocator and shadow memory make a process's size no measure of
+// tpusim's own.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+/// The peak resident memory of the largest child process this test has run and waited for, MiB.
+inline double peak_child_rss_mib() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_CHILDREN, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024;
+}
 
 struct TpusimResult {
   int exit_code = -1;

@@ -3,7 +3,6 @@
 // unbounded allocation or a wrong number with exit 0.
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -15,20 +14,6 @@
 #include "tests/cli/run_tpusim.hpp"
 #include "tests/cli/trace_text.hpp"
 #include "traces/format/file_bytes.hpp"
-
-// Whether this test binary (and so the tpusim it runs, built with the same flags) has
-// AddressSanitizer.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
 
 namespace {
 namespace fs = std::filesystem;
@@ -150,12 +135,10 @@ TEST_CASE("a .gz that inflates past kMaxTraceFileBytes stops inflating there") {
   // past it). ru_maxrss of the children this test process waited for, in KiB.
   // AddressSanitizer's allocator and shadow memory add their own (850 MB measured), so the bound
   // holds for the uninstrumented build, which the Release run of the test command checks.
-  struct rusage usage {};
-  ::getrusage(RUSAGE_CHILDREN, &usage);
   if (kAddressSanitizer)
-    WARN("peak RSS " << usage.ru_maxrss / 1024 << " MiB under AddressSanitizer: not checked");
+    WARN("peak RSS " << peak_child_rss_mib() << " MiB under AddressSanitizer: not checked");
   else
-    CHECK(usage.ru_maxrss < 800 * 1024);
+    CHECK(peak_child_rss_mib() < 800);
 }
 
 TEST_CASE("a sweep of more points than kMaxSweepPoints is refused before expanding any") {

@@ -1,7 +1,6 @@
 #pragma once
 // Helpers of the issue-51 tests: a shell command run in the source tree (pipes, prlimit, /dev/full)
 // with its exit code and output, and a sweep of two small points.
-#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -12,30 +11,9 @@
 #include "tests/cli/run_tpusim.hpp"
 #include "tests/cli/sweep_fixture.hpp"
 
-// Whether this test binary (and so the tpusim it runs, built with the same flags) has
-// AddressSanitizer, whose shadow memory makes a process's size no measure of tpusim's own.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kHostileAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kHostileAsan = true;
-#else
-constexpr bool kHostileAsan = false;
-#endif
-#else
-constexpr bool kHostileAsan = false;
-#endif
-
-/// The peak resident memory of the largest process this test has run and waited for, in MiB.
-inline double peak_child_rss_mib() {
-  struct rusage usage {};
-  ::getrusage(RUSAGE_CHILDREN, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024;
-}
-
 /// Checks a bound on the peak memory of the runs so far (not under AddressSanitizer).
 inline void check_peak_rss_below(double mib) {
-  if (kHostileAsan)
+  if (kAddressSanitizer)
     WARN("peak RSS " << peak_child_rss_mib() << " MiB under AddressSanitizer: not checked");
   else
     CHECK(peak_child_rss_mib() < mib);

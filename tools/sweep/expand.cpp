@@ -44,21 +44,9 @@ nlohmann::json number_json(double v) {
   return v;
 }
 
-/// Sets `path` as --set does (core/config.cpp, apply_set): a key under a shorthand
-/// (topology.slices where topology is "2x2" or "tpu_v4_4096") reaches the shorthand's object
-/// form, so the named topology is kept.
+/// Sets `path` as --set does (core/config: set_study_value); an empty path sets nothing.
 void set_value(nlohmann::json& study, const std::string& path, const nlohmann::json& value) {
-  if (path.empty()) return;
-  for (auto dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
-    const std::string above = path.substr(0, dot);
-    const nlohmann::json* v = json_at(study, above);
-    if (!v || !v->is_string()) continue;
-    nlohmann::json alone = nlohmann::json::object();
-    json_set(alone, above, *v);
-    expand_shorthands(alone);
-    if (!json_at(alone, above)->is_string()) json_set(study, above, *json_at(alone, above));
-  }
-  json_set(study, path, value);
+  if (!path.empty()) set_study_value(study, path, value);
 }
 
 }  // namespace

@@ -12,14 +12,14 @@ struct Registered {
   ShardingRuleFactory make;
 };
 
-std::vector<Registered>& registry() {
+std::vector<Registered>& rule_registry() {
   static std::vector<Registered> r;
   return r;
 }
 
 // The registered rules sorted by order (static initialisation runs in no fixed order).
 std::vector<Registered> in_order() {
-  std::vector<Registered> r = registry();
+  std::vector<Registered> r = rule_registry();
   std::sort(r.begin(), r.end(),
             [](const Registered& a, const Registered& b) { return a.order < b.order; });
   return r;
@@ -29,7 +29,7 @@ std::vector<Registered> in_order() {
 
 ShardingRuleRegistrar::ShardingRuleRegistrar(const char* name, int order,
                                              ShardingRuleFactory make) {
-  registry().push_back({order, name, std::move(make)});
+  rule_registry().push_back({order, name, std::move(make)});
 }
 
 std::vector<std::string> registered_sharding_rules() {
