@@ -42,3 +42,10 @@ inline nlohmann::json point_report(const std::string& out_dir, const std::string
 inline tpusim::sweep::CsvTable results_of(const std::string& out_dir) {
   return tpusim::sweep::read_csv(out_dir + "/results.csv");
 }
+
+/// The chart of `plot`'s manifest (charts.json) written to `file`, or null.
+inline nlohmann::json chart_named(const nlohmann::json& manifest, const std::string& file) {
+  for (const auto& c : manifest["charts"])
+    if (c["file"] == file) return c;
+  return nlohmann::json();
+}

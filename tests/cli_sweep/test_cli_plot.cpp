@@ -74,12 +74,6 @@ namespace {
 // The mark of points that did not succeed (dark red), as 8-bit RGB.
 const std::array<int, 3> kMarkedColour{179, 13, 26};
 
-json chart_named(const json& manifest, const std::string& file) {
-  for (const auto& c : manifest["charts"])
-    if (c["file"] == file) return c;
-  return json();
-}
-
 /// Heights in pixels of palette colours 0 and 1 in the image column where their sum is largest
 /// (the middle of the tallest bar).
 std::pair<int, int> tallest_bar_parts(const std::string& png) {

@@ -12,12 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-json chart_named(const json& manifest, const std::string& file) {
-  for (const auto& c : manifest["charts"])
-    if (c["file"] == file) return c;
-  return json();
-}
-
 std::uint32_t be32(const std::string& s, std::size_t at) {
   std::uint32_t v = 0;
   for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(s[at + i]);
