@@ -116,7 +116,7 @@ TEST_CASE("cli memory: a sweep across the limit records oom points and finishes"
   INFO(check.err);
   CHECK(check.exit_code == 0);
   // The plot draws peak memory with the oom point marked.
-  auto p = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("plots")});
+  auto p = run_tpusim({"plot", "--dpi", "96", s.path("out/results.csv"), "--out", s.path("plots")});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   CHECK(png_has_colour(s.path("plots/peak_memory.png"), kRingColour));

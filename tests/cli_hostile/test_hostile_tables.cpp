@@ -54,7 +54,7 @@ TEST_CASE("issue 51: plot of more series than kMaxPlotSeries is refused, not exi
     t += std::to_string(k) + ",i" + std::to_string(k) + ",ok," + std::to_string(k % 2 + 1) + ",s" +
          std::to_string(k / 2) + ",16," + std::to_string(k + 1) + "\n";
   write_text(s.path("many.csv"), t);
-  const auto r = run_tpusim({"plot", s.path("many.csv"), "--out", s.path("p")});
+  const auto r = run_tpusim({"plot", "--dpi", "96", s.path("many.csv"), "--out", s.path("p")});
   check_bad_input(r, "kMaxPlotSeries");
   CHECK_THAT(r.err, Catch::Contains("1001 series"));
   CHECK(!fs::exists(s.path("p")));
@@ -64,7 +64,7 @@ TEST_CASE("issue 51: a 100,000-character series label is drawn cut, kept whole i
   SweepScratch s;
   const std::string label(100000, 'y');
   write_text(s.path("long.csv"), table_of(2, label));
-  const auto r = run_tpusim({"plot", s.path("long.csv"), "--out", s.path("p")});
+  const auto r = run_tpusim({"plot", "--dpi", "96", s.path("long.csv"), "--out", s.path("p")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const json charts = json::parse(slurp(s.path("p/charts.json")));
@@ -77,7 +77,7 @@ TEST_CASE("issue 51: plot lists each chart once (peak_memory was listed twice)")
   write_text(s.path("m.csv"),
              "point,id,status,x,series,chips,step_time_ms,peak_memory_GiB\n"
              "0,a,ok,1,s,16,1.5,3\n1,b,ok,2,s,16,2,4\n");
-  const auto r = run_tpusim({"plot", s.path("m.csv"), "--out", s.path("p")});
+  const auto r = run_tpusim({"plot", "--dpi", "96", s.path("m.csv"), "--out", s.path("p")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::multiset<std::string> files;

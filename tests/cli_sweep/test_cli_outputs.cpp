@@ -133,7 +133,7 @@ TEST_CASE("a full disk is one error line and exit code 2, and leaves no temporar
   // plot: a chart file on a full device.
   fs::create_directories(s.path("plots"));
   fs::create_symlink("/dev/full", s.path("plots/step_time.svg"));
-  auto p = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("plots")});
+  auto p = run_tpusim({"plot", "--dpi", "96", s.path("out/results.csv"), "--out", s.path("plots")});
   CHECK(p.exit_code == 2);
   CHECK_THAT(p.err, Catch::Contains(s.path("plots/step_time.svg") + ": cannot write: ") &&
                         Catch::Contains(std::strerror(ENOSPC)));

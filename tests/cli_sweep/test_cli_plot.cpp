@@ -44,7 +44,7 @@ TEST_CASE("plot writes SVG and PNG scaling curves with one line per series") {
   auto r = run_tpusim({"sweep", sweep, "-j", "2", "--out", s.path("out")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  auto p = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("plots")});
+  auto p = run_tpusim({"plot", "--dpi", "96", s.path("out/results.csv"), "--out", s.path("plots")});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   CHECK_THAT(p.err, Catch::Contains("x = chips, 2 series"));
@@ -101,7 +101,7 @@ TEST_CASE("plot of the model-parallel sweep: x is the model degree, one series, 
   auto r = run_tpusim({"sweep", s.write("mp.json", doc), "-j", "2", "--out", s.path("mp")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  auto p = run_tpusim({"plot", s.path("mp/results.csv"), "--out", s.path("plots")});
+  auto p = run_tpusim({"plot", "--dpi", "96", s.path("mp/results.csv"), "--out", s.path("plots")});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   CHECK_THAT(p.err, Catch::Contains("x = parallelism.model, 1 series"));
@@ -157,8 +157,8 @@ TEST_CASE("plot --x and several --y: one chart per metric, series by the other a
   const auto sweep = s.write("s.json", doc);
   REQUIRE(run_tpusim({"sweep", sweep, "-j", "2", "--out", s.path("out")}).exit_code == 0);
   const auto t = results_of(s.path("out"));
-  auto p = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("plots"), "--x", "ici",
-                       "--y", "step_time_ms", "--y", "mxu_utilization"});
+  auto p = run_tpusim({"plot", "--dpi", "96", s.path("out/results.csv"), "--out", s.path("plots"),
+                       "--x", "ici", "--y", "step_time_ms", "--y", "mxu_utilization"});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   CHECK_THAT(p.err, Catch::Contains("x = ici, 2 series, 2 charts"));
@@ -180,8 +180,8 @@ TEST_CASE("plot --x and several --y: one chart per metric, series by the other a
     }
   }
   // --y-from-zero: the axis starts at 0.
-  auto z = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("z"), "--x", "ici", "--y",
-                       "mxu_utilization", "--y-from-zero"});
+  auto z = run_tpusim({"plot", "--dpi", "96", s.path("out/results.csv"), "--out", s.path("z"),
+                       "--x", "ici", "--y", "mxu_utilization", "--y-from-zero"});
   REQUIRE(z.exit_code == 0);
   const json mz = json::parse(slurp(s.path("z/charts.json")));
   CHECK(mz["charts"][0]["y_axis"]["from"].get<double>() == 0);
@@ -209,7 +209,7 @@ TEST_CASE("plot marks points that did not succeed, with or without a value") {
   for (std::size_t r = 0; r < t.rows.size(); ++r)
     t.rows[r].push_back(std::to_string(10 + 4 * static_cast<int>(r)));
   tpusim::sweep::write_csv(s.path("edited.csv"), t);
-  auto p = run_tpusim({"plot", s.path("edited.csv"), "--out", s.path("plots")});
+  auto p = run_tpusim({"plot", "--dpi", "96", s.path("edited.csv"), "--out", s.path("plots")});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   const json m = json::parse(slurp(s.path("plots/charts.json")));
@@ -247,7 +247,7 @@ TEST_CASE("plot skips a standard metric a kind of report leaves empty and draws 
     row[static_cast<std::size_t>(t.column("time_to_train_s"))] = "20";
   }
   tpusim::sweep::write_csv(s.path("edited.csv"), t);
-  auto p = run_tpusim({"plot", s.path("edited.csv"), "--out", s.path("plots")});
+  auto p = run_tpusim({"plot", "--dpi", "96", s.path("edited.csv"), "--out", s.path("plots")});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   const json m = json::parse(slurp(s.path("plots/charts.json")));
@@ -269,7 +269,8 @@ TEST_CASE("plot bad --x or --y: one line naming the option, exit code 2") {
            {{"--x", "nosuch"}, "--x nosuch"},
            {{"--y", "model"}, "--y model"},
            {{"--y", "nosuch_ms"}, "--y nosuch_ms"}}) {
-    std::vector<std::string> cmd{"plot", s.path("out/results.csv"), "--out", s.path("p")};
+    std::vector<std::string> cmd{"plot",  "--dpi",    "96", s.path("out/results.csv"),
+                                 "--out", s.path("p")};
     cmd.insert(cmd.end(), args.begin(), args.end());
     auto r = run_tpusim(cmd);
     INFO(r.err);

@@ -32,7 +32,7 @@ TEST_CASE("a train sweep writes time_to_train_s per point and tpusim plot draws 
   }
   // Twice the chips at the same global batch: a shorter time to train.
   CHECK(*t.number(1, "time_to_train_s") < *t.number(0, "time_to_train_s"));
-  auto p = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("plots")});
+  auto p = run_tpusim({"plot", "--dpi", "96", s.path("out/results.csv"), "--out", s.path("plots")});
   INFO(p.err);
   CHECK(p.exit_code == 0);
   CHECK(std::filesystem::exists(s.path("plots/time_to_train.png")));
