@@ -667,6 +667,7 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
     out.reason = why;
     return out;
   }
+  s->core_rep = std::move(cls);
   out.run = std::move(s);
   return out;
 }

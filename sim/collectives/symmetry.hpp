@@ -22,6 +22,7 @@ struct SymmetricRun {
   std::vector<int> period;    ///< chips per dimension of the domain (a divisor of the dimension)
   std::vector<char> active;   ///< per core: in the domain (simulated)
   std::vector<int> link_rep;  ///< per link (Machine::links() index): its image in the domain
+  std::vector<int> core_rep;  ///< per core: its image in the domain (whose timeline it has)
   int active_cores = 0;
   struct OpGroups {
     std::vector<int> active_members;  ///< per group: its members in the domain (0: not played)

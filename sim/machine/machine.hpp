@@ -73,6 +73,9 @@ class Machine : public sc_core::sc_module, public StatGroup {
   /// core) with those TensorCores, in core order, then the hosts (parts.infeed), whose SC_METHODs
   /// come after the cores'. Once, before the simulation starts.
   void elaborate_cores(const std::vector<char>* active);
+  /// Per core: its spans go to the timeline (replaces MachineParts::traced before
+  /// elaborate_cores; a symmetric run traces the domain images of the cores asked for).
+  void set_traced(std::vector<bool> traced) { parts_.traced = std::move(traced); }
 
   const Topology& topology() const { return topology_; }
   const HardwareSpec& hardware() const { return hw_; }

@@ -23,6 +23,7 @@
 #include "sim/machine/machine.hpp"
 #include "sim/run/link_usage.hpp"
 #include "sim/run/run_progress.hpp"
+#include "sim/run/timeline_images.hpp"
 #include "topologies/host_blocks.hpp"
 
 namespace tpusim {
@@ -65,9 +66,10 @@ struct Design {
   CoreDispatch dispatch;
   std::unique_ptr<CollectiveEngine> engine;
   LinkLogs link_logs;
-  std::unique_ptr<SymmetricRun> symmetric;  ///< null: every core simulated
-  std::string symmetry;                     ///< SimReport::symmetry
-  MemoryFactory memory;                     ///< SimOptions::memory_model, for the cores
+  std::unique_ptr<DomainTrace> domain_trace;  ///< a symmetric run's timeline, through images
+  std::unique_ptr<SymmetricRun> symmetric;    ///< null: every core simulated
+  std::string symmetry;                       ///< SimReport::symmetry
+  MemoryFactory memory;                       ///< SimOptions::memory_model, for the cores
 };
 Design* g_design = nullptr;
 
@@ -130,7 +132,6 @@ std::string asymmetric_machine(const HardwareSpec& hw, const SimOptions& options
   if (!options.network.failed_links.empty()) return "network.failed_links is set";
   if (!options.network.degraded_links.empty()) return "network.degraded_links is set";
   if (!hw.slow_chips.empty()) return "hardware.slow_chips is set";
-  if (options.timeline) return "a timeline is recorded";
   return "";
 }
 
@@ -179,6 +180,19 @@ void expand_symmetric(const Design& d) {
   d.engine->expand_symmetric_stats();
 }
 
+/// The timeline's cores and links: in a full run themselves; in a symmetric run their images in
+/// the domain, whose spans and link logs stand for theirs (sim/run/timeline_images.hpp).
+void trace_timeline(Design& d, const SimOptions& options) {
+  if (!d.symmetric) {
+    d.link_logs = log_traced_links(*d.machine, options.traced_cores);
+    return;
+  }
+  d.domain_trace =
+      trace_domain_images(*d.machine, *d.symmetric, *options.timeline, options.traced_cores);
+  d.machine->set_traced(d.domain_trace->traced);
+  d.ctx.timeline = d.domain_trace->sink.get();
+}
+
 /// Elaboration: the event queue, the machine's module tree (chips, links, hosts), the network
 /// and the collective engine with every collective planned; then, once the symmetry is chosen
 /// (from the links and the plans), the TensorCores that run: a symmetric run's domain, else all.
@@ -213,8 +227,8 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
   d.ctx.engine = d.engine.get();
   d.engine->prepare();
   check_slow_chips(topology, hw);
-  if (options.timeline) d.link_logs = log_traced_links(*d.machine, options.traced_cores);
   choose_symmetry(d, program, hw, options);
+  if (options.timeline) trace_timeline(d, options);
   d.machine->elaborate_cores(d.symmetric ? &d.symmetric->active : nullptr);
   if (d.machine->hosts()) {
     d.ctx.infeed = d.machine->hosts();
@@ -352,7 +366,12 @@ SimReport report(const Design& d, const Program& program, const HardwareSpec& hw
   report_last_core(d, r);
   report_ops(d, program, hw, r);
   report_links(*d.machine, options.link_stats, r);
-  if (options.timeline) emit_link_counters(*options.timeline, *d.machine, d.link_logs, r.step_time);
+  if (options.timeline && d.domain_trace) {
+    copy_image_logs(*d.domain_trace);
+    emit_link_counters(*options.timeline, *d.machine, d.domain_trace->logs, r.step_time);
+  } else if (options.timeline) {
+    emit_link_counters(*options.timeline, *d.machine, d.link_logs, r.step_time);
+  }
   for (int c = 0; c < d.machine->num_cores(); ++c)
     if (d.machine->has_core(c)) r.kernel_events += d.machine->core(c).activations();
   r.kernel_events += d.queue->activations();

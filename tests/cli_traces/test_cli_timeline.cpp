@@ -204,3 +204,42 @@ TEST_CASE("a large machine's timeline samples the first, middle and last chip an
   for (const auto& e : trace["traceEvents"]) pids.insert(e["pid"].get<int>());
   CHECK(pids == std::set<int>{0, chips / 2, chips - 1});
 }
+
+TEST_CASE("a symmetric run's timeline of the cores asked for equals the full simulation's") {
+  // 64 chips (8 x 8): the symmetric domain is part of the machine, and cores 70 to 73 and 127
+  // lie outside it, so their spans and their chips' link counters are their images', translated.
+  const std::string cores = "0,1,70-73,127";
+  json trace[2], report[2];
+  const char* modes[2] = {"sim.symmetry=auto", "sim.symmetry=off"};
+  for (int m = 0; m < 2; ++m) {
+    const std::string file = timeline_tmp(std::string("sym") + std::to_string(m) + ".json");
+    auto r = run_tpusim({"run", "configs/studies/bert_large_64.json", "--json", "--set",
+                         kCliTimelineLayers, "--set", modes[m], "--timeline", file,
+                         "--timeline-cores", cores});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    report[m] = json::parse(r.out);
+    trace[m] = json::parse(slurp(file));
+    std::remove(file.c_str());
+  }
+  REQUIRE(report[0]["simulation"].get<std::string>().rfind("symmetric", 0) == 0);
+  REQUIRE(report[1]["simulation"].get<std::string>().rfind("full", 0) == 0);
+  CHECK(trace[0]["otherData"]["traced_cores"].get<std::vector<int>>() ==
+        std::vector<int>{0, 1, 70, 71, 72, 73, 127});
+  std::multiset<std::string> events[2];
+  for (int m = 0; m < 2; ++m)
+    for (const auto& e : trace[m]["traceEvents"]) events[m].insert(e.dump());
+  CHECK(events[0].size() > 1000);
+  CHECK(events[0] == events[1]);
+  CHECK(trace[0]["otherData"] == trace[1]["otherData"]);
+}
+
+TEST_CASE("--timeline-cores outside the machine or malformed is one error line naming it") {
+  for (const char* bad : {"0,128", "0,a", "5-3", "1,1", ""}) {
+    auto r = run_tpusim({"run", "configs/studies/bert_large_64.json", "--timeline",
+                         timeline_tmp("bad.json"), "--timeline-cores", bad});
+    INFO(bad << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--timeline-cores") != std::string::npos);
+  }
+}

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "core/errors.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/run/study_run.hpp"
 
@@ -24,6 +25,10 @@ const CommandRegistrar kRunRegister{[](CLI::App& app) {
   cmd->add_option("--timeline-all-up-to", a->timeline_all_up_to,
                   "trace every core when there are at most this many, else a sample of 3 chips")
       ->check(CLI::Range(1, 1 << 20));
+  auto* cores =
+      cmd->add_option("--timeline-cores", a->timeline_cores,
+                      "the cores the timeline records, e.g. 0,1,4096-4103 (default: every core up "
+                      "to --timeline-all-up-to, else the first, a middle and the last chip's)");
   cmd->add_option("--profile", a->profile,
                   "write the op profile into this folder: profile.html (roofline, step "
                   "breakdown, op and layer tables; open in a browser) and profile.json");
@@ -38,8 +43,10 @@ const CommandRegistrar kRunRegister{[](CLI::App& app) {
   cmd->add_flag("--allow-oom", a->allow_oom,
                 "simulate a program whose peak memory exceeds the HBM capacity (the report says "
                 "out_of_memory: true) instead of stopping with exit code 1");
-  cmd->callback([a, top] {
+  cmd->callback([a, top, cores] {
     a->op_classes = top->count() > 0;
+    if (cores->count() > 0 && a->timeline_cores.empty())
+      throw ConfigError("--timeline-cores", "is empty; list core ids and ranges, e.g. 0,1,8-15");
     set_exit_code(run_study(*a));
   });
 }};

@@ -1,7 +1,10 @@
 #include "tools/plan/candidates.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <map>
+#include <thread>
 
 #include "tools/sweep/csv_table.hpp"
 #include "tools/sweep/expand.hpp"
@@ -42,10 +45,32 @@ void note_oom_peak(std::vector<plan::AxisPeaks>& peaks, const std::vector<nlohma
   }
 }
 
+/// check_candidate of every candidate, `jobs` threads taking the next unchecked one.
+std::vector<CandidateCheck> check_all(const std::vector<plan::Candidate>& all, int jobs) {
+  std::vector<CandidateCheck> checks(all.size());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failed(all.size());  // a bug's exception, rethrown in order
+  auto work = [&] {
+    for (std::size_t i = next++; i < all.size(); i = next++) try {
+        checks[i] = check_candidate(all[i].study);
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+  };
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(all.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
+  return checks;
+}
+
 }  // namespace
 
 CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,
-                         const plan::Candidate* own) {
+                         const plan::Candidate* own, int jobs) {
   CheckedSpace r;
   Rejections& rejected = r.rejected;
   std::vector<plan::Candidate> all = plan::enumerate(space, base);
@@ -55,12 +80,13 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
   r.total = all.size();
   for (const auto& axis : space.axes)
     r.oom_peaks.push_back({axis.path, axis.values, std::vector<double>(axis.values.size(), 0.0)});
+  const std::vector<CandidateCheck> checks = check_all(all, jobs);
   std::vector<Survivor> out;
-  for (auto& c : all) {
-    Survivor s{std::move(c), {}, "", "", false};
+  for (std::size_t n = 0; n < all.size(); ++n) {
+    Survivor s{std::move(all[n]), {}, "", "", false};
     s.label = plan::candidate_label(space, s.candidate.values);
     s.is_study = own && s.candidate.values == own->values;
-    s.check = check_candidate(s.candidate.study);
+    s.check = checks[n];
     if (!s.check.rejected_class.empty()) {
       add_rejection(rejected, s.check.rejected_class, s.label, s.check.reason);
       if (s.is_study) r.own_rejection = s.check.rejected_class + ": " + s.check.reason;

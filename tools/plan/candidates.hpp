@@ -32,8 +32,10 @@ struct CheckedSpace {
 
 /// Enumerates `space` over `base` (a resolved study), adds `own` (the study's layout; may be
 /// null) if it is not among them, checks each candidate and keeps one per Program (the
-/// study's own if it is among them; the others are listed with it and counted).
+/// study's own if it is among them; the others are listed with it and counted). `jobs` threads
+/// check candidates at the same time (plain C++ on read-only registries; the result is the same
+/// for any number).
 CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,
-                         const plan::Candidate* own);
+                         const plan::Candidate* own, int jobs = 1);
 
 }  // namespace tpusim::cli

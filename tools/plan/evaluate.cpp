@@ -21,6 +21,10 @@ CandidateCheck check_candidate(const nlohmann::json& study) {
     c.capacity_bytes = memory.capacity_bytes;
     c.examples_per_step = static_cast<double>(program.examples_per_step);
     c.chips = topology.num_chips();
+    c.tokens_per_step = static_cast<double>(program.examples_per_step) *
+                        static_cast<double>(program.tokens_per_example);
+    c.model_flops = program.model_flops;
+    c.peak_flops_per_chip = s.hardware.peak_flops_per_core() * s.hardware.devices_per_chip;
     if (!memory.fits()) {
       c.rejected_class = "does not fit in HBM";
       c.reason = describe_oom(memory);

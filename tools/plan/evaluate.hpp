@@ -22,6 +22,9 @@ struct CandidateCheck {
   plan::StepBound bound;
   double examples_per_step = 0;
   double chips = 0;
+  double tokens_per_step = 0;      ///< language models: examples x tokens per example
+  double model_flops = 0;          ///< the Program's model FLOPs per step (0: not counted)
+  double peak_flops_per_chip = 0;  ///< for MFU
   /// Identifies the Program (program_fingerprint): two layouts with the same fingerprint run
   /// the same Program on the same machine, so one simulation serves both.
   std::string program_fingerprint;

@@ -8,10 +8,11 @@
 namespace tpusim::plan {
 namespace {
 
-/// Lower is better for both objectives: the step time, or chip-seconds per example.
+/// Lower is better for every objective: the step time, or the inverse of the rate (examples or
+/// tokens per second per chip, MFU), whose candidate field is the objective's name.
 double cost_of(const nlohmann::json& c, const std::string& objective) {
   if (objective == "step_time") return c["step_time_ms"].get<double>();
-  const double rate = c["examples_per_s_per_chip"].get<double>();
+  const double rate = c.value(objective, 0.0);
   return rate > 0 ? 1.0 / rate : HUGE_VAL;
 }
 
@@ -73,11 +74,10 @@ nlohmann::json explain_winner(const nlohmann::json& candidates, const std::strin
   const bool step = objective == "step_time";
   const double delta = step
                            ? (*next)["step_time_ms"].get<double>() - w["step_time_ms"].get<double>()
-                           : w["examples_per_s_per_chip"].get<double>() -
-                                 (*next)["examples_per_s_per_chip"].get<double>();
+                           : w.value(objective, 0.0) - next->value(objective, 0.0);
   e["margin"] = {{"runner_up", (*next)["id"]},
                  {"runner_up_layout", (*next)["layout"]},
-                 {step ? "step_time_ms" : "examples_per_s_per_chip", delta},
+                 {step ? "step_time_ms" : objective, delta},
                  {"percent", wc > 0 ? 100 * (nc - wc) / wc : 0.0}};
   for (const auto& [axis, v] : w["values"].items())
     if ((*next)["values"].contains(axis) && (*next)["values"][axis] != v)
@@ -93,7 +93,9 @@ const std::vector<std::string>& memory_saving_keys() {
                                              "parallelism.sequence",
                                              "parallelism.shard_activations",
                                              "parallelism.weight_update_sharding",
-                                             "workload.rematerialize"};
+                                             "workload.rematerialize",
+                                             "workload.remat",
+                                             "workload.microbatches"};
   return keys;
 }
 

@@ -27,20 +27,30 @@ std::string rate_text(double v) {
 
 namespace {
 
+/// A rate objective's value with its unit: "41.20 % MFU", "1234 tokens/s/chip".
+std::string objective_text(const std::string& objective, double v) {
+  if (objective == "mfu") return fixed(100 * v, 2) + " % MFU";
+  if (objective == "tokens_per_s_per_chip") return rate_text(v) + " tokens/s/chip";
+  return rate_text(v) + " ex/s/chip";
+}
+
 /// The winner's explanation: its margin over the runner-up, what bounds it, the near ties.
 void print_explanation(std::ostream& out, const nlohmann::json& plan) {
   const auto& w = plan["winner"];
   if (!w.contains("explanation")) return;
   const auto& e = w["explanation"];
   const auto& c = plan["candidates"].at(w["id"].get<std::string>());
-  const bool step = plan["objective"] == "step_time";
+  const std::string objective = plan["objective"].get<std::string>();
+  const bool step = objective == "step_time";
   out << "  " << fixed(c["step_time_ms"].get<double>(), 3) << " ms, "
       << rate_text(c["examples_per_s_per_chip"].get<double>()) << " ex/s/chip";
+  if (objective == "mfu" || objective == "tokens_per_s_per_chip")
+    out << ", " << objective_text(objective, c[objective].get<double>());
   if (e.contains("margin")) {
     const auto& m = e["margin"];
     out << "; "
         << (step ? fixed(m["step_time_ms"].get<double>(), 3) + " ms"
-                 : rate_text(m["examples_per_s_per_chip"].get<double>()) + " ex/s/chip")
+                 : objective_text(objective, m[objective].get<double>()))
         << " (" << fixed(m["percent"].get<double>(), 2) << " %) "
         << (step ? "faster than" : "more than") << " #2 ("
         << m["runner_up_layout"].get<std::string>() << ")";

@@ -32,11 +32,8 @@ std::string ms_text(double ms) {
 }
 
 plan::Evaluated evaluated(const Survivor& s, std::size_t index) {
-  return {index,
-          s.check.bound.step_ms(),
-          s.check.peak_bytes,
-          s.check.examples_per_step,
-          s.check.chips,
+  return {index,         s.check.bound.step_ms(), s.check.peak_bytes,  s.check.examples_per_step,
+          s.check.chips, s.check.tokens_per_step, s.check.model_flops, s.check.peak_flops_per_chip,
           std::nullopt};
 }
 
@@ -254,6 +251,9 @@ nlohmann::json plan_json(const PlanArgs& a, plan::Objective objective,
         {"from_earlier_run", static_cast<bool>(from_cache[i])},
         {"step_time_ms", *evals[i].step_ms},
         {"examples_per_s_per_chip", rep["examples_per_s"].get<double>() / s.check.chips},
+        {"mfu", plan::objective_value(plan::Objective::Mfu, evals[i], *evals[i].step_ms)},
+        {"tokens_per_s_per_chip",
+         plan::objective_value(plan::Objective::TokensPerSPerChip, evals[i], *evals[i].step_ms)},
         {"comm_share", rep["comm_share"]},
         {"exposed_comm_share", rep["exposed_comm_share"]},
         {"compute_ms", rep.value("compute_ms", 0.0)},
@@ -327,8 +327,17 @@ int run_plan(PlanArgs a) {
         own_in_space = own_in_space && std::count(space.axes[i].values.begin(),
                                                   space.axes[i].values.end(), own.values[i]) > 0;
 
-  CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr);
+  CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr, a.jobs);
   const Rejections& rejected = checked.rejected;
+  if ((objective == plan::Objective::Mfu || objective == plan::Objective::TokensPerSPerChip) &&
+      !checked.survivors.empty() &&
+      evaluated(checked.survivors.front(), 0).tokens_per_step *
+              evaluated(checked.survivors.front(), 0).model_flops <=
+          0)
+    throw ConfigError("--objective " + a.objective,
+                      "needs a language model (tokens and model FLOPs per step); " +
+                          base.at("workload").at("model").get<std::string>() +
+                          " has neither; use step_time or examples_per_s_per_chip");
   const std::size_t total = checked.total;
   if (checked.survivors.empty()) {
     if (checked.smallest_oom_peak > 0)

@@ -1,28 +1,60 @@
 #include "tools/plan/search.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/errors.hpp"
 
 namespace tpusim::plan {
 
+namespace {
+
+/// What one step delivers, in the objective's unit (examples, tokens, or seconds of the chips'
+/// peak that its model FLOPs fill); the objective is that per chip-second.
+double work_per_step(Objective o, const Evaluated& e) {
+  switch (o) {
+    case Objective::TokensPerSPerChip:
+      return e.tokens_per_step;
+    case Objective::Mfu:
+      return e.peak_flops_per_chip > 0 ? e.model_flops / e.peak_flops_per_chip : 0.0;
+    default:
+      return e.examples_per_step;
+  }
+}
+
+}  // namespace
+
 Objective parse_objective(const std::string& text) {
-  if (text == "step_time") return Objective::StepTime;
-  if (text == "examples_per_s_per_chip") return Objective::ExamplesPerSPerChip;
+  for (Objective o : {Objective::StepTime, Objective::ExamplesPerSPerChip, Objective::Mfu,
+                      Objective::TokensPerSPerChip})
+    if (text == to_string(o)) return o;
   throw ConfigError("--objective " + text,
-                    "unknown objective; allowed: step_time, examples_per_s_per_chip");
+                    "unknown objective; allowed: step_time, examples_per_s_per_chip, mfu, "
+                    "tokens_per_s_per_chip");
 }
 
 const char* to_string(Objective o) {
-  return o == Objective::StepTime ? "step_time" : "examples_per_s_per_chip";
+  switch (o) {
+    case Objective::StepTime:
+      return "step_time";
+    case Objective::Mfu:
+      return "mfu";
+    case Objective::TokensPerSPerChip:
+      return "tokens_per_s_per_chip";
+    default:
+      return "examples_per_s_per_chip";
+  }
 }
 
 double cost(Objective o, const Evaluated& e, double step_ms) {
-  return o == Objective::StepTime ? step_ms : step_ms * e.chips / e.examples_per_step;
+  if (o == Objective::StepTime) return step_ms;
+  const double work = work_per_step(o, e);
+  return work > 0 ? step_ms * e.chips / work : HUGE_VAL;
 }
 
 double objective_value(Objective o, const Evaluated& e, double step_ms) {
-  return o == Objective::StepTime ? step_ms : e.examples_per_step / (step_ms * 1e-3) / e.chips;
+  if (o == Objective::StepTime) return step_ms;
+  return work_per_step(o, e) / (step_ms * 1e-3) / e.chips;
 }
 
 void Pruner::add_simulated(const Evaluated& e) { simulated_.push_back(e); }

@@ -7,10 +7,13 @@
 
 namespace tpusim::plan {
 
-enum class Objective { StepTime, ExamplesPerSPerChip };
-/// "step_time" or "examples_per_s_per_chip"; throws ConfigError naming --objective otherwise.
+enum class Objective { StepTime, ExamplesPerSPerChip, Mfu, TokensPerSPerChip };
+/// "step_time", "examples_per_s_per_chip", "mfu" (model FLOPs utilisation, PaLM's) or
+/// "tokens_per_s_per_chip"; throws ConfigError naming --objective otherwise.
 Objective parse_objective(const std::string& text);
 const char* to_string(Objective o);
+/// Objectives whose value is higher for better layouts (all but step_time).
+inline bool higher_is_better(Objective o) { return o != Objective::StepTime; }
 
 /// A layout that passed validation and fits in HBM.
 struct Evaluated {
@@ -19,13 +22,18 @@ struct Evaluated {
   double peak_bytes = 0;         ///< per core
   double examples_per_step = 0;  ///< global batch
   double chips = 0;
-  std::optional<double> step_ms;  ///< once simulated
+  double tokens_per_step = 0;      ///< language models: global batch x sequence (else 0)
+  double model_flops = 0;          ///< the step's model FLOPs over all cores (PaLM's; else 0)
+  double peak_flops_per_chip = 0;  ///< bf16 peak of one chip
+  std::optional<double> step_ms;   ///< once simulated
 };
 
-/// What the objective minimises: the step time in ms, or chip-milliseconds per example (the
-/// inverse of examples per second per chip, so that lower is better for both).
+/// What the objective minimises: the step time in ms, or chip-milliseconds per example, per
+/// token, or per model FLOP at peak (the inverse of the rate or of MFU, so that lower is better
+/// for all).
 double cost(Objective o, const Evaluated& e, double step_ms);
-/// The objective's value as reported: step time in ms, or examples per second per chip.
+/// The objective's value as reported: step time in ms, examples or tokens per second per chip,
+/// or MFU (a fraction).
 double objective_value(Objective o, const Evaluated& e, double step_ms);
 
 /// Branch and bound. A candidate is skipped (never simulated) when it can neither enter the top

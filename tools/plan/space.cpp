@@ -20,6 +20,9 @@ constexpr int kMaxModelDefault = 64;    // BERT and Transformer have 16 heads
 constexpr int kMaxSpatialDefault = 16;  // MLPerf v0.7 used 8 (SSD, Mask R-CNN)
 constexpr int kMaxSpatialWDefault = 16;
 constexpr int kMaxBnGroupCoresDefault = 256;
+// Language models: gradient accumulation passes searched by default (MaxText's
+// gradient_accumulation_steps); more is one --space option away.
+constexpr int kMaxMicrobatchesDefault = 4;
 
 std::vector<nlohmann::json> powers_of_two(long long from, long long up_to) {
   std::vector<nlohmann::json> v;
@@ -39,6 +42,11 @@ const std::map<std::string, std::string>& short_names() {
                                                     {"parallelism.grad_bucket_MiB", "bucket_MiB"},
                                                     {"parallelism.grad_dtype", "grad"},
                                                     {"hardware.megacore", "megacore"},
+                                                    {"parallelism.fsdp", "fsdp"},
+                                                    {"workload.remat", "remat"},
+                                                    {"workload.quantization", "quant"},
+                                                    {"workload.attention", "attention"},
+                                                    {"workload.microbatches", "microbatches"},
                                                     {"workload.global_batch", "batch"}};
   return m;
 }
@@ -55,6 +63,44 @@ nlohmann::json parse_value(const std::string& text) {
                                                      : nlohmann::json(d);
   return nlohmann::json(text);
 }
+
+/// The choices the parameter registry declares for `path` where it applies to `base` (e.g.
+/// workload.remat for decoder_lm), as JSON strings; empty if the study does not declare it.
+std::vector<nlohmann::json> registry_choices(const Config& base, const std::string& path) {
+  std::vector<nlohmann::json> out;
+  if (!base.has(path)) return out;
+  for (const ParamSpec* spec : ParamRegistry::instance().find(path)) {
+    if (!spec->when_path.empty()) {
+      const auto* when = json_at(base.json(), spec->when_path);
+      if (!when || !when->is_string() || when->get<std::string>() != spec->when_value) continue;
+    }
+    for (const auto& c : spec->allowed_choices()) out.push_back(c);
+    break;
+  }
+  return out;
+}
+
+/// A language model's axes (the study declares workload.remat): MaxText's mesh (fsdp inside
+/// data; tensor is parallelism.model, already an axis; data, across slices too, is what the
+/// others leave) and its memory and speed switches, each with the choices its parameter
+/// declares, so that a policy, quantization or attention kernel added to the registry is
+/// searched with no line here. The gradient buckets, their dtype and weight-update sharding
+/// stay at the study's values (FSDP shards the optimizer already; --space adds them).
+void add_language_model_axes(SearchSpace& s, const Config& base, int cores) {
+  if (!base.has("parallelism.fsdp")) return;
+  // FSDP does not span slices (models/workload.cpp): one value on a multislice topology.
+  const bool multislice = base.has("topology.slices") && base.integer("topology.slices") > 1;
+  s.axes.push_back(
+      {"parallelism.fsdp", multislice ? std::vector<nlohmann::json>{1} : powers_of_two(1, cores)});
+  for (const char* path : {"workload.remat", "workload.quantization", "workload.attention"}) {
+    auto choices = registry_choices(base, path);
+    if (!choices.empty()) s.axes.push_back({path, choices});
+  }
+  if (base.has("workload.microbatches"))
+    s.axes.push_back({"workload.microbatches", powers_of_two(1, kMaxMicrobatchesDefault)});
+}
+
+bool is_language_model(const Config& base) { return base.has("workload.remat"); }
 
 }  // namespace
 
@@ -82,9 +128,13 @@ SearchSpace default_space(const Config& base, int cores) {
     groups.insert(groups.begin(), 0);
     s.axes.push_back({"parallelism.bn_group_cores", groups});
   }
-  s.axes.push_back({"parallelism.weight_update_sharding", {false, true}});
-  s.axes.push_back({"parallelism.grad_bucket_MiB", {8, 32, 128}});
-  s.axes.push_back({"parallelism.grad_dtype", {"bf16", "f32"}});
+  if (is_language_model(base)) {
+    add_language_model_axes(s, base, cores);
+  } else {
+    s.axes.push_back({"parallelism.weight_update_sharding", {false, true}});
+    s.axes.push_back({"parallelism.grad_bucket_MiB", {8, 32, 128}});
+    s.axes.push_back({"parallelism.grad_dtype", {"bf16", "f32"}});
+  }
   // A chip that runs its cores as one device (megacore: the study's hardware turns it on, as the
   // tpu_v4 and tpu_v5p presets do) can also run one replica per core: search both. TPU v3 has
   // no megacore, so a study that leaves it off keeps one device per core (--space adds it).

@@ -244,4 +244,34 @@ std::vector<int> timeline_cores(int cores, int devices_per_chip, int all_up_to) 
   return out;
 }
 
+std::vector<int> parse_timeline_cores(const std::string& list, int cores) {
+  const std::string where = "--timeline-cores " + list;
+  const std::string allowed = "core ids and ranges from 0 to " + std::to_string(cores - 1) +
+                              ", comma-separated, e.g. 0,1,8-15";
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, comma - start);
+    long long lo = -1, hi = -1;
+    char dash = 0, extra = 0;
+    const int n = std::sscanf(item.c_str(), "%lld%c%lld%c", &lo, &dash, &hi, &extra);
+    if (n == 1 && item.find_first_not_of("0123456789") == std::string::npos)
+      hi = lo;
+    else if (!(n == 3 && dash == '-' && item.find_first_not_of("0123456789-") == std::string::npos))
+      throw ConfigError(where, "'" + item + "' is not a core id or range; expected " + allowed);
+    if (lo < 0 || hi < lo || hi >= cores)
+      throw ConfigError(where, "'" + item + "' is outside the machine; expected " + allowed);
+    if (static_cast<double>(out.size()) + static_cast<double>(hi - lo) + 1 > cores)
+      throw ConfigError(where, "lists more cores than the machine has (" + std::to_string(cores) +
+                                   "); list each core once");
+    for (long long c = lo; c <= hi; ++c) out.push_back(static_cast<int>(c));
+    start = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw ConfigError(where, "lists a core twice; list each core once");
+  return out;
+}
+
 }  // namespace tpusim::cli

@@ -75,6 +75,9 @@ void check_timeline_size(std::size_t cores, std::size_t ops, const std::string& 
 /// Which cores a timeline records: every core of small slices (up to `all_up_to`), else a
 /// representative sample: the first chip's cores, a chip in the middle of the grid, the last.
 std::vector<int> timeline_cores(int cores, int devices_per_chip, int all_up_to = 64);
+/// The cores of "--timeline-cores 0,1,4096-4103": ids and inclusive ranges, each below `cores`,
+/// sorted, each once. Throws ConfigError naming --timeline-cores otherwise.
+std::vector<int> parse_timeline_cores(const std::string& list, int cores);
 
 /// Track (lane) of each span of one core, given as (start, end, is_collective) in any order:
 /// compute spans on lane 0; collectives too unless one of them overlaps another span of the

@@ -88,6 +88,9 @@ void finish(const RunArgs& a, const Study& study, const Program& program, const 
 
 }  // namespace
 
+// A full simulation for a timeline is worth a warning past one pod of TPU v3 cores.
+constexpr int kFullTimelineWarnCores = 2048;
+
 int run_study(const RunArgs& a) {
   check_distinct_outputs({{"--timeline", a.timeline},
                           {"--record-trace", a.record_trace},
@@ -113,11 +116,20 @@ int run_study(const RunArgs& a) {
   if (!a.timeline.empty()) {
     const int cores = topology.num_chips() * study.hardware.devices_per_chip;
     options.traced_cores =
-        timeline_cores(cores, study.hardware.devices_per_chip, a.timeline_all_up_to);
+        a.timeline_cores.empty()
+            ? timeline_cores(cores, study.hardware.devices_per_chip, a.timeline_all_up_to)
+            : parse_timeline_cores(a.timeline_cores, cores);
     check_timeline_size(options.traced_cores.size(), program.ops.size(),
-                        cores <= a.timeline_all_up_to
+                        !a.timeline_cores.empty() ? "--timeline-cores"
+                        : cores <= a.timeline_all_up_to
                             ? "--timeline-all-up-to " + std::to_string(a.timeline_all_up_to)
                             : "--timeline");
+    if (!options.symmetry && cores > kFullTimelineWarnCores)
+      spdlog::warn(
+          "the timeline comes from a full simulation of all {} cores (sim.symmetry=off), which "
+          "may take minutes; with sim.symmetry=auto (the default) the symmetric domain's "
+          "timeline is translated to the cores asked for",
+          cores);
     trace = std::make_unique<TimelineWriter>(program, study.hardware.devices_per_chip, cores,
                                              options.traced_cores);
     options.timeline = trace.get();

@@ -13,6 +13,7 @@ struct RunArgs {
   std::string timeline;
   std::string record_trace;
   int timeline_all_up_to = 64;
+  std::string timeline_cores;  ///< --timeline-cores LIST ("0,17,100-103"); empty: the default
   int top = 10;
   bool allow_oom = false;
   std::string links_csv;
