@@ -1,5 +1,6 @@
 // Ranking and pruning rules of `tpusim plan` (tools/plan/search.hpp).
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "core/errors.hpp"
 #include "tools/plan/search.hpp"
@@ -9,10 +10,10 @@ using namespace tpusim::plan;
 
 namespace {
 Evaluated sim(std::size_t id, double step_ms, double peak, double batch = 64, double chips = 16) {
-  return {id, step_ms, peak, batch, chips, step_ms};
+  return {id, step_ms, peak, batch, chips, 0, 0, 0, step_ms};
 }
 Evaluated bound(double bound_ms, double peak, double batch = 64, double chips = 16) {
-  return {99, bound_ms, peak, batch, chips, std::nullopt};
+  return {99, bound_ms, peak, batch, chips, 0, 0, 0, std::nullopt};
 }
 }  // namespace
 
@@ -21,6 +22,24 @@ TEST_CASE("plan search: objectives by name, an unknown one names --objective") {
   CHECK(parse_objective("examples_per_s_per_chip") == Objective::ExamplesPerSPerChip);
   CHECK_THROWS_WITH(parse_objective("speed"),
                     Catch::Contains("--objective speed") && Catch::Contains("step_time"));
+}
+
+TEST_CASE("plan search: MFU and tokens per second per chip, and their cost") {
+  CHECK(parse_objective("mfu") == Objective::Mfu);
+  CHECK(parse_objective("tokens_per_s_per_chip") == Objective::TokensPerSPerChip);
+  CHECK(std::string(to_string(Objective::Mfu)) == "mfu");
+  Evaluated e = sim(0, 20, 1, 512, 16);
+  e.tokens_per_step = 512 * 2048.0;
+  e.peak_flops_per_chip = 275e12;
+  e.model_flops = 0.4 * 275e12 * 16 * 0.020;  // 40 % of 16 chips' peak over 20 ms
+  CHECK(objective_value(Objective::Mfu, e, 20) == Approx(0.4));
+  CHECK(objective_value(Objective::TokensPerSPerChip, e, 20) == Approx(512 * 2048 / 0.020 / 16));
+  // Lower cost is better: the inverse of the rate (times 1000, chip-ms).
+  CHECK(cost(Objective::Mfu, e, 20) == Approx(1e3 / 0.4));
+  CHECK(cost(Objective::Mfu, e, 10) < cost(Objective::Mfu, e, 20));
+  CHECK(cost(Objective::TokensPerSPerChip, e, 20) == Approx(20.0 * 16 / (512 * 2048.0)));
+  // A model without tokens or model FLOPs never wins on them.
+  CHECK(cost(Objective::Mfu, sim(0, 20, 1, 512, 16), 20) == HUGE_VAL);
 }
 
 TEST_CASE("plan search: throughput per chip is batch / step time / chips") {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/errors.hpp"
+#include "core/params.hpp"
 #include "tests/unit/model_study.hpp"
 #include "tools/plan/space.hpp"
 
@@ -108,6 +109,31 @@ TEST_CASE("plan space: a space too large to search is an error, not an allocatio
   const Config cfg = test::model_study("bert_large", "4x4", 32);
   SearchSpace s = default_space(cfg, 32);
   CHECK_THROWS_WITH(enumerate(s, cfg.json(), 10), Catch::Contains("more than 10"));
+}
+
+TEST_CASE(
+    "plan space: a language model searches fsdp, the registry's remat choices, microbatches") {
+  const Config cfg = test::model_study("decoder_lm", "2x2", 8);
+  const SearchSpace s = default_space(cfg, 8);
+  REQUIRE(axis(s, "parallelism.fsdp"));
+  CHECK(axis(s, "parallelism.fsdp")->values == std::vector<nlohmann::json>{1, 2, 4, 8});
+  // Every choice the parameter registry declares for decoder_lm's remat, none written here.
+  std::vector<nlohmann::json> remat;
+  for (const ParamSpec* p : ParamRegistry::instance().find("workload.remat"))
+    if (p->when_value == "decoder_lm")
+      for (const auto& c : p->allowed_choices()) remat.push_back(c);
+  REQUIRE(remat.size() >= 2);
+  REQUIRE(axis(s, "workload.remat"));
+  CHECK(axis(s, "workload.remat")->values == remat);
+  CHECK(axis(s, "workload.microbatches")->values == std::vector<nlohmann::json>{1, 2, 4});
+  // The axes FSDP makes moot stay at the study's values; spatial does not apply.
+  CHECK_FALSE(axis(s, "parallelism.grad_bucket_MiB"));
+  CHECK_FALSE(axis(s, "parallelism.weight_update_sharding"));
+  CHECK_FALSE(axis(s, "parallelism.spatial"));
+  // A model that declares no remat policy keeps the data-parallel axes.
+  const SearchSpace b = default_space(test::model_study("bert_large", "4x4", 32), 32);
+  CHECK_FALSE(axis(b, "parallelism.fsdp"));
+  CHECK(axis(b, "parallelism.grad_bucket_MiB"));
 }
 
 TEST_CASE("plan space: the language model's mesh axes model2 and sequence through --space") {
