@@ -234,7 +234,7 @@ TEST_CASE("a symmetric run's timeline of the cores asked for equals the full sim
   CHECK(trace[0]["otherData"] == trace[1]["otherData"]);
 }
 
-TEST_CASE("--timeline-cores outside the machine or malformed is one error line naming it") {
+TEST_CASE("timeline cores outside the machine or malformed are one error line naming the option") {
   for (const char* bad : {"0,128", "0,a", "5-3", "1,1", ""}) {
     auto r = run_tpusim({"run", "configs/studies/bert_large_64.json", "--timeline",
                          timeline_tmp("bad.json"), "--timeline-cores", bad});
