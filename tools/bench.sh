@@ -27,6 +27,10 @@ ev = j.get("kernel_events", j.get("events", 0))
 work = j.get("network_work_items", 0)
 objects = j.get("systemc_objects", "-")  # run and replay: what the run elaborated (docs/systemc.md)
 sim = f'{j["collective_time_ns"]/1e3:.1f} us' if "collective_time_ns" in j else f'{j.get("step_time_ms", 0):.2f} ms step'
+if "winner" in j:  # tpusim plan --json: what it searched and the winner's step
+    n = j["counts"]
+    best = j["candidates"][j["winner"]["id"]]
+    sim = f'{n["candidates"]} layouts, {n["simulated"]} simulated; winner {best["step_time_ms"]:.0f} ms step'
 print(f"| {name} | {wall:.2f} | {cpu:.2f} | {rss/1024:.0f} | {ev} | {ev/max(cpu, 1e-3):,.0f} | {work} | {objects} | {sim} |")
 PY
 }
@@ -50,6 +54,12 @@ for study in gpt3_175b_4096 palm_540b_6144 bert_large_4x4096_v4; do
   f=configs/studies/$study.json
   [ -f "$f" ] && measure "run $study" "$BIN" run "$f" --json
 done
+# A timeline from the symmetric run (its cores traced through their images in the domain).
+measure "run palm_540b_6144 with --timeline" "$BIN" run configs/studies/palm_540b_6144.json --timeline "$TMP/palm.trace.json.gz" --json
+# Past 70 k chips: 8 slices of a 9216-chip TPU v7 pod.
+measure "run gpt3_175b_73728_v7 (8 x 9216 v7 chips)" "$BIN" run configs/studies/gpt3_175b_73728_v7.json --json
+# plan's default language-model space, from an empty store.
+measure "plan gpt3_175b on 1024 v4 chips, default space, -j 2" "$BIN" plan configs/studies/gpt3_175b_4096.json --set topology=tpu_v4_1024 -j 2 --out "$TMP/plan" --json
 measure "run bert_large_4096 on tpu_v4 (4096 chips)" "$BIN" run configs/studies/bert_large_4096.json --set preset=tpu_v4 --set topology=tpu_v4_4096 --json
 measure "run bert_large_4096, flow level" "$BIN" run configs/studies/bert_large_4096.json --set network.fidelity=flow --json
 measure "run bert_large_4096, packet level" "$BIN" run configs/studies/bert_large_4096.json --set network.fidelity=packet --json

@@ -1,8 +1,10 @@
 #include "tools/plan/plan_run.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -327,7 +329,10 @@ int run_plan(PlanArgs a) {
         own_in_space = own_in_space && std::count(space.axes[i].values.begin(),
                                                   space.axes[i].values.end(), own.values[i]) > 0;
 
+  const auto check_start = std::chrono::steady_clock::now();
   CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr, a.jobs);
+  const double check_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
   const Rejections& rejected = checked.rejected;
   if ((objective == plan::Objective::Mfu || objective == plan::Objective::TokensPerSPerChip) &&
       !checked.survivors.empty() &&
@@ -355,6 +360,9 @@ int run_plan(PlanArgs a) {
                                   " of the search space: " + classes);
   }
 
+  // After the errors above, which stay one line.
+  std::cerr << "tpusim plan: checked " << total << " layouts in " << fmt::format("{:.2f}", check_s)
+            << " s (" << checked.survivors.size() << " valid, fitting and distinct)\n";
   if (a.out_dir.empty()) a.out_dir = "out/plan_" + fs::path(a.study_file).stem().string();
   // Held until the plan's files are written: a second plan or sweep into the same directory
   // stops at once instead of overwriting this one's points.
