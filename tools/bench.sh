@@ -57,7 +57,11 @@ done
 # A timeline from the symmetric run (its cores traced through their images in the domain).
 measure "run palm_540b_6144 with --timeline" "$BIN" run configs/studies/palm_540b_6144.json --timeline "$TMP/palm.trace.json.gz" --json
 # Past 70 k chips: 8 slices of a 9216-chip TPU v7 pod.
-measure "run gpt3_175b_73728_v7 (8 x 9216 v7 chips)" "$BIN" run configs/studies/gpt3_175b_73728_v7.json --json
+# GPT-3 175B: 32-way model parallelism with sharded activations, data parallelism over the rest
+# (576 replicas per slice, x 8 slices), full remat, one sequence per replica.
+measure "run gpt3_175b, 8 slices of tpu_v7_9216 (73,728 chips)" "$BIN" run configs/studies/gpt3_175b_4096.json \
+  --set preset=tpu_v7 --set topology=tpu_v7_9216 --set topology.slices=8 --set parallelism.slices=8 \
+  --set parallelism.fsdp=1 --set parallelism.model=32 --set workload.global_batch=4608 --set workload.remat=full --json
 # plan's default language-model space, from an empty store.
 measure "plan gpt3_175b on 1024 v4 chips, default space, -j 2" "$BIN" plan configs/studies/gpt3_175b_4096.json --set topology=tpu_v4_1024 -j 2 --out "$TMP/plan" --json
 measure "run bert_large_4096 on tpu_v4 (4096 chips)" "$BIN" run configs/studies/bert_large_4096.json --set preset=tpu_v4 --set topology=tpu_v4_4096 --json
