@@ -110,6 +110,22 @@ TEST_CASE("a 3D shape wraps the dimensions of 4 or more chips, as a TPU v4 slice
   CHECK(parse_topology("8x8").wrap == std::vector<bool>{true, true});  // 2D: as before
 }
 
+TEST_CASE("the TPU v7 pod preset: 9216 chips in whole 4x4x4 cubes, a wrapped 3D torus") {
+  // An Ironwood pod is 9216 chips (Cloud TPU7x pages) built of 64-chip cubes like tpu_v7_64.
+  const Config cfg = load_config({{"preset", "tpu_v7"}, {"topology", "tpu_v7_9216"}});
+  const Topology pod(topology_from_json(cfg.json().at("topology")));
+  const Topology cube(topology_from_json(
+      load_config({{"preset", "tpu_v7"}, {"topology", "tpu_v7_64"}}).json().at("topology")));
+  CHECK(pod.num_chips() == 9216);
+  CHECK(pod.num_chips() % cube.num_chips() == 0);
+  REQUIRE(pod.num_dims() == 3);
+  for (int d = 0; d < 3; ++d) {
+    CHECK(pod.dim(d) % cube.dim(d) == 0);
+    CHECK(pod.wraps(d));
+  }
+  CHECK(pod.num_directed_links() == 9216 * 6);
+}
+
 TEST_CASE("a Cloud slice name maps to the standard slice shape") {
   struct Row {
     const char* name;
