@@ -214,6 +214,36 @@ SearchResult simulate_in_bound_order(const PlanArgs& a, plan::Objective objectiv
   return BoundOrderSearch(a, objective, space, checked).run();
 }
 
+/// One simulated layout in the plan JSON (docs/plan.md, "candidates").
+nlohmann::json candidate_json(const PlanArgs& a, const plan::SearchSpace& space, const Survivor& s,
+                              const nlohmann::json& rep, const plan::Evaluated& e, std::size_t rank,
+                              bool from_earlier_run) {
+  auto rate = [&](plan::Objective o) { return plan::objective_value(o, e, *e.step_ms); };
+  nlohmann::json values = nlohmann::json::object();
+  for (std::size_t k = 0; k < space.axes.size(); ++k)
+    values[space.axes[k].path] = s.candidate.values[k];
+  return {{"id", s.id},
+          {"rank", rank},
+          {"layout", s.label},
+          {"values", values},
+          {"study_layout", s.is_study},
+          {"equivalent_layouts", s.equivalents},
+          {"from_earlier_run", from_earlier_run},
+          {"step_time_ms", *e.step_ms},
+          {"examples_per_s_per_chip", rep["examples_per_s"].get<double>() / s.check.chips},
+          {"mfu", rate(plan::Objective::Mfu)},
+          {"tokens_per_s_per_chip", rate(plan::Objective::TokensPerSPerChip)},
+          {"comm_share", rep["comm_share"]},
+          {"exposed_comm_share", rep["exposed_comm_share"]},
+          {"compute_ms", rep.value("compute_ms", 0.0)},
+          {"mxu_utilization", rep.value("mxu_utilization", 0.0)},
+          {"peak_memory_bytes", s.check.peak_bytes},
+          {"bound_ms", e.bound_ms},
+          {"bound_compute_ms", s.check.bound.compute_ms},
+          {"bound_bisection_ms", s.check.bound.bisection_ms},
+          {"study_file", sweep::study_file(a.out_dir, s.id)}};
+}
+
 /// The plan as JSON (docs/plan.md), without the winner (run_plan adds it).
 nlohmann::json plan_json(const PlanArgs& a, plan::Objective objective,
                          const plan::SearchSpace& space, const CheckedSpace& checked,
@@ -238,33 +268,8 @@ nlohmann::json plan_json(const PlanArgs& a, plan::Objective objective,
   out["candidates"] = nlohmann::json::object();
   for (std::size_t r = 0; r < ranked.size(); ++r) {
     const std::size_t i = ranked[r];
-    const Survivor& s = survivors[i];
-    const auto& rep = reports[i];
-    nlohmann::json values = nlohmann::json::object();
-    for (std::size_t k = 0; k < space.axes.size(); ++k)
-      values[space.axes[k].path] = s.candidate.values[k];
-    out["candidates"][s.id] = {
-        {"id", s.id},
-        {"rank", r + 1},
-        {"layout", s.label},
-        {"values", values},
-        {"study_layout", s.is_study},
-        {"equivalent_layouts", s.equivalents},
-        {"from_earlier_run", static_cast<bool>(from_cache[i])},
-        {"step_time_ms", *evals[i].step_ms},
-        {"examples_per_s_per_chip", rep["examples_per_s"].get<double>() / s.check.chips},
-        {"mfu", plan::objective_value(plan::Objective::Mfu, evals[i], *evals[i].step_ms)},
-        {"tokens_per_s_per_chip",
-         plan::objective_value(plan::Objective::TokensPerSPerChip, evals[i], *evals[i].step_ms)},
-        {"comm_share", rep["comm_share"]},
-        {"exposed_comm_share", rep["exposed_comm_share"]},
-        {"compute_ms", rep.value("compute_ms", 0.0)},
-        {"mxu_utilization", rep.value("mxu_utilization", 0.0)},
-        {"peak_memory_bytes", s.check.peak_bytes},
-        {"bound_ms", evals[i].bound_ms},
-        {"bound_compute_ms", s.check.bound.compute_ms},
-        {"bound_bisection_ms", s.check.bound.bisection_ms},
-        {"study_file", sweep::study_file(a.out_dir, s.id)}};
+    out["candidates"][survivors[i].id] =
+        candidate_json(a, space, survivors[i], reports[i], evals[i], r + 1, from_cache[i]);
   }
   auto ids = [&](const std::vector<std::size_t>& list) {
     nlohmann::json j = nlohmann::json::array();
@@ -300,6 +305,39 @@ nlohmann::json plan_json(const PlanArgs& a, plan::Objective objective,
   return out;
 }
 
+/// Rates of a language model need its tokens and model FLOPs per step.
+void check_objective(const PlanArgs& a, plan::Objective objective, const CheckedSpace& checked,
+                     const nlohmann::json& base) {
+  if (objective != plan::Objective::Mfu && objective != plan::Objective::TokensPerSPerChip) return;
+  if (checked.survivors.empty()) return;
+  const plan::Evaluated e = evaluated(checked.survivors.front(), 0);
+  if (e.tokens_per_step > 0 && e.model_flops > 0) return;
+  throw ConfigError("--objective " + a.objective,
+                    "needs a language model (tokens and model FLOPs per step); " +
+                        base.at("workload").at("model").get<std::string>() +
+                        " does not count both; use step_time or examples_per_s_per_chip");
+}
+
+/// No layout is left to simulate: one error line saying why (and, when none fits, what may).
+[[noreturn]] void throw_nothing_to_simulate(const CheckedSpace& checked, const Study& study,
+                                            const plan::SearchSpace& space) {
+  if (checked.smallest_oom_peak > 0)
+    throw ConfigError(
+        "plan", "no layout of the " + std::to_string(checked.total) +
+                    " fits in HBM; the smallest peak is " +
+                    format_bytes(checked.smallest_oom_peak) + " per core (" +
+                    checked.smallest_oom_label + ") against " +
+                    format_bytes(study.hardware.hbm_bytes_per_core) +
+                    plan::what_would_fit(checked.oom_peaks, unsearched_memory_keys(study, space)));
+  std::string classes;
+  for (const auto& [cls, r] : checked.rejected)
+    classes +=
+        (classes.empty() ? "" : "; ") + std::to_string(r.count) + " " + cls + " (" + r.reason + ")";
+  throw ConfigError("plan", "no valid layout among the " + std::to_string(checked.total) +
+                                " of the search space: " + classes);
+  throw std::logic_error("tpusim bug: no layout to simulate and no reason");
+}
+
 }  // namespace
 
 int run_plan(PlanArgs a) {
@@ -333,40 +371,17 @@ int run_plan(PlanArgs a) {
   CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr, a.jobs);
   const double check_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
-  const Rejections& rejected = checked.rejected;
-  if ((objective == plan::Objective::Mfu || objective == plan::Objective::TokensPerSPerChip) &&
-      !checked.survivors.empty() &&
-      evaluated(checked.survivors.front(), 0).tokens_per_step *
-              evaluated(checked.survivors.front(), 0).model_flops <=
-          0)
-    throw ConfigError("--objective " + a.objective,
-                      "needs a language model (tokens and model FLOPs per step); " +
-                          base.at("workload").at("model").get<std::string>() +
-                          " has neither; use step_time or examples_per_s_per_chip");
-  const std::size_t total = checked.total;
-  if (checked.survivors.empty()) {
-    if (checked.smallest_oom_peak > 0)
-      throw ConfigError(
-          "plan",
-          "no layout of the " + std::to_string(total) + " fits in HBM; the smallest peak is " +
-              format_bytes(checked.smallest_oom_peak) + " per core (" + checked.smallest_oom_label +
-              ") against " + format_bytes(study.hardware.hbm_bytes_per_core) +
-              plan::what_would_fit(checked.oom_peaks, unsearched_memory_keys(study, space)));
-    std::string classes;
-    for (const auto& [cls, r] : rejected)
-      classes += (classes.empty() ? "" : "; ") + std::to_string(r.count) + " " + cls + " (" +
-                 r.reason + ")";
-    throw ConfigError("plan", "no valid layout among the " + std::to_string(total) +
-                                  " of the search space: " + classes);
-  }
+  check_objective(a, objective, checked, base);
+  if (checked.survivors.empty()) throw_nothing_to_simulate(checked, study, space);
 
-  // After the errors above, which stay one line.
-  std::cerr << "tpusim plan: checked " << total << " layouts in " << fmt::format("{:.2f}", check_s)
-            << " s (" << checked.survivors.size() << " valid, fitting and distinct)\n";
   if (a.out_dir.empty()) a.out_dir = "out/plan_" + fs::path(a.study_file).stem().string();
   // Held until the plan's files are written: a second plan or sweep into the same directory
   // stops at once instead of overwriting this one's points.
   const SweepDirLock lock = make_sweep_dir(a.out_dir);
+  if (::isatty(STDERR_FILENO) == 1)  // on a terminal, as the progress line; quiet when piped
+    std::cerr << "tpusim plan: checked " << checked.total << " layouts in "
+              << fmt::format("{:.2f}", check_s) << " s (" << checked.survivors.size()
+              << " valid, fitting and distinct)\n";
   const SearchResult result = simulate_in_bound_order(a, objective, space, checked);
   if (result.interrupted) return 1;
   const auto top = plan::top_k(objective, result.evals, 1);
