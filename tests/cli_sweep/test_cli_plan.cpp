@@ -236,6 +236,11 @@ TEST_CASE("plan: bad input is one line naming it with exit 2 and nothing simulat
   auto batch_range = run_tpusim({"plan", study, "--batch-per-chip", "1:4", "--out", s.path("o")});
   CHECK(batch_range.exit_code == 2);
   CHECK_THAT(batch_range.err, Catch::Contains("--objective examples_per_s_per_chip"));
+  // BERT counts no model FLOPs: MFU is a language model's objective.
+  auto mfu = run_tpusim({"plan", study, "--objective", "mfu", "--out", s.path("o")});
+  CHECK(mfu.exit_code == 2);
+  CHECK(mfu.err_lines() == 1);
+  CHECK_THAT(mfu.err, Catch::Contains("--objective mfu") && Catch::Contains("language model"));
   CHECK(!std::filesystem::exists(s.path("o")));
 }
 
