@@ -39,7 +39,7 @@ TEST_CASE("Percentiles of a large uniform sample approach the uniform's quantile
   for (const auto& x : r) CHECK(x.output == 10);
 }
 
-TEST_CASE("Lognormal lengths have the mean and deviation asked for; Poisson gaps the rate") {
+TEST_CASE("Lognormal lengths have the mean and deviation asked for, Poisson gaps the rate") {
   ServingConfig s;
   s.count = 50000;
   s.arrival = "poisson";
