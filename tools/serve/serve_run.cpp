@@ -105,7 +105,7 @@ std::string ms_line(const nlohmann::json& j) {
 
 void print_text(std::ostream& o, const nlohmann::json& j) {
   const auto& m = j["metrics"];
-  o << fmt::format("tpusim serve {}: {} on {} chips ({}), scheduler {}\n",
+  o << fmt::format("tpusim serve {}: {}, chips: {} ({}), scheduler {}\n",
                    j["study"].get<std::string>(), j["model"].get<std::string>(),
                    j["chips"].get<int>(), j["layout"].get<std::string>(),
                    j["scheduler"].get<std::string>());
@@ -119,7 +119,7 @@ void print_text(std::ostream& o, const nlohmann::json& j) {
   o << "  E2E ms      " << ms_line(m["e2e_ms"]) << "\n";
   o << fmt::format(
       "  throughput  {:.2f} requests/s, {:.0f} input tokens/s, {:.0f} output tokens/s "
-      "over {:.1f} s\n",
+      "over {:.3f} s\n",
       m["requests_per_s"].get<double>(), m["input_tokens_per_s"].get<double>(),
       m["output_tokens_per_s"].get<double>(), m["duration_s"].get<double>());
   o << fmt::format(

@@ -34,7 +34,9 @@ std::pair<std::size_t, double> bracket(const std::vector<std::int64_t>& grid, do
   if (x <= static_cast<double>(grid.front())) return {0, 0};
   for (std::size_t i = 0; i + 1 < grid.size(); ++i) {
     const double lo = static_cast<double>(grid[i]), hi = static_cast<double>(grid[i + 1]);
-    if (x <= hi) return {i, (x - lo) / (hi - lo)};
+    if (x < hi) return {i, (x - lo) / (hi - lo)};
+    if (x == hi && i + 2 == grid.size()) return {i, 1};  // the last point: no point above it
+    if (x == hi) return {i + 1, 0};
   }
   // Past the last point: extrapolated along the last interval (a prefill of more tokens).
   const std::size_t i = grid.size() - 2;
@@ -107,7 +109,8 @@ StepTimes::StepTimes(const cli::Study& study, const ServingConfig& s) : study_(s
   kvs_.push_back(0);
   for (int i = 1; i <= kKvSteps; ++i)
     kvs_.push_back(std::max<std::int64_t>(kvs_.back() + 1, (max_len_ - 1) * i / kKvSteps));
-  const std::int64_t most = std::max(s.max_num_batched_tokens, max_len_);
+  // Interleaved prefill pads a prompt to a power of two: up to twice the model length.
+  const std::int64_t most = std::max(s.max_num_batched_tokens, 2 * max_len_);
   for (std::int64_t t = kMinPrefillTokens;; t *= 2) {
     tokens_.push_back(t);
     if (t >= most) break;
@@ -210,10 +213,10 @@ double StepTimes::decode_s(std::int64_t batch, double mean_kv) {
   const auto [bi, bw] = bracket(batches_, static_cast<double>(batch));
   const auto [ki, kw] = bracket(kvs_, mean_kv);
   auto at = [&](std::size_t b, std::size_t k) { return simulate(true, batches_[b], 1, kvs_[k]); };
-  const double lo = at(bi, ki) * (1 - kw) + (kw > 0 ? at(bi, ki + 1) * kw : 0);
-  if (bw <= 0) return lo;
-  const double hi = at(bi + 1, ki) * (1 - kw) + (kw > 0 ? at(bi + 1, ki + 1) * kw : 0);
-  return lo * (1 - bw) + hi * bw;
+  auto row = [&](std::size_t b) {
+    return (kw < 1 ? at(b, ki) * (1 - kw) : 0) + (kw > 0 ? at(b, ki + 1) * kw : 0);
+  };
+  return (bw < 1 ? row(bi) * (1 - bw) : 0) + (bw > 0 ? row(bi + 1) * bw : 0);
 }
 
 double StepTimes::prefill_s(double tokens, double prefix) {
@@ -224,10 +227,11 @@ double StepTimes::prefill_s(double tokens, double prefix) {
   auto at = [&](std::size_t t, std::size_t k) {
     return simulate(false, unit_, tokens_[t], kvs_[k]);
   };
-  const double lo = at(ti, pi) * (1 - tw) + (tw != 0 ? at(ti + 1, pi) * tw : 0);
-  if (pw <= 0) return lo;
-  const double hi = at(ti, pi + 1) * (1 - tw) + (tw != 0 ? at(ti + 1, pi + 1) * tw : 0);
-  return lo * (1 - pw) + hi * pw;
+  // Past the last token point the weight exceeds 1 (extrapolated along the last interval).
+  auto row = [&](std::size_t k) {
+    return (tw != 1 ? at(ti, k) * (1 - tw) : 0) + (tw != 0 ? at(ti + 1, k) * tw : 0);
+  };
+  return (pw < 1 ? row(pi) * (1 - pw) : 0) + (pw > 0 ? row(pi + 1) * pw : 0);
 }
 
 }  // namespace tpusim::serve
