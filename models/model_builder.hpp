@@ -53,6 +53,15 @@ class ModelBuilder {
     return std::nullopt;
   }
 
+  /// A serving step of one model replica over `replica_batch` sequences: prefill (the prompts'
+  /// forward, writing their KV cache) or, `decode`, one new token per sequence reading its
+  /// cache; the weights only as the forward reads them, the KV cache among the resident buffers
+  /// (OpGraph::resident_per_core). nullopt where the builder has no serving steps.
+  virtual std::optional<OpGraph> build_serving(const Config& cfg, std::int64_t replica_batch,
+                                               bool decode) const {
+    return std::nullopt;
+  }
+
   /// True if the builder annotates model-parallel splits (parallelism.model > 1 allowed).
   virtual bool supports_model_parallel() const { return false; }
   /// True if the builder annotates spatial splits (parallelism.spatial > 1 allowed).

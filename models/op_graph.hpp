@@ -207,6 +207,11 @@ class OpGraph {
   /// Bytes of one example as the infeed delivers it (ids, images, labels); set by the builder.
   double infeed_bytes_per_example = 0;
   DType infeed_dtype = DType::BF16;  ///< dtype of the largest infeed tensor
+  /// A serving step (decoder_lm's prefill and decode): the weights are held as the copy the
+  /// forward reads, with no f32 master weights.
+  bool serving = false;
+  /// Buffers the builder sizes per core itself (the KV cache), added to the Program's resident.
+  std::vector<ResidentBuffer> resident_per_core;
 
   // Totals over ops (per replica).
   double total_flops() const;

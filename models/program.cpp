@@ -92,6 +92,8 @@ const char* to_string(MemoryClass c) {
       return "collective_buffers";
     case MemoryClass::Halos:
       return "halos";
+    case MemoryClass::KvCache:
+      return "kv_cache";
   }
   return "?";
 }

@@ -77,8 +77,9 @@ enum class MemoryClass {
   OptimizerUpdates,     ///< LAMB's f32 update direction and norms between its two phases
   CollectiveBuffers,    ///< partial sums staged for their all-reduce; norms in flight
   Halos,                ///< rows or columns received from spatial neighbours
+  KvCache,              ///< a serving step's key/value cache (resident)
 };
-constexpr int kMemoryClasses = 11;
+constexpr int kMemoryClasses = 12;
 const char* to_string(MemoryClass c);  ///< "master_weights", ...
 
 /// The tensor an op produces on each core, with its lifetime along the program order.

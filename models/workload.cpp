@@ -18,7 +18,7 @@ using T = ParamType;
 
 // One parameter per line reads as a table.
 // clang-format off
-const Param<std::string> kWorkloadProgram{{"workload.program", T::String, "", "train", "the program tpusim run simulates: train (one training step) or eval (one evaluation step: forward and the model's on-device post-processing at workload.eval_batch)", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"train", "eval"}}};
+const Param<std::string> kWorkloadProgram{{"workload.program", T::String, "", "train", "the program tpusim run simulates: train (one training step), eval (one evaluation step: forward and the model's on-device post-processing at workload.eval_batch), prefill (decoder_lm: the forward of workload.global_batch prompts of workload.seq_len tokens, writing their KV cache) or decode (decoder_lm: one new token for each of workload.global_batch sequences after workload.kv_length cached tokens)", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"train", "eval", "prefill", "decode"}}};
 const Param<std::int64_t> kWorkloadMicrobatches{{"workload.microbatches", T::Integer, "", 1, "gradient accumulation: each replica runs its share of the global batch as this many forward and backward passes, summing the weight gradients in place (f32 accumulators), then syncs gradients and updates once", 1, 1 << 16}};
 const Param<std::int64_t> kWorkloadEvalBatch{{"workload.eval_batch", T::Integer, "examples", 0, "examples per evaluation step over all replicas; 0: workload.global_batch", 0, 1e9}};
 // clang-format on
@@ -89,7 +89,11 @@ std::vector<MeshAxis> workload_mesh_axes(const Config& cfg, const Topology& topo
 }
 
 ProgramKind program_kind(const Config& cfg) {
-  return kWorkloadProgram(cfg) == "eval" ? ProgramKind::Eval : ProgramKind::Train;
+  const std::string p = kWorkloadProgram(cfg);
+  if (p == "eval") return ProgramKind::Eval;
+  if (p == "prefill") return ProgramKind::Prefill;
+  if (p == "decode") return ProgramKind::Decode;
+  return ProgramKind::Train;
 }
 
 std::int64_t step_examples(const Config& cfg, ProgramKind kind) {
@@ -110,6 +114,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   check_layout(cfg, *builder, layout, problems);
   check_slices(layout, topology, problems);
   const bool eval = kind == ProgramKind::Eval;
+  const bool serving = kind == ProgramKind::Prefill || kind == ProgramKind::Decode;
   const std::int64_t batch = step_examples(cfg, kind);
   check_batch(
       eval && kWorkloadEvalBatch(cfg) > 0 ? kWorkloadEvalBatch.path() : global_batch_param().path(),
@@ -118,7 +123,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   // so that the layout's dimension constraints are reported together with the batch.
   const std::int64_t replicas = static_cast<std::int64_t>(layout.data) * layout.slices;
   const std::int64_t replica_batch = std::max<std::int64_t>(1, (batch + replicas - 1) / replicas);
-  const int micro = eval ? 1 : static_cast<int>(kWorkloadMicrobatches(cfg));
+  const int micro = eval || serving ? 1 : static_cast<int>(kWorkloadMicrobatches(cfg));
   if (replica_batch % micro != 0)
     problems.add(
         kWorkloadMicrobatches.path(),
@@ -129,7 +134,13 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   if (layout.spatial > 1 && !builder->supports_spatial()) problems.throw_if_any();
   std::optional<OpGraph> graph;
   try {
-    if (eval) {
+    if (serving) {
+      graph = builder->build_serving(cfg, micro_batch, kind == ProgramKind::Decode);
+      if (!graph)
+        problems.add(kWorkloadProgram.path(), kWorkloadProgram(cfg) + ": " + kWorkloadModel(cfg) +
+                                                  " has no serving steps; allowed: train, eval "
+                                                  "(prefill and decode: decoder_lm)");
+    } else if (eval) {
       graph = builder->build_eval(cfg, micro_batch);
       // The study asked for the eval step (workload.program), or tpusim train needs the model's
       // evaluation (the study did not say eval): name what the user wrote.

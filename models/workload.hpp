@@ -36,8 +36,9 @@ std::vector<MeshAxis> workload_mesh_axes(const Config& cfg, const Topology& topo
 /// divisible by the data replicas, a model degree not dividing the heads, an unknown model...).
 Program build_program(const Config& cfg, const Topology& topology, const HardwareSpec& hw);
 
-/// Which program of a study: the training step or the evaluation step.
-enum class ProgramKind { Train, Eval };
+/// Which program of a study: the training step, the evaluation step, or a serving step (prefill
+/// of prompts, decode of one token per sequence: ModelBuilder::build_serving).
+enum class ProgramKind { Train, Eval, Prefill, Decode };
 /// workload.program of the study.
 ProgramKind program_kind(const Config& cfg);
 

@@ -71,6 +71,19 @@ if "$BIN" replay --help >/dev/null 2>&1 && [ -f configs/studies/bert_large_4096.
   "$BIN" run configs/studies/bert_large_4096.json --record-trace "$TMP/bert.trace.json.gz" --json >/dev/null
   measure "replay bert_large_4096 trace" "$BIN" replay "$TMP/bert.trace.json.gz" --json
 fi
+# tpusim serve: one hour of Poisson traffic at 50 requests/s (180,000 requests) with chunked
+# prefill on Llama-3.1-8B (docs/serving.md); "simulated" is the traffic's span.
+/usr/bin/time -f "%e %U %S %M" -o "$TMP/time" "$BIN" serve configs/studies/serve_llama3_8b_chunked.json \
+  --set serving.requests.count=180000 --set serving.requests.rate_per_s=50 --json >"$TMP/out" 2>"$TMP/err" \
+  && { read -r wall user sys rss <"$TMP/time"
+  python3 - "$wall" "$rss" "$TMP/out" "$user" "$sys" <<'PY'
+import json, sys
+wall, rss, j = float(sys.argv[1]), int(sys.argv[2]), json.load(open(sys.argv[3]))
+cpu = float(sys.argv[4]) + float(sys.argv[5])
+m = j["metrics"]
+print(f'| serve 1 h of Poisson traffic at 50 requests/s, llama3_8b chunked prefill ({j["step_shapes_simulated"]} step shapes simulated) | {wall:.2f} | {cpu:.2f} | {rss/1024:.0f} | - | - | - | - | {m["duration_s"]:.0f} s of traffic |')
+PY
+} || echo "| serve 1 h at 50 requests/s | failed: $(tail -1 "$TMP/err") |"
 /usr/bin/time -f "%e %U %S %M" -o "$TMP/time" "$BUILD/bin/tpusim_kernel_bench" 8192 200 >"$TMP/kb"
 read -r wall user sys rss <"$TMP/time"
 python3 - "$TMP/kb" "$wall" "$rss" "$user" "$sys" <<'PY'

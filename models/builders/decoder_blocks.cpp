@@ -123,6 +123,17 @@ int add_norm(OpGraph& g, const std::string& name, const DecoderDims& d, int x) {
   return g.add(std::move(ln), {x});
 }
 
+// Serving: the new tokens' keys and values written to the cache (in its dtype), split on the
+// key/value heads where the model axis splits them, on the sequences over model2.
+int add_kv_write(OpGraph& g, const std::string& p, const DecoderDims& d, int kv) {
+  const double elements = static_cast<double>(d.tokens()) * 2 * d.kv_heads * d.head_dim;
+  OpNode w = vector_op(OpKind::Elementwise, p + "kv_cache_write", elements, 1, vpu_ops::kGather, 0);
+  w.bytes_written = elements * d.kv_bytes;
+  if (d.kv_split_by_model()) w.split.model = SplitDim::N;
+  split_rows_model2(w, d);
+  return g.add(std::move(w), {kv});
+}
+
 // Q, K and V from the layer norm `x`, rotary positions, scores, causal softmax, context, output
 // projection. Returns the projection (a partial sum over the model axis).
 int add_decoder_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
@@ -155,12 +166,26 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
   }
   if (d.sequence_all_to_all)  // Q, K and V to head-split (one projection: checked on build)
     q_src = kv_src = add_reshard(g, p + "to_heads", d, (d.heads + 2 * d.kv_heads) * hd, q_src);
-  const std::int64_t products = d.batch * d.heads;
-  OpNode scores = activation_matmul(p + "scores", products, d.seq, hd, d.seq);
+  // Serving, with the key/value heads split like the query heads: the query heads of a group
+  // share their key/value head, so each cached key and value is read once (the group's queries
+  // as rows of one product); the cached operand in the cache's dtype. Otherwise each query head
+  // reads its keys and values (training's multi-head form; over-counts the cache read of
+  // grouped heads that the model axis does not split).
+  const bool grouped = d.serving && d.kv_split_by_model();
+  const std::int64_t ctx = d.context();
+  const std::int64_t products = grouped ? d.batch * d.kv_heads : d.batch * d.heads;
+  const std::int64_t rows = grouped ? d.seq * (d.heads / d.kv_heads) : d.seq;
+  OpNode scores = activation_matmul(p + "scores", products, rows, hd, ctx);
   OpNode softmax =
-      vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(products) * d.seq * d.seq, 1,
+      vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(products) * rows * ctx, 1,
                 kCausalSoftmax, kCausalSoftmaxGrad);
-  OpNode context = activation_matmul(p + "context", products, d.seq, d.seq, hd);
+  OpNode context = activation_matmul(p + "context", products, rows, ctx, hd);
+  if (d.serving) {
+    const double cached = static_cast<double>(products) * ctx * hd * d.kv_bytes;
+    scores.bytes_read = static_cast<double>(products) * rows * hd * kBf16Bytes + cached;
+    context.bytes_read = static_cast<double>(products) * rows * ctx * kBf16Bytes + cached;
+    kv_src = add_kv_write(g, p, d, kv_src);
+  }
   for (OpNode* op : {&scores, &softmax, &context}) {
     op->split.model = SplitDim::Batch;
     op->selective_remat = true;
@@ -232,7 +257,7 @@ DecoderEmbeddings add_decoder_embeddings(OpGraph& g, const DecoderDims& d) {
   if (!d.rotary) {
     OpNode pos = vector_op(OpKind::Elementwise, "embed.positions",
                            static_cast<double>(d.tokens()) * d.d_model, 1, 2 * vpu_ops::kGather, 1);
-    pos.params = d.seq * d.d_model;
+    pos.params = (d.max_len > 0 ? d.max_len : d.seq) * d.d_model;
     shard_rows(pos, d);
     e.out = g.add(std::move(pos), {e.lookup});
   }
@@ -252,6 +277,27 @@ int add_decoder_layer(OpGraph& g, const std::string& p, int x, const DecoderDims
   const int ln2 = add_norm(g, p + "mlp.layer_norm", d, r1);
   const int m = add_decoder_mlp(g, p, ln2, d);
   return add_residual(g, p + "mlp.residual", d, {m, r1});
+}
+
+void add_decoder_sampler(OpGraph& g, const DecoderDims& d, int x, int tied_lookup) {
+  DecoderDims last = d;  // the last token of each sequence
+  last.seq = 1;
+  const int ln = add_norm(g, "head.layer_norm", last, x);
+  OpNode logits = weight_matmul("head.logits", d.batch, d.d_model, d.vocab, false);
+  split_columns(logits);
+  gather_rows(logits, last);
+  if (tied_lookup >= 0) {
+    logits.params = 0;
+    logits.params_split_by_model = false;
+    logits.tied_to = tied_lookup;
+  }
+  const int l = g.add(std::move(logits), {ln});
+  // Greedy or top-p sampling: a max and a sum over the vocabulary split on the model axis.
+  OpNode sample = cross_entropy_loss("head.sample", d.batch, d.vocab);
+  sample.kind = OpKind::Softmax;
+  sample.split.model = SplitDim::K;
+  split_rows_model2(sample, last);
+  g.add(std::move(sample), {l});
 }
 
 void add_decoder_head(OpGraph& g, const DecoderDims& d, int x, int tied_lookup) {

@@ -33,7 +33,16 @@ struct DecoderDims {
   /// parallelism.sequence_attention = all_to_all: attention resharded from sequence-split to
   /// head-split (and back) by all-to-alls instead of gathering K and V
   bool sequence_all_to_all = false;
+  /// A serving step (workload.program = prefill or decode): `seq` new tokens per sequence attend
+  /// to `kv_len` tokens already in its KV cache and to themselves; their keys and values are
+  /// written to the cache; the head projects only the last token of each sequence and samples.
+  bool serving = false;
+  std::int64_t kv_len = 0;   ///< serving: tokens already cached per sequence
+  double kv_bytes = 2;       ///< serving: bytes of one cached key or value element
+  std::int64_t max_len = 0;  ///< learned position table rows (0: seq)
   std::int64_t tokens() const { return batch * seq; }
+  /// Keys each query attends to: the sequence (training), or the cache and the new tokens.
+  std::int64_t context() const { return serving ? kv_len + seq : seq; }
   bool kv_split_by_model() const { return kv_heads % model_degree == 0; }
 };
 
@@ -47,6 +56,10 @@ DecoderEmbeddings add_decoder_embeddings(OpGraph& g, const DecoderDims& d);
 
 /// One decoder layer reading the residual stream `x`; returns the new residual stream.
 int add_decoder_layer(OpGraph& g, const std::string& prefix, int x, const DecoderDims& d);
+
+/// Serving: final layer norm, the output projection of each sequence's last token, sampling
+/// (a softmax over the vocabulary split on the model axis).
+void add_decoder_sampler(OpGraph& g, const DecoderDims& d, int x, int tied_lookup);
 
 /// Final layer norm, output projection (tied to `tied_lookup` if >= 0, else its own matrix) split
 /// on the vocabulary, softmax cross-entropy.

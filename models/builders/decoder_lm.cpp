@@ -42,6 +42,10 @@ const Param<bool> kDecoderLmBiases{{"workload.biases", T::Boolean, "", true, "ma
 const Param<bool> kDecoderLmTiedEmbeddings{{"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kDecoderLmModel}};
 const Param<bool> kDecoderLmShardActivations{{"parallelism.shard_activations", T::Boolean, "", false, "shard the residual stream, layer norms and residual adds over the model axis too (GSPMD's and PaLM's layouts, Megatron's sequence parallelism): all-gathered before the column-split matmuls, partial sums reduce-scattered instead of all-reduced; 1/model of the activations and their vector work", -kInf, kInf, {}, "workload.model", kDecoderLmModel}};
 const Param<std::string> kDecoderLmSequenceAttention{{"parallelism.sequence_attention", T::String, "", "gather", "attention with a sequence axis: gather (all-gather the keys and values of the whole sequence over 'sequence', kept for the backward; their gradients reduce-scattered) or all_to_all (reshard Q, K and V from sequence-split to head-split and the context back with all-to-alls, DeepSpeed-Ulysses; the heads per model core must divide by parallelism.sequence)", -kInf, kInf, {"gather", "all_to_all"}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmKvLength{{"workload.kv_length", T::Integer, "tokens", 0, "workload.program = decode: tokens already in each sequence's KV cache, which the step's attention reads with the new token; prefill: a cached prefix the prompt's tokens attend to (a chunk of chunked prefill, a prefix-cache hit)", 0, 1e7, {}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmKvCacheDtype{{"workload.kv_cache_dtype", T::String, "", "bf16", "prefill and decode: the KV cache's elements (MaxText quantize_kvcache, vLLM --kv-cache-dtype): bf16, int8 or fp8 (one byte)", -kInf, kInf, {"bf16", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmKvCache{{"workload.kv_cache", T::String, "", "preallocated", "prefill and decode: the KV cache's memory: preallocated (JetStream-MaxText: every sequence holds workload.seq_len tokens) or paged (vLLM: blocks of workload.kv_page_tokens for the tokens a sequence has)", -kInf, kInf, {"preallocated", "paged"}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmKvPageTokens{{"workload.kv_page_tokens", T::Integer, "tokens", 16, "workload.kv_cache = paged: tokens per KV cache block (vLLM block_size)", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
 const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel}};
 // clang-format on
 
@@ -125,6 +129,44 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   return d;
 }
 
+// workload.program = prefill or decode. Prefill: the prompt's tokens after kv_length cached ones
+// up to workload.seq_len; decode: one token after kv_length, within the model length seq_len.
+void read_serving_dims(const Config& cfg, bool decode, DecoderDims& d) {
+  d.serving = true;
+  d.max_len = d.seq;
+  d.kv_len = kDecoderLmKvLength(cfg);
+  d.kv_bytes = kDecoderLmKvCacheDtype(cfg) == "bf16" ? 2 : 1;
+  ProblemList problems;
+  if (d.sequence_degree > 1)
+    problems.add("parallelism.sequence", std::to_string(d.sequence_degree) +
+                                             " with workload.program = prefill or decode: "
+                                             "sequence parallelism of serving steps is not "
+                                             "modelled; allowed: 1");
+  if (d.kv_len >= d.max_len)
+    problems.add(kDecoderLmKvLength.path(),
+                 std::to_string(d.kv_len) + " cached tokens leave no room for " +
+                     (decode ? "the new token" : "a prompt token") +
+                     " within workload.seq_len = " + std::to_string(d.max_len) +
+                     "; allowed: at most " + std::to_string(d.max_len - 1));
+  problems.throw_if_any();
+  d.seq = decode ? 1 : d.max_len - d.kv_len;
+}
+
+// Per core, the KV cache of the step's sequences: preallocated to the model length, or the
+// pages their tokens fill; divided over the model axis where it splits the key/value heads and
+// over model2 by sequences.
+double kv_cache_bytes_per_core(const Config& cfg, const DecoderDims& d, std::int64_t layers) {
+  std::int64_t tokens = d.max_len;
+  if (kDecoderLmKvCache(cfg) == "paged") {
+    const std::int64_t page = kDecoderLmKvPageTokens(cfg);
+    tokens = (d.kv_len + d.seq + page - 1) / page * page;
+  }
+  double bytes =
+      static_cast<double>(d.batch) * tokens * 2 * layers * d.kv_heads * d.head_dim * d.kv_bytes;
+  if (d.kv_split_by_model()) bytes /= d.model_degree;
+  return bytes / d.model2_degree;
+}
+
 RematPolicy remat_policy(const Config& cfg) {
   const std::string r = kDecoderLmRemat(cfg);
   if (r == "full") return RematPolicy::Full;
@@ -137,10 +179,38 @@ class DecoderLm final : public ModelBuilder {
   bool supports_model_parallel() const override { return true; }
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
-    const DecoderDims d = read_dims(cfg, batch);
+    OpGraph g = forward(cfg, read_dims(cfg, batch));
+    derive_training_graph(g, OptimizerKind::Adam, remat_policy(cfg));
+    return g;
+  }
+
+  /// The evaluation step (MLPerf GPT-3's eval pass): the forward over full sequences and the
+  /// loss, no backward and no optimizer.
+  std::optional<OpGraph> build_eval(const Config& cfg, std::int64_t batch) const override {
+    return forward(cfg, read_dims(cfg, batch));
+  }
+
+  /// Prefill: the prompts' forward writing their KV cache, the first token sampled. Decode:
+  /// one token for every sequence, reading the weights once and each sequence's cache once.
+  std::optional<OpGraph> build_serving(const Config& cfg, std::int64_t batch,
+                                       bool decode) const override {
+    DecoderDims d = read_dims(cfg, batch);
+    read_serving_dims(cfg, decode, d);
+    OpGraph g = forward(cfg, d);
+    g.serving = true;
+    // Program dtypes have no one-byte type: the buffer's name says the cache's dtype.
+    g.resident_per_core.push_back(
+        {"KV cache (" + kDecoderLmKvCacheDtype(cfg) + ", " + kDecoderLmKvCache(cfg) + ")",
+         MemoryClass::KvCache, DType::BF16,
+         kv_cache_bytes_per_core(cfg, d, kDecoderLmLayers(cfg))});
+    return g;
+  }
+
+ private:
+  static OpGraph forward(const Config& cfg, const DecoderDims& d) {
     OpGraph g;
     g.model = kDecoderLmModel;
-    g.replica_batch = batch;
+    g.replica_batch = d.batch;
     g.require_divisible({"model", "workload.heads", d.heads, "attention heads"});
     g.require_divisible({"model", "workload.d_ff", d.d_ff, "MLP width"});
     // FSDP shards every weight matrix along its d_model side.
@@ -155,12 +225,16 @@ class DecoderLm final : public ModelBuilder {
       x = add_decoder_layer(g, "decoder." + std::to_string(l) + ".", x, d);
       g.end_layer();
     }
-    add_decoder_head(g, d, x, kDecoderLmTiedEmbeddings(cfg) ? e.lookup : -1);
-    // Infeed: the token ids and the targets (next tokens), i32.
-    g.infeed_bytes_per_example = static_cast<double>(2 * d.seq) * dtype_bytes(DType::I32);
+    const int tied = kDecoderLmTiedEmbeddings(cfg) ? e.lookup : -1;
+    if (d.serving)
+      add_decoder_sampler(g, d, x, tied);
+    else
+      add_decoder_head(g, d, x, tied);
+    // Infeed: the token ids and (training) the targets, i32.
+    g.infeed_bytes_per_example =
+        static_cast<double>((d.serving ? 1 : 2) * d.seq) * dtype_bytes(DType::I32);
     g.infeed_dtype = DType::I32;
     g.tokens_per_example = d.seq;
-    derive_training_graph(g, OptimizerKind::Adam, remat_policy(cfg));
     return g;
   }
 };

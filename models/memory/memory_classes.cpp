@@ -18,6 +18,7 @@ const std::vector<MemoryClassInfo>& memory_classes() {
       {C::OptimizerUpdates, "f32", "update op to apply op", "LAMB's update direction (4 bytes per weight) and the per-tensor norms of LAMB and LARS between the two optimizer phases"},
       {C::CollectiveBuffers, "op dtype", "producer to its all-reduce", "partial sums of a split contraction staged for their all-reduce, and the optimizer norms in flight"},
       {C::Halos, "bf16", "exchange to the window op", "rows or columns received from spatial neighbours before a convolution or pooling"},
+      {C::KvCache, "kv_cache_dtype", "the whole step", "prefill and decode: the keys and values of the step's sequences, preallocated to the model length or in the pages their tokens fill, divided over the model axis where it splits the key/value heads"},
   };
   // clang-format on
   return kTable;

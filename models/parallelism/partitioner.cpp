@@ -391,8 +391,9 @@ class Partitioner {
       if (f.params <= 0 || f.phase != Phase::Forward) continue;
       const double n = s_.params_per_core(o);
       const double sharded = n / (optimizer_ops_[o].empty() ? 1 : optimizer_divisor());
-      resident.push_back({f.name + " master weights", MemoryClass::MasterWeights, DType::F32,
-                          sharded * dtype_bytes(DType::F32)});
+      if (!g_.serving)
+        resident.push_back({f.name + " master weights", MemoryClass::MasterWeights, DType::F32,
+                            sharded * dtype_bytes(DType::F32)});
       resident.push_back({f.name + " bf16 copy", MemoryClass::WeightCopies, DType::BF16,
                           n / copies * dtype_bytes(DType::BF16)});
       if (g_.microbatches > 1 && !optimizer_ops_[o].empty())
@@ -406,6 +407,7 @@ class Partitioner {
       resident.push_back({"infeed (2 batches)", MemoryClass::Infeed, g_.infeed_dtype,
                           2.0 * g_.replica_batch * g_.microbatches * g_.infeed_bytes_per_example /
                               product(&ShardingRule::example_divisor)});
+    resident.insert(resident.end(), g_.resident_per_core.begin(), g_.resident_per_core.end());
   }
 
   const OpGraph& g_;

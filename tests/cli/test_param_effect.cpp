@@ -82,6 +82,35 @@ const std::vector<std::vector<std::string>> kStudies = {
     {"run", "configs/studies/bert_large_16.json", "--set", "topology=2x2", "--set",
      "topology.slices=2", "--set", "parallelism.slices=2", "--set", "workload.global_batch=16",
      "--set", "parallelism.weight_update_sharding=false"},
+    // Serving steps (docs/serving.md): a decode step of sequences whose paged KV cache holds 100
+    // tokens (the pages round them up).
+    {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
+     "workload.seq_len=256", "--set", "workload.program=decode", "--set", "workload.kv_length=100",
+     "--set", "workload.kv_cache=paged"},
+    // tpusim serve: lengths drawn from distributions with a spread, Poisson arrivals, limits
+    // that some requests miss; and the disaggregated scheduler (kv_transfer).
+    {"serve", "configs/studies/decoder_1b_16.json",
+     "--set", "topology=1x1",
+     "--set", "parallelism.model=1",
+     "--set", "parallelism.fsdp=1",
+     "--set", "workload.layers=2",
+     "--set", "workload.seq_len=512",
+     "--set", "serving.requests.count=24",
+     "--set", "serving.requests.rate_per_s=40",
+     "--set", "serving.requests.input_distribution=uniform",
+     "--set", "serving.requests.input_tokens=100",
+     "--set", "serving.requests.input_spread=60",
+     "--set", "serving.requests.output_distribution=normal",
+     "--set", "serving.requests.output_tokens=20",
+     "--set", "serving.requests.output_spread=8",
+     "--set", "serving.max_num_seqs=8",
+     "--set", "serving.max_num_batched_tokens=256",
+     "--set", "serving.limits.ttft_ms=1",
+     "--set", "serving.limits.tpot_ms=0.5"},
+    {"serve", "configs/studies/decoder_1b_16.json", "--set", "topology=1x1", "--set",
+     "parallelism.model=1", "--set", "parallelism.fsdp=1", "--set", "workload.layers=2", "--set",
+     "workload.seq_len=512", "--set", "serving.requests.count=8", "--set",
+     "serving.scheduler=disaggregated", "--set", "serving.max_num_seqs=4"},
     // Chunks pipeline over multi-hop routes, which an all-to-all over a 4x4 torus has.
     {"collective", "--op", "all-to-all", "--bytes", "64MiB", "--topology", "4x4"},
 };
@@ -95,12 +124,14 @@ const std::set<std::string> kAwaitingEffect = {};
 const std::map<std::string, std::vector<json>> kFreeFormValues = {
     {"network.degraded_links", {"multipod.chip(0,0).ici.x+=0.25"}},
     {"network.failed_links", {"multipod.chip(0,0).ici.x+"}},
+    {"serving.requests.trace", {"tests/data/serve_trace.jsonl"}},
 };
 
 /// The report without what may differ between identical runs or only echoes the input.
 json outputs(const std::string& report_text) {
   json r = json::parse(report_text);
-  for (const char* k : {"wall_s", "elaboration_s", "config", "study"}) r.erase(k);
+  for (const char* k : {"wall_s", "elaboration_s", "simulate_wall_s", "config", "study"})
+    r.erase(k);
   return r;
 }
 

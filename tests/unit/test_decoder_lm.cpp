@@ -66,7 +66,9 @@ double all_params(const Shape& x) {
 }  // namespace
 
 TEST_CASE("decoder_lm training FLOPs per token are 6N + 12 L s H Q for every preset") {
-  for (const char* preset : {"decoder_1b", "gpt3_175b", "palm_62b", "palm_540b"}) {
+  for (const char* preset :
+       {"decoder_1b", "gpt3_175b", "palm_62b", "palm_540b", "gptj_6b", "llama2_7b", "llama2_13b",
+        "llama2_70b", "llama3_8b", "llama3_70b", "gemma_7b"}) {
     INFO(preset);
     const Config c = lm_study(preset);
     const Shape x = shape_of(c);
@@ -86,6 +88,14 @@ TEST_CASE("the presets have the published sizes") {
   CHECK(params("palm_540b") == Approx(540e9).epsilon(0.01));
   CHECK(params("palm_62b") == Approx(62.5e9).epsilon(0.02));
   CHECK(params("decoder_1b") == Approx(1.1e9).epsilon(0.05));
+  // The serving reference's models (docs/serving.md), as their model cards count them.
+  CHECK(params("gptj_6b") == Approx(6.05e9).epsilon(0.01));
+  CHECK(params("llama2_7b") == Approx(6.74e9).epsilon(0.01));
+  CHECK(params("llama2_13b") == Approx(13.02e9).epsilon(0.01));
+  CHECK(params("llama2_70b") == Approx(68.98e9).epsilon(0.01));
+  CHECK(params("llama3_8b") == Approx(8.03e9).epsilon(0.01));
+  CHECK(params("llama3_70b") == Approx(70.55e9).epsilon(0.01));
+  CHECK(params("gemma_7b") == Approx(8.54e9).epsilon(0.01));
 }
 
 TEST_CASE("decoder_lm's block, MLP, attention and position choices change the graph") {

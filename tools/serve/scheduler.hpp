@@ -1,0 +1,57 @@
+#pragma once
+// The serving engine's iterations, composed from the simulated step times (step_times.hpp):
+// continuous batching (slots), chunked prefill, JetStream's interleaved prefill and
+// disaggregated prefill and decode slices. Each iteration is one step on the simulated machine;
+// the engine admits a request only when a slot is free and the KV cache can hold it.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tools/serve/requests.hpp"
+#include "tools/serve/serving_config.hpp"
+#include "tools/serve/step_times.hpp"
+
+namespace tpusim::serve {
+
+struct RequestResult {
+  double first_token_s = -1;  ///< the prefill step that sampled its first token ended
+  double done_s = -1;         ///< its last token
+  std::string never;          ///< why it can never be served ("" served)
+};
+
+/// The engine after a step: sequences holding a slot and KV tokens reserved.
+struct Occupancy {
+  double t = 0;
+  int engine = 0;  ///< 0 the engine (disaggregated: the decode slice), 1 the prefill slice
+  std::int64_t slots = 0;
+  double kv_tokens = 0;
+};
+
+struct StepRecord {
+  double start = 0, end = 0;
+  int engine = 0;
+  const char* kind = "decode";  ///< decode, prefill, mixed, kv_transfer
+  std::int64_t batch = 0;       ///< sequences decoding
+  std::int64_t tokens = 0;      ///< prompt tokens of the step
+};
+
+struct ServeRun {
+  std::vector<RequestResult> results;  ///< in the order of the requests
+  std::vector<Occupancy> occupancy;    ///< after every step
+  std::vector<StepRecord> steps;       ///< every step (kept if asked)
+  std::int64_t iterations = 0;
+};
+
+/// Runs the scheduler over `requests` (arrival order). `progress` is called now and then with
+/// the requests finished. `keep_steps`: fill ServeRun::steps (the timeline).
+ServeRun run_scheduler(const std::vector<Request>& requests, const ServingConfig& s,
+                       StepTimes& times, bool keep_steps,
+                       const std::function<void(std::size_t)>& progress = {});
+
+/// Seconds to move `tokens` tokens of KV cache from the prefill slice to the decode slice
+/// (disaggregated): over serving.kv_transfer.
+double kv_transfer_s(double tokens, const ServingConfig& s, const StepTimes& times,
+                     const cli::Study& study);
+
+}  // namespace tpusim::serve

@@ -1,0 +1,237 @@
+#include "tools/serve/step_times.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "compiler/compiler.hpp"
+#include "core/errors.hpp"
+#include "models/memory/memory_model.hpp"
+#include "models/parallelism/layout.hpp"
+#include "sim/run/simulation.hpp"
+
+namespace tpusim::serve {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr std::int64_t kMinPrefillTokens = 16;
+constexpr int kKvSteps = 8;  // the cached-token grid: 0, L/8, ..., L - 1
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
+  return buf;
+}
+
+// The grid point below `x` in `grid` (ascending) and the weight of the one above.
+std::pair<std::size_t, double> bracket(const std::vector<std::int64_t>& grid, double x) {
+  if (x <= static_cast<double>(grid.front())) return {0, 0};
+  for (std::size_t i = 0; i + 1 < grid.size(); ++i) {
+    const double lo = static_cast<double>(grid[i]), hi = static_cast<double>(grid[i + 1]);
+    if (x < hi) return {i, (x - lo) / (hi - lo)};
+    if (x == hi && i + 2 == grid.size()) return {i, 1};  // the last point: no point above it
+    if (x == hi) return {i + 1, 0};
+  }
+  // Past the last point: extrapolated along the last interval (a prefill of more tokens).
+  const std::size_t i = grid.size() - 2;
+  const double lo = static_cast<double>(grid[i]), hi = static_cast<double>(grid[i + 1]);
+  return {i, (x - lo) / (hi - lo)};
+}
+
+// SystemC elaborates one design per process: each step shape is simulated in a child process
+// forked for it (the parent never elaborates), which sends back the step's seconds.
+double in_child(const std::function<double()>& simulate_one) {
+  int fd[2];
+  if (pipe(fd) != 0) throw std::runtime_error("tpusim serve: pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("tpusim serve: fork failed");
+  if (pid == 0) {
+    close(fd[0]);
+    int code = 0;
+    std::string message;
+    double t = 0;
+    try {
+      t = simulate_one();
+    } catch (const std::exception& e) {
+      message = e.what();
+      code = 3;
+    }
+    if (code == 0) {
+      if (write(fd[1], &t, sizeof t) != static_cast<ssize_t>(sizeof t)) code = 4;
+    } else if (write(fd[1], message.data(), message.size()) < 0) {
+      code = 4;
+    }
+    _exit(code);
+  }
+  close(fd[1]);
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;)
+    got.append(buf, static_cast<std::size_t>(n));
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got.size() != sizeof(double))
+    throw std::runtime_error("tpusim serve: the simulation of a step failed: " +
+                             (WIFEXITED(status) && WEXITSTATUS(status) == 3 ? got : "no result"));
+  double t = 0;
+  std::memcpy(&t, got.data(), sizeof t);
+  return t;
+}
+
+double kv_class_bytes(const Program& p) {
+  double b = 0;
+  for (const auto& r : p.resident)
+    if (r.cls == MemoryClass::KvCache) b += r.bytes;
+  return b;
+}
+
+}  // namespace
+
+StepTimes::StepTimes(const cli::Study& study, const ServingConfig& s) : study_(study) {
+  const Topology topology(study.topology);
+  const Layout l =
+      read_layout(study.config, topology.num_chips() * study.hardware.devices_per_chip);
+  unit_ = static_cast<std::int64_t>(l.data) * l.slices * l.model2;
+  model2_ = l.model2;
+  max_len_ = s.max_model_len;
+  for (std::int64_t b = unit_;; b *= 2) {
+    batches_.push_back(b);
+    if (b >= s.max_num_seqs) break;
+  }
+  if (batches_.size() == 1) batches_.push_back(2 * unit_);  // two points to interpolate
+  kvs_.push_back(0);
+  for (int i = 1; i <= kKvSteps; ++i)
+    kvs_.push_back(std::max<std::int64_t>(kvs_.back() + 1, (max_len_ - 1) * i / kKvSteps));
+  // Interleaved prefill pads a prompt to a power of two: up to twice the model length.
+  const std::int64_t most = std::max(s.max_num_batched_tokens, 2 * max_len_);
+  for (std::int64_t t = kMinPrefillTokens;; t *= 2) {
+    tokens_.push_back(t);
+    if (t >= most) break;
+  }
+  if (tokens_.size() == 1) tokens_.push_back(2 * kMinPrefillTokens);
+  measure_capacity(s);
+}
+
+Config StepTimes::variant(bool decode, std::int64_t batch, std::int64_t tokens, std::int64_t kv,
+                          bool paged_one) const {
+  nlohmann::json j = study_.config.json();
+  j["workload"]["program"] = decode ? "decode" : "prefill";
+  j["workload"]["global_batch"] = batch;
+  // Decode: the model length the preallocated cache holds; prefill: the prompt's end.
+  j["workload"]["seq_len"] = decode ? max_len_ : kv + tokens;
+  j["workload"]["kv_length"] = kv;
+  if (paged_one) {
+    j["workload"]["kv_cache"] = "paged";
+    j["workload"]["kv_page_tokens"] = 1;
+  }
+  return Config(std::move(j));
+}
+
+void StepTimes::measure_capacity(const ServingConfig& s) {
+  const Topology topology(study_.topology);
+  const HardwareSpec& hw = study_.hardware;
+  // One token of each sequence at the largest decode batch, paged by the token: the cache's
+  // bytes per token, and what else the step keeps (weights, activations).
+  const std::int64_t batch = batches_.back();
+  const Program p =
+      compiled_program(variant(true, batch, 1, 0, true), topology, hw, ProgramKind::Decode);
+  const MemoryProfile m = analyze_memory(p, hw.hbm_bytes_per_core);
+  const double replicas = static_cast<double>(unit_);
+  KvCapacity& c = capacity_;
+  c.paged = study_.config.string("workload.kv_cache") == "paged";
+  c.page_tokens = c.paged ? study_.config.integer("workload.kv_page_tokens") : 1;
+  // The program's batch is over all replicas; a core holds its replica's share.
+  c.bytes_per_token_core = kv_class_bytes(p) / (static_cast<double>(batch) / replicas);
+  c.static_bytes_core = m.peak_bytes - m.bytes_by_class[static_cast<int>(MemoryClass::KvCache)];
+  c.hbm_bytes_core = hw.hbm_bytes_per_core;
+  c.replicas = replicas;
+  // 2 x layers x kv_heads x head_dim x bytes per element (docs/serving.md).
+  const Config& cfg = study_.config;
+  const std::int64_t heads = cfg.integer("workload.heads");
+  const std::int64_t kv_heads =
+      cfg.integer("workload.kv_heads") > 0 ? cfg.integer("workload.kv_heads") : heads;
+  const std::int64_t head_dim = cfg.integer("workload.head_dim") > 0
+                                    ? cfg.integer("workload.head_dim")
+                                    : cfg.integer("workload.d_model") / heads;
+  c.bytes_per_token = 2.0 *
+                      static_cast<double>(cfg.integer("workload.layers") * kv_heads * head_dim) *
+                      (cfg.string("workload.kv_cache_dtype") == "bf16" ? 2 : 1);
+  const double budget = c.hbm_bytes_core - c.static_bytes_core;
+  if (budget <= 0)
+    throw ConfigError("parallelism.model",
+                      "the weights and activations of a decode step at " + std::to_string(batch) +
+                          " sequences take " + gib(c.static_bytes_core) +
+                          " per core, more than "
+                          "its " +
+                          gib(c.hbm_bytes_core) +
+                          " of HBM; allowed: more model "
+                          "parallelism (parallelism.model), a smaller serving.max_num_seqs");
+  // Each replica's cores hold its share of the cache; the engine's replicas together.
+  c.pool_tokens = std::floor(budget / c.bytes_per_token_core) * replicas;
+  const double sequence = static_cast<double>(max_len_) * c.bytes_per_token_core;
+  if (budget < sequence)
+    throw ConfigError("serving.max_model_len",
+                      std::to_string(max_len_) + " tokens: one sequence's KV cache (" +
+                          gib(sequence) + " per core) does not fit in the " + gib(budget) +
+                          " of HBM per core beside the weights and activations (" +
+                          gib(c.static_bytes_core) +
+                          "); allowed: a shorter model length, "
+                          "workload.kv_cache_dtype = int8, or more model parallelism");
+  c.slots = s.max_num_seqs;
+  if (!c.paged)
+    c.slots = std::min<std::int64_t>(
+        c.slots, static_cast<std::int64_t>(c.pool_tokens / static_cast<double>(max_len_)));
+}
+
+double StepTimes::simulate(bool decode, std::int64_t batch, std::int64_t tokens, std::int64_t kv) {
+  const auto key = std::make_tuple(decode, batch, tokens, kv);
+  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+  const auto start = std::chrono::steady_clock::now();
+  const Topology topology(study_.topology);
+  const Config cfg = variant(decode, batch, tokens, kv, false);
+  const Program p = compiled_program(cfg, topology, study_.hardware,
+                                     decode ? ProgramKind::Decode : ProgramKind::Prefill);
+  const double t = in_child([&] {
+    SimOptions o = SimOptions::from_config(cfg);
+    o.progress_interval_s = 0;
+    return tpusim::simulate(p, topology, study_.hardware, o).step_time.seconds();
+  });
+  cache_.emplace(key, t);
+  sim_wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (on_simulated) on_simulated(simulated());
+  return t;
+}
+
+double StepTimes::decode_s(std::int64_t batch, double mean_kv) {
+  const auto [bi, bw] = bracket(batches_, static_cast<double>(batch));
+  const auto [ki, kw] = bracket(kvs_, mean_kv);
+  auto at = [&](std::size_t b, std::size_t k) { return simulate(true, batches_[b], 1, kvs_[k]); };
+  auto row = [&](std::size_t b) {
+    return (kw < 1 ? at(b, ki) * (1 - kw) : 0) + (kw > 0 ? at(b, ki + 1) * kw : 0);
+  };
+  return (bw < 1 ? row(bi) * (1 - bw) : 0) + (bw > 0 ? row(bi + 1) * bw : 0);
+}
+
+double StepTimes::prefill_s(double tokens, double prefix) {
+  // A step of `tokens` over the replicas (one sequence each): tokens per sequence.
+  const double per = std::max(1.0, tokens / static_cast<double>(unit_));
+  const auto [ti, tw] = bracket(tokens_, per);
+  const auto [pi, pw] = bracket(kvs_, prefix);
+  auto at = [&](std::size_t t, std::size_t k) {
+    return simulate(false, unit_, tokens_[t], kvs_[k]);
+  };
+  // Past the last token point the weight exceeds 1 (extrapolated along the last interval).
+  auto row = [&](std::size_t k) {
+    return (tw != 1 ? at(ti, k) * (1 - tw) : 0) + (tw != 0 ? at(ti + 1, k) * tw : 0);
+  };
+  return (pw < 1 ? row(pi) * (1 - pw) : 0) + (pw > 0 ? row(pi + 1) * pw : 0);
+}
+
+}  // namespace tpusim::serve
