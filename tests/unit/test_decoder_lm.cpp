@@ -6,6 +6,7 @@
 #include "model_study.hpp"
 #include "models/builders/decoder_blocks.hpp"
 #include "models/op_graph.hpp"
+#include "models/ops.hpp"
 
 using namespace tpusim;
 using tpusim::test::graph_of;
@@ -252,4 +253,37 @@ TEST_CASE("mixture-of-experts and latent-attention input errors name their paths
   refused({{"attention_type", "mla"}}, {}, "workload.kv_heads");
   CHECK_THROWS_WITH(graph_of(lm_study("deepseek_v3", {{"positions", "learned"}}), 1),
                     Catch::Contains("workload.positions"));
+}
+
+TEST_CASE("over an expert axis the dispatch and combine all-to-alls carry each token's k rows") {
+  // The layer as an expert axis of degree 4 builds it: per replica, T x k rows of d_model bf16
+  // go out before the experts and as many come back after (an all-to-all of B bytes per core
+  // sends (e - 1) / e of them off the device, sim/collectives); the backward pass runs both again.
+  DecoderDims d;
+  d.batch = 1;
+  d.seq = 256;
+  d.d_model = 512;
+  d.heads = 8;
+  d.kv_heads = 8;
+  d.head_dim = 64;
+  d.d_ff = 1024;
+  d.swiglu = true;
+  d.experts = 8;
+  d.experts_per_token = 2;
+  d.expert_d_ff = 1024;
+  d.expert_degree = 4;
+  OpGraph g;
+  const int x = g.add(vector_op(OpKind::Elementwise, "x", 256.0 * 512, 1, 1, 1));
+  add_moe_experts(g, "", x, d);
+  for (const char* name : {"moe.dispatch", "moe.combine"}) {
+    const OpNode* a = node_named(g, name);
+    REQUIRE(a);
+    CHECK(a->all_to_all_axes == std::vector<std::string>{"expert"});
+    CHECK(a->bytes_written == 256.0 * 2 * 512 * 2);
+  }
+  // Without the axis there is nothing to move.
+  d.expert_degree = 1;
+  OpGraph one;
+  add_moe_experts(one, "", one.add(vector_op(OpKind::Elementwise, "x", 256.0 * 512, 1, 1, 1)), d);
+  CHECK(node_named(one, "moe.dispatch") == nullptr);
 }
