@@ -142,7 +142,7 @@ TEST_CASE("a pipelined decoder: mesh, units, permute bytes, stage weights") {
     }
   CHECK(permutes == 2 * (m + p - 1));
   // A stage holds L / p of the layers' weights (plus the embedding, on every stage).
-  const Program whole = program_of(pipelined_lm("2x2", 16, nlohmann::json::object(), m));
+  const Program whole = program_of(pipelined_lm("2x2", 16, nlohmann::json::object(), 1));
   const double embed = 1024.0 * d * 2 + S * d * 2;  // token and position tables, bf16
   const double layers_whole = resident_weight_bytes(whole) - embed;
   CHECK(resident_weight_bytes(prog) - embed == Approx(layers_whole / p).epsilon(0.01));
