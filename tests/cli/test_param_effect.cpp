@@ -49,6 +49,10 @@ const std::vector<std::vector<std::string>> kStudies = {
     {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
      "workload.seq_len=256", "--set", "workload.attention_type=mla", "--set",
      "workload.positions=rotary"},
+    // The pipeline's schedule and repeats act only with pipeline stages (docs/pipeline.md).
+    {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=4", "--set",
+     "workload.seq_len=256", "--set", "parallelism.fsdp=1", "--set", "parallelism.pipeline=2",
+     "--set", "workload.microbatches=4"},
     // The SPMD copies the compiler inserts exist only under spatial partitioning.
     {"run", "configs/studies/ssd_64.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=4", "--set", "parallelism.spatial=2", "--set",

@@ -38,6 +38,10 @@ const std::map<std::string, std::string>& short_names() {
                                                     {"parallelism.weight_update_sharding", "wus"},
                                                     {"parallelism.grad_bucket_MiB", "bucket_MiB"},
                                                     {"parallelism.grad_dtype", "grad"},
+                                                    {"parallelism.pipeline", "pipeline"},
+                                                    {"parallelism.pipeline_schedule", "schedule"},
+                                                    {"parallelism.pipeline_repeats", "repeats"},
+                                                    {"workload.microbatches", "microbatches"},
                                                     {"hardware.megacore", "megacore"},
                                                     {"workload.global_batch", "batch"}};
   return m;
