@@ -132,6 +132,7 @@ void read_moe(const Config& cfg, DecoderDims& d, ProblemList& problems) {
   d.experts_per_token = kDecoderLmExpertsPerToken(cfg);
   d.expert_d_ff = kDecoderLmExpertDFf(cfg) > 0 ? kDecoderLmExpertDFf(cfg) : d.d_ff;
   d.shared_experts = shared;
+  d.expert_degree = cfg.integer("parallelism.expert");
   d.capacity_dispatch = kDecoderLmMoeDispatch(cfg) == "capacity";
   d.capacity_factor = kDecoderLmCapacityFactor(cfg);
   d.expert_imbalance = kDecoderLmExpertImbalance(cfg);

@@ -287,3 +287,27 @@ TEST_CASE("over an expert axis the dispatch and combine all-to-alls carry each t
   add_moe_experts(one, "", one.add(vector_op(OpKind::Elementwise, "x", 256.0 * 512, 1, 1, 1)), d);
   CHECK(node_named(one, "moe.dispatch") == nullptr);
 }
+
+TEST_CASE("the expert axis divides the experts and moves each token's k rows by all-to-all") {
+  // Mixtral-shaped, 2 layers of 512 tokens, 8 experts top-2, on a 2x2 slice (4 cores) with an
+  // expert axis of 4: one sequence per core.
+  const nlohmann::json w{{"layers", 2}, {"seq_len", 512}, {"global_batch", 4}};
+  const Program p = tpusim::test::program_of(lm_study("mixtral_8x7b", w, {{"expert", 4}}));
+  const double rows = 512.0 * 2, d = 4096;
+  int all_to_alls = 0;
+  for (const Op& op : p.ops) {
+    if (!op.is_collective || op.collective.kind != CollectiveKind::AllToAll) continue;
+    ++all_to_alls;
+    CHECK(op.collective.axes == std::vector<std::string>{"expert"});
+    CHECK(op.collective.bytes == Approx(rows * d * 2));
+  }
+  CHECK(all_to_alls == 2 * 4);  // per layer: dispatch and combine, forward and backward
+  // The experts' weights are 1/4 per core: the resident weights drop by 3/4 of theirs.
+  const Program one = tpusim::test::program_of(lm_study("mixtral_8x7b", w));
+  CHECK(p.examples_per_step == one.examples_per_step);
+  CHECK(p.model_flops == Approx(one.model_flops).epsilon(1e-12));
+  nlohmann::json six = w;
+  six["experts"] = 6;
+  CHECK_THROWS_WITH(tpusim::test::program_of(lm_study("mixtral_8x7b", six, {{"expert", 4}})),
+                    Catch::Contains("parallelism.expert"));
+}
