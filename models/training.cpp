@@ -103,6 +103,13 @@ double output_bytes_bf16(const MatmulShape& s) {
   return static_cast<double>(s.batch) * s.m * s.n * dtype_bytes(DType::BF16);
 }
 
+// The weight gradient of a matmul: one per product (the routed experts' grouped matmul, one
+// weight per expert) or one for all of them.
+MatmulShape weight_gradient_shape(const OpNode& f, const MatmulShape& s) {
+  return f.expert_weights ? MatmulShape{s.batch, s.k, s.m, s.n}
+                          : MatmulShape{1, s.k, s.batch * s.m, s.n};
+}
+
 OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s, DType out,
                        OpSplit split) {
   OpNode op;
@@ -254,11 +261,8 @@ class Deriver {
       }
       if (owns_weights) {
         assert(s.batch == 1 || !ins.empty());
-        // One weight per product (the routed experts' grouped matmul) or one for all of them.
-        const MatmulShape w = f.expert_weights ? MatmulShape{s.batch, s.k, s.m, s.n}
-                                               : MatmulShape{1, s.k, s.batch * s.m, s.n};
-        OpNode op =
-            gradient_matmul(f, ".bwd_weight", w, DType::F32, map_split(f.split, map_split_weight));
+        OpNode op = gradient_matmul(f, ".bwd_weight", weight_gradient_shape(f, s), DType::F32,
+                                    map_split(f.split, map_split_weight));
         op.conv = f.conv;
         if (f.scatter_partial) gather_dy(op, v, f, s);
         gather_saved(op, f, 0, ins);       // X again, whole
