@@ -101,7 +101,7 @@ double OpGraph::total_flops(Phase p) const {
 double OpGraph::model_flops() const {
   double sum = 0;
   for (Vertex v = 0; v < size(); ++v)
-    if (!node(v).recompute) sum += node(v).flops;
+    if (!node(v).recompute) sum += node(v).flops * node(v).model_flops_share;
   return sum;
 }
 

@@ -112,6 +112,12 @@ struct OpNode {
   int tied_to = -1;         ///< uses the weights owned by this forward op (tied embeddings)
   bool params_split_by_model = false;   ///< the op's weights are divided over the model axis
   bool params_split_by_model2 = false;  ///< ... and over the second model axis ("model2")
+  /// The op's weights are a mixture-of-experts layer's routed experts: MatmulShape::batch counts
+  /// the experts, each with its own [k, n] matrix; an expert axis divides them (docs/experts.md).
+  bool expert_weights = false;
+  /// Of `flops`, the share the model counts (model FLOPs utilisation): 1, but for the routed
+  /// experts' rows padded to capacity or to the busiest device, and for one-hot dispatch (0).
+  double model_flops_share = 1;
   /// Activations sharded over the model axes or the sequence axis (decoder_lm): operands the op
   /// needs whole but that arrive sharded, each all-gathered first. Ops gathering the same
   /// operand (same sources, axes, bytes and name) in one pass share one all-gather.

@@ -138,3 +138,12 @@ std::size_t Program::num_collectives() const {
 }
 
 }  // namespace tpusim
+
+namespace tpusim {
+
+bool PipelineInfo::bubble(bool forward, int it, int stage) const {
+  const int first = forward ? stage : stages - 1 - stage;
+  return it < first || it >= first + microbatches * repeats;
+}
+
+}  // namespace tpusim

@@ -137,6 +137,27 @@ struct Op {
   double cmem_bytes = 0;     ///< bytes of this op's traffic served by CMEM instead of HBM
 };
 
+/// Pipeline parallelism (models/parallelism/pipeline_schedule.hpp): the Program is stage 0's
+/// view of the SPMD stage program, a sequence of units, each one chunk of layers run forward or
+/// backward on one microbatch (or, in the bubble, on none), followed by its collective-permute.
+struct PipelineUnit {
+  int first_op = 0;     ///< the unit's ops are [first_op, last_op]
+  int last_op = 0;      ///< its collective-permute
+  bool forward = true;  ///< forward or backward
+  int iteration = 0;    ///< forward (backward) units in lockstep order, 0..m x repeats + p - 2
+};
+struct PipelineInfo {
+  int stages = 1;  ///< 1: no pipeline
+  int microbatches = 1;
+  int repeats = 1;  ///< model chunks per stage (circular / interleaved)
+  std::string schedule;
+  std::vector<PipelineUnit> units;
+  /// True when iteration `it` of a forward (backward) unit is a bubble on `stage`: it has no
+  /// microbatch there (in lockstep, stage s runs forward iterations s .. s + m x repeats - 1 and
+  /// backward iterations p - 1 - s .. p - 2 - s + m x repeats).
+  bool bubble(bool forward, int it, int stage) const;
+};
+
 struct Program {
   std::string model;                   ///< e.g. "bert_large"
   std::vector<MeshAxis> mesh;          ///< the mesh the Program was partitioned for
@@ -155,6 +176,7 @@ struct Program {
   double model_flops = 0;
   /// Tokens in one example of a sequence model (the decoder's seq_len); 0: not counted.
   std::int64_t tokens_per_example = 0;
+  PipelineInfo pipeline;  ///< stages > 1: the pipeline's units
 
   /// Checks dependencies point backwards, outputs are freed at or after their producer and
   /// collectives name mesh axes that exist.

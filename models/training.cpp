@@ -103,6 +103,13 @@ double output_bytes_bf16(const MatmulShape& s) {
   return static_cast<double>(s.batch) * s.m * s.n * dtype_bytes(DType::BF16);
 }
 
+// The weight gradient of a matmul: one per product (the routed experts' grouped matmul, one
+// weight per expert) or one for all of them.
+MatmulShape weight_gradient_shape(const OpNode& f, const MatmulShape& s) {
+  return f.expert_weights ? MatmulShape{s.batch, s.k, s.m, s.n}
+                          : MatmulShape{1, s.k, s.batch * s.m, s.n};
+}
+
 OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s, DType out,
                        OpSplit split) {
   OpNode op;
@@ -114,6 +121,7 @@ OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s
   // A permutation of the forward's dimensions: the same useful FLOPs (MatmulShape::batch may
   // also count the bf16 passes of an f32 product, models/detection_ops.hpp).
   op.flops = f.flops;
+  op.model_flops_share = f.model_flops_share;
   op.dtype = f.dtype;
   op.bytes_read = matmul_bytes_read(s, f.dtype);
   op.bytes_written = matmul_bytes_written(s, out);
@@ -253,7 +261,7 @@ class Deriver {
       }
       if (owns_weights) {
         assert(s.batch == 1 || !ins.empty());
-        OpNode op = gradient_matmul(f, ".bwd_weight", {1, s.k, s.batch * s.m, s.n}, DType::F32,
+        OpNode op = gradient_matmul(f, ".bwd_weight", weight_gradient_shape(f, s), DType::F32,
                                     map_split(f.split, map_split_weight));
         op.conv = f.conv;
         if (f.scatter_partial) gather_dy(op, v, f, s);

@@ -11,6 +11,7 @@
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/mesh_on_torus.hpp"
 #include "models/parallelism/partitioner.hpp"
+#include "models/parallelism/rules/axis_registry.hpp"
 
 namespace tpusim {
 namespace {
@@ -42,7 +43,7 @@ void check_layout(const Config& cfg, const ModelBuilder& builder, const Layout& 
 
 void check_batch(const std::string& path, std::int64_t batch, const Layout& l,
                  ProblemList& problems) {
-  const std::int64_t replicas = static_cast<std::int64_t>(l.data) * l.slices;
+  const std::int64_t replicas = static_cast<std::int64_t>(l.batch_shards()) * l.slices;
   if (batch % replicas != 0)
     problems.add(path, std::to_string(batch) + " examples do not divide over the " + l.describe() +
                            (l.slices > 1 ? " in each of " + std::to_string(l.slices) + " slices"
@@ -121,7 +122,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
       batch, layout, problems);
   // The graph of one replica is built even if the batch does not divide (its share rounded up),
   // so that the layout's dimension constraints are reported together with the batch.
-  const std::int64_t replicas = static_cast<std::int64_t>(layout.data) * layout.slices;
+  const std::int64_t replicas = static_cast<std::int64_t>(layout.batch_shards()) * layout.slices;
   const std::int64_t replica_batch = std::max<std::int64_t>(1, (batch + replicas - 1) / replicas);
   const int micro = eval || serving ? 1 : static_cast<int>(kWorkloadMicrobatches(cfg));
   if (replica_batch % micro != 0)
@@ -163,6 +164,9 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
     for (const auto& p : e.problems()) problems.add(p.where, p.what);
   }
   if (graph) check_constraints(*graph, layout, problems);
+  if (graph)
+    for (const auto& a : registered_axes())
+      if (a.check && layout.registered_degree(a.name) > 1) a.check(*graph, layout, problems);
   problems.throw_if_any();
   Program program = partition(*graph, layout);
   // One slice's Program; the other slices run the same on their share of the batch.

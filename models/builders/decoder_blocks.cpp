@@ -216,6 +216,67 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
   return g.add(std::move(out), {c});
 }
 
+// Multi-head latent attention (DeepSeek-V2/V3): queries from a low-rank latent (q_a, its RMS
+// norm, q_b; straight from x when q_lora_rank is 0), keys and values from another (kv_a, which
+// also makes the one rotary key part the heads share, its norm, kv_b), rotary positions on the
+// rotary parts, scores over qk_nope + qk_rope per head, context of v_head_dim per head, output
+// projection. The latents are computed whole on every model core (their matrices are not split),
+// q_b and kv_b split on their heads. Returns the projection (a partial sum over the model axis).
+int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
+  const std::int64_t tokens = d.tokens(), qk = d.qk_nope_head_dim + d.qk_rope_head_dim;
+  auto latent = [&](const std::string& name, std::int64_t rank, int from) {
+    const int a = g.add(weight_matmul(p + name + "_a", tokens, d.d_model, rank, false), {from});
+    OpNode norm = layer_norm(p + name + "_norm", tokens, rank, 1, vpu_ops::kLayerNorm,
+                             vpu_ops::kLayerNormGrad);
+    norm.params = rank;  // RMS norm: a scale only
+    return g.add(std::move(norm), {a});
+  };
+  int q = x;
+  std::int64_t q_in = d.d_model;
+  if (d.q_lora_rank > 0) {
+    q = latent("q", d.q_lora_rank, x);
+    q_in = d.q_lora_rank;
+  }
+  OpNode qb =
+      weight_matmul(p + (d.q_lora_rank > 0 ? "q_b" : "q"), tokens, q_in, d.heads * qk, false);
+  split_columns(qb);
+  q = g.add(std::move(qb), {q});
+  // kv_a also makes the shared rotary key part (qk_rope_head_dim) beside the latent.
+  const int kv_a = g.add(
+      weight_matmul(p + "kv_a", tokens, d.d_model, d.kv_lora_rank + d.qk_rope_head_dim, false),
+      {x});
+  OpNode kv_norm = layer_norm(p + "kv_norm", tokens, d.kv_lora_rank, 1, vpu_ops::kLayerNorm,
+                              vpu_ops::kLayerNormGrad);
+  kv_norm.params = d.kv_lora_rank;
+  const int kv_latent = g.add(std::move(kv_norm), {kv_a});
+  OpNode kvb = weight_matmul(p + "kv_b", tokens, d.kv_lora_rank,
+                             d.heads * (d.qk_nope_head_dim + d.v_head_dim), false);
+  split_columns(kvb);
+  const int kv = g.add(std::move(kvb), {kv_latent});
+  // Rotary on the queries' rotary parts (split with the heads) and the shared key part.
+  OpNode rot = vector_op(OpKind::Elementwise, p + "rotary",
+                         static_cast<double>(tokens) * (d.heads + 1) * d.qk_rope_head_dim, 1,
+                         kRotary, kRotaryGrad);
+  rot.split.model = SplitDim::N;
+  const int qr = g.add(std::move(rot), {q, kv_a});
+  const std::int64_t products = d.batch * d.heads;
+  OpNode scores = activation_matmul(p + "scores", products, d.seq, qk, d.seq);
+  OpNode softmax =
+      vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(products) * d.seq * d.seq, 1,
+                kCausalSoftmax, kCausalSoftmaxGrad);
+  OpNode context = activation_matmul(p + "context", products, d.seq, d.seq, d.v_head_dim);
+  for (OpNode* op : {&scores, &softmax, &context}) {
+    op->split.model = SplitDim::Batch;
+    op->selective_remat = true;
+  }
+  const int sc = g.add(std::move(scores), {qr, kv});
+  const int probs = g.add(std::move(softmax), {sc});
+  const int c = g.add(std::move(context), {probs, kv});
+  OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * d.v_head_dim, d.d_model, false);
+  split_rows(out);
+  return g.add(std::move(out), {c});
+}
+
 // GELU: in, gelu, out. SwiGLU: gate and up as one [d_model, 2 d_ff] matmul, swish(gate) * up,
 // down. Returns the down projection (a partial sum over the model axis).
 int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
@@ -264,19 +325,37 @@ DecoderEmbeddings add_decoder_embeddings(OpGraph& g, const DecoderDims& d) {
   return e;
 }
 
-int add_decoder_layer(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
+int add_decoder_layer(OpGraph& g, const std::string& p, int x, const DecoderDims& d, bool moe) {
+  // The MLP's outputs: the dense MLP, or the routed experts and the shared ones (one MLP of
+  // shared_experts x expert_d_ff, as DeepSeek's).
+  auto mlp = [&](int ln) {
+    if (!moe) return std::vector<int>{add_decoder_mlp(g, p, ln, d)};
+    std::vector<int> out{add_moe_experts(g, p, ln, d)};
+    if (d.shared_experts > 0) {
+      DecoderDims shared = d;
+      shared.d_ff = d.shared_experts * d.expert_d_ff;
+      out.push_back(add_decoder_mlp(g, p + "shared.", ln, shared));
+    }
+    return out;
+  };
+  auto attention = [&](int ln) {
+    return d.mla ? add_latent_attention(g, p + "attention.", ln, d)
+                 : add_decoder_attention(g, p + "attention.", ln, d);
+  };
   if (d.parallel) {
     const int ln = add_norm(g, p + "layer_norm", d, x);
-    const int a = add_decoder_attention(g, p + "attention.", ln, d);
-    const int m = add_decoder_mlp(g, p, ln, d);
-    return add_residual(g, p + "residual", d, {a, m, x});
+    std::vector<int> sum{attention(ln)};
+    for (int m : mlp(ln)) sum.push_back(m);
+    sum.push_back(x);
+    return add_residual(g, p + "residual", d, sum);
   }
   const int ln1 = add_norm(g, p + "attention.layer_norm", d, x);
-  const int a = add_decoder_attention(g, p + "attention.", ln1, d);
+  const int a = attention(ln1);
   const int r1 = add_residual(g, p + "attention.residual", d, {a, x});
   const int ln2 = add_norm(g, p + "mlp.layer_norm", d, r1);
-  const int m = add_decoder_mlp(g, p, ln2, d);
-  return add_residual(g, p + "mlp.residual", d, {m, r1});
+  std::vector<int> sum = mlp(ln2);
+  sum.push_back(r1);
+  return add_residual(g, p + "mlp.residual", d, sum);
 }
 
 void add_decoder_sampler(OpGraph& g, const DecoderDims& d, int x, int tied_lookup) {

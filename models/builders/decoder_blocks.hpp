@@ -40,6 +40,20 @@ struct DecoderDims {
   std::int64_t kv_len = 0;   ///< serving: tokens already cached per sequence
   double kv_bytes = 2;       ///< serving: bytes of one cached key or value element
   std::int64_t max_len = 0;  ///< learned position table rows (0: seq)
+  /// Multi-head latent attention (workload.attention_type = mla, DeepSeek-V2/V3): queries from a
+  /// q_lora_rank latent (0: straight from the residual stream), keys and values from a
+  /// kv_lora_rank latent, each head's query/key qk_nope_head_dim + qk_rope_head_dim wide (the
+  /// rotary key part shared by the heads), its value v_head_dim wide
+  bool mla = false;
+  std::int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0,
+               v_head_dim = 0;
+  /// Mixture-of-experts MLPs (docs/experts.md; 0 experts: every MLP dense): routed experts, top-k
+  /// per token, each a gated MLP of expert_d_ff, plus shared experts run on every token
+  std::int64_t experts = 0, experts_per_token = 1, expert_d_ff = 0, shared_experts = 0;
+  bool capacity_dispatch = false;  ///< einsum dispatch to capacity (dropping) vs dropless
+  double capacity_factor = 1;      ///< capacity per expert over tokens x top-k / experts
+  double expert_imbalance = 1;     ///< the busiest expert's tokens over the mean
+  std::int64_t expert_degree = 1;  ///< parallelism.expert: the experts divided over it
   std::int64_t tokens() const { return batch * seq; }
   /// Keys each query attends to: the sequence (training), or the cache and the new tokens.
   std::int64_t context() const { return serving ? kv_len + seq : seq; }
@@ -54,8 +68,27 @@ struct DecoderEmbeddings {
 /// Token lookup split on the vocabulary; with learned positions, the position table added.
 DecoderEmbeddings add_decoder_embeddings(OpGraph& g, const DecoderDims& d);
 
-/// One decoder layer reading the residual stream `x`; returns the new residual stream.
-int add_decoder_layer(OpGraph& g, const std::string& prefix, int x, const DecoderDims& d);
+/// One decoder layer reading the residual stream `x`; returns the new residual stream. `moe`: its
+/// MLP is the mixture of experts of `d` (routed and shared), else the dense MLP.
+int add_decoder_layer(OpGraph& g, const std::string& prefix, int x, const DecoderDims& d,
+                      bool moe = false);
+
+/// The routed experts of a mixture-of-experts layer reading the layer norm `x` (moe_blocks.cpp):
+/// router, top-k, dispatch (dropless: sorted tokens and grouped matmuls; capacity: one-hot
+/// einsums), the experts' gated MLPs, the all-to-alls of an expert axis, the weighted combine.
+/// Returns the combined output (a partial sum over the model axis).
+int add_moe_experts(OpGraph& g, const std::string& prefix, int x, const DecoderDims& d);
+
+/// Of the tokens x top-k routed, the share past capacity: capacity `capacity_factor` x the mean
+/// per expert, the busiest of `experts` receiving `imbalance` x the mean and the others sharing
+/// the rest equally. Uniform routing (imbalance 1) with a capacity factor of at least 1 drops
+/// nothing.
+double moe_dropped_fraction(std::int64_t experts, double capacity_factor, double imbalance);
+
+/// The busiest device's routed tokens over the mean device's when `per_device` of `experts`
+/// experts sit on each device (same distribution): `imbalance` with one expert per device, 1 with
+/// all of them on one.
+double moe_device_imbalance(std::int64_t experts, std::int64_t per_device, double imbalance);
 
 /// Serving: final layer norm, the output projection of each sequence's last token, sampling
 /// (a softmax over the vocabulary split on the model axis).

@@ -47,6 +47,22 @@ const Param<std::string> kDecoderLmKvCacheDtype{{"workload.kv_cache_dtype", T::S
 const Param<std::string> kDecoderLmKvCache{{"workload.kv_cache", T::String, "", "preallocated", "prefill and decode: the KV cache's memory: preallocated (JetStream-MaxText: every sequence holds workload.seq_len tokens) or paged (vLLM: blocks of workload.kv_page_tokens for the tokens a sequence has)", -kInf, kInf, {"preallocated", "paged"}, "workload.model", kDecoderLmModel}};
 const Param<std::int64_t> kDecoderLmKvPageTokens{{"workload.kv_page_tokens", T::Integer, "tokens", 16, "workload.kv_cache = paged: tokens per KV cache block (vLLM block_size)", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
 const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel}};
+// Multi-head latent attention (DeepSeek-V2/V3; MaxText's attention_type, q_lora_rank, ...).
+const Param<std::string> kDecoderLmAttentionType{{"workload.attention_type", T::String, "", "global", "global: multi-head, grouped-query or multi-query attention (workload.heads, kv_heads, head_dim); mla: multi-head latent attention (DeepSeek-V2/V3: queries and keys/values from low-rank latents, workload.q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)", -kInf, kInf, {"global", "mla"}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmQLoraRank{{"workload.q_lora_rank", T::Integer, "", 0, "mla: rank of the queries' latent (0: queries straight from the residual stream)", 0, 1e6, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmKvLoraRank{{"workload.kv_lora_rank", T::Integer, "", 512, "mla: rank of the keys' and values' latent", 1, 1e6, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmQkNopeHeadDim{{"workload.qk_nope_head_dim", T::Integer, "", 128, "mla: width of a head's query and key without rotary positions", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmQkRopeHeadDim{{"workload.qk_rope_head_dim", T::Integer, "", 64, "mla: width of a head's query part with rotary positions (and of the key part all heads share)", 2, 1e5, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmVHeadDim{{"workload.v_head_dim", T::Integer, "", 128, "mla: width of a head's value", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
+// Mixture of experts (docs/experts.md: the MaxText key each one maps to).
+const Param<std::int64_t> kDecoderLmExperts{{"workload.experts", T::Integer, "", 0, "routed experts of each mixture-of-experts layer (0: every MLP dense)", 0, 1e5, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmExpertsPerToken{{"workload.experts_per_token", T::Integer, "", 1, "routed experts each token goes to (top-k)", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmExpertDFf{{"workload.expert_d_ff", T::Integer, "", 0, "MLP inner width of one expert (routed or shared); 0: workload.d_ff", 0, 1e7, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmSharedExperts{{"workload.shared_experts", T::Integer, "", 0, "experts every token goes to beside its routed ones (DeepSeek), one MLP of this many times workload.expert_d_ff", 0, 1e4, {}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmFirstDenseLayers{{"workload.first_dense_layers", T::Integer, "", 0, "the first layers keep a dense MLP of workload.d_ff (DeepSeek-V3: 3); the others are mixture-of-experts layers", 0, 1000, {}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmMoeDispatch{{"workload.moe_dispatch", T::String, "", "dropless", "dropless: tokens sorted by expert and grouped matmuls over ragged groups (MaxText megablox), none dropped; capacity: one-hot dispatch and combine einsums, each expert padded to its capacity, tokens past it dropped (GShard)", -kInf, kInf, {"dropless", "capacity"}, "workload.model", kDecoderLmModel}};
+const Param<double> kDecoderLmCapacityFactor{{"workload.capacity_factor", T::Number, "", 1.25, "moe_dispatch = capacity: tokens each expert takes, over tokens x experts_per_token / experts (> 0)", 0, 1e3, {}, "workload.model", kDecoderLmModel}};
+const Param<double> kDecoderLmExpertImbalance{{"workload.expert_imbalance", T::Number, "", 1, "routing skew: the busiest expert's tokens over the mean (1: uniform); sets the busiest device's expert work (dropless) or the tokens dropped (capacity)", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
 // clang-format on
 
 // All-to-all resharding splits each model core's heads (query and key/value) over "sequence".
@@ -68,6 +84,82 @@ void check_all_to_all(const DecoderDims& d, ProblemList& problems) {
                               " heads of a model core, which parallelism.sequence_attention = "
                               "all_to_all splits over it; allowed: a divisor of " +
                               std::to_string(n) + ", or parallelism.sequence_attention = gather");
+}
+
+// The layouts the latent attention and the experts are built for: data, fsdp, model (and expert).
+void check_mesh_for(const char* what, const DecoderDims& d, ProblemList& problems) {
+  auto refuse = [&](const char* path, const std::string& value, const char* allowed) {
+    problems.add(path, value + " with " + what + " (not modelled together); allowed: " + allowed);
+  };
+  if (d.model2_degree > 1) refuse("parallelism.model2", std::to_string(d.model2_degree), "1");
+  if (d.sequence_degree > 1) refuse("parallelism.sequence", std::to_string(d.sequence_degree), "1");
+  if (d.shard_activations) refuse("parallelism.shard_activations", "true", "false");
+}
+
+void read_mla(const Config& cfg, DecoderDims& d, ProblemList& problems) {
+  d.mla = kDecoderLmAttentionType(cfg) == "mla";
+  if (!d.mla) return;
+  d.q_lora_rank = kDecoderLmQLoraRank(cfg);
+  d.kv_lora_rank = kDecoderLmKvLoraRank(cfg);
+  d.qk_nope_head_dim = kDecoderLmQkNopeHeadDim(cfg);
+  d.qk_rope_head_dim = kDecoderLmQkRopeHeadDim(cfg);
+  d.v_head_dim = kDecoderLmVHeadDim(cfg);
+  const char* what = "workload.attention_type = mla";
+  check_mesh_for(what, d, problems);
+  for (const char* path : {"workload.kv_heads", "workload.head_dim"})
+    if (cfg.integer(path) != 0)
+      problems.add(path, std::to_string(cfg.integer(path)) + " with " + what +
+                             " (every head's key and value come from the latent; widths from "
+                             "qk_nope_head_dim, qk_rope_head_dim, v_head_dim); allowed: 0");
+  if (!d.rotary)
+    problems.add("workload.positions", std::string("learned with ") + what +
+                                           ", whose qk_rope_head_dim part is rotated; allowed: "
+                                           "rotary");
+  if (d.qk_rope_head_dim % 2 != 0)
+    problems.add(kDecoderLmQkRopeHeadDim.path(),
+                 std::to_string(d.qk_rope_head_dim) +
+                     ": rotary positions rotate pairs of features; allowed: an even width");
+}
+
+void read_moe(const Config& cfg, DecoderDims& d, ProblemList& problems) {
+  d.experts = kDecoderLmExperts(cfg);
+  const std::int64_t dense = kDecoderLmFirstDenseLayers(cfg), shared = kDecoderLmSharedExperts(cfg);
+  if (d.experts == 0) {
+    for (auto [path, v] : {std::pair{"workload.first_dense_layers", dense},
+                           std::pair{"workload.shared_experts", shared}})
+      if (v != 0)
+        problems.add(path, std::to_string(v) +
+                               " with workload.experts = 0 (every MLP is dense); allowed: 0, or "
+                               "set workload.experts");
+    return;
+  }
+  d.experts_per_token = kDecoderLmExpertsPerToken(cfg);
+  d.expert_d_ff = kDecoderLmExpertDFf(cfg) > 0 ? kDecoderLmExpertDFf(cfg) : d.d_ff;
+  d.shared_experts = shared;
+  d.expert_degree = cfg.integer("parallelism.expert");
+  d.capacity_dispatch = kDecoderLmMoeDispatch(cfg) == "capacity";
+  d.capacity_factor = kDecoderLmCapacityFactor(cfg);
+  d.expert_imbalance = kDecoderLmExpertImbalance(cfg);
+  check_mesh_for("workload.experts > 0", d, problems);
+  const std::string e = std::to_string(d.experts);
+  if (d.experts_per_token > d.experts)
+    problems.add(kDecoderLmExpertsPerToken.path(),
+                 std::to_string(d.experts_per_token) + " is more than the " + e +
+                     " experts of workload.experts; allowed: 1 to " + e);
+  else if (d.expert_imbalance > static_cast<double>(d.experts) / d.experts_per_token)
+    problems.add(kDecoderLmExpertImbalance.path(),
+                 std::to_string(d.expert_imbalance) +
+                     ": the busiest expert would get more than every token (each token picks "
+                     "an expert once); allowed: 1 to experts / experts_per_token = " +
+                     std::to_string(static_cast<double>(d.experts) / d.experts_per_token));
+  if (!(d.capacity_factor > 0))
+    problems.add(kDecoderLmCapacityFactor.path(),
+                 std::to_string(d.capacity_factor) + "; allowed: a number above 0");
+  if (dense > kDecoderLmLayers(cfg))
+    problems.add(kDecoderLmFirstDenseLayers.path(),
+                 std::to_string(dense) + " is more than the " +
+                     std::to_string(kDecoderLmLayers(cfg)) +
+                     " layers of workload.layers; allowed: 0 to workload.layers");
 }
 
 DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
@@ -118,8 +210,10 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
     problems.add(kRematerialize.path(),
                  "true: decoder_lm takes its policy from workload.remat (none, full, attention); "
                  "allowed: false");
+  read_mla(cfg, d, problems);
+  read_moe(cfg, d, problems);
   // Rotary positions rotate pairs of a head's features: an odd head width leaves one unpaired.
-  if (d.rotary && d.head_dim % 2 != 0)
+  if (d.rotary && !d.mla && d.head_dim % 2 != 0)
     problems.add(cfg.integer("workload.head_dim") > 0 ? "workload.head_dim" : "workload.heads",
                  "a head width of " + std::to_string(d.head_dim) +
                      " with workload.positions = rotary, which rotates pairs of features; "
@@ -218,11 +312,16 @@ class DecoderLm final : public ModelBuilder {
         {"fsdp", "workload.d_model", d.d_model, "model width (FSDP weight shards)"});
     g.require_divisible({"model2", "workload.d_model", d.d_model, "model width (2D sharding)"});
     g.require_divisible({"sequence", "workload.seq_len", d.seq, "tokens per sequence"});
+    if (d.experts > 0)
+      g.require_divisible({"model",
+                           kDecoderLmExpertDFf(cfg) > 0 ? "workload.expert_d_ff" : "workload.d_ff",
+                           d.expert_d_ff, "expert MLP width"});
     const DecoderEmbeddings e = add_decoder_embeddings(g, d);
     int x = e.out;
     for (std::int64_t l = 0; l < kDecoderLmLayers(cfg); ++l) {
       g.begin_layer();
-      x = add_decoder_layer(g, "decoder." + std::to_string(l) + ".", x, d);
+      const bool moe = d.experts > 0 && l >= kDecoderLmFirstDenseLayers(cfg);
+      x = add_decoder_layer(g, "decoder." + std::to_string(l) + ".", x, d, moe);
       g.end_layer();
     }
     const int tied = kDecoderLmTiedEmbeddings(cfg) ? e.lookup : -1;

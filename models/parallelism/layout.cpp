@@ -1,8 +1,11 @@
 #include "models/parallelism/layout.hpp"
 
+#include <algorithm>
+
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "models/parallelism/batch_norm_groups.hpp"
+#include "models/parallelism/rules/axis_registry.hpp"
 #include "models/parallelism/spatial.hpp"
 
 namespace tpusim {
@@ -41,29 +44,104 @@ int read_fsdp(const Config& cfg, const Layout& l) {
   return fsdp;
 }
 
+// The registered axes, outermost last: each must divide what the inner ones leave of the cores.
+void check_registered(const Layout& l, int cores, long long inner, ProblemList& problems) {
+  auto axes = registered_axes();
+  std::string shape = "model x model2 x sequence x spatial " + std::to_string(inner);
+  for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
+    const int d = l.registered_degree(it->name);
+    if (d <= 1) continue;
+    inner *= d;
+    shape += " x " + it->name + " " + std::to_string(d);
+    if (cores % inner == 0) continue;
+    problems.add(it->degree->path(), std::to_string(d) + ": " + shape + " does not divide the " +
+                                         std::to_string(cores) + " cores; allowed: " + it->name +
+                                         " such that this product divides them");
+    return;
+  }
+}
+
 }  // namespace
+
+int Layout::registered_degree(const std::string& axis) const {
+  const auto it = registered.find(axis);
+  return it == registered.end() ? 1 : it->second;
+}
+
+long long Layout::registered_cores() const {
+  long long n = 1;
+  for (const auto& a : registered_axes())
+    if (!a.splits_batch) n *= registered_degree(a.name);
+  return n;
+}
+
+int Layout::batch_shards() const {
+  int n = data;
+  for (const auto& a : registered_axes())
+    if (a.splits_batch) n *= registered_degree(a.name);
+  return n;
+}
+
+int Layout::replicas() const {
+  int n = data * spatial * sequence;
+  for (const auto& a : registered_axes())
+    if (a.replica) n *= registered_degree(a.name);
+  return n;
+}
 
 std::string Layout::replica_shape() const {
   std::string replica = "model " + std::to_string(model);
   if (model2 > 1) replica += " x model2 " + std::to_string(model2);
   if (sequence > 1) replica += " x sequence " + std::to_string(sequence);
-  return replica + " x spatial " + std::to_string(spatial);
+  replica += " x spatial " + std::to_string(spatial);
+  for (const auto& a : registered_axes())
+    if (!a.splits_batch && registered_degree(a.name) > 1)
+      replica += " x " + a.name + " " + std::to_string(registered_degree(a.name));
+  return replica;
 }
 
 std::string Layout::describe() const {
+  std::string batch_axes;
+  for (const auto& a : registered_axes())
+    if (a.splits_batch && registered_degree(a.name) > 1)
+      batch_axes += " x " + a.name + " " + std::to_string(registered_degree(a.name));
   return std::to_string(data) + " data replicas = " + std::to_string(cores) + " cores / (" +
-         replica_shape() + ")";
+         replica_shape() + batch_axes + ")";
 }
 
-std::vector<MeshAxis> Layout::mesh_axes() const {
-  std::vector<MeshAxis> axes{{"data", data / (bn_group * fsdp)}};
-  if (fsdp > 1) axes.push_back({"fsdp", fsdp});
-  if (bn_group > 1) axes.push_back({"bn", bn_group});
-  if (spatial > 1) axes.push_back({"spatial", spatial});
-  if (sequence > 1) axes.push_back({"sequence", sequence});
-  if (model2 > 1) axes.push_back({"model2", model2});
-  axes.push_back({"model", model});
+namespace {
+
+struct PlacedAxis {
+  int place;
+  MeshAxis axis;
+  bool replica;
+};
+
+// The mesh axes of `l` with their places and whether weights are replicated over them.
+std::vector<PlacedAxis> placed_axes(const Layout& l) {
+  std::vector<PlacedAxis> axes{{kPlaceData, {"data", l.data / (l.bn_group * l.fsdp)}, true}};
+  if (l.fsdp > 1) axes.push_back({kPlaceFsdp, {"fsdp", l.fsdp}, true});
+  if (l.bn_group > 1) axes.push_back({kPlaceBn, {"bn", l.bn_group}, true});
+  if (l.spatial > 1) axes.push_back({kPlaceSpatial, {"spatial", l.spatial}, true});
+  if (l.sequence > 1) axes.push_back({kPlaceSequence, {"sequence", l.sequence}, true});
+  if (l.model2 > 1) axes.push_back({kPlaceModel2, {"model2", l.model2}, false});
+  axes.push_back({kPlaceModel, {"model", l.model}, false});
+  for (const auto& a : registered_axes()) {
+    const int d = l.registered_degree(a.name);
+    if (d <= 1) continue;
+    auto at = std::find_if(axes.begin(), axes.end(),
+                           [&](const PlacedAxis& p) { return p.place > a.place; });
+    axes.insert(at, {a.place, {a.name, d}, a.replica});
+  }
   return axes;
+}
+
+}  // namespace
+
+std::vector<MeshAxis> Layout::mesh_axes() const {
+  std::vector<MeshAxis> out;
+  for (const auto& p : placed_axes(*this)) out.push_back(p.axis);
+  return out;
 }
 
 int Layout::degree(const std::string& axis) const {
@@ -74,16 +152,14 @@ int Layout::degree(const std::string& axis) const {
   if (axis == "model2") return model2;
   if (axis == "sequence") return sequence;
   if (axis == "spatial") return spatial;
-  return 1;
+  return registered_degree(axis);
 }
 
 std::vector<std::string> Layout::replica_axes() const {
-  std::vector<std::string> axes{"data"};
-  if (fsdp > 1) axes.push_back("fsdp");
-  if (bn_group > 1) axes.push_back("bn");
-  if (spatial > 1) axes.push_back("spatial");
-  if (sequence > 1) axes.push_back("sequence");
-  return axes;
+  std::vector<std::string> out;
+  for (const auto& p : placed_axes(*this))
+    if (p.replica) out.push_back(p.axis.name);
+  return out;
 }
 
 Layout read_layout(const Config& cfg, int cores) {
@@ -98,6 +174,10 @@ Layout read_layout(const Config& cfg, int cores) {
   l.weight_update_sharding = cfg.boolean("parallelism.weight_update_sharding");
   l.grad_bucket_bytes = cfg.number("parallelism.grad_bucket_MiB") * 1048576.0;
   l.grad_dtype = *parse_dtype(cfg.string("parallelism.grad_dtype"));
+  for (const auto& a : registered_axes()) {
+    l.registered[a.name] = static_cast<int>(a.degree->if_applies(cfg).value_or(1));
+    if (a.read_options) a.read_options(cfg, l);
+  }
 
   // Every problem of the layout at once.
   ProblemList problems;
@@ -127,8 +207,12 @@ Layout read_layout(const Config& cfg, int cores) {
                  "model " + std::to_string(l.model) + " x spatial " + std::to_string(l.spatial) +
                      " does not divide the " + std::to_string(cores) +
                      " cores; allowed: spatial such that model x spatial divides them");
+  else
+    check_registered(l, cores, replica_cores, problems);
   problems.throw_if_any();
-  l.data = static_cast<int>(cores / replica_cores);
+  l.data = static_cast<int>(cores / (replica_cores * l.registered_cores()));
+  for (const auto& a : registered_axes())
+    if (a.splits_batch) l.data /= l.registered_degree(a.name);
   l.fsdp = read_fsdp(cfg, l);
   l.bn_group = read_bn_group(cfg, l);
   l.spatial_w = read_spatial_w(cfg, l);

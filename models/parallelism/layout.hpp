@@ -1,6 +1,7 @@
 #pragma once
 // The parallelism layout of a study: how the cores divide into data-parallel replicas, and how
 // each replica's cores split its ops (model and spatial axes), plus the gradient-sync options.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,19 +39,35 @@ struct Layout {
   bool weight_update_sharding = false;
   double grad_bucket_bytes = 0;  ///< per core, in the gradient dtype
   DType grad_dtype = DType::BF16;
+  /// The degrees of the registered axes (models/parallelism/rules/axis_registry.hpp), by name:
+  /// every registered axis, 1 where the study does not split over it.
+  std::map<std::string, int> registered;
+  /// The pipeline axis's options (models/parallelism/rules/pipeline_axis.cpp): model chunks per
+  /// stage (parallelism.pipeline_repeats) and the schedule (parallelism.pipeline_schedule).
+  int pipeline_repeats = 1;
+  std::string pipeline_schedule = "gpipe";
+
+  /// A registered axis's degree (1 if it is not registered).
+  int registered_degree(const std::string& axis) const;
+  /// Cores of one replica along the registered axes that do not split the batch.
+  long long registered_cores() const;
 
   /// {"data", "model"}, or {"data", "spatial", "model"} when spatial > 1; innermost last.
   /// With fsdp > 1 an "fsdp" axis follows "data"; with bn_group > 1 a "bn" axis of bn_group
   /// replicas follows (data / (fsdp x bn_group) remain on "data"). "sequence" and "model2",
-  /// when > 1, come in that order just outside "model".
+  /// when > 1, come in that order just outside "model". A registered axis, when > 1, takes its
+  /// registered place among them.
   std::vector<MeshAxis> mesh_axes() const;
   /// The degree of a named axis (1 for an axis the mesh does not have).
   int degree(const std::string& axis) const;
   /// Axes along which weights are replicated and gradients must be summed: data, and spatial
-  /// and sequence when present. Weight-update sharding shards the optimizer over these.
+  /// and sequence when present, and the registered replica axes (in mesh order). Weight-update
+  /// sharding shards the optimizer over these.
   std::vector<std::string> replica_axes() const;
-  int replicas() const { return data * spatial * sequence; }
-  /// "model 2 x spatial 1" (model2 and sequence named when > 1)
+  int replicas() const;
+  /// Ways the batch is split: data, times the registered axes that split the batch.
+  int batch_shards() const;
+  /// "model 2 x spatial 1" (model2, sequence and registered axes named when > 1)
   std::string replica_shape() const;
   /// "4096 data replicas = 8192 cores / (model 2 x spatial 1)"
   std::string describe() const;

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "models/parallelism/rules/axis_registry.hpp"
+
 namespace tpusim {
 namespace {
 
@@ -43,6 +45,8 @@ std::string path_of(const std::string& axis) {
   if (axis == "fsdp") return "parallelism.fsdp";
   if (axis == "spatial") return "parallelism.spatial";
   if (axis == "bn") return "parallelism.bn_group_cores";
+  for (const auto& a : registered_axes())
+    if (a.name == axis) return a.degree->path();
   return "parallelism";  // data: what the other axes leave
 }
 

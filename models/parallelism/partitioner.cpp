@@ -6,6 +6,7 @@
 #include "models/parallelism/compiler_hints.hpp"
 #include "models/parallelism/operand_gathers.hpp"
 #include "models/parallelism/per_core_cost.hpp"
+#include "models/parallelism/pipeline_schedule.hpp"
 #include "models/parallelism/rules/sharding_rule.hpp"
 
 namespace tpusim {
@@ -31,20 +32,23 @@ class Partitioner {
     Program& p = s_.program;
     p.model = g_.model;
     p.mesh = l_.mesh_axes();
-    p.examples_per_step = g_.replica_batch * g_.microbatches * l_.data;
+    p.examples_per_step = g_.replica_batch * g_.microbatches * l_.batch_shards();
     p.infeed_bytes_per_example = g_.infeed_bytes_per_example;
-    p.model_flops = g_.model_flops() * g_.microbatches * l_.data;
+    p.model_flops = g_.model_flops() * g_.microbatches * l_.batch_shards();
     p.tokens_per_example = g_.tokens_per_example;
     count_contributors();
     for (int v = 0; v < g_.size(); ++v)
       if (g_.node(v).phase == Phase::Optimizer) optimizer_ops_[g_.node(v).param_owner].push_back(v);
-    for (int m = 0; m < g_.microbatches; ++m) {
-      s_.last_microbatch = m + 1 == g_.microbatches;
-      for (const auto& e : rules_.rules()) e.rule->begin_microbatch(s_);
-      for (int v = 0; v < g_.size(); ++v)
-        if (g_.node(v).phase != Phase::Optimizer) emit_step_op(v);
-      if (!s_.last_microbatch) end_early_microbatch();
-    }
+    if (pipelined())
+      emit_pipeline();
+    else
+      for (int m = 0; m < g_.microbatches; ++m) {
+        s_.last_microbatch = m + 1 == g_.microbatches;
+        for (const auto& e : rules_.rules()) e.rule->begin_microbatch(s_);
+        for (int v = 0; v < g_.size(); ++v)
+          if (g_.node(v).phase != Phase::Optimizer) emit_step_op(v);
+        if (!s_.last_microbatch) end_early_microbatch();
+      }
     close_bucket();
     emit_optimizer();
     set_lifetimes();
@@ -100,7 +104,7 @@ class Partitioner {
       return s_.params_per_core(n.param_owner) / shard * n.out_bytes_per_param + n.partial_bytes;
     if (!only_weight_gradient(v)) return cost.bytes_written;
     // Summed in place into the resident accumulators (with FSDP, after the reduce-scatter).
-    if (g_.microbatches > 1 && !sync_each_microbatch()) return 0;
+    if (accumulates() && !sync_each_microbatch()) return 0;
     double params = 0;  // the gradient of every parameter the op owns, biases included
     for (int o : s_.owners_of(n)) params += s_.params_per_core(o);
     return params * dtype_bytes(n.out_dtype);
@@ -388,7 +392,7 @@ class Partitioner {
     const double copies = product(&ShardingRule::weight_copy_divisor);
     for (int o = 0; o < g_.size(); ++o) {
       const OpNode& f = g_.node(o);
-      if (f.params <= 0 || f.phase != Phase::Forward) continue;
+      if (f.params <= 0 || f.phase != Phase::Forward || off_stage(o)) continue;
       const double n = s_.params_per_core(o);
       const double sharded = n / (optimizer_ops_[o].empty() ? 1 : optimizer_divisor());
       if (!g_.serving)
@@ -396,7 +400,7 @@ class Partitioner {
                             sharded * dtype_bytes(DType::F32)});
       resident.push_back({f.name + " bf16 copy", MemoryClass::WeightCopies, DType::BF16,
                           n / copies * dtype_bytes(DType::BF16)});
-      if (g_.microbatches > 1 && !optimizer_ops_[o].empty())
+      if (accumulates() && !optimizer_ops_[o].empty())
         resident.push_back({f.name + " gradient accumulator", MemoryClass::WeightGradients,
                             DType::F32, n / copies * dtype_bytes(DType::F32)});
       if (!optimizer_ops_[o].empty() && g_.optimizer_slots > 0)
@@ -408,6 +412,158 @@ class Partitioner {
                           2.0 * g_.replica_batch * g_.microbatches * g_.infeed_bytes_per_example /
                               product(&ShardingRule::example_divisor)});
     resident.insert(resident.end(), g_.resident_per_core.begin(), g_.resident_per_core.end());
+  }
+
+  // ---- Pipeline parallelism (models/parallelism/pipeline_schedule.hpp, docs/pipeline.md) ----
+
+  bool pipelined() const { return l_.degree("pipeline") > 1; }
+  // Weight gradients are summed in place over microbatches (or a pipeline's units).
+  bool accumulates() const { return g_.microbatches > 1 || pipelined(); }
+
+  // The layer's model chunk on stage 0, or -1 if another stage holds it: with p stages and v
+  // chunks per stage, virtual stage j = layer / (layers / (p v)) is on stage j mod p (circular).
+  int stage0_chunk(int layer) const {
+    const int p = l_.degree("pipeline"), per = g_.layers() / (p * l_.pipeline_repeats);
+    const int j = layer / per;
+    return j % p == 0 ? j / p : -1;
+  }
+  int layer_of(int v) const {
+    const OpNode& n = g_.node(v);
+    if (n.layer >= 0 || n.forward_of < 0) return n.layer;
+    return g_.node(n.forward_of).layer;
+  }
+  bool off_stage(int v) const {
+    return pipelined() && layer_of(v) >= 0 && stage0_chunk(layer_of(v)) < 0;
+  }
+
+  // The step ops in groups: each chunk's forward and backward ops; outside the layers, the
+  // forward ops before them (embeddings), those after them with their backward (the head and
+  // loss), and the backward ops of the embeddings.
+  struct PipelineGroups {
+    std::vector<std::vector<int>> fwd, bwd;
+    std::vector<int> pre, post, pre_bwd;
+    std::vector<int> chunk_in, chunk_out;   ///< per chunk: the residual stream in and out
+    std::vector<std::vector<int>> grad_in;  ///< per chunk: gradients arriving from outside
+  };
+
+  PipelineGroups pipeline_groups() const {
+    const int v_chunks = l_.pipeline_repeats;
+    PipelineGroups pg;
+    pg.fwd.resize(v_chunks);
+    pg.bwd.resize(v_chunks);
+    pg.chunk_in.assign(v_chunks, -1);
+    pg.chunk_out.assign(v_chunks, -1);
+    pg.grad_in.resize(v_chunks);
+    int first_layer_op = g_.size();
+    for (int v = 0; v < g_.size(); ++v)
+      if (g_.node(v).layer >= 0) first_layer_op = std::min(first_layer_op, v);
+    std::vector<int> group(g_.size(), -1);  // chunk of a backward op
+    for (int v = 0; v < g_.size(); ++v) {
+      const OpNode& n = g_.node(v);
+      if (n.phase == Phase::Optimizer) continue;
+      const int layer = layer_of(v);
+      const bool fwd = n.phase == Phase::Forward && !n.recompute;
+      if (layer >= 0) {
+        const int c = stage0_chunk(layer);
+        if (c < 0) continue;
+        if (fwd) {
+          if (pg.chunk_in[c] < 0 && !g_.inputs(v).empty()) pg.chunk_in[c] = g_.inputs(v).front();
+          pg.fwd[c].push_back(v);
+          pg.chunk_out[c] = v;
+        } else {
+          pg.bwd[c].push_back(v);
+          group[v] = c;
+        }
+        continue;
+      }
+      const int of = fwd ? v : n.forward_of;
+      if (of >= 0 && of < first_layer_op)
+        (fwd ? pg.pre : pg.pre_bwd).push_back(v);
+      else
+        pg.post.push_back(v);
+    }
+    for (int c = 0; c < v_chunks; ++c)
+      for (int v : pg.bwd[c])
+        for (int u : g_.inputs(v))
+          if (g_.node(u).phase == Phase::Backward && !g_.node(u).recompute && group[u] != c &&
+              std::find(pg.grad_in[c].begin(), pg.grad_in[c].end(), u) == pg.grad_in[c].end())
+            pg.grad_in[c].push_back(u);
+    return pg;
+  }
+
+  using Snapshot = std::vector<std::pair<int, int>>;  // (graph op, program op)
+  Snapshot snapshot(const std::vector<int>& ops) const {
+    Snapshot out;
+    for (int v : ops) out.push_back({v, s_.result[v]});
+    return out;
+  }
+  void restore(const Snapshot& snap) {
+    for (const auto& [v, op] : snap) s_.result[v] = op;
+  }
+
+  void emit_group(const std::vector<int>& ops, bool last) {
+    s_.last_microbatch = last;
+    for (int v : ops) emit_step_op(v);
+  }
+
+  // The stage program in stage 0's order: per unit its chunk's ops, then a collective-permute
+  // of the microbatch's activations (forward, to the next stage) or of their gradients
+  // (backward, to the previous one) over "pipeline"; the next unit of that direction starts
+  // from what arrived.
+  void emit_pipeline() {
+    const int p = l_.degree("pipeline"), v = l_.pipeline_repeats, m = g_.microbatches;
+    const auto units = pipeline_units(l_.pipeline_schedule, p, m, v);
+    const PipelineGroups pg = pipeline_groups();
+    std::vector<int> last_bwd(v, -1);  // index of the last backward unit of each chunk
+    for (std::size_t i = 0; i < units.size(); ++i)
+      if (!units[i].forward) last_bwd[units[i].chunk] = static_cast<int>(i);
+    std::map<std::pair<int, int>, Snapshot> kept;  // (microbatch, chunk): its forward results
+    std::vector<Snapshot> pre_kept(m);
+    std::vector<double> boundary_bytes(v, 0);
+    int arrived[2] = {-1, -1};  // the last permute of each direction
+    PipelineInfo& info = s_.program.pipeline;
+    info = {p, m, v, l_.pipeline_schedule, {}};
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      const ScheduleUnit& u = units[i];
+      const bool real = u.microbatch >= 0;
+      for (const auto& e : rules_.rules()) e.rule->begin_microbatch(s_);
+      const int first = static_cast<int>(s_.program.ops.size());
+      if (u.forward) {
+        if (real && u.chunk == 0) {
+          emit_group(pg.pre, false);
+          pre_kept[u.microbatch] = snapshot(pg.pre);
+        }
+        if (arrived[0] >= 0 && pg.chunk_in[u.chunk] >= 0)
+          s_.result[pg.chunk_in[u.chunk]] = arrived[0];
+        emit_group(pg.fwd[u.chunk], false);
+        if (real) kept[{u.microbatch, u.chunk}] = snapshot(pg.fwd[u.chunk]);
+        boundary_bytes[u.chunk] = op_at(s_.result[pg.chunk_out[u.chunk]]).output.bytes;
+      } else {
+        if (real) restore(kept.at({u.microbatch, u.chunk}));
+        if (real && u.chunk == v - 1) emit_group(pg.post, u.microbatch == m - 1);
+        if (arrived[1] >= 0)
+          for (int g : pg.grad_in[u.chunk]) s_.result[g] = arrived[1];
+        emit_group(pg.bwd[u.chunk], last_bwd[u.chunk] == static_cast<int>(i));
+        if (real && u.chunk == 0) {
+          restore(pre_kept[u.microbatch]);
+          emit_group(pg.pre_bwd, u.microbatch == m - 1);
+        }
+      }
+      const int last = static_cast<int>(s_.program.ops.size()) - 1;
+      const int k = u.forward ? 0 : 1;
+      arrived[k] = s_.emit_collective(std::string("pipeline.") + (u.forward ? "fwd." : "bwd.") +
+                                          std::to_string(u.iteration) + ".collective-permute",
+                                      CollectiveKind::CollectivePermute,
+                                      u.forward ? Phase::Forward : Phase::Backward,
+                                      boundary_bytes[u.chunk], DType::BF16, {"pipeline"}, {last});
+      op_at(arrived[k]).collective.shift = u.forward ? 1 : -1;
+      op_at(arrived[k]).collective.wrap = v > 1;  // circular: the last stage feeds the first
+      op_at(arrived[k]).output.cls =
+          u.forward ? MemoryClass::Activations : MemoryClass::ActivationGradients;
+      info.units.push_back({first, arrived[k], u.forward, u.iteration});
+      set_lifetimes();
+    }
+    s_.last_microbatch = true;
   }
 
   const OpGraph& g_;

@@ -289,4 +289,22 @@ TEST_CASE("Bad serving input: one error line naming the path, exit 2") {
   for (const char* s : {"--set", "workload.program=decode", "--set", "workload.kv_length=2048"})
     run.push_back(s);
   check_bad(run, "workload.kv_length");
+
+TEST_CASE("mixture-of-experts input that cannot be built is one line naming the path, exit 2") {
+  auto refused = [](std::vector<std::string> sets, const std::string& path) {
+    std::vector<std::string> args = {"run",   "configs/studies/decoder_1b_16.json",
+                                     "--set", "workload.layers=2",
+                                     "--set", "workload.experts=8"};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    const TpusimResult r = run_tpusim(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(path) != std::string::npos);
+    CHECK(r.err_lines() == 1);
+  };
+  refused({"workload.experts_per_token=9"}, "workload.experts_per_token");
+  refused({"workload.moe_dispatch=capacity", "workload.capacity_factor=0"},
+          "workload.capacity_factor");
+  refused({"workload.capacity_factor=-1"}, "workload.capacity_factor");
+  refused({"workload.expert_imbalance=0.5"}, "workload.expert_imbalance");
 }

@@ -40,6 +40,19 @@ const std::vector<std::vector<std::string>> kStudies = {
     // The attention's resharding acts only with a sequence axis.
     {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
      "workload.seq_len=256", "--set", "parallelism.fsdp=4", "--set", "parallelism.sequence=2"},
+    // Mixture-of-experts layers (capacity dispatch, where the capacity factor and the routing
+    // skew act without an expert axis; a dense first layer, a shared expert) and latent attention.
+    {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
+     "workload.seq_len=256", "--set", "workload.experts=4", "--set", "workload.experts_per_token=2",
+     "--set", "workload.moe_dispatch=capacity", "--set", "workload.first_dense_layers=1", "--set",
+     "workload.shared_experts=1"},
+    {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
+     "workload.seq_len=256", "--set", "workload.attention_type=mla", "--set",
+     "workload.positions=rotary"},
+    // The pipeline's schedule and repeats act only with pipeline stages (docs/pipeline.md).
+    {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=4", "--set",
+     "workload.seq_len=256", "--set", "parallelism.fsdp=1", "--set", "parallelism.pipeline=2",
+     "--set", "workload.microbatches=4"},
     // The SPMD copies the compiler inserts exist only under spatial partitioning.
     {"run", "configs/studies/ssd_64.json", "--set", "topology=2x2", "--set",
      "workload.global_batch=4", "--set", "parallelism.spatial=2", "--set",

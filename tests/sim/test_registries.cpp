@@ -148,7 +148,8 @@ TEST_CASE("the preset registry lists the chip, topology and model files of confi
   const auto topologies = preset_names(PresetKind::Topology);
   CHECK(std::count(topologies.begin(), topologies.end(), "tpu_v3_multipod") == 1);
   CHECK(preset_names(PresetKind::Model) ==
-        std::vector<std::string>{"decoder_1b", "gpt3_175b", "palm_540b", "palm_62b"});
+        std::vector<std::string>{"decoder_1b", "deepseek_v3", "gpt3_175b", "mixtral_8x22b",
+                                 "mixtral_8x7b", "palm_540b", "palm_62b"});
   // Each chip preset is a study of its own that validates, and each name resolves to its file.
   for (const auto& chip : preset_names(PresetKind::Chip)) {
     INFO(chip);

@@ -4,10 +4,13 @@
 
 #include "core/errors.hpp"
 #include "model_study.hpp"
+#include "models/builders/decoder_blocks.hpp"
 #include "models/op_graph.hpp"
+#include "models/ops.hpp"
 
 using namespace tpusim;
 using tpusim::test::graph_of;
+using tpusim::test::node_named;
 
 namespace {
 
@@ -122,4 +125,199 @@ TEST_CASE("decoder_lm refuses heads that do not fit, naming the path") {
                     Catch::Contains("workload.kv_heads"));
   CHECK_THROWS_WITH(graph_of(lm_study("decoder_1b", {{"heads", 3}}), 1),
                     Catch::Contains("workload.heads"));
+}
+
+// Mixture-of-experts layers and multi-head latent attention (docs/experts.md).
+namespace {
+
+/// Forward parameters of the graph: all of them, and those a token multiplies by (the routed
+/// experts' weights counted k / E).
+struct Counts {
+  double total = 0, active = 0;
+};
+
+Counts counts_of(const OpGraph& g, double experts, double top_k) {
+  Counts c;
+  for (int v = 0; v < g.size(); ++v) {
+    const OpNode& n = g.node(v);
+    if (n.phase != Phase::Forward) continue;
+    c.total += static_cast<double>(n.params);
+    c.active += static_cast<double>(n.params) * (n.expert_weights ? top_k / experts : 1);
+  }
+  return c;
+}
+
+/// Weights of one layer's latent attention a token multiplies by (DeepSeek-V3's shapes).
+double mla_weights(const Config& c) {
+  const double d = c.integer("workload.d_model"), H = c.integer("workload.heads");
+  const double rq = c.integer("workload.q_lora_rank"), rkv = c.integer("workload.kv_lora_rank");
+  const double nope = c.integer("workload.qk_nope_head_dim");
+  const double rope = c.integer("workload.qk_rope_head_dim"), v = c.integer("workload.v_head_dim");
+  return d * rq + rq * H * (nope + rope) + d * (rkv + rope) + rkv * H * (nope + v) + H * v * d;
+}
+
+}  // namespace
+
+TEST_CASE("the mixture-of-experts presets have the published total and active parameters") {
+  struct Published {
+    const char* preset;
+    double total, active, tolerance;
+  };
+  // Mixtral: Jiang et al. 2024 (46.7 B / 12.9 B) and Mistral's 8x22B (141 B / 39 B); DeepSeek-V3
+  // technical report (671 B / 37 B without the multi-token prediction module).
+  for (const Published& p : {Published{"mixtral_8x7b", 46.7e9, 12.9e9, 0.01},
+                             Published{"mixtral_8x22b", 141e9, 39e9, 0.01},
+                             Published{"deepseek_v3", 671e9, 37e9, 0.02}}) {
+    INFO(p.preset);
+    const Config c = lm_study(p.preset);
+    const Counts n = counts_of(graph_of(c, 1), c.integer("workload.experts"),
+                               c.integer("workload.experts_per_token"));
+    CHECK(n.total == Approx(p.total).epsilon(p.tolerance));
+    CHECK(n.active == Approx(p.active).epsilon(p.tolerance));
+  }
+}
+
+TEST_CASE("a dropless mixture of experts counts the FLOPs of the top-k experts only") {
+  // Mixtral 8x7B, one sequence: per token 6 N_active + 12 L s H Q, N_active the attention, the
+  // router, k of the E experts' three matrices and the output projection.
+  const Config c = lm_study("mixtral_8x7b");
+  const Shape x = shape_of(c);
+  const double E = 8, k = 2;
+  const OpGraph g = graph_of(c, 1);
+  const double attention = x.d * x.H * x.Q + x.d * 2 * x.KV * x.Q + x.H * x.Q * x.d;
+  const double active = x.L * (attention + x.d * E + k * 3 * x.d * x.F) + x.V * x.d;
+  const double per_token = 6 * active + 12 * x.L * x.s * x.H * x.Q;
+  CHECK(g.model_flops() / x.s == Approx(per_token).epsilon(1e-12));
+  CHECK(g.total_flops() == Approx(g.model_flops()).epsilon(1e-12));  // nothing padded
+
+  // DeepSeek-V3: latent attention (scores over qk_nope + qk_rope, context over v per head),
+  // 3 dense layers, 58 of routed top-8 plus one shared expert.
+  const Config v3 = lm_study("deepseek_v3");
+  const OpGraph g3 = graph_of(v3, 1);
+  const double d = 7168, s = 4096, H = 128, Fe = 2048;
+  const double moe = v3.integer("workload.experts") * d + (8 + 1) * 3 * d * Fe;
+  const double n3 = 61 * mla_weights(v3) + 3 * 3 * d * 18432 + 58 * moe + 129280 * d;
+  CHECK(g3.model_flops() / s ==
+        Approx(6 * n3 + 6 * 61 * s * H * ((128 + 64) + 128)).epsilon(1e-12));
+}
+
+TEST_CASE("capacity dispatch pads to the capacity, drops the excess and counts the kept tokens") {
+  // Uniform routing with a capacity factor of 1.0 drops nothing; a busiest expert with s times
+  // the mean loses (s - 1) x the mean, the others staying under capacity.
+  CHECK(moe_dropped_fraction(8, 1.0, 1.0) == 0);
+  CHECK(moe_dropped_fraction(8, 1.25, 1.0) == 0);
+  CHECK(moe_dropped_fraction(8, 1.0, 2.0) == Approx((2.0 - 1) / 8));
+  CHECK(moe_dropped_fraction(8, 1.5, 3.0) == Approx((3.0 - 1.5) / 8));
+  // Below 1, every expert overflows: 1 - cf of the tokens are dropped under uniform routing.
+  CHECK(moe_dropped_fraction(8, 0.5, 1.0) == Approx(0.5));
+  // The busiest device's share: s with one expert per device, 1 with all of them on one.
+  CHECK(moe_device_imbalance(8, 1, 1.5) == Approx(1.5));
+  CHECK(moe_device_imbalance(8, 8, 1.5) == 1);
+  CHECK(moe_device_imbalance(8, 2, 1.5) == Approx((1.5 + (8 - 1.5) / 7) / 2));
+
+  const nlohmann::json small{{"layers", 2}, {"seq_len", 512}};
+  nlohmann::json cap = small;
+  cap.update({{"moe_dispatch", "capacity"}, {"capacity_factor", 1.5}, {"expert_imbalance", 3.0}});
+  const Config c = lm_study("mixtral_8x7b", cap);
+  const Config dropless = lm_study("mixtral_8x7b", small);
+  const OpGraph g = graph_of(c, 1), base = graph_of(dropless, 1);
+  const double T = 512, E = 8, k = 2, d = 4096, F = 14336;
+  const double C = 1.5 * T * k / E;  // 192 rows per expert
+  const OpNode* in = node_named(g, "decoder.0.moe.experts.in");
+  REQUIRE(in);
+  CHECK(in->matmul->batch == E);
+  CHECK(in->matmul->m == C);
+  CHECK(in->flops == Approx(2 * E * C * d * 2 * F));
+  // The model counts the kept assignments: 1 - (3 - 1.5) / 8 of T x k.
+  CHECK(in->flops * in->model_flops_share ==
+        Approx(2 * T * k * (1 - 1.5 / 8) * d * 2 * F).epsilon(1e-12));
+  // The one-hot dispatch and combine: [T, E x C] tensors, 2 T E C d FLOPs each, not the model's.
+  for (const char* name : {"decoder.0.moe.dispatch_einsum", "decoder.0.moe.combine_einsum"}) {
+    const OpNode* e = node_named(g, name);
+    REQUIRE(e);
+    CHECK(e->flops == Approx(2 * T * E * C * d));
+    CHECK(e->model_flops_share == 0);
+  }
+  const OpNode* mask = node_named(g, "decoder.0.moe.dispatch_mask");
+  REQUIRE(mask);
+  CHECK(mask->bytes_written == Approx(T * E * C * 2));
+  // Model FLOPs: the dropless graph's less the dropped share of the experts' (fwd and bwd).
+  const double experts_fwd = 2 * T * k * d * 3 * F;  // per layer
+  CHECK(g.model_flops() == Approx(base.model_flops() - 2 * 3 * experts_fwd * (1.5 / 8)));
+}
+
+TEST_CASE("mixture-of-experts and latent-attention input errors name their paths") {
+  auto refused = [](nlohmann::json w, nlohmann::json p, const char* path) {
+    INFO(path);
+    if (w.is_null()) w = nlohmann::json::object();
+    if (p.is_null()) p = nlohmann::json::object();
+    CHECK_THROWS_WITH(graph_of(lm_study("mixtral_8x7b", std::move(w), std::move(p)), 1),
+                      Catch::Contains(path));
+  };
+  refused({{"experts_per_token", 9}}, {}, "workload.experts_per_token");
+  refused({{"moe_dispatch", "capacity"}, {"capacity_factor", 0}}, {}, "workload.capacity_factor");
+  refused({{"expert_imbalance", 5}}, {}, "workload.expert_imbalance");  // above E / k = 4
+  refused({{"first_dense_layers", 33}}, {}, "workload.first_dense_layers");
+  refused({{"experts", 0}, {"shared_experts", 1}}, {}, "workload.shared_experts");
+  refused({}, {{"sequence", 2}}, "parallelism.sequence");
+  refused({{"attention_type", "mla"}}, {}, "workload.kv_heads");
+  CHECK_THROWS_WITH(graph_of(lm_study("deepseek_v3", {{"positions", "learned"}}), 1),
+                    Catch::Contains("workload.positions"));
+}
+
+TEST_CASE("over an expert axis the dispatch and combine all-to-alls carry each token's k rows") {
+  // The layer as an expert axis of degree 4 builds it: per replica, T x k rows of d_model bf16
+  // go out before the experts and as many come back after (an all-to-all of B bytes per core
+  // sends (e - 1) / e of them off the device, sim/collectives); the backward pass runs both again.
+  DecoderDims d;
+  d.batch = 1;
+  d.seq = 256;
+  d.d_model = 512;
+  d.heads = 8;
+  d.kv_heads = 8;
+  d.head_dim = 64;
+  d.d_ff = 1024;
+  d.swiglu = true;
+  d.experts = 8;
+  d.experts_per_token = 2;
+  d.expert_d_ff = 1024;
+  d.expert_degree = 4;
+  OpGraph g;
+  const int x = g.add(vector_op(OpKind::Elementwise, "x", 256.0 * 512, 1, 1, 1));
+  add_moe_experts(g, "", x, d);
+  for (const char* name : {"moe.dispatch", "moe.combine"}) {
+    const OpNode* a = node_named(g, name);
+    REQUIRE(a);
+    CHECK(a->all_to_all_axes == std::vector<std::string>{"expert"});
+    CHECK(a->bytes_written == 256.0 * 2 * 512 * 2);
+  }
+  // Without the axis there is nothing to move.
+  d.expert_degree = 1;
+  OpGraph one;
+  add_moe_experts(one, "", one.add(vector_op(OpKind::Elementwise, "x", 256.0 * 512, 1, 1, 1)), d);
+  CHECK(node_named(one, "moe.dispatch") == nullptr);
+}
+
+TEST_CASE("the expert axis divides the experts and moves each token's k rows by all-to-all") {
+  // Mixtral-shaped, 2 layers of 512 tokens, 8 experts top-2, on a 2x2 slice (4 cores) with an
+  // expert axis of 4: one sequence per core.
+  const nlohmann::json w{{"layers", 2}, {"seq_len", 512}, {"global_batch", 4}};
+  const Program p = tpusim::test::program_of(lm_study("mixtral_8x7b", w, {{"expert", 4}}));
+  const double rows = 512.0 * 2, d = 4096;
+  int all_to_alls = 0;
+  for (const Op& op : p.ops) {
+    if (!op.is_collective || op.collective.kind != CollectiveKind::AllToAll) continue;
+    ++all_to_alls;
+    CHECK(op.collective.axes == std::vector<std::string>{"expert"});
+    CHECK(op.collective.bytes == Approx(rows * d * 2));
+  }
+  CHECK(all_to_alls == 2 * 4);  // per layer: dispatch and combine, forward and backward
+  // The experts' weights are 1/4 per core: the resident weights drop by 3/4 of theirs.
+  const Program one = tpusim::test::program_of(lm_study("mixtral_8x7b", w));
+  CHECK(p.examples_per_step == one.examples_per_step);
+  CHECK(p.model_flops == Approx(one.model_flops).epsilon(1e-12));
+  nlohmann::json six = w;
+  six["experts"] = 6;
+  CHECK_THROWS_WITH(tpusim::test::program_of(lm_study("mixtral_8x7b", six, {{"expert", 4}})),
+                    Catch::Contains("parallelism.expert"));
 }

@@ -91,6 +91,7 @@ const std::vector<std::string>& memory_saving_keys() {
                                              "parallelism.model2",
                                              "parallelism.fsdp",
                                              "parallelism.sequence",
+                                             "parallelism.pipeline",
                                              "parallelism.shard_activations",
                                              "parallelism.weight_update_sharding",
                                              "workload.rematerialize",

@@ -14,6 +14,7 @@
 #include "core/params.hpp"
 #include "core/units.hpp"
 #include "tools/report/memory_report.hpp"
+#include "tools/report/pipeline_report.hpp"
 #include "tools/sweep/readable.hpp"
 
 namespace tpusim::cli {
@@ -240,6 +241,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
   j["collectives_by_axis"] = collectives_by_axis_json(program, r);
   add_utilisation(j, program, r);
   add_multislice(j, r);
+  add_pipeline(j, program, r);
   return j;
 }
 
@@ -357,6 +359,7 @@ void print_report(std::ostream& out, const nlohmann::json& j, bool op_classes) {
                          format_bytes(it.value()["bytes_per_core"].get<double>()),
                          readable_duration_ms(it.value()["time_ms"].get<double>()));
   }
+  print_pipeline(out, j);
   print_compiled_ops(out, j, op_classes);
   if (j.contains("memory")) print_memory(out, j["memory"]);
   out << fmt::format("  links: busiest {:.1f}% ({}), mean {:.1f}%\n",

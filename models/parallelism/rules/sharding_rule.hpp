@@ -11,13 +11,13 @@
 // derive the collectives. Every question has a default that does nothing, so a rule answers only
 // where its axis changes something.
 //
-// Adding an axis is one file with a rule and its registration line (a sketch: Layout::expert and
-// OpNode::expert_weights do not exist yet):
+// Adding an axis is one file with a rule and its registration lines (a sketch:
+// OpNode::expert_weights does not exist yet):
 //
 //   class ExpertAxis final : public ShardingRule {
-//     bool live(const Layout& l) const override { return l.expert > 1; }
+//     bool live(const Layout& l) const override { return l.registered_degree("expert") > 1; }
 //     double weight_divisor(const OpNode& owner, const Layout& l) const override {
-//       return owner.expert_weights ? l.expert : 1;
+//       return owner.expert_weights ? l.registered_degree("expert") : 1;
 //     }
 //     void before_op(PartitionState& s, int v, std::vector<int>& deps,
 //                    std::vector<int>& reads) override { /* the dispatch all-to-all */ }
@@ -25,7 +25,10 @@
 //   const ShardingRuleRegistrar kExpertAxisRule{"expert", 90, [] {
 //     return std::make_unique<ExpertAxis>(); }};
 //
-// (plus the axis's degree in Layout: its parameter, its place in mesh_axes()).
+// plus, in the same file, its parameter and its place in the mesh (axis_registry.hpp):
+//
+//   const Param<std::int64_t> kExpert{{"parallelism.expert", ParamType::Integer, ...}};
+//   const AxisRegistrar kExpertAxis{{"expert", &kExpert, 150, true, true}};
 #include <functional>
 #include <memory>
 #include <string>
