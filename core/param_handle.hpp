@@ -99,6 +99,11 @@ class ParamFamily {
     ParamRegistry::declare(std::move(s));
   }
   T operator()(const Config& cfg) const { return param_detail::Read<T>::get(cfg, shared_.path); }
+  /// The value where a member's declaration applies in `cfg`, else nullopt.
+  std::optional<T> if_applies(const Config& cfg) const {
+    if (!cfg.has(shared_.path)) return std::nullopt;
+    return (*this)(cfg);
+  }
   const std::string& path() const { return shared_.path; }
 
  private:

@@ -16,6 +16,16 @@ Registry<ModelFactory>& registry() {
   static Registry<ModelFactory> r{"model"};
   return r;
 }
+// The features each registered model names, and each feature's declaring function.
+std::map<std::string, std::vector<std::string>>& features_of_models() {
+  static std::map<std::string, std::vector<std::string>> m;
+  return m;
+}
+using FeatureDeclarer = void (*)(const std::string& model);
+Registry<FeatureDeclarer>& feature_registry() {
+  static Registry<FeatureDeclarer> r{"model feature"};
+  return r;
+}
 }  // namespace
 
 // clang-format off
@@ -31,7 +41,24 @@ const ParamFamily<std::int64_t>& global_batch_param() {
 ModelRegistrar::ModelRegistrar(ModelInfo info, ModelFactory factory) {
   registry().add(info.name, std::move(factory));
   global_batch_param().declare(info.name, info.global_batch, info.batch_meaning);
+  for (const auto& feature : info.features)
+    if (const FeatureDeclarer* declare = feature_registry().find(feature)) (*declare)(info.name);
+  features_of_models()[info.name] = std::move(info.features);
 }
+
+ModelFeatureRegistrar::ModelFeatureRegistrar(const char* feature,
+                                             void (*declare_for)(const std::string& model)) {
+  feature_registry().add(feature, declare_for);
+  for (const auto& [model, features] : features_of_models())
+    if (std::find(features.begin(), features.end(), feature) != features.end()) declare_for(model);
+}
+
+std::vector<std::string> model_features(const std::string& model) {
+  auto it = features_of_models().find(model);
+  return it == features_of_models().end() ? std::vector<std::string>{} : it->second;
+}
+
+std::vector<std::string> registered_model_features() { return feature_registry().names(); }
 
 std::unique_ptr<ModelBuilder> make_model_builder(const std::string& name) {
   const ModelFactory* f = registry().find(name);

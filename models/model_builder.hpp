@@ -86,6 +86,11 @@ struct ModelInfo {
   const char* name;
   std::int64_t global_batch;  ///< the default of workload.global_batch
   const char* batch_meaning;  ///< e.g. "images per training step over all replicas"
+  /// The parallelism features the model takes, each a ModelFeatureRegistrar's name
+  /// ("spatial_w": a spatial split along W too; "batch_norm_groups": cross-replica batch norm):
+  /// the feature's file declares its parameters for the model, so no parallelism file names
+  /// a model.
+  std::vector<std::string> features = {};
 };
 
 /// Registers a builder under `info.name` during static initialisation, declares its
@@ -93,6 +98,17 @@ struct ModelInfo {
 struct ModelRegistrar {
   ModelRegistrar(ModelInfo info, ModelFactory factory);
 };
+
+/// A parallelism feature that models take by naming it in their ModelInfo::features:
+/// `declare_for` declares its parameters for one such model (once per model, whichever of the
+/// model's and the feature's registrars runs first).
+struct ModelFeatureRegistrar {
+  ModelFeatureRegistrar(const char* feature, void (*declare_for)(const std::string& model));
+};
+/// The features `model`'s registration names (empty for an unknown model).
+std::vector<std::string> model_features(const std::string& model);
+/// The names of the registered features, sorted.
+std::vector<std::string> registered_model_features();
 
 /// workload.model: the registered models' names are its choices.
 extern const Param<std::string> kWorkloadModel;

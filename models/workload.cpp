@@ -1,10 +1,12 @@
 #include "models/workload.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/model_builder.hpp"
@@ -82,6 +84,39 @@ void check_constraints(const OpGraph& g, const Layout& l, ProblemList& problems)
   }
 }
 
+// A Program built from a study passes Program::validate's limits unless the study's sizes push
+// an op past them. Its ops grow with the batch, so the message names the batch's path and the
+// largest batch that keeps the biggest op within the limits (Program::validate would name only
+// the op, which the user never wrote).
+void check_op_sizes(const Program& program, const std::string& batch_path, std::int64_t batch) {
+  double worst = 0;  // the largest share of a limit an op takes
+  std::size_t at = 0;
+  const char* what = "bytes";
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    const double bytes = op.is_collective
+                             ? op.collective.bytes
+                             : std::max(op.compute.bytes_read, op.compute.bytes_written);
+    const double flops = op.is_collective ? 0 : op.compute.flops;
+    for (auto [share, unit] :
+         {std::pair{bytes / kMaxBytes, "bytes"}, std::pair{flops / kMaxOpFlops, "FLOPs"}})
+      if (share > worst) worst = share, at = i, what = unit;
+  }
+  if (!(worst > 1)) return;
+  const bool bytes = std::string(what) == "bytes";
+  const std::string past = bytes ? past_limit(kMaxBytes, "bytes", "kMaxBytes")
+                                 : past_limit(kMaxOpFlops, "FLOPs", "kMaxOpFlops");
+  const auto fit = static_cast<std::int64_t>(std::floor(static_cast<double>(batch) / worst));
+  const std::string op = "op " + program.ops[at].name + "'s " + what + " per core " + past;
+  if (fit < 1)
+    throw ConfigError("workload", "the model's sizes make " + op +
+                                      "; allowed: smaller workload sizes (widths, sequence, "
+                                      "vocabulary) or more cores");
+  throw ConfigError(batch_path, std::to_string(batch) + " examples make " + op +
+                                    " (its sizes grow with the batch); allowed: at most about " +
+                                    std::to_string(fit) + " examples, or more cores");
+}
+
 }  // namespace
 
 std::vector<MeshAxis> workload_mesh_axes(const Config& cfg, const Topology& topology,
@@ -117,9 +152,9 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   const bool eval = kind == ProgramKind::Eval;
   const bool serving = kind == ProgramKind::Prefill || kind == ProgramKind::Decode;
   const std::int64_t batch = step_examples(cfg, kind);
-  check_batch(
-      eval && kWorkloadEvalBatch(cfg) > 0 ? kWorkloadEvalBatch.path() : global_batch_param().path(),
-      batch, layout, problems);
+  const std::string& batch_path =
+      eval && kWorkloadEvalBatch(cfg) > 0 ? kWorkloadEvalBatch.path() : global_batch_param().path();
+  check_batch(batch_path, batch, layout, problems);
   // The graph of one replica is built even if the batch does not divide (its share rounded up),
   // so that the layout's dimension constraints are reported together with the batch.
   const std::int64_t replicas = static_cast<std::int64_t>(layout.batch_shards()) * layout.slices;
@@ -173,6 +208,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   program.examples_per_step *= layout.slices;
   program.model_flops *= layout.slices;
   program.model = kWorkloadModel(cfg);
+  check_op_sizes(program, batch_path, batch);
   program.validate();
   return program;
 }

@@ -18,7 +18,10 @@ directories are); outside a git checkout, every one but top-level build*/ and ou
   - no function outside tests/ is longer than 80 lines (tests are held to the file count and
     the unique names only);
   - no Catch test name holds a ';': ctest's discovery cuts the name there, and the filter it
-    runs then matches no test case, so the test would pass without running.
+    runs then matches no test case, so the test would pass without running;
+  - no code outside tests/ reads a parameter by a path string (cfg.integer("parallelism.model"),
+    json_at(cfg.json(), "...")): a parameter's path is written once, in its declaration, and
+    read through the typed handle the declaration returns (Param<T>, core/param_handle.hpp).
 
 Usage: tools/check_structure.py [ROOT]   (exit 0 when all hold, 1 with one line per breach)
 """
@@ -342,6 +345,35 @@ def check_folder(root, folder, files):
     return breaches
 
 
+# A Config reader or json_at given a dotted path literal: a parameter read by its path string.
+PATH_READ = re.compile(
+    r'(?:\.(?:has|number|integer|boolean|string|integers|booleans|GBps|ns|at)\(\s*'
+    r'|\bjson_at\([^,()]*(?:\([^()]*\))?[^,()]*,\s*)"([a-z_]+(?:\.[A-Za-z0-9_]+)+)"')
+# Reads left to a folder another helper owned this session (tools/plan/, speed50); each names
+# the handle that replaces it. Empty this when they are converted.
+PATH_READ_PENDING = {
+    ("tools/plan/space.cpp", "parallelism.spatial_w"): "spatial_w_param()",
+    ("tools/plan/space.cpp", "parallelism.bn_group_cores"): "bn_group_param()",
+}
+
+
+def check_param_reads(root, folders):
+    breaches = []
+    for folder, files in sorted(folders.items()):
+        for f in files:
+            rel = str(f.relative_to(root))
+            if rel.split("/")[0] in TEST_ROOTS:
+                continue
+            text = f.read_text(errors="replace")
+            for m in PATH_READ.finditer(text):
+                if (rel, m.group(1)) in PATH_READ_PENDING:
+                    continue
+                line = text.count("\n", 0, m.start()) + 1
+                breaches.append(f"{rel}:{line}: reads the parameter \"{m.group(1)}\" by its path "
+                                "string; read it with its declaration's handle (Param<T>)")
+    return breaches
+
+
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
     folders = source_folders(root)
@@ -358,6 +390,7 @@ def main():
     breaches += check_may_include(root, folders, edges)
     breaches += check_cycles(edges)
     breaches += check_systemc(root, folders)
+    breaches += check_param_reads(root, folders)
     for b in breaches:
         print(b)
     return 1 if breaches else 0

@@ -5,12 +5,11 @@
 # On a terminal the build shows one progress line (percent done, time so far, the time left
 # estimated from the rate so far, the file being compiled); piped, it is quiet. A failed build
 # prints the end of its log (build/quickstart-build.log).
+# `tools/quickstart.sh --progress LOG` runs only the progress printer on its input (what the
+# build's output goes through), for tests/python/test_quickstart_progress.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/install-deps.sh
-jobs="$(nproc)"
 log=build/quickstart-build.log
-mkdir -p build
 
 say() { [ -t 2 ] && printf '%s\n' "$*" >&2 || true; }
 
@@ -40,6 +39,21 @@ progress() {
   printf '\r\033[K' >&2
 }
 
+# The build's output: through the progress line on a terminal, else to the log only.
+show_progress() {
+  if [ -t 2 ]; then progress; else cat >>"$log"; fi
+}
+
+if [ "${1:-}" = --progress ]; then
+  log=${2:?--progress LOG}
+  show_progress
+  exit 0
+fi
+
+tools/install-deps.sh
+jobs="$(nproc)"
+mkdir -p build
+
 say "quickstart: configuring the Release build (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
 say "quickstart: building tpusim and its Python module with $jobs jobs: a first build compiles" \
@@ -47,11 +61,7 @@ say "quickstart: building tpusim and its Python module with $jobs jobs: a first 
     "what changed"
 start=$SECONDS
 status=0
-if [ -t 2 ]; then
-  cmake --build build -j"$jobs" --target tpusim tpusim_python 2>&1 | progress || status=$?
-else
-  cmake --build build -j"$jobs" --target tpusim tpusim_python >>"$log" 2>&1 || status=$?
-fi
+cmake --build build -j"$jobs" --target tpusim tpusim_python 2>&1 | show_progress || status=$?
 if [ "$status" -ne 0 ]; then
   echo "quickstart: the build failed; the end of $log:" >&2
   tail -30 "$log" >&2

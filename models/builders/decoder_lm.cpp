@@ -17,6 +17,7 @@
 #include "models/builders/decoder_blocks.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/training.hpp"
 
 namespace tpusim {
@@ -177,10 +178,10 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   d.swiglu = kDecoderLmMlp(cfg) == "swiglu";
   d.rotary = kDecoderLmPositions(cfg) == "rotary";
   d.biases = kDecoderLmBiases(cfg);
-  d.model_degree = cfg.integer("parallelism.model");
+  d.model_degree = kParallelismModel(cfg);
   d.shard_activations = kDecoderLmShardActivations(cfg);
-  d.model2_degree = cfg.integer("parallelism.model2");
-  d.sequence_degree = cfg.integer("parallelism.sequence");
+  d.model2_degree = kParallelismModel2(cfg);
+  d.sequence_degree = kParallelismSequence(cfg);
   d.sequence_all_to_all = d.sequence_degree > 1 && kDecoderLmSequenceAttention(cfg) == "all_to_all";
   ProblemList problems;
   if (d.model2_degree > 1 && !d.shard_activations)
@@ -214,7 +215,7 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   read_moe(cfg, d, problems);
   // Rotary positions rotate pairs of a head's features: an odd head width leaves one unpaired.
   if (d.rotary && !d.mla && d.head_dim % 2 != 0)
-    problems.add(cfg.integer("workload.head_dim") > 0 ? "workload.head_dim" : "workload.heads",
+    problems.add(kDecoderLmHeadDim(cfg) > 0 ? kDecoderLmHeadDim.path() : kDecoderLmHeads.path(),
                  "a head width of " + std::to_string(d.head_dim) +
                      " with workload.positions = rotary, which rotates pairs of features; "
                      "allowed: an even head width");

@@ -188,7 +188,7 @@ class MaskRcnn final : public ModelBuilder {
 
 // 256: the MLPerf v0.7 512-chip run (reference table).
 const ModelRegistrar kMaskrcnnRegister{
-    {kMaskrcnnModel, 256, "images per training step over all replicas"},
+    {kMaskrcnnModel, 256, "images per training step over all replicas", {"spatial_w"}},
     [] { return std::make_unique<MaskRcnn>(); }};
 
 }  // namespace

@@ -110,9 +110,11 @@ class ResNet50 final : public ModelBuilder {
 };
 
 // 65536: the MLPerf v0.7 4096-chip run (reference table).
-const ModelRegistrar kResnet50Register{
-    {kResnet50Model, 65536, "images per training step over all replicas"},
-    [] { return std::make_unique<ResNet50>(); }};
+const ModelRegistrar kResnet50Register{{kResnet50Model,
+                                        65536,
+                                        "images per training step over all replicas",
+                                        {"spatial_w", "batch_norm_groups"}},
+                                       [] { return std::make_unique<ResNet50>(); }};
 
 }  // namespace
 }  // namespace tpusim

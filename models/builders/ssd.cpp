@@ -21,6 +21,7 @@
 #include "models/detection_ops.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/training.hpp"
 
 namespace tpusim {
@@ -209,7 +210,7 @@ class Ssd final : public ModelBuilder {
     // spatial degree (whole rows per core).
     const double loss_boxes =
         static_cast<double>(batch) *
-        ssd_partitioned_boxes(size, partitioned ? cfg.integer("parallelism.spatial") : 1);
+        ssd_partitioned_boxes(size, partitioned ? kParallelismSpatial(cfg) : 1);
     OpNode box_loss =
         vector_op(OpKind::Elementwise, "loss.per_box", loss_boxes * (classes + 4), 1, ops, bwd);
     box_loss.out_dtype = DType::F32;
@@ -244,7 +245,10 @@ class Ssd final : public ModelBuilder {
 };
 
 // 4096: the MLPerf v0.7 4096- and 2048-chip runs (reference table).
-const ModelRegistrar kSsdRegister{{kSsdModel, 4096, "images per training step over all replicas"},
+const ModelRegistrar kSsdRegister{{kSsdModel,
+                                   4096,
+                                   "images per training step over all replicas",
+                                   {"spatial_w", "batch_norm_groups"}},
                                   [] { return std::make_unique<Ssd>(); }};
 
 }  // namespace

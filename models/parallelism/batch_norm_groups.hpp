@@ -5,6 +5,7 @@
 // (spatial x model) always share statistics (a spatially split image is one image), and the
 // group adds neighbouring data replicas, laid out as the mesh axis "bn" right outside "spatial".
 #include "core/config.hpp"
+#include "core/param_handle.hpp"
 
 namespace tpusim {
 
@@ -15,5 +16,8 @@ struct Layout;
 /// parallelism.bn_group_cores when the group is larger than the cores, is not a whole number of
 /// replicas, or does not divide the data replicas.
 int read_bn_group(const Config& cfg, const Layout& layout);
+/// parallelism.bn_group_cores, declared for every model whose registration names the feature
+/// "batch_norm_groups" (ModelInfo::features).
+const ParamFamily<std::int64_t>& bn_group_param();
 
 }  // namespace tpusim

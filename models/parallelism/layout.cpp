@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
-#include "core/params.hpp"
+#include "core/param_handle.hpp"
 #include "models/parallelism/batch_norm_groups.hpp"
 #include "models/parallelism/rules/axis_registry.hpp"
 #include "models/parallelism/spatial.hpp"
@@ -11,33 +11,34 @@
 namespace tpusim {
 namespace {
 using T = ParamType;
+}  // namespace
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kLayoutParams{{
-    {"parallelism.model", T::Integer, "cores", 1, "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and rows, vocabulary); the innermost mesh axis, so the cores of a chip first", 1, 1 << 20},
-    {"parallelism.model2", T::Integer, "cores", 1, "2D weight-stationary sharding (GSPMD, PaLM): a second model axis, just outside 'model'; every weight matrix split on d_model over it and on d_ff or heads over 'model', activations moving (per matmul an all-gather over one axis, a reduce-scatter of the partial sums over the other); needs parallelism.shard_activations=true", 1, 1 << 20, {}, "workload.model", "decoder_lm"},
-    {"parallelism.sequence", T::Integer, "cores", 1, "sequence axis, just outside 'model2': activations split along the sequence (each core a contiguous part of every sequence); attention gathers the keys and values of the whole sequence (or reshards, parallelism.sequence_attention); weights replicated over it, their gradients summed over it like 'data'", 1, 1 << 20, {}, "workload.model", "decoder_lm"},
-    {"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20},
-    {"parallelism.slices", T::Integer, "slices", 1, "multislice data parallelism: the data axis spans this many slices (it must equal topology.slices); each slice runs global_batch / slices examples and the gradient all-reduces are hierarchical (reduce-scatter over ICI, all-reduce of each shard across the slices over the data-center network, all-gather over ICI)", 1, 64},
-    {"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20},
-    {"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"},
-    // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
-    {"parallelism.grad_bucket_MiB", T::Number, "MiB", 32.0, "gradient bytes (per core, in grad_dtype) combined into one collective; a bucket is issued as soon as the backward op completing it has run", 1.0 / 1024, 1 << 20},
-    // bf16: the MLPerf v0.7 TF BERT run's use_bfloat16_all_reduce.
-    {"parallelism.grad_dtype", T::String, "", "bf16", "dtype of the gradient collectives", -kInf, kInf, {"bf16", "f32"}},
-}};
+const Param<std::int64_t> kParallelismModel{{"parallelism.model", T::Integer, "cores", 1, "model-parallel degree: cores that split every layer Megatron-style (heads, MLP columns and rows, vocabulary); the innermost mesh axis, so the cores of a chip first", 1, 1 << 20}};
+const Param<std::int64_t> kParallelismModel2{{"parallelism.model2", T::Integer, "cores", 1, "2D weight-stationary sharding (GSPMD, PaLM): a second model axis, just outside 'model'; every weight matrix split on d_model over it and on d_ff or heads over 'model', activations moving (per matmul an all-gather over one axis, a reduce-scatter of the partial sums over the other); needs parallelism.shard_activations=true", 1, 1 << 20, {}, "workload.model", "decoder_lm"}};
+const Param<std::int64_t> kParallelismSequence{{"parallelism.sequence", T::Integer, "cores", 1, "sequence axis, just outside 'model2': activations split along the sequence (each core a contiguous part of every sequence); attention gathers the keys and values of the whole sequence (or reshards, parallelism.sequence_attention); weights replicated over it, their gradients summed over it like 'data'", 1, 1 << 20, {}, "workload.model", "decoder_lm"}};
+const Param<std::int64_t> kParallelismSpatial{{"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20}};
+const Param<std::int64_t> kParallelismSlices{{"parallelism.slices", T::Integer, "slices", 1, "multislice data parallelism: the data axis spans this many slices (it must equal topology.slices); each slice runs global_batch / slices examples and the gradient all-reduces are hierarchical (reduce-scatter over ICI, all-reduce of each shard across the slices over the data-center network, all-gather over ICI)", 1, 64}};
+const Param<std::int64_t> kParallelismFsdp{{"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20}};
+const Param<bool> kParallelismWeightUpdateSharding{{"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"}};
+// 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
+const Param<double> kParallelismGradBucketMiB{{"parallelism.grad_bucket_MiB", T::Number, "MiB", 32.0, "gradient bytes (per core, in grad_dtype) combined into one collective; a bucket is issued as soon as the backward op completing it has run", 1.0 / 1024, 1 << 20}};
+// bf16: the MLPerf v0.7 TF BERT run's use_bfloat16_all_reduce.
+const Param<std::string> kParallelismGradDtype{{"parallelism.grad_dtype", T::String, "", "bf16", "dtype of the gradient collectives", -kInf, kInf, {"bf16", "f32"}}};
 // clang-format on
 
+namespace {
+
 int read_fsdp(const Config& cfg, const Layout& l) {
-  const int fsdp = static_cast<int>(cfg.integer("parallelism.fsdp"));
+  const int fsdp = static_cast<int>(kParallelismFsdp(cfg));
   ProblemList problems;
   if (l.data % fsdp != 0)
-    problems.add("parallelism.fsdp",
+    problems.add(kParallelismFsdp.path(),
                  std::to_string(fsdp) + " does not divide the " + std::to_string(l.data) +
                      " data replicas; allowed: a divisor of " + std::to_string(l.data));
   if (fsdp > 1 && l.weight_update_sharding)
-    problems.add("parallelism.weight_update_sharding",
+    problems.add(kParallelismWeightUpdateSharding.path(),
                  "true with parallelism.fsdp = " + std::to_string(fsdp) +
                      ": FSDP already shards the optimizer; allowed: false");
   problems.throw_if_any();
@@ -165,15 +166,14 @@ std::vector<std::string> Layout::replica_axes() const {
 Layout read_layout(const Config& cfg, int cores) {
   Layout l;
   l.cores = cores;
-  l.model = static_cast<int>(cfg.integer("parallelism.model"));
-  l.slices = static_cast<int>(cfg.integer("parallelism.slices"));
-  l.spatial = static_cast<int>(cfg.integer("parallelism.spatial"));
-  if (cfg.has("parallelism.model2")) l.model2 = static_cast<int>(cfg.integer("parallelism.model2"));
-  if (cfg.has("parallelism.sequence"))
-    l.sequence = static_cast<int>(cfg.integer("parallelism.sequence"));
-  l.weight_update_sharding = cfg.boolean("parallelism.weight_update_sharding");
-  l.grad_bucket_bytes = cfg.number("parallelism.grad_bucket_MiB") * 1048576.0;
-  l.grad_dtype = *parse_dtype(cfg.string("parallelism.grad_dtype"));
+  l.model = static_cast<int>(kParallelismModel(cfg));
+  l.slices = static_cast<int>(kParallelismSlices(cfg));
+  l.spatial = static_cast<int>(kParallelismSpatial(cfg));
+  l.model2 = static_cast<int>(kParallelismModel2.if_applies(cfg).value_or(1));
+  l.sequence = static_cast<int>(kParallelismSequence.if_applies(cfg).value_or(1));
+  l.weight_update_sharding = kParallelismWeightUpdateSharding(cfg);
+  l.grad_bucket_bytes = kParallelismGradBucketMiB(cfg) * 1048576.0;
+  l.grad_dtype = *parse_dtype(kParallelismGradDtype(cfg));
   for (const auto& a : registered_axes()) {
     l.registered[a.name] = static_cast<int>(a.degree->if_applies(cfg).value_or(1));
     if (a.read_options) a.read_options(cfg, l);
@@ -188,22 +188,22 @@ Layout read_layout(const Config& cfg, int cores) {
                  "one replica needs " + l.replica_shape() + " = " + std::to_string(replica_cores) +
                      " cores, more than the topology's " + std::to_string(cores) + " cores");
   if (cores % l.model != 0)
-    problems.add("parallelism.model", std::to_string(l.model) + " does not divide the " +
-                                          std::to_string(cores) + " cores; allowed: a divisor of " +
-                                          std::to_string(cores));
+    problems.add(kParallelismModel.path(),
+                 std::to_string(l.model) + " does not divide the " + std::to_string(cores) +
+                     " cores; allowed: a divisor of " + std::to_string(cores));
   else if (cores % (static_cast<long long>(l.model) * l.model2) != 0)
-    problems.add("parallelism.model2",
+    problems.add(kParallelismModel2.path(),
                  "model " + std::to_string(l.model) + " x model2 " + std::to_string(l.model2) +
                      " does not divide the " + std::to_string(cores) +
                      " cores; allowed: model2 such that model x model2 divides them");
   else if (cores % model_cores != 0)
-    problems.add("parallelism.sequence",
+    problems.add(kParallelismSequence.path(),
                  "model " + std::to_string(l.model) + " x model2 " + std::to_string(l.model2) +
                      " x sequence " + std::to_string(l.sequence) + " does not divide the " +
                      std::to_string(cores) +
                      " cores; allowed: sequence such that model x model2 x sequence divides them");
   else if (cores % replica_cores != 0)
-    problems.add("parallelism.spatial",
+    problems.add(kParallelismSpatial.path(),
                  "model " + std::to_string(l.model) + " x spatial " + std::to_string(l.spatial) +
                      " does not divide the " + std::to_string(cores) +
                      " cores; allowed: spatial such that model x spatial divides them");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/param_handle.hpp"
 #include "models/program.hpp"
 #include "topologies/device_mesh.hpp"
 
@@ -72,6 +73,11 @@ struct Layout {
   /// "4096 data replicas = 8192 cores / (model 2 x spatial 1)"
   std::string describe() const;
 };
+
+/// The layout's parameters (declared in layout.cpp), for the readers and messages elsewhere.
+extern const Param<std::int64_t> kParallelismModel, kParallelismModel2, kParallelismSequence,
+    kParallelismSpatial, kParallelismSlices, kParallelismFsdp;
+extern const Param<bool> kParallelismWeightUpdateSharding;
 
 /// Reads parallelism.* for `cores` cores. Throws ConfigError naming the JSON path when a degree
 /// does not divide the cores or the replica needs more cores than there are.

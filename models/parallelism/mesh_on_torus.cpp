@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "models/parallelism/rules/axis_registry.hpp"
+#include "models/parallelism/batch_norm_groups.hpp"
+#include "models/parallelism/layout.hpp"
 
 namespace tpusim {
 namespace {
@@ -39,12 +41,12 @@ bool place(Cursor& c, long long size) {
 }
 
 std::string path_of(const std::string& axis) {
-  if (axis == "model") return "parallelism.model";
-  if (axis == "model2") return "parallelism.model2";
-  if (axis == "sequence") return "parallelism.sequence";
-  if (axis == "fsdp") return "parallelism.fsdp";
-  if (axis == "spatial") return "parallelism.spatial";
-  if (axis == "bn") return "parallelism.bn_group_cores";
+  if (axis == "model") return kParallelismModel.path();
+  if (axis == "model2") return kParallelismModel2.path();
+  if (axis == "sequence") return kParallelismSequence.path();
+  if (axis == "fsdp") return kParallelismFsdp.path();
+  if (axis == "spatial") return kParallelismSpatial.path();
+  if (axis == "bn") return bn_group_param().path();
   for (const auto& a : registered_axes())
     if (a.name == axis) return a.degree->path();
   return "parallelism";  // data: what the other axes leave

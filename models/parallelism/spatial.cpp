@@ -3,29 +3,19 @@
 #include <limits>
 
 #include "core/errors.hpp"
-#include "core/params.hpp"
+#include "core/param_handle.hpp"
+#include "models/model_builder.hpp"
 #include "models/parallelism/layout.hpp"
 
 namespace tpusim {
 namespace {
 
-constexpr const char* kSpatialW = "parallelism.spatial_w";
-
-ParamSpec spatial_w_param(const char* model) {
-  return {kSpatialW,
-          ParamType::Integer,
-          "cores",
-          1,
-          "of the parallelism.spatial cores, how many split W (the rest split H): 1 splits H "
-          "only; must divide parallelism.spatial",
-          1,
-          1 << 20,
-          {},
-          "workload.model",
-          model};
+void declare_spatial_w(const std::string& model) {
+  spatial_w_param().declare(model, 1,
+                            "of the parallelism.spatial cores, how many split W (the rest split "
+                            "H): 1 splits H only; must divide parallelism.spatial");
 }
-const ParamRegistrar kSpatialParams{
-    {spatial_w_param("resnet50"), spatial_w_param("ssd"), spatial_w_param("maskrcnn")}};
+const ModelFeatureRegistrar kSpatialWFeature{"spatial_w", &declare_spatial_w};
 
 bool is_feature_map(const OpNode& n) {
   return n.conv && n.conv->out_height > 0 && n.conv->out_width > 0;
@@ -94,13 +84,20 @@ bool reduces_over_bn_group(const OpNode& n) {
   return n.kind == OpKind::BatchNorm && n.partial_bytes > 0;
 }
 
+const ParamFamily<std::int64_t>& spatial_w_param() {
+  // clang-format off
+  static const ParamFamily<std::int64_t> family{{"parallelism.spatial_w", ParamType::Integer, "cores", 1, "", 1, 1 << 20, {}, "workload.model"}};
+  // clang-format on
+  return family;
+}
+
 int read_spatial_w(const Config& cfg, const Layout& l) {
-  if (!cfg.has(kSpatialW)) return 1;
-  const auto w = cfg.integer(kSpatialW);
+  const auto w = spatial_w_param().if_applies(cfg).value_or(1);
   if (l.spatial % w != 0)
-    throw ConfigError(kSpatialW, std::to_string(w) + " does not divide parallelism.spatial = " +
-                                     std::to_string(l.spatial) +
-                                     "; allowed: a divisor of it (1 splits H only)");
+    throw ConfigError(spatial_w_param().path(),
+                      std::to_string(w) +
+                          " does not divide parallelism.spatial = " + std::to_string(l.spatial) +
+                          "; allowed: a divisor of it (1 splits H only)");
   return static_cast<int>(w);
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/param_handle.hpp"
 #include "models/op_graph.hpp"
 
 namespace tpusim {
@@ -63,5 +64,8 @@ bool reduces_over_bn_group(const OpNode& node);
 /// Reads parallelism.spatial_w for `layout` (spatial set): 1 when the model has no such
 /// parameter. Throws ConfigError naming it when it does not divide parallelism.spatial.
 int read_spatial_w(const Config& cfg, const Layout& layout);
+/// parallelism.spatial_w, declared for every model whose registration names the feature
+/// "spatial_w" (ModelInfo::features).
+const ParamFamily<std::int64_t>& spatial_w_param();
 
 }  // namespace tpusim

@@ -8,8 +8,6 @@
 
 namespace tpusim {
 namespace {
-/// Groups up to this size try the direct all-to-all under auto: its plan holds n (n-1) routes.
-constexpr std::size_t kAutoDirectAllToAllMembers = 512;
 /// Under auto, ties go to the earlier name (the algorithms used before auto compared times).
 const std::vector<std::string> kPreference = {"per_dimension", "bidirectional_ring", "ring"};
 }  // namespace
@@ -19,7 +17,7 @@ std::vector<std::string> CollectivePlanner::candidates(const CollectiveSpec& spe
   std::vector<std::string> out;
   if (spec.kind == CollectiveKind::AllToAll) {
     for (const auto& name : all_to_all_names())
-      if (name != "direct" || group_size <= kAutoDirectAllToAllMembers) out.push_back(name);
+      if (group_size <= make_all_to_all(name)->auto_max_members()) out.push_back(name);
   } else if (spec.kind != CollectiveKind::CollectivePermute) {
     out = kPreference;
     for (const auto& name : algorithm_names())

@@ -1,17 +1,38 @@
-// All-to-all as concurrent exchanges: every member's buffer is cut into one piece per member,
-// and the pieces travel at once, routed in dimension order, so they contend for links. On a
-// ring of n chips the busiest link then carries (S/n) x (1 + 2 + ... + n/2) bytes, against the
-// bisection bound n S / 8 per direction (see docs/network.md).
+// All-to-all: the registry of its algorithms (sim/collectives/algorithms/all_to_all_*.cpp) and
+// the exchange they are built of: every member's buffer is cut into one piece per member, and the
+// pieces travel at once, routed in dimension order, so they contend for links. On a ring of n
+// chips the busiest link then carries (S/n) x (1 + 2 + ... + n/2) bytes, against the bisection
+// bound n S / 8 per direction (see docs/network.md).
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "core/registry.hpp"
 #include "sim/collectives/collective_algorithm.hpp"
 #include "sim/machine/machine.hpp"
 
 namespace tpusim {
 namespace {
+Registry<AllToAllFactory>& registry() {
+  static Registry<AllToAllFactory> r{"all-to-all algorithm"};
+  return r;
+}
+}  // namespace
 
-/// One ring-shaped exchange among `members`: each sends a piece to every other member.
-Ring all_pairs(const Machine& m, const std::vector<int>& members) {
+AllToAllRegistrar::AllToAllRegistrar(const char* name, AllToAllFactory make) {
+  registry().add(name, make);
+}
+
+std::unique_ptr<AllToAllAlgorithm> make_all_to_all(const std::string& name) {
+  const AllToAllFactory* make = registry().find(name);
+  if (!make)
+    throw ConfigError(
+        "collectives.all_to_all_algorithm",
+        "unknown all-to-all algorithm '" + name + "'; allowed: auto, " + registry().names_text());
+  return (*make)();
+}
+
+std::vector<std::string> all_to_all_names() { return registry().names(); }
+
+Ring all_pairs_exchange(const Machine& m, const std::vector<int>& members) {
   const std::size_t n = members.size();
   const double transfers = static_cast<double>(n) * static_cast<double>(n - 1);
   if (transfers > static_cast<double>(kMaxCollectiveTransfers))
@@ -36,50 +57,16 @@ PlanPhase exchange_phase(double fraction) {
   return p;
 }
 
-}  // namespace
-
-std::vector<std::string> all_to_all_names() { return {"direct", "per_dimension"}; }
-
 double all_to_all_transfers(const Machine& m, const std::vector<int>& group,
                             const std::string& algorithm) {
-  const double n = static_cast<double>(group.size());
   if (group.size() < 2) return 0;
-  if (algorithm == "direct") return n * (n - 1);
-  const GroupShape shape = analyse_group(m, group);
-  if (algorithm != "per_dimension" || !shape.is_grid) return 0;
-  double transfers = 0;
-  for (const auto& values : shape.values) transfers += n * static_cast<double>(values.size() - 1);
-  return transfers;
+  return make_all_to_all(algorithm)->transfers(m, group);
 }
 
 GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group,
                           const std::string& algorithm) {
-  GroupPlan plan;
-  if (group.size() < 2) return plan;
-  if (algorithm == "direct") {
-    PlanPhase p = exchange_phase(1.0 / static_cast<double>(group.size()));
-    p.rings.push_back(all_pairs(m, group));
-    plan.phases.push_back(std::move(p));
-    return plan;
-  }
-  if (algorithm != "per_dimension")
-    throw ConfigError(
-        "collectives.all_to_all_algorithm",
-        "unknown all-to-all algorithm '" + algorithm + "'; allowed: auto, direct, per_dimension");
-  const GroupShape shape = analyse_group(m, group);
-  if (!shape.is_grid)
-    throw ConfigError("collectives.all_to_all_algorithm",
-                      "per_dimension needs a group that is a sub-grid of the machine; use direct");
-  // Dimension by dimension, each line exchanges among its members: after the pass along d a
-  // piece has reached its destination's coordinate in d. Every pass moves the whole buffer.
-  for (int d = 0; d < static_cast<int>(shape.values.size()); ++d) {
-    const std::size_t extent = shape.values[d].size();
-    if (extent < 2) continue;
-    PlanPhase p = exchange_phase(1.0 / static_cast<double>(extent));
-    for (const auto& line : lines_along(m, shape, group, d)) p.rings.push_back(all_pairs(m, line));
-    plan.phases.push_back(std::move(p));
-  }
-  return plan;
+  if (group.size() < 2) return GroupPlan{};
+  return make_all_to_all(algorithm)->plan(m, group);
 }
 
 }  // namespace tpusim

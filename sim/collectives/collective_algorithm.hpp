@@ -89,18 +89,41 @@ std::vector<std::string> algorithm_names();
 /// A plan that is not a ring over the group: a collective-permute by `shift`.
 GroupPlan permute_plan(const Machine& m, const std::vector<int>& group, int shift, bool wrap);
 
-/// The all-to-all plans (sim/all_to_all.cpp), chosen by collectives.all_to_all_algorithm:
-/// "direct": one step in which every member sends its piece to every other member at once, each
-/// routed in dimension order, so the pieces contend for links; "per_dimension": one such
-/// exchange per grid dimension in turn, among the members of each line (sub-grids only; throws
-/// ConfigError otherwise).
+/// An all-to-all algorithm (collectives.all_to_all_algorithm; sim/collectives/algorithms/
+/// all_to_all_*.cpp), registered by name like the others: its names are that parameter's
+/// choices and what `auto` chooses from.
+class AllToAllAlgorithm {
+ public:
+  virtual ~AllToAllAlgorithm() = default;
+  /// The plan over `group` (in mesh order). Throws ConfigError if it cannot serve the group.
+  virtual GroupPlan plan(const Machine& m, const std::vector<int>& group) const = 0;
+  /// The point-to-point transfers plan() would hold for `group`, counted without building it;
+  /// 0 for a group it would refuse.
+  virtual double transfers(const Machine& m, const std::vector<int>& group) const = 0;
+  /// The largest group `auto` tries it for (its plan's size grows with the group).
+  virtual std::size_t auto_max_members() const { return static_cast<std::size_t>(-1); }
+};
+using AllToAllFactory = std::unique_ptr<AllToAllAlgorithm> (*)();
+struct AllToAllRegistrar {
+  AllToAllRegistrar(const char* name, AllToAllFactory make);
+};
+/// The named all-to-all algorithm; throws ConfigError naming collectives.all_to_all_algorithm
+/// and the registered names if unknown.
+std::unique_ptr<AllToAllAlgorithm> make_all_to_all(const std::string& name);
+/// The registered all-to-all algorithms' names, sorted.
+std::vector<std::string> all_to_all_names();
+/// make_all_to_all(algorithm)->plan(m, group); an empty plan for fewer than 2 members.
 GroupPlan all_to_all_plan(const Machine& m, const std::vector<int>& group,
                           const std::string& algorithm);
-std::vector<std::string> all_to_all_names();
-/// The point-to-point transfers all_to_all_plan would hold for `group`, counted without building
-/// it (direct: n (n - 1); per_dimension: n (extent - 1) summed over the group's dimensions); 0
-/// for a plan it would refuse.
+/// make_all_to_all(algorithm)->transfers(m, group); 0 for fewer than 2 members.
 double all_to_all_transfers(const Machine& m, const std::vector<int>& group,
                             const std::string& algorithm);
+
+/// What the all-to-all algorithms share: one exchange among `members` in which each sends a
+/// piece to every other member at once, each routed in dimension order (so the pieces contend
+/// for links); throws ConfigError past kMaxCollectiveTransfers.
+Ring all_pairs_exchange(const Machine& m, const std::vector<int>& members);
+/// A phase of one exchange step moving `fraction` of the buffer per piece.
+PlanPhase exchange_phase(double fraction);
 
 }  // namespace tpusim

@@ -53,6 +53,19 @@ void TensorCore::account(Duration now) {
   last_account_ = now;
 }
 
+void TensorCore::blocked_at(int op_index, Duration now) {
+  if (blocked_op_ == op_index) return;
+  blocked_op_ = op_index;
+  blocked_since_ = now;
+}
+
+void TensorCore::starts(int op_index, Duration now) {
+  if (blocked_op_ != op_index) return;
+  blocked_op_ = -1;
+  if (static_cast<std::size_t>(op_index) < ctx_.op_waited.size())
+    ctx_.op_waited[op_index] = std::max(ctx_.op_waited[op_index], now - blocked_since_);
+}
+
 bool TensorCore::in_flight(int op_index) const {
   return std::find(outstanding_.begin(), outstanding_.end(), op_index) != outstanding_.end();
 }
@@ -116,16 +129,18 @@ void TensorCore::step() {
   const int n = static_cast<int>(ops.size());
   while (pc_ < n) {
     const Op& op = ops[pc_];
-    if (!ctx_.async_collectives && !outstanding_.empty()) return;
+    if (!ctx_.async_collectives && !outstanding_.empty()) return blocked_at(pc_, now);
     if (!ready(pc_)) {
       if (!op.is_collective || !ctx_.async_collectives || !waits_on_collectives_only(pc_))
-        return;      // a collective or an infeed batch we need will wake us
+        return blocked_at(pc_, now);  // a collective or an infeed batch we need will wake us
+      starts(pc_, now);
       account(now);  // pass it: it starts when the collectives it needs are done
       outstanding_.push_back(pc_);
       issued_at_.push_back(now);
       deferred_.push_back(pc_++);
       continue;
     }
+    starts(pc_, now);
     if (op.is_collective) {
       account(now);
       outstanding_.push_back(pc_);

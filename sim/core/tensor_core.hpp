@@ -36,6 +36,10 @@ struct ExecutionContext {
   const HardwareSpec* hardware = nullptr;
   std::vector<Duration> op_time;    ///< per op, uncontended; zero for collectives
   std::vector<OpDemand> op_demand;  ///< per op: what it asks of MXUs, vector unit and HBM
+  /// Per op: the longest any core waited, with nothing to run, for the op's inputs (a
+  /// collective, an infeed batch) before it could start; the op profile's "waiting". Sized by
+  /// whoever fills the context (empty: not recorded); the cores write it.
+  mutable std::vector<Duration> op_waited;
   CollectivePort* engine = nullptr;
   /// false: a core waits for each collective it issues before doing anything else (the core
   /// drives its collectives itself); true: it computes while collectives are in flight.
@@ -92,6 +96,10 @@ class TensorCore : public sc_core::sc_module, public StatGroup {
   /// Starts a run of compute ops at `now`: returns its end (in local time ahead of `now`).
   Duration run(Duration now);
   void register_stats();
+  /// The core cannot start op `op_index` at `now`: its wait begins (if it has not already).
+  void blocked_at(int op_index, Duration now);
+  /// Op `op_index` starts at `now`: a wait for it ends (ExecutionContext::op_waited).
+  void starts(int op_index, Duration now);
 
   const int id_;
   const ExecutionContext& ctx_;
@@ -113,6 +121,8 @@ class TensorCore : public sc_core::sc_module, public StatGroup {
   bool finished_ = false;
   Duration finish_time_;
   Duration last_account_;
+  int blocked_op_ = -1;  ///< the op the core waits to start (-1: none)
+  Duration blocked_since_;
   Duration busy_, comm_, exposed_, slowdown_;
   std::uint64_t activations_ = 0;
 };

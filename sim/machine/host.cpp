@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/params.hpp"
+#include "core/param_handle.hpp"
 #include "sim/kernel/event_queue.hpp"
 #include "sim/kernel/failure.hpp"
 
@@ -13,20 +13,18 @@ using T = ParamType;
 
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kHostParams{{
-    // 96: ASSUMPTION. The mlperf07 system files give 2 CPU sockets per host but no core count;
-    // a Cloud TPU v3 host (v3-8 TPU VM) has 96 vCPUs (2 sockets x 24 cores x 2 threads), taken
-    // here for the 8-chip host. A core here is one vCPU of the speed measured by
-    // tools/bench/host_ops.cpp (docs/train.md).
-    {"hardware.host.cpu_cores", T::Integer, "cores", 96, "CPU cores (vCPUs) of one host that run its input pipeline in parallel (tpusim train)", 1, 1 << 20},
-    // About 15 GB/s per chip: the scaling book's TPU chapter (PCIe host link).
-    {"hardware.host.pcie_GBps", T::Number, "GB/s", 15.0, "host-to-chip PCIe bandwidth per chip, for infeed (tpusim train)", 1e-6, 1e6},
-    // 8: ASSUMPTION. The mlperf07 code feeds the infeed queues from a pool of infeed threads
-    // whose size the reference does not give; one thread per chip of the 4x2 host keeps a
-    // host's copies side by side. A copy holds its thread for its PCIe transfer.
-    {"hardware.host.infeed_threads", T::Integer, "threads", 8, "threads of a host that copy its batches to its chips, each copy (one chip's share) holding a thread for its PCIe transfer; fewer threads than chips queue the copies (tpusim train)", 1, 1 << 20},
-    {"hardware.host.infeed_queue_batches", T::Integer, "batches", 2, "batches a core's infeed queue holds (2: double-buffered); the host runs at most this far ahead of the core (tpusim train)", 1, 1024},
-}};
+// 96: ASSUMPTION. The mlperf07 system files give 2 CPU sockets per host but no core count;
+// a Cloud TPU v3 host (v3-8 TPU VM) has 96 vCPUs (2 sockets x 24 cores x 2 threads), taken
+// here for the 8-chip host. A core here is one vCPU of the speed measured by
+// tools/bench/host_ops.cpp (docs/train.md).
+const Param<std::int64_t> kHardwareHostCpuCores{{"hardware.host.cpu_cores", T::Integer, "cores", 96, "CPU cores (vCPUs) of one host that run its input pipeline in parallel (tpusim train)", 1, 1 << 20}};
+// About 15 GB/s per chip: the scaling book's TPU chapter (PCIe host link).
+const Param<double> kHardwareHostPcieGBps{{"hardware.host.pcie_GBps", T::Number, "GB/s", 15.0, "host-to-chip PCIe bandwidth per chip, for infeed (tpusim train)", 1e-6, 1e6}};
+// 8: ASSUMPTION. The mlperf07 code feeds the infeed queues from a pool of infeed threads
+// whose size the reference does not give; one thread per chip of the 4x2 host keeps a
+// host's copies side by side. A copy holds its thread for its PCIe transfer.
+const Param<std::int64_t> kHardwareHostInfeedThreads{{"hardware.host.infeed_threads", T::Integer, "threads", 8, "threads of a host that copy its batches to its chips, each copy (one chip's share) holding a thread for its PCIe transfer; fewer threads than chips queue the copies (tpusim train)", 1, 1 << 20}};
+const Param<std::int64_t> kHardwareHostInfeedQueueBatches{{"hardware.host.infeed_queue_batches", T::Integer, "batches", 2, "batches a core's infeed queue holds (2: double-buffered); the host runs at most this far ahead of the core (tpusim train)", 1, 1024}};
 // clang-format on
 
 }  // namespace
@@ -34,10 +32,10 @@ const ParamRegistrar kHostParams{{
 HostOptions HostOptions::from_config(const Config& cfg) {
   HostOptions o;
   o.chip_block = host_chip_block(cfg);
-  o.cpu_cores = static_cast<int>(cfg.integer("hardware.host.cpu_cores"));
-  o.pcie_per_chip = cfg.GBps("hardware.host.pcie_GBps");
-  o.queue_batches = static_cast<int>(cfg.integer("hardware.host.infeed_queue_batches"));
-  o.infeed_threads = static_cast<int>(cfg.integer("hardware.host.infeed_threads"));
+  o.cpu_cores = static_cast<int>(kHardwareHostCpuCores(cfg));
+  o.pcie_per_chip = Bandwidth::GBps(kHardwareHostPcieGBps(cfg));
+  o.queue_batches = static_cast<int>(kHardwareHostInfeedQueueBatches(cfg));
+  o.infeed_threads = static_cast<int>(kHardwareHostInfeedThreads(cfg));
   return o;
 }
 

@@ -4,22 +4,20 @@
 #include <map>
 
 #include "core/errors.hpp"
-#include "core/params.hpp"
+#include "core/param_handle.hpp"
 
 namespace tpusim {
 namespace {
 using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
-const ParamRegistrar kNetworkParams{{
-    {"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size), flow (max-min fair sharing of links, rates recomputed at flow start and end) or packet (per-packet FIFO at every link, computed in packet trains; the reference)", -1e300, 1e300, {}, "", "", false, &network_names},
-    {"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12},
-    {"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9},
-    {"network.coalesce_ring_steps", T::Boolean, "", true, "every level: the steps of one ring phase travel as one message per neighbour pair (at the packet level one packet train; each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"},
-    {"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (multipod.chip(5,0).ici.x+: the link of the chip at x=5, y=0 towards +X; x-, y+, y-, z+...) and FACTOR from 1e-6 to 1 multiplying its bandwidth", -1e300, 1e300},
-    {"network.failed_links", T::String, "", "", "ICI link directions that carry nothing, as NAME[,NAME...] (names as in network.degraded_links); routes go the other way round the dimension's ring, and a group they cut off is an error", -1e300, 1e300},
-    {"network.contention", T::Boolean, "", true, "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"},
-}};
+const Param<std::string> kNetworkFidelity{{"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size), flow (max-min fair sharing of links, rates recomputed at flow start and end) or packet (per-packet FIFO at every link, computed in packet trains; the reference)", -1e300, 1e300, {}, "", "", false, &network_names}};
+const Param<std::int64_t> kNetworkChunkBytes{{"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12}};
+const Param<std::int64_t> kNetworkPacketBytes{{"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9}};
+const Param<bool> kNetworkCoalesceRingSteps{{"network.coalesce_ring_steps", T::Boolean, "", true, "every level: the steps of one ring phase travel as one message per neighbour pair (at the packet level one packet train; each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"}};
+const Param<std::string> kNetworkDegradedLinks{{"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (multipod.chip(5,0).ici.x+: the link of the chip at x=5, y=0 towards +X; x-, y+, y-, z+...) and FACTOR from 1e-6 to 1 multiplying its bandwidth", -1e300, 1e300}};
+const Param<std::string> kNetworkFailedLinks{{"network.failed_links", T::String, "", "", "ICI link directions that carry nothing, as NAME[,NAME...] (names as in network.degraded_links); routes go the other way round the dimension's ring, and a group they cut off is an error", -1e300, 1e300}};
+const Param<bool> kNetworkContention{{"network.contention", T::Boolean, "", true, "links queue transfers FIFO; false lets flows share links without waiting (what-if only)"}};
 // clang-format on
 
 std::map<std::string, NetworkFactory>& network_registry() {
@@ -45,22 +43,22 @@ std::vector<std::string> split_link_list(const std::string& text) {
 
 NetworkOptions NetworkOptions::from_config(const Config& c) {
   NetworkOptions o;
-  o.fidelity = c.string("network.fidelity");
-  o.chunk_bytes = static_cast<double>(c.integer("network.chunk_bytes"));
-  o.packet_bytes = static_cast<double>(c.integer("network.packet_bytes"));
-  o.contention = c.boolean("network.contention");
-  o.coalesce_ring_steps = c.boolean("network.coalesce_ring_steps");
-  o.degraded_links = parse_degraded_links(c.string("network.degraded_links"));
-  for (const std::string& name : split_link_list(c.string("network.failed_links")))
+  o.fidelity = kNetworkFidelity(c);
+  o.chunk_bytes = static_cast<double>(kNetworkChunkBytes(c));
+  o.packet_bytes = static_cast<double>(kNetworkPacketBytes(c));
+  o.contention = kNetworkContention(c);
+  o.coalesce_ring_steps = kNetworkCoalesceRingSteps(c);
+  o.degraded_links = parse_degraded_links(kNetworkDegradedLinks(c));
+  for (const std::string& name : split_link_list(kNetworkFailedLinks(c)))
     if (name.empty() || !o.failed_links.insert(name).second)
-      throw ConfigError("network.failed_links",
+      throw ConfigError(kNetworkFailedLinks.path(),
                         name.empty()
                             ? "an empty name (a trailing or doubled comma); give NAME[,NAME...] "
                               "(e.g. multipod.chip(5,0).ici.x+)"
                             : "'" + name + "' is given twice");
   for (const std::string& name : o.failed_links)
     if (o.degraded_links.count(name))
-      throw ConfigError("network.degraded_links",
+      throw ConfigError(kNetworkDegradedLinks.path(),
                         "'" + name +
                             "' is also in network.failed_links; allowed: a link failed or "
                             "degraded, not both");
@@ -71,7 +69,7 @@ std::map<std::string, double> parse_degraded_links(const std::string& text) {
   std::map<std::string, double> out;
   for (const std::string& item : split_link_list(text)) {
     if (item.empty())
-      throw ConfigError("network.degraded_links",
+      throw ConfigError(kNetworkDegradedLinks.path(),
                         "an empty entry (a trailing or doubled comma); give "
                         "NAME=FACTOR[,NAME=FACTOR...] (e.g. multipod.chip(5,0).ici.x+=0.5)");
     const std::size_t eq = item.find('=');
@@ -85,15 +83,15 @@ std::map<std::string, double> parse_degraded_links(const std::string& text) {
       used = static_cast<std::size_t>(end - text.c_str());
     }
     if (eq == std::string::npos || name.empty() || used == 0 || used != item.size() - eq - 1)
-      throw ConfigError("network.degraded_links",
+      throw ConfigError(kNetworkDegradedLinks.path(),
                         "'" + item + "' is not NAME=FACTOR (e.g. multipod.chip(5,0).ici.x+=0.5)");
     // Below 1e-6 a link's time passes the simulated-time limit for any sizeable message.
     if (!(factor >= 1e-6 && factor <= 1))
       throw ConfigError(
-          "network.degraded_links",
+          kNetworkDegradedLinks.path(),
           "factor of '" + name + "' is " + item.substr(eq + 1) + "; allowed: from 1e-6 to 1");
     if (!out.emplace(name, factor).second)
-      throw ConfigError("network.degraded_links", "'" + name + "' is given twice");
+      throw ConfigError(kNetworkDegradedLinks.path(), "'" + name + "' is given twice");
   }
   return out;
 }
@@ -107,7 +105,7 @@ std::unique_ptr<Network> make_network(EventQueue& queue, const NetworkOptions& o
   if (it == network_registry().end()) {
     std::string names;
     for (const auto& n : network_names()) names += (names.empty() ? "" : ", ") + n;
-    throw ConfigError("network.fidelity",
+    throw ConfigError(kNetworkFidelity.path(),
                       "unknown fidelity '" + options.fidelity + "'; allowed: " + names);
   }
   return it->second(queue, options);

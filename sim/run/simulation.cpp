@@ -103,6 +103,7 @@ void fill_context(ExecutionContext& ctx, const Program& program, const HardwareS
   for (std::size_t i = 0; i < program.ops.size(); ++i)
     if (!program.ops[i].is_collective)
       ctx.op_demand[i] = op_demand(hw, program.ops[i].compute, ctx.op_time[i]);
+  ctx.op_waited.assign(program.ops.size(), Duration{});
   ctx.timeline = options.timeline;
   ctx.async_collectives = hw.async_collectives;
 }
@@ -326,7 +327,7 @@ void report_ops(const Design& d, const Program& program, const HardwareSpec& hw,
   const auto& stats = d.engine->stats();
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
-    OpTime t{static_cast<int>(i), op.name, op.kind, d.ctx.op_time[i].ms()};
+    OpTime t{static_cast<int>(i), op.name, op.kind, d.ctx.op_time[i].ms(), d.ctx.op_waited[i].ms()};
     if (op.is_collective) {
       auto it = stats.find(static_cast<int>(i));
       if (it != stats.end()) t.time_ms = it->second.longest.ms();

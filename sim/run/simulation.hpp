@@ -52,6 +52,9 @@ struct OpTime {
   std::string name;
   std::string kind;
   double time_ms = 0;  ///< per core per step
+  /// How long a core waited, with nothing to run, for the op's inputs (a collective, an infeed
+  /// batch) before it could start; the longest over the cores.
+  double waiting_ms = 0;
 };
 
 struct LinkUsage {

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -303,4 +304,24 @@ TEST_CASE("issue 51: the low-severity silent defaults are refused, naming the va
   check_bad({"validate", "configs/studies/decoder_1b_16.json", "--set", "workload.positions=rotary",
              "--set", "workload.head_dim=3"},
             "workload.head_dim");
+}
+
+TEST_CASE("issue 51: bytes of user input that are not UTF-8 are escaped in the error line") {
+  // A Latin-1 e-acute (0xE9), a lone continuation byte (0x80) and a terminal escape sequence in
+  // a study's file name and in an option's value, both echoed in their errors: each byte
+  // written as \xNN, the line kept one printable line.
+  const std::string bad = std::string("caf\xE9\x80") + "\x1B[31m";
+  for (const auto& args : {std::vector<std::string>{"validate", "/tmp/" + bad + ".json"},
+                           small_run({"--log-level", bad})}) {
+    auto r = run_tpusim(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("caf\\xE9\\x80\\x1B[31m"));
+    for (unsigned char c : r.err) CHECK((c == '\n' || (c >= 0x20 && c < 0x7F)));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  // Valid UTF-8 is kept as it is.
+  auto ok = run_tpusim({"validate", "/tmp/caf\xC3\xA9.json"});
+  CHECK(ok.exit_code == 2);
+  CHECK_THAT(ok.err, Catch::Contains("caf\xC3\xA9.json"));
 }

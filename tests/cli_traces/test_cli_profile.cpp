@@ -78,7 +78,9 @@ TEST_CASE(
     CHECK(rel(largest + op["overhead_ms"].get<double>(), t) < 1e-6);
     const std::map<std::string, double> by_bound = {
         {"MXU", parts[0]}, {"vector", parts[1]}, {"HBM", parts[2]}};
-    const std::string bound = op["bound"];
+    // The resource that bounds its own time; its bound is "waiting" when it waited longer.
+    const std::string bound = op["resource"];
+    CHECK(op["bound"] == (op["waiting_ms"].get<double>() > t ? "waiting" : bound));
     bounds.insert(bound);
     if (bound == "overhead")
       CHECK(op["overhead_ms"].get<double>() >= largest);
@@ -192,5 +194,30 @@ TEST_CASE("profile: layer names are the op names up to their first numbered part
     CHECK(name.rfind(layer, 0) == 0);
     CHECK((name.size() == layer.size() || name[layer.size()] == '.'));
   }
+  std::system(("rm -rf " + shell_quote(dir)).c_str());
+}
+
+TEST_CASE("profile: an op right behind a synchronous all-reduce waits the all-reduce's time") {
+  // TPU v3 runs its collectives synchronously (hardware.async_collectives = false): the core
+  // issues a gradient all-reduce and waits for it, so the compute op after it waits exactly the
+  // all-reduce's time in flight (every core arrives at once on this symmetric slice).
+  const std::string dir = profile_dir("waiting");
+  const json p = profile_of(dir);
+  const json& ops = p["ops"];
+  int pairs = 0;
+  for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+    if (ops[i]["type"] != "collective" || ops[i + 1]["type"] != "compute") continue;
+    INFO(ops[i]["name"] << " then " << ops[i + 1]["name"]);
+    const double all_reduce = ops[i]["time_ms"], waited = ops[i + 1]["waiting_ms"];
+    CHECK(rel(waited, all_reduce) < 1e-6);
+    CHECK(ops[i + 1]["bound"] ==
+          (waited > ops[i + 1]["time_ms"].get<double>() ? "waiting" : ops[i + 1]["resource"]));
+    ++pairs;
+  }
+  CHECK(pairs > 0);
+  // An op that follows a compute op on this slice waits for nothing.
+  for (std::size_t i = 1; i < ops.size(); ++i)
+    if (ops[i - 1]["type"] == "compute" && ops[i]["type"] == "compute")
+      CHECK(ops[i]["waiting_ms"].get<double>() == 0);
   std::system(("rm -rf " + shell_quote(dir)).c_str());
 }

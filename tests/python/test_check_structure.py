@@ -153,3 +153,20 @@ def test_systemc_only_in_sim(tmp_path):
     code, lines = check(tree)
     assert code == 1 and lines == [
         "models/g.cpp:2: includes <systemc>; SystemC belongs in sim/, tests/sim/, tools/bench/ only"]
+
+
+def test_a_parameter_read_by_its_path_string(tmp_path):
+    tree = make_tree(tmp_path)
+    add_folder(tree, "sim/machine", "core/.", {
+        "host.cpp": ('const Param<std::int64_t> kCores{{"hardware.host.cpu_cores", T::Integer}};\n'
+                     "int a(const Config& cfg) { return kCores(cfg); }\n"
+                     'int b(const Config& cfg) { return cfg.integer("hardware.host.cpu_cores"); }\n'
+                     'bool c(const Config& cfg) { return json_at(cfg.json(), "dcn.host_nics"); }\n')})
+    add_folder(tree, "tests/unit", "core/.", {
+        "test_host.cpp": 'int t(const Config& cfg) { return cfg.integer("hardware.host.cpu_cores"); }\n'})
+    code, lines = check(tree)
+    assert code == 1 and lines == [
+        'sim/machine/host.cpp:3: reads the parameter "hardware.host.cpu_cores" by its path string; '
+        "read it with its declaration's handle (Param<T>)",
+        'sim/machine/host.cpp:4: reads the parameter "dcn.host_nics" by its path string; '
+        "read it with its declaration's handle (Param<T>)"]

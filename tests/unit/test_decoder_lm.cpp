@@ -321,3 +321,30 @@ TEST_CASE("the expert axis divides the experts and moves each token's k rows by 
   CHECK_THROWS_WITH(tpusim::test::program_of(lm_study("mixtral_8x7b", six, {{"expert", 4}})),
                     Catch::Contains("parallelism.expert"));
 }
+
+TEST_CASE("a batch that pushes an op past the size limits names workload.global_batch") {
+  // issue 51: a batch of 1e9 sequences named the op (ops[2] (embed.tokens)), which no study
+  // writes. The error names the batch and the largest batch whose ops stay within the limits.
+  auto problem = [](long long batch) {
+    try {
+      tpusim::test::program_of(tpusim::test::model_study("decoder_lm", "2x2", batch));
+    } catch (const ConfigError& e) {
+      REQUIRE(e.problems().size() == 1);
+      return e.problems()[0];
+    }
+    return Problem{};
+  };
+  const Problem p = problem(1000000000);
+  INFO(p.line());
+  CHECK(p.where == "workload.global_batch");
+  CHECK_THAT(p.what, Catch::StartsWith("1000000000 examples make op ") &&
+                         Catch::Contains("past the limit of 1e+15 bytes (kMaxBytes") &&
+                         Catch::Contains("allowed: at most about "));
+  // The op's bytes grow linearly with the batch: the largest batch it names passes the limit
+  // check (rounded down to a multiple of the 8 replicas), and twice that does not.
+  const std::string tail = p.what.substr(p.what.find("at most about ") + 14);
+  const long long fit = std::stoll(tail) / 8 * 8;
+  REQUIRE(fit > 8);
+  CHECK(problem(fit).where.empty());
+  CHECK(problem(2 * fit).where == "workload.global_batch");
+}

@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
+#include "core/printable.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/suggest.hpp"
 
@@ -22,7 +23,8 @@ int printed(int code) {
   try {
     check_stdout();
   } catch (const ConfigError& e) {
-    for (const auto& p : e.problems()) std::cerr << "tpusim: error: " << p.line() << "\n";
+    for (const auto& p : e.problems())
+      std::cerr << "tpusim: error: " << escape_for_line(p.line()) << "\n";
     return 2;
   }
   return code;
@@ -34,7 +36,7 @@ int main(int argc, char** argv) {
   // the docs say, not death by SIGPIPE (141). Children (sweep points) inherit the setting.
   std::signal(SIGPIPE, SIG_IGN);
   use_checked_stdout();
-  CLI::App app{"tpusim: a cycle-approximate simulator of TPU pods (v3 to v5e, multislice)"};
+  CLI::App app{"tpusim: a cycle-approximate simulator of TPU pods (v3 to v7, multislice)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tpusim ") + TPUSIM_VERSION);
   // Options of the command (--log-level) are accepted after the subcommand too.
@@ -59,16 +61,17 @@ int main(int argc, char** argv) {
     return printed(app.exit(e));
   } catch (const CLI::ParseError& e) {
     const std::string hint = did_you_mean(app, std::vector<std::string>(argv + 1, argv + argc));
-    std::cerr << "tpusim: error: " << (hint.empty() ? e.what() : hint) << "\n";
+    std::cerr << "tpusim: error: " << escape_for_line(hint.empty() ? e.what() : hint) << "\n";
     return 2;
   } catch (const ConfigError& e) {
-    for (const auto& p : e.problems()) std::cerr << "tpusim: error: " << p.line() << "\n";
+    for (const auto& p : e.problems())
+      std::cerr << "tpusim: error: " << escape_for_line(p.line()) << "\n";
     return 2;
   } catch (const StuckError& e) {
-    std::cerr << "tpusim: simulation stuck: " << e.what() << "\n";
+    std::cerr << "tpusim: simulation stuck: " << escape_for_line(e.what()) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "tpusim: internal error: " << e.what() << "\n";
+    std::cerr << "tpusim: internal error: " << escape_for_line(e.what()) << "\n";
     return 3;
   }
   return exit_code();

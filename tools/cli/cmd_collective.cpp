@@ -2,11 +2,19 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "sim/collectives/collective_algorithm.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/run/collective_run.hpp"
 
 namespace tpusim::cli {
 namespace {
+
+// "a, b, c": the registered names as the help writes them.
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
 
 const CommandRegistrar kCollectiveRegister{[](CLI::App& app) {
   auto args = std::make_shared<CollectiveArgs>();
@@ -17,11 +25,10 @@ const CommandRegistrar kCollectiveRegister{[](CLI::App& app) {
   cmd->add_option("--bytes", args->bytes, "buffer per core, e.g. 64MiB")->required();
   cmd->add_option("--topology", args->topology,
                   "preset, shape (32x128, 128x32:wrap=0,1) or JSON file");
-  cmd->add_option(
-      "--algorithm", args->algorithm,
-      "all-reduce, reduce-scatter, all-gather: auto, ring, bidirectional_ring, per_dimension, "
-      "onchip, recursive_doubling, shift_doubling, halving_doubling, one_shot; all-to-all: auto, "
-      "direct, per_dimension (collectives.all_to_all_algorithm); collective-permute: none");
+  cmd->add_option("--algorithm", args->algorithm,
+                  "all-reduce, reduce-scatter, all-gather: auto, " + join_names(algorithm_names()) +
+                      "; all-to-all: auto, " + join_names(all_to_all_names()) +
+                      " (collectives.all_to_all_algorithm); collective-permute: none");
   cmd->add_option("--mesh", args->mesh,
                   "mesh axes, e.g. data=4096,model=2 (default: one axis over all cores)");
   cmd->add_option("--axes", args->axes, "the axes the collective spans (default: all)");

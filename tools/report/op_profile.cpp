@@ -27,8 +27,10 @@ bool is_number(const std::string& part) {
 double safe_div(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 /// A compute op: its time, FLOPs, HBM bytes, rates, and the part of the TensorCore cost model
-/// (MXU, vector unit, HBM traffic, the launch overhead) that sets its time.
-nlohmann::json compute_op_json(const Op& op, int index, double time_ms, const HardwareSpec& hw) {
+/// (MXU, vector unit, HBM traffic, the launch overhead) that sets its time; or "waiting" when
+/// the core waited longer for the op's inputs (a collective, an infeed batch) than it ran.
+nlohmann::json compute_op_json(const Op& op, int index, double time_ms, double waiting_ms,
+                               const HardwareSpec& hw) {
   const OpDemand d = op_demand(hw, op.compute, Duration::ns(time_ms * 1e6));
   const double mxu = d.mxu.ms(), vpu = d.vpu.ms(), hbm = (d.hbm + d.hbm_latency).ms();
   const double overhead = std::min(hw.op_overhead.ms(), time_ms);
@@ -37,6 +39,8 @@ nlohmann::json compute_op_json(const Op& op, int index, double time_ms, const Ha
   if (vpu > largest) bound = "vector", largest = vpu;
   if (hbm > largest) bound = "HBM", largest = hbm;
   if (overhead >= largest) bound = "overhead";
+  const std::string resource = bound;
+  if (waiting_ms > time_ms) bound = "waiting";
   const double bytes = op.compute.bytes_read + op.compute.bytes_written;
   const double s = time_ms * 1e-3;
   nlohmann::json j = {{"index", index},
@@ -55,7 +59,9 @@ nlohmann::json compute_op_json(const Op& op, int index, double time_ms, const Ha
                       {"vector_ms", vpu},
                       {"hbm_ms", hbm},
                       {"overhead_ms", overhead},
+                      {"waiting_ms", waiting_ms},
                       {"bound", bound},
+                      {"resource", resource},
                       {"measured", op.compute.measured_ns.has_value()}};
   if (!op.fused.empty()) j["members"] = op.fused;
   return j;
@@ -87,8 +93,8 @@ nlohmann::json collective_op_json(const Op& op, int index, double time_ms,
 }
 
 nlohmann::json ops_json(const Program& program, const SimReport& r, const HardwareSpec& hw) {
-  std::vector<double> time_ms(program.ops.size(), 0.0);
-  for (const auto& t : r.top_ops) time_ms[t.index] = t.time_ms;
+  std::vector<double> time_ms(program.ops.size(), 0.0), waiting_ms(program.ops.size(), 0.0);
+  for (const auto& t : r.top_ops) time_ms[t.index] = t.time_ms, waiting_ms[t.index] = t.waiting_ms;
   nlohmann::json ops = nlohmann::json::array();
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
@@ -98,10 +104,16 @@ nlohmann::json ops_json(const Program& program, const SimReport& r, const Hardwa
       ops.push_back(collective_op_json(op, index, time_ms[i],
                                        it == r.collectives.end() ? nullptr : &it->second));
     } else {
-      ops.push_back(compute_op_json(op, index, time_ms[i], hw));
+      ops.push_back(compute_op_json(op, index, time_ms[i], waiting_ms[i], hw));
     }
   }
   return ops;
+}
+
+/// What bounds an op's own time (a compute op's resource even when it waited longer before it
+/// started: the wait is not part of its time).
+std::string bound_of_time(const nlohmann::json& op) {
+  return op.value("resource", op["bound"].get<std::string>());
 }
 
 /// Per layer: the ops' time, FLOPs, bytes and count, the compute time by bound and the bound
@@ -130,7 +142,7 @@ nlohmann::json layers_json(const nlohmann::json& ops) {
     } else {
       l["collective_ms"] = l["collective_ms"].get<double>() + t;
     }
-    auto& b = l["by_bound_ms"][op["bound"].get<std::string>()];
+    auto& b = l["by_bound_ms"][bound_of_time(op)];
     b = (b.is_null() ? 0.0 : b.get<double>()) + t;
   }
   nlohmann::json layers = nlohmann::json::array();
@@ -175,7 +187,7 @@ nlohmann::json step_json(const nlohmann::json& ops, const SimReport& r) {
   double compute_ops = 0;
   for (const auto& op : ops)
     if (op["type"] == "compute") {
-      by_bound[op["bound"].get<std::string>()] += op["time_ms"].get<double>();
+      by_bound[bound_of_time(op)] += op["time_ms"].get<double>();
       compute_ops += op["time_ms"].get<double>();
     }
   const double step = r.step_time.ms(), exposed = r.exposed_communication.ms();

@@ -143,7 +143,7 @@ function drawRoofline() {
        fmt(o.flop_per_byte) + " FLOP/B, " + fmt(o.time_ms) + " ms, " + o.bound + "-bound");
   }
   let ly = T + 80;
-  for (const b of ["MXU", "vector", "HBM", "overhead"]) {
+  for (const b of ["MXU", "vector", "HBM", "overhead", "waiting"]) {
     el("circle", {cx: W - Rm + 10, cy: ly, r: 4, fill: COLORS[b]}, svg);
     el("text", {x: W - Rm + 20, y: ly + 4}, svg, b + "-bound");
     ly += 18;

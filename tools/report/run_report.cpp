@@ -13,6 +13,8 @@
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "core/units.hpp"
+#include "models/parallelism/batch_norm_groups.hpp"
+#include "models/parallelism/layout.hpp"
 #include "tools/report/memory_report.hpp"
 #include "tools/report/pipeline_report.hpp"
 #include "tools/sweep/readable.hpp"
@@ -37,13 +39,12 @@ std::string layout_string(const Program& program, const Config& cfg) {
   }
   std::string s =
       has_data ? "data=" + std::to_string(data) + rest : rest.substr(rest.empty() ? 0 : 1);
-  const auto* bn = json_at(cfg.json(), "parallelism.bn_group_cores");
-  if (has_bn && bn && bn->is_number_integer()) s += " bn=" + std::to_string(bn->get<long long>());
-  const auto* slices = json_at(cfg.json(), "parallelism.slices");
-  if (slices && slices->is_number_integer() && slices->get<long long>() > 1)
-    s += " slices=" + std::to_string(slices->get<long long>());
-  const auto* wus = json_at(cfg.json(), "parallelism.weight_update_sharding");
-  if (wus && wus->is_boolean()) s += std::string(" wus=") + (wus->get<bool>() ? "on" : "off");
+  const auto bn = bn_group_param().if_applies(cfg);
+  if (has_bn && bn) s += " bn=" + std::to_string(*bn);
+  const auto slices = kParallelismSlices.if_applies(cfg);
+  if (slices && *slices > 1) s += " slices=" + std::to_string(*slices);
+  if (const auto wus = kParallelismWeightUpdateSharding.if_applies(cfg))
+    s += std::string(" wus=") + (*wus ? "on" : "off");
   return s;
 }
 

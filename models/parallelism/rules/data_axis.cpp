@@ -12,12 +12,7 @@ class DataAxis final : public ShardingRule {
   bool syncs_gradients() const override { return true; }
 
   void sync_bucket(PartitionState& s, Bucket& b) override {
-    const Layout& l = s.layout;
-    b.collective = s.emit_collective("grad.bucket." + std::to_string(b.index) + ".all-reduce",
-                                     CollectiveKind::AllReduce, Phase::Backward, b.grad_bytes,
-                                     l.grad_dtype, l.replica_axes(), b.done_ops);
-    // Its last reader is set with the optimizer.
-    s.program.ops[b.collective].output.cls = MemoryClass::GradientBuckets;
+    s.emit_bucket_sync(b, CollectiveKind::AllReduce);
   }
 };
 

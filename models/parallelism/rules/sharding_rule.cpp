@@ -87,6 +87,14 @@ int PartitionState::emit_collective(std::string name, CollectiveKind kind, Phase
   return push(std::move(op));
 }
 
+int PartitionState::emit_bucket_sync(Bucket& b, CollectiveKind kind) {
+  b.collective = emit_collective("grad.bucket." + std::to_string(b.index) + "." + to_string(kind),
+                                 kind, Phase::Backward, b.grad_bytes, layout.grad_dtype,
+                                 layout.replica_axes(), b.done_ops);
+  program.ops[b.collective].output.cls = MemoryClass::GradientBuckets;
+  return b.collective;
+}
+
 double PartitionState::params_per_core(int owner) const {
   const OpNode& f = graph.node(owner);
   double n = static_cast<double>(f.params);

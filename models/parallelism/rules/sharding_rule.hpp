@@ -69,6 +69,10 @@ class PartitionState {
   int emit_collective(std::string name, CollectiveKind kind, Phase phase, double bytes, DType dtype,
                       std::vector<std::string> axes, std::vector<int> deps);
   int push(Op op);
+  /// Bucket `b`'s gradient collective of `kind` over the replica axes ("grad.bucket.N.KIND", after
+  /// the ops that completed it; its output a gradient bucket, whose last reader is set with the
+  /// optimizer): sets b.collective and returns it.
+  int emit_bucket_sync(Bucket& b, CollectiveKind kind);
   /// Parameters of forward op `owner` one core holds: params over every axis dividing them.
   double params_per_core(int owner) const;
   /// Owners whose gradient a weight-gradient op contributes to (its forward op, a tied table).

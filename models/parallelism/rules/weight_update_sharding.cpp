@@ -14,13 +14,9 @@ class WeightUpdateSharding final : public ShardingRule {
   bool syncs_gradients() const override { return true; }
 
   void sync_bucket(PartitionState& s, Bucket& b) override {
-    const Layout& l = s.layout;
-    b.collective = s.emit_collective("grad.bucket." + std::to_string(b.index) + ".reduce-scatter",
-                                     CollectiveKind::ReduceScatter, Phase::Backward, b.grad_bytes,
-                                     l.grad_dtype, l.replica_axes(), b.done_ops);
-    OpOutput& out = s.program.ops[b.collective].output;
-    out.cls = MemoryClass::GradientBuckets;  // its last reader is set with the optimizer
-    out.bytes = b.grad_bytes / l.replicas();
+    // Each core keeps the sum of its 1/replicas shard.
+    s.program.ops[s.emit_bucket_sync(b, CollectiveKind::ReduceScatter)].output.bytes =
+        b.grad_bytes / s.layout.replicas();
   }
 
   double optimizer_divisor(const Layout& l) const override { return l.replicas(); }
