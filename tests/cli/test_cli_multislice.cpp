@@ -222,7 +222,7 @@ namespace {
 // The 1 B decoder, 2 layers of 256 tokens, fsdp over each 16-chip slice (v4 megacore devices)
 // and data parallel across `slices` slices: a hybrid mesh as MaxText builds it (ici_fsdp 16,
 // dcn_data `slices`).
-json hybrid(int slices, const std::vector<std::string>& extra = {}) {
+json hybrid(int slices, int fsdp = 16) {
   std::vector<std::string> args = {"run",
                                    "configs/studies/decoder_1b_16.json",
                                    "--json",
@@ -233,14 +233,13 @@ json hybrid(int slices, const std::vector<std::string>& extra = {}) {
                                    "--set",
                                    "parallelism.model=1",
                                    "--set",
-                                   "parallelism.fsdp=16",
+                                   "parallelism.fsdp=" + std::to_string(fsdp),
                                    "--set",
                                    "topology.slices=" + std::to_string(slices),
                                    "--set",
                                    "parallelism.slices=" + std::to_string(slices),
                                    "--set",
                                    "workload.global_batch=" + std::to_string(16 * slices)};
-  args.insert(args.end(), extra.begin(), extra.end());
   auto r = run_tpusim(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -281,7 +280,7 @@ TEST_CASE(
     "the slice's data replicas and the slices") {
   // fsdp 8 x data 2 in each slice: the shard (G / 8) all-reduced over data 2 inside (ICI) and
   // across 2 slices (DCN): hierarchical, 1/2 of the shard per member crosses, 2 (S-1)/S of it.
-  const json j = hybrid(2, {"--set", "parallelism.fsdp=8"});
+  const json j = hybrid(2, 8);
   const double g = j["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>();
   const double shard = j["collectives"]["all-reduce"]["bytes_per_core"].get<double>();
   CHECK(shard == Approx(g / 8));
