@@ -53,8 +53,9 @@ void check_batch(const std::string& path, std::int64_t batch, const Layout& l,
                            "; allowed: a multiple of " + std::to_string(replicas));
 }
 
-// Multislice: the data axis spans every slice of the topology, and only plain data parallelism
-// does (the sharded optimizer and FSDP would shard over the slices too, which is not modelled).
+// Multislice: the data axis spans every slice of the topology (MaxText's dcn_data_parallelism);
+// fsdp, sequence and model axes stay inside each slice (ici_*). A sharded optimizer over the data
+// replicas across slices is not modelled.
 void check_slices(const Layout& l, const Topology& topology, ProblemList& problems) {
   if (l.slices != topology.slices())
     problems.add("parallelism.slices",
@@ -62,10 +63,6 @@ void check_slices(const Layout& l, const Topology& topology, ProblemList& proble
                      " is not allowed with topology.slices = " + std::to_string(topology.slices()) +
                      "; allowed: " + std::to_string(topology.slices()) +
                      " (the data axis spans every slice)");
-  if (l.slices > 1 && l.fsdp > 1)
-    problems.add("parallelism.fsdp", std::to_string(l.fsdp) +
-                                         " with parallelism.slices = " + std::to_string(l.slices) +
-                                         ": FSDP across slices is not modelled; allowed: 1");
   if (l.slices > 1 && l.weight_update_sharding)
     problems.add("parallelism.weight_update_sharding",
                  "true with parallelism.slices = " + std::to_string(l.slices) +

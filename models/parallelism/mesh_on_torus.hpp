@@ -1,18 +1,18 @@
 #pragma once
-// Whether the mesh axes of a layout land on the torus as sub-grids. DeviceMesh lays the axes
-// row-major onto the physical cores (the last axis on the cores of a chip, then along X, Y, Z),
-// so an axis is a sub-grid exactly when, walking the axes innermost first, each takes whole
-// dimensions or a dividing part of one: the 12-way model axis of PaLM fits a 12 x 16 x 32 torus
-// of one-device chips, not a 16 x 16 x 24 one (12 does not divide 16).
+// Whether the mesh axes of a layout find a place on the torus as JAX's
+// mesh_utils.create_device_mesh places them (topologies/mesh_placement.hpp, which DeviceMesh
+// follows): whole torus dimensions per axis where the sizes allow (data 12 x fsdp 16 x tensor 8
+// on an 8 x 12 x 16 v5p torus: tensor on X, fsdp on Z, data on Y), else dimensions split between
+// axes. An axis none of whose sizes' parts divide what the dimensions have left is refused: a
+// 7-way model axis on 8 x 8 chips.
 #include "core/errors.hpp"
 #include "models/parallelism/layout.hpp"
 #include "topologies/topology.hpp"
 
 namespace tpusim {
 
-/// Adds one problem per axis of `layout` that does not map onto `topology` with
-/// `devices_per_chip` devices per chip, naming the parameter that sets the axis and the sizes that
-/// would map at its place.
+/// Adds one problem when an axis of `layout` has no place on `topology` with `devices_per_chip`
+/// devices per chip, naming the parameter that sets the axis and the sizes that would fit there.
 void check_mesh_on_torus(const Layout& layout, const Topology& topology, int devices_per_chip,
                          ProblemList& problems);
 

@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "core/limits.hpp"
 #include "sim/machine/machine.hpp"
+#include "topologies/mesh_placement.hpp"
 
 namespace tpusim {
 namespace {
@@ -32,12 +33,14 @@ const GroupSet& CollectivePlanner::groups_for(const CollectiveSpec& spec) {
   auto& slot = group_sets_[key];
   if (slot) return *slot;
   slot = std::make_unique<GroupSet>();
+  // Each mesh device on the core JAX's device mesh gives it (topologies/mesh_placement.hpp).
+  const std::vector<int> placed = placed_cores(mesh_, machine_.topology());
   if (spec.replica_groups.empty()) {
-    slot->groups = mesh_.groups(spec.axes);
+    slot->groups = placed_groups(mesh_, placed, spec.axes);
   } else {
     for (const auto& g : spec.replica_groups) {
       std::vector<int> cores;
-      for (int d : g) cores.push_back(mesh_.physical_core(d));
+      for (int d : g) cores.push_back(placed.empty() ? mesh_.physical_core(d) : placed.at(d));
       slot->groups.push_back(std::move(cores));
     }
   }

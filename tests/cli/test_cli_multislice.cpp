@@ -217,3 +217,72 @@ TEST_CASE(
   CHECK(sent == Approx(hosts * host_cores * shard));
   std::system(("rm -rf " + shell_quote(dir)).c_str());
 }
+
+namespace {
+// The 1 B decoder, 2 layers of 256 tokens, fsdp over each 16-chip slice (v4 megacore devices)
+// and data parallel across `slices` slices: a hybrid mesh as MaxText builds it (ici_fsdp 16,
+// dcn_data `slices`).
+json hybrid(int slices, int fsdp = 16) {
+  std::vector<std::string> args = {"run",
+                                   "configs/studies/decoder_1b_16.json",
+                                   "--json",
+                                   "--set",
+                                   "workload.layers=2",
+                                   "--set",
+                                   "workload.seq_len=256",
+                                   "--set",
+                                   "parallelism.model=1",
+                                   "--set",
+                                   "parallelism.fsdp=" + std::to_string(fsdp),
+                                   "--set",
+                                   "topology.slices=" + std::to_string(slices),
+                                   "--set",
+                                   "parallelism.slices=" + std::to_string(slices),
+                                   "--set",
+                                   "workload.global_batch=" + std::to_string(16 * slices)};
+  auto r = run_tpusim(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+}  // namespace
+
+TEST_CASE(
+    "multislice: fsdp inside the slices, data across - reduce-scatter on ICI, the shard "
+    "all-reduced over the DCN") {
+  const double fsdp = 16;
+  for (int s : {2, 4}) {
+    INFO("slices " << s);
+    const json j = hybrid(s);
+    CHECK(j["slices"] == s);
+    // Each bucket reduce-scattered over fsdp (the whole gradient, G bytes per core), then its
+    // 1/fsdp shard all-reduced across the slices: the all-reduces carry G / fsdp per core.
+    const double g = j["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>();
+    const double shard = j["collectives"]["all-reduce"]["bytes_per_core"].get<double>();
+    CHECK(shard == Approx(g / fsdp));
+    // The all-reduce's group in a slice is one device (data 1 per slice): all of its shard
+    // crosses the DCN, 2 (S-1)/S of it, per megacore chip.
+    const double per_chip = j["cores"].get<double>() / j["chips"].get<double>();
+    CHECK(j["dcn"]["bytes_per_chip"].get<double>() ==
+          Approx(2.0 * (s - 1) / s * shard * per_chip).epsilon(0.001));
+    CHECK(j["communication_dcn_ms"].get<double>() > 0);
+    CHECK(j["collectives_by_axis"]["data"]["bytes_per_core"].get<double>() == Approx(shard));
+  }
+  // One slice: no all-reduce at all (the reduce-scatter leaves each core its summed shard).
+  const json one = hybrid(1);
+  CHECK(!one["collectives"].contains("all-reduce"));
+  CHECK(one["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>() ==
+        Approx(hybrid(2)["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>()));
+}
+
+TEST_CASE(
+    "multislice: data across slices with fsdp x data inside - the shard's all-reduce spans "
+    "the slice's data replicas and the slices") {
+  // fsdp 8 x data 2 in each slice: the shard (G / 8) all-reduced over data 2 inside (ICI) and
+  // across 2 slices (DCN): hierarchical, 1/2 of the shard per member crosses, 2 (S-1)/S of it.
+  const json j = hybrid(2, 8);
+  const double g = j["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>();
+  const double shard = j["collectives"]["all-reduce"]["bytes_per_core"].get<double>();
+  CHECK(shard == Approx(g / 8));
+  CHECK(j["dcn"]["bytes_per_chip"].get<double>() == Approx(2.0 * 1 / 2 * shard / 2).epsilon(0.001));
+}

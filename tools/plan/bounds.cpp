@@ -6,6 +6,7 @@
 #include "sim/collectives/cost_model.hpp"
 #include "sim/core/tensor_core_cost.hpp"
 #include "topologies/device_mesh.hpp"
+#include "topologies/mesh_placement.hpp"
 
 namespace tpusim::plan {
 namespace {
@@ -53,6 +54,7 @@ StepBound step_lower_bound(const Program& program, const Topology& topology,
   const double cut_bytes_per_s = topology.bisection_links() * hw.ici_bandwidth.bytes_per_s();
   if (cut_bytes_per_s <= 0) return b;
   const DeviceMesh mesh(topology, hw.devices_per_chip, program.mesh);
+  const std::vector<int> placed = placed_cores(mesh, topology);  // as the simulation places it
   const Cut cut(topology, hw.devices_per_chip);
   std::map<std::vector<std::string>, CutShares> by_axes;  // groups along the same axes repeat
   double a_to_b = 0, b_to_a = 0;
@@ -64,7 +66,8 @@ StepBound step_lower_bound(const Program& program, const Topology& topology,
       s = cut.shares(c.replica_groups);
     } else {
       auto it = by_axes.find(c.axes);
-      if (it == by_axes.end()) it = by_axes.emplace(c.axes, cut.shares(mesh.groups(c.axes))).first;
+      if (it == by_axes.end())
+        it = by_axes.emplace(c.axes, cut.shares(placed_groups(mesh, placed, c.axes))).first;
       s = it->second;
     }
     const auto [ab, ba] = crossing_per_byte(c.kind, s);

@@ -46,6 +46,14 @@ constexpr MetricStyle kStandard[] = {
     // Sweeps add it where the memory model knows the Program (docs/memory.md).
     {"peak_memory_GiB", "peak_memory", "Peak memory per core", "peak HBM per core (GiB)", false, 20,
      false},
+    // The language-model metrics of the reports (docs/llm.md, "Reports"): MaxText's names.
+    {"mfu", "mfu", "Model FLOPs utilization", "MFU: model FLOPs / peak FLOPs (%)", true, 0, true},
+    {"hfu", "hfu", "Hardware FLOPs utilization", "HFU: FLOPs run / peak FLOPs (%)", true, 0, true},
+    {"tokens_per_s_per_chip", "tokens_per_chip", "Tokens per second per chip",
+     "tokens per second per chip", false, 20, false},
+    // Multislice sweeps: the collectives' time over the data-center network.
+    {"communication_dcn_ms", "communication_dcn", "Communication over the DCN",
+     "communication over the data-center network (ms)", false, 20, true},
 };
 
 bool ends_with(const std::string& s, const std::string& tail) {

@@ -21,6 +21,15 @@ inline const std::vector<std::string>& report_metric_columns() {
   return c;
 }
 
+/// Metrics a report has only for some runs, copied when it has them (else the cell is empty):
+/// model and hardware FLOPs utilisation, tokens per second per chip (sequence models), and the
+/// communication time over the data-center network (multislice).
+inline const std::vector<std::string>& optional_metric_columns() {
+  static const std::vector<std::string> c{"mfu", "hfu", "tokens_per_s_per_chip",
+                                          "communication_dcn_ms"};
+  return c;
+}
+
 inline const std::vector<std::string>& trail_columns() {
   static const std::vector<std::string> c{"series",
                                           "model",
@@ -39,6 +48,10 @@ inline const std::vector<std::string>& trail_columns() {
                                           "peak_memory_GiB",
                                           "memory_headroom_GiB",
                                           "time_to_train_s",
+                                          "mfu",
+                                          "hfu",
+                                          "tokens_per_s_per_chip",
+                                          "communication_dcn_ms",
                                           "wall_s",
                                           "error"};
   return c;

@@ -201,6 +201,11 @@ std::map<std::string, std::string> point_cells(const Plan& plan, const PlanPoint
     cell["layout"] = r["layout"].get<std::string>();
     for (const auto& c : report_metric_columns())
       if (r.contains(c)) cell[c] = number_text(r[c].get<double>());
+    for (const auto& c : optional_metric_columns()) {
+      const auto it = r.find(c);
+      if (it != r.end() && it->is_number() && std::isfinite(it->get<double>()))
+        cell[c] = number_text(it->get<double>());
+    }
     if (r.contains("time_to_train_s"))
       cell["time_to_train_s"] = number_text(r["time_to_train_s"].get<double>());
     const double chips = r["chips"].get<double>();

@@ -8,7 +8,8 @@ namespace {
 
 class DataAxis final : public ShardingRule {
  public:
-  bool live(const Layout& l) const override { return l.replicas() > 1; }
+  // Across slices too when each slice holds one replica (multislice, data parallel over the DCN).
+  bool live(const Layout& l) const override { return l.replicas() > 1 || l.slices > 1; }
   bool syncs_gradients() const override { return true; }
 
   void sync_bucket(PartitionState& s, Bucket& b) override {

@@ -4,7 +4,9 @@
 // all-gathered in one collective each (one segment ahead, so that they overlap compute where
 // collectives are asynchronous; as XLA's all-gather combiner merges a layer's gathers). Every
 // microbatch reduce-scatters its gradients over "fsdp" (a core accumulates only its shard); after
-// the last one the shards' sum is all-reduced over the other replica axes.
+// the last one the shards' sum is all-reduced over the other replica axes (with slices, over
+// "data" across them: the hierarchical reduction of a hybrid mesh, reduce-scatter on ICI, the
+// shard all-reduced over the data-center network; no all-gather, the weights stay sharded).
 #include <map>
 #include <utility>
 
@@ -60,8 +62,10 @@ class FsdpAxis final : public ShardingRule {
     s.program.ops[b.collective].output = {b.grad_bytes / l.fsdp, l.grad_dtype,
                                           MemoryClass::GradientBuckets, -1};
     std::vector<std::string> others;
+    // Multislice: "data" spans the slices even when each slice holds one data replica (fsdp
+    // over the whole slice), so the shard's sum crosses the data-center network.
     for (const auto& a : l.replica_axes())
-      if (a != "fsdp" && l.degree(a) > 1) others.push_back(a);
+      if (a != "fsdp" && (l.degree(a) > 1 || (a == "data" && l.slices > 1))) others.push_back(a);
     if (others.empty() || !s.last_microbatch) return;  // the shards' sum is all-reduced once
     const int rs = b.collective;
     b.collective =
