@@ -33,6 +33,11 @@ struct DecoderDims {
   /// parallelism.sequence_attention = all_to_all: attention resharded from sequence-split to
   /// head-split (and back) by all-to-alls instead of gathering K and V
   bool sequence_all_to_all = false;
+  /// workload.quantization: the MXU dtype of the layers' weight matmuls (BF16: none; I8, F8)
+  DType quantization = DType::BF16;
+  /// workload.attention = flash: splash attention blockwise in VMEM, causal blocks skipped
+  bool flash = false;
+  std::int64_t flash_block = 512;  ///< workload.flash_block: query and key/value block, tokens
   std::int64_t tokens() const { return batch * seq; }
   bool kv_split_by_model() const { return kv_heads % model_degree == 0; }
 };

@@ -10,6 +10,8 @@
 // kv_heads, else every model core computes them whole (multi-query attention as PaLM runs it).
 // The vocabulary splits the embedding, the output projection and the loss.
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "core/param_handle.hpp"
@@ -42,8 +44,24 @@ const Param<bool> kDecoderLmBiases{{"workload.biases", T::Boolean, "", true, "ma
 const Param<bool> kDecoderLmTiedEmbeddings{{"workload.tied_embeddings", T::Boolean, "", true, "the output projection reuses the input embedding (false: a separate vocab x d_model matrix)", -kInf, kInf, {}, "workload.model", kDecoderLmModel}};
 const Param<bool> kDecoderLmShardActivations{{"parallelism.shard_activations", T::Boolean, "", false, "shard the residual stream, layer norms and residual adds over the model axis too (GSPMD's and PaLM's layouts, Megatron's sequence parallelism): all-gathered before the column-split matmuls, partial sums reduce-scattered instead of all-reduced; 1/model of the activations and their vector work", -kInf, kInf, {}, "workload.model", kDecoderLmModel}};
 const Param<std::string> kDecoderLmSequenceAttention{{"parallelism.sequence_attention", T::String, "", "gather", "attention with a sequence axis: gather (all-gather the keys and values of the whole sequence over 'sequence', kept for the backward; their gradients reduce-scattered) or all_to_all (reshard Q, K and V from sequence-split to head-split and the context back with all-to-alls, DeepSpeed-Ulysses; the heads per model core must divide by parallelism.sequence)", -kInf, kInf, {"gather", "all_to_all"}, "workload.model", kDecoderLmModel}};
-const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation, MaxText's remat_policy names (docs/llm.md has what each keeps per layer; the rest of the layer is recomputed before its backward): none (keep every activation), full (keep each layer's input), minimal (Q, K, V, out_proj, mlpwi, mlpwo), minimal_with_context (and the context), save_dot_with_context_except_mlp, save_dot_except_mlpwi, save_dot_except_mlp, save_qkv_proj, save_out_proj, qkv_proj_offloaded and minimal_offloaded (as save_qkv_proj and minimal, the saved tensors in host memory over PCIe), save_dot_except_logits_ffn1, save_dot_except_logits (PAX's and the MLPerf runs'); attention (tpusim's earlier selective policy: recompute only the scores, softmax and context, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "minimal", "minimal_with_context", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp", "save_qkv_proj", "save_out_proj", "qkv_proj_offloaded", "minimal_offloaded", "save_dot_except_logits_ffn1", "save_dot_except_logits", "attention"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmAttention{{"workload.attention", T::String, "", "dot_product", "attention kernel, MaxText's key: dot_product (XLA's einsums, the s x s scores through HBM) or flash (splash attention: query and key/value blocks in VMEM, no s x s tensor in HBM, causal blocks above the diagonal skipped, the scores recomputed blockwise in the backward pass)", -kInf, kInf, {"dot_product", "flash"}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmFlashBlock{{"workload.flash_block", T::Integer, "tokens", 512, "flash attention's query and key/value block (MaxText's sa_block_q and sa_block_kv, 512 by default); a multiple of 128", 128, 65536, {}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmQuantization{{"workload.quantization", T::String, "", "none", "quantized training as MaxText's quantization key (AQT): none (bf16 matmuls), int8 or fp8: both operands of every layer matmul (Q/K/V, attention output, MLP) quantized with per-channel scales in the forward and both backward matmuls, run at hardware.mxu.int8_rate or fp8_rate, with the quantize and rescale vector work; their weights stored and FSDP-gathered in 8 bits; the attention einsums and the logits stay bf16", -kInf, kInf, {"none", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
 // clang-format on
+
+// workload.quantization: the chip must have a rate for the dtype.
+DType read_quantization(const Config& cfg, ProblemList& problems) {
+  const std::string q = kDecoderLmQuantization(cfg);
+  if (q == "none") return DType::BF16;
+  const std::string rate = "hardware.mxu." + q + "_rate";
+  if (cfg.number(rate) <= 0)
+    problems.add(kDecoderLmQuantization.path(), q + " on " + cfg.string("hardware.name") +
+                                                    ", whose " + rate + " is 0 (no published " + q +
+                                                    " MXU rate); allowed: none, or a chip with " +
+                                                    rate + " above 0");
+  return q == "int8" ? DType::I8 : DType::F8;
+}
 
 // All-to-all resharding splits each model core's heads (query and key/value) over "sequence".
 void check_all_to_all(const DecoderDims& d, ProblemList& problems) {
@@ -87,6 +105,18 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   d.sequence_degree = cfg.integer("parallelism.sequence");
   d.sequence_all_to_all = d.sequence_degree > 1 && kDecoderLmSequenceAttention(cfg) == "all_to_all";
   ProblemList problems;
+  d.quantization = read_quantization(cfg, problems);
+  d.flash = kDecoderLmAttention(cfg) == "flash";
+  d.flash_block = kDecoderLmFlashBlock(cfg);
+  if (d.flash_block % 128 != 0)
+    problems.add(kDecoderLmFlashBlock.path(), std::to_string(d.flash_block) +
+                                                  " tokens; allowed: a multiple of 128 (the "
+                                                  "MXU's and VMEM's tiles)");
+  if (d.flash && d.sequence_degree > 1)
+    problems.add(kDecoderLmAttention.path(),
+                 "flash with parallelism.sequence = " + std::to_string(d.sequence_degree) +
+                     ": flash attention over a sequence axis (ring attention) is not modelled; "
+                     "allowed: dot_product, or parallelism.sequence = 1");
   if (d.model2_degree > 1 && !d.shard_activations)
     problems.add("parallelism.model2",
                  std::to_string(d.model2_degree) +
@@ -111,9 +141,10 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
                  std::to_string(d.kv_heads) + " does not divide workload.heads = " +
                      std::to_string(d.heads) + "; allowed: 0, 1 or a divisor of the heads");
   if (kRematerialize(cfg))
-    problems.add(kRematerialize.path(),
-                 "true: decoder_lm takes its policy from workload.remat (none, full, attention); "
-                 "allowed: false");
+    problems.add(
+        kRematerialize.path(),
+        "true: decoder_lm takes its policy from workload.remat (none, full, minimal, ...); "
+        "allowed: false");
   // Rotary positions rotate pairs of a head's features: an odd head width leaves one unpaired.
   if (d.rotary && d.head_dim % 2 != 0)
     problems.add(cfg.integer("workload.head_dim") > 0 ? "workload.head_dim" : "workload.heads",
@@ -125,10 +156,57 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   return d;
 }
 
-RematPolicy remat_policy(const Config& cfg) {
+// MaxText's remat policies by the checkpoint names each saves (decoders.py get_remat_policy;
+// PAX's checkpoint_policy.py for the save_dot_except_logits pair); "qkv" stands for the
+// projections' names (qkv_proj, or query_proj and kv_proj). Every other op of a layer is
+// recomputed before its backward; `offload` puts the saved tensors in host memory.
+struct NamedRemat {
+  const char* name;
+  std::vector<std::string> saved;
+  bool offload = false;
+};
+const std::vector<NamedRemat>& named_remats() {
+  static const std::vector<NamedRemat> k{
+      {"minimal", {"qkv", "out_proj", "mlpwi", "mlpwo"}},
+      {"minimal_with_context", {"qkv", "context", "out_proj", "mlpwi", "mlpwo"}},
+      {"save_dot_with_context_except_mlp", {"qkv", "context", "out_proj"}},
+      {"save_dot_except_mlpwi", {"qkv", "out_proj", "mlpwo"}},
+      {"save_dot_except_mlp", {"qkv", "out_proj"}},
+      {"save_qkv_proj", {"qkv"}},
+      {"save_out_proj", {"out_proj"}},
+      {"qkv_proj_offloaded", {"qkv"}, true},
+      {"minimal_offloaded", {"qkv", "out_proj", "mlpwi", "mlpwo"}, true},
+      {"save_dot_except_logits_ffn1", {"qkv", "context", "out_proj", "mlpwo"}},
+      {"save_dot_except_logits", {"qkv", "context", "out_proj", "mlpwi", "mlpwo"}},
+  };
+  return k;
+}
+
+bool saves(const NamedRemat& r, const std::string& checkpoint) {
+  if (checkpoint.empty()) return false;
+  const bool qkv =
+      checkpoint == "qkv_proj" || checkpoint == "query_proj" || checkpoint == "kv_proj";
+  for (const auto& s : r.saved)
+    if (s == checkpoint || (qkv && s == "qkv")) return true;
+  return false;
+}
+
+// The policy of workload.remat; a MaxText policy marks every layer op of `g` first.
+RematPolicy remat_policy(const Config& cfg, OpGraph& g) {
   const std::string r = kDecoderLmRemat(cfg);
   if (r == "full") return RematPolicy::Full;
   if (r == "attention") return RematPolicy::Attention;
+  for (const NamedRemat& n : named_remats()) {
+    if (r != n.name) continue;
+    for (int v = 0; v < g.size(); ++v) {
+      OpNode& op = g.node(v);
+      if (op.layer < 0) continue;
+      op.remat_action = !saves(n, op.checkpoint_name) ? RematAction::Recompute
+                        : n.offload                   ? RematAction::Offload
+                                                      : RematAction::Keep;
+    }
+    return RematPolicy::Named;
+  }
   return RematPolicy::None;
 }
 
@@ -160,7 +238,7 @@ class DecoderLm final : public ModelBuilder {
     g.infeed_bytes_per_example = static_cast<double>(2 * d.seq) * dtype_bytes(DType::I32);
     g.infeed_dtype = DType::I32;
     g.tokens_per_example = d.seq;
-    derive_training_graph(g, OptimizerKind::Adam, remat_policy(cfg));
+    derive_training_graph(g, OptimizerKind::Adam, remat_policy(cfg, g));
     return g;
   }
 };
