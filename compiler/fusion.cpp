@@ -141,6 +141,7 @@ Op FusionPass::fused_op(const Fusion& f) const {
   op.out_shape = root->out_shape;
   op.feature_map = root->feature_map;
   op.compute.matmul = root->compute.matmul;
+  op.compute.mxu_dtype = root->compute.mxu_dtype;
   op.compute.vpu_ops_per_element = 1;
   bool first_output = true;
   for (int m : f.members) {

@@ -84,6 +84,14 @@ struct ConvShape {
   std::int64_t out_height = 0, out_width = 0;
 };
 
+/// What the backward pass does with a layer op's output under a policy that decides per op
+/// (RematPolicy::Named: decoder_lm's MaxText remat policies, docs/llm.md).
+enum class RematAction {
+  Keep,       ///< saved from the forward pass (lives in HBM until its backward readers)
+  Recompute,  ///< recomputed right before the layer's backward ops
+  Offload,    ///< saved to host memory over PCIe and fetched back before the layer's backward
+};
+
 struct OpNode {
   std::string name;  ///< e.g. "encoder.3.mlp.in", "encoder.3.mlp.in.bwd_weight"
   OpKind kind = OpKind::Elementwise;
@@ -94,6 +102,15 @@ struct OpNode {
 
   // Cost per replica, before splitting.
   std::optional<MatmulShape> matmul;  ///< MXU work; HBM bytes are derived from it when split
+  /// Quantized training (decoder_lm's workload.quantization, AQT): a matmul whose operands are
+  /// quantized to int8 or fp8 with per-channel scales runs at the chip's rate for that dtype,
+  /// pays a quantize pass over both operands and a rescale of its output on the vector unit
+  /// (per_core_cost), and its gradient matmuls inherit it; a weight owner's bf16 copy is stored
+  /// (and FSDP-gathered) in that dtype. BF16: an ordinary matmul.
+  DType mxu_dtype = DType::BF16;
+  /// Bytes per parameter of the weight copy the passes read (and FSDP gathers): 1 for a
+  /// quantized owner, 2 (bf16) otherwise.
+  int weight_copy_bytes() const { return is_8bit(mxu_dtype) ? 1 : dtype_bytes(DType::BF16); }
   std::optional<ConvShape> conv;
   double flops = 0;                ///< MXU FLOPs (multiply-add = 2)
   double vpu_elements = 0;         ///< elements the vector unit touches
@@ -155,6 +172,17 @@ struct OpNode {
   /// Recomputed under selective rematerialisation (RematPolicy::Attention): the attention's
   /// scores, softmax and context, whose activations grow with the square of the sequence.
   bool selective_remat = false;
+  /// RematPolicy::Named: what happens to this layer op's output (the builder sets it from the
+  /// policy's checkpoint names).
+  RematAction remat_action = RematAction::Keep;
+  /// The checkpoint name MaxText gives this op's output ("qkv_proj", "query_proj", "kv_proj",
+  /// "context", "out_proj", "mlpwi", "mlpwo"); empty: none.
+  std::string checkpoint_name;
+  /// Flash attention (decoder_lm's workload.attention = flash): one op for the scores, the causal
+  /// softmax and the context, computed blockwise in VMEM (no s x s tensor in HBM). `flops` counts
+  /// the full square (the MFU convention of MaxText's older tables), `matmul` the blocks on or
+  /// below the diagonal that run; its backward recomputes the scores blockwise (training.cpp).
+  bool flash_attention = false;
 };
 
 struct OpEdge {

@@ -15,14 +15,20 @@ const char* to_string(DType d) {
       return "f32";
     case DType::I32:
       return "i32";
+    case DType::I8:
+      return "int8";
+    case DType::F8:
+      return "fp8";
   }
   return "?";
 }
-int dtype_bytes(DType d) { return d == DType::BF16 ? 2 : 4; }
+int dtype_bytes(DType d) {
+  if (d == DType::BF16) return 2;
+  return is_8bit(d) ? 1 : 4;
+}
 std::optional<DType> parse_dtype(const std::string& s) {
-  if (s == "bf16") return DType::BF16;
-  if (s == "f32") return DType::F32;
-  if (s == "i32") return DType::I32;
+  for (DType d : {DType::BF16, DType::F32, DType::I32, DType::I8, DType::F8})
+    if (s == to_string(d)) return d;
   return std::nullopt;
 }
 

@@ -11,10 +11,13 @@
 
 namespace tpusim {
 
-enum class DType { BF16, F32, I32 };
-const char* to_string(DType d);
+/// I8 and F8: the 8-bit operands of quantized matmuls (workload.quantization) and int8 weights.
+enum class DType { BF16, F32, I32, I8, F8 };
+const char* to_string(DType d);  ///< "bf16", "f32", "i32", "int8", "fp8"
 int dtype_bytes(DType d);
-/// Parses "bf16", "f32", "i32"; nullopt otherwise.
+/// True for the 8-bit dtypes, whose matmuls run at hardware.mxu.int8_rate or fp8_rate.
+inline bool is_8bit(DType d) { return d == DType::I8 || d == DType::F8; }
+/// Parses "bf16", "f32", "i32", "int8", "fp8"; nullopt otherwise.
 std::optional<DType> parse_dtype(const std::string& s);
 
 enum class Phase { Forward, Backward, Optimizer, Other };
@@ -40,6 +43,9 @@ struct ComputeCost {
   double bytes_written = 0;           ///< HBM bytes written
   double flops = 0;                   ///< useful FLOPs (multiply-add = 2), for utilisation
   std::optional<double> measured_ns;  ///< a measured duration (traces), used if chosen
+  /// dtype of the MXU's operands: int8 and fp8 stream rows at hardware.mxu.int8_rate and
+  /// fp8_rate times bf16's (sim/core/tensor_core_cost.cpp); bf16 and f32 at the bf16 rate.
+  DType mxu_dtype = DType::BF16;
 };
 
 enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, AllToAll, CollectivePermute };

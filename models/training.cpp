@@ -123,6 +123,7 @@ OpNode gradient_matmul(const OpNode& f, const std::string& suffix, MatmulShape s
   op.flops = f.flops;
   op.model_flops_share = f.model_flops_share;
   op.dtype = f.dtype;
+  op.mxu_dtype = f.mxu_dtype;  // quantized training: both backward matmuls too
   op.bytes_read = matmul_bytes_read(s, f.dtype);
   op.bytes_written = matmul_bytes_written(s, out);
   op.split = split;
@@ -178,6 +179,14 @@ class Deriver {
     for (int v = 0; v < forward_ops_; ++v) {
       if (g_.node(v).layer != layer) continue;
       if (remat_ == RematPolicy::Attention && !g_.node(v).selective_remat) continue;
+      if (remat_ == RematPolicy::Named) {
+        const RematAction a = g_.node(v).remat_action;
+        if (a == RematAction::Keep) continue;
+        if (a == RematAction::Offload) {
+          recomputed_[v] = g_.add(host_fetch(g_.node(v), v));
+          continue;
+        }
+      }
       OpNode copy = g_.node(v);
       copy.name += ".remat";
       copy.phase = Phase::Backward;
@@ -191,6 +200,60 @@ class Deriver {
       for (int u : g_.inputs(v)) inputs.push_back(saved(u));
       recomputed_[v] = g_.add(std::move(copy), inputs);
     }
+  }
+
+  // An offloaded output (RematAction::Offload) fetched back from host memory before the layer's
+  // backward: it writes the forward op's per-core output into HBM (the PCIe copies themselves
+  // overlap compute, docs/llm.md). A matmul's partial sum was completed before it was saved:
+  // divided only where its output is split (or reduce-scattered).
+  static OpNode host_fetch(const OpNode& f, int v) {
+    OpNode op;
+    op.name = f.name + ".fetch";
+    op.kind = OpKind::Elementwise;
+    op.phase = Phase::Backward;
+    op.dtype = op.out_dtype = f.out_dtype;
+    op.bytes_written = f.bytes_written;
+    op.shapes = f.shapes;
+    op.layer = f.layer;
+    op.recompute = true;
+    op.recompute_of = v;
+    auto out = [&](SplitDim d) {
+      if (d == SplitDim::K) return f.scatter_partial ? SplitDim::N : SplitDim::None;
+      return d == SplitDim::None ? d : SplitDim::N;
+    };
+    op.split = {out(f.split.model), out(f.split.spatial), out(f.split.model2),
+                out(f.split.sequence)};
+    return op;
+  }
+
+  // Flash attention's backward (splash, FlashAttention-2's schedule): per block on or below the
+  // diagonal, the scores recomputed (Q K^T), dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q:
+  // five block products where the forward ran two; the model FLOPs are the backward's four of the
+  // full square (twice the forward's), the recomputed one counts in HFU only. One op writes dQ,
+  // dK and dV for every input that needs a gradient.
+  void flash_backward(int v, const OpNode& f, const std::vector<int>& ins) {
+    OpNode op;
+    op.name = f.name + ".bwd";
+    op.kind = f.kind;
+    op.phase = Phase::Backward;
+    op.flash_attention = true;
+    MatmulShape s = *f.matmul;
+    s.batch = s.batch / 2 * 5;
+    op.matmul = s;
+    op.flops = 2 * f.flops;
+    op.vpu_elements = f.vpu_elements;
+    op.vpu_ops_per_element = f.bwd_vpu_ops_per_element;
+    op.bytes_read = f.bytes_read + 2 * f.bytes_written;  // Q, K, V blocks; O, dO, the lse
+    op.bytes_written = f.bytes_read;                     // dQ, dK, dV
+    op.split = divided(f.split);
+    op.shapes = f.shapes;
+    std::vector<int> saved = ins;
+    saved.push_back(v);
+    const int b = add_backward(std::move(op), v, saved, false);
+    for (int u : ins)
+      if (requires_grad_[u] &&
+          std::find(dy_sources_[u].begin(), dy_sources_[u].end(), b) == dy_sources_[u].end())
+        dy_sources_[u].push_back(b);
   }
 
   // Sharded activations: the gradient op of matmul v (shape s) reads dY whole, gathered from the
@@ -233,7 +296,7 @@ class Deriver {
     if (dy_sources_[v].empty() && f.kind != OpKind::Loss) return;  // output never reaches a loss
     const std::vector<int> ins = g_.inputs(v);
     const bool owns_weights = f.params > 0 || f.tied_to >= 0;
-
+    if (f.flash_attention) return flash_backward(v, f, ins);
     if (f.matmul &&
         (f.kind == OpKind::Matmul || f.kind == OpKind::Conv || f.kind == OpKind::OneHotMatmul)) {
       const MatmulShape s = *f.matmul;

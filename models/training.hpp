@@ -19,6 +19,7 @@ enum class RematPolicy {
   None,       ///< keep every activation
   Full,       ///< every layer (OpGraph::begin_layer) from its input
   Attention,  ///< the ops of each layer marked OpNode::selective_remat
+  Named,      ///< per layer op, its OpNode::remat_action (MaxText's policies, decoder_lm)
 };
 
 /// Appends to a forward-only graph, in this order:
@@ -38,7 +39,9 @@ enum class RematPolicy {
 /// the tensors crossing layer boundaries, at the cost of a second forward pass of each layer.
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, bool rematerialize = false);
 /// The same with a policy: Full is `rematerialize`; Attention recomputes, per layer, only the ops
-/// marked OpNode::selective_remat (from the kept tensors they read).
+/// marked OpNode::selective_remat (from the kept tensors they read); Named recomputes the layer
+/// ops whose remat_action is Recompute and fetches those it offloads (a copy from host memory,
+/// `NAME.fetch`, that writes the tensor back into HBM right before the layer's backward ops).
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, RematPolicy remat);
 /// The same, with rematerialize read from the study's workload.rematerialize.
 void derive_training_graph(OpGraph& g, OptimizerKind optimizer, const Config& cfg);

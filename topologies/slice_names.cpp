@@ -22,6 +22,7 @@ const SliceFamily kFamilies[] = {
     {"v5p-", 2, 3, 4, 6144, "TPU v5p (the count is TensorCores, 2 per chip)"},
     {"v5litepod-", 1, 2, 1, 256, "TPU v5e (the count is chips)"},
     {"v5e-", 1, 2, 1, 256, "TPU v5e (the count is chips)"},
+    {"v6e-", 1, 2, 1, 256, "TPU v6e (the count is chips)"},
 };
 
 bool power_of_two(long long n) { return n > 0 && (n & (n - 1)) == 0; }
@@ -80,8 +81,8 @@ bool parse_slice_name(const std::string& text, TopologySpec& out, const std::str
   out.name = text;
   out.dims = dims;
   // v4 and v5p wire their wrap links through the optical switches (a dimension of 4 or more
-  // wraps). v5e has no optical switches: assumed, a slice wraps only along a dimension that spans
-  // the whole 16-chip side of the pod, which is a ring; a shorter one is an open line.
+  // wraps). v5e and v6e have no optical switches: assumed, a slice wraps only along a dimension
+  // that spans the whole 16-chip side of the pod, which is a ring; a shorter one is an open line.
   if (family->num_dims == 3) {
     out.wrap = optical_slice_wrap(dims);
   } else {

@@ -1,5 +1,7 @@
 #include "models/builders/decoder_blocks.hpp"
 
+#include <algorithm>
+
 #include "models/builders/transformer_blocks.hpp"
 #include "models/ops.hpp"
 
@@ -39,6 +41,15 @@ void shard_rows(OpNode& op, const DecoderDims& d) {
     op.params_split_by_model2 = op.params > 0;
   }
   split_tokens(op, d);
+}
+
+// A layer's weight matmul (Q/K/V, attention output, MLP): quantized under
+// workload.quantization (the attention einsums and the logits stay bf16, as MaxText's AQT runs).
+OpNode layer_matmul(const std::string& name, std::int64_t m, std::int64_t k, std::int64_t n,
+                    const DecoderDims& d) {
+  OpNode op = weight_matmul(name, m, k, n, d.biases);
+  op.mxu_dtype = d.quantization;
+  return op;
 }
 
 OperandGather bf16_gather(double elements, std::vector<std::string> axes,
@@ -134,23 +145,73 @@ int add_kv_write(OpGraph& g, const std::string& p, const DecoderDims& d, int kv)
   return g.add(std::move(w), {kv});
 }
 
+// The context `c` (resharded back to sequence-split under all-to-all) through the output
+// projection, a partial sum over the model axis.
+int add_attention_out(OpGraph& g, const std::string& p, const DecoderDims& d, int c) {
+  const std::int64_t hd = d.head_dim;
+  if (d.sequence_all_to_all) c = add_reshard(g, p + "to_sequence", d, d.heads * hd, c);
+  OpNode out = layer_matmul(p + "attention_out", d.tokens(), d.heads * hd, d.d_model, d);
+  out.checkpoint_name = "out_proj";
+  split_rows(out);
+  scatter_rows(out, d, d.heads * hd);
+  return g.add(std::move(out), {c});
+}
+
+// Online softmax of flash attention: the causal softmax plus, per element, the rescale of the
+// running sum and output by the new maximum (exp of the difference, multiply).
+constexpr double kFlashSoftmax = kCausalSoftmax + 2;
+constexpr double kFlashSoftmaxGrad = kCausalSoftmaxGrad + kCausalSoftmax;  // recomputed P too
+
+// Splash attention (workload.attention = flash): per sequence and head, query blocks of
+// `flash_block` tokens against key/value blocks, only those on or below the diagonal (causal):
+// nb (nb + 1) / 2 of the nb^2 blocks, each two [block, head_dim] x [head_dim, block]-shaped
+// products (scores and context have the same MXU tiles). The scores stay in VMEM; HBM holds Q,
+// K and V (re-read once per query block that needs them), the output and its f32 log-sum-exp.
+OpNode flash_attention(const std::string& name, const DecoderDims& d) {
+  const std::int64_t b = std::min(d.flash_block, d.seq), hd = d.head_dim;
+  const std::int64_t nb = (d.seq + b - 1) / b, blocks = nb * (nb + 1) / 2;
+  const std::int64_t products = d.batch * d.heads;
+  const double two = dtype_bytes(DType::BF16);
+  OpNode op;
+  op.name = name;
+  op.kind = OpKind::Matmul;
+  op.flash_attention = true;
+  op.matmul = MatmulShape{2 * products * blocks, b, hd, b};
+  op.flops = 4.0 * products * d.seq * d.seq * hd;  // the full square (docs/llm.md)
+  op.vpu_elements = static_cast<double>(products) * blocks * b * b;
+  op.vpu_ops_per_element = kFlashSoftmax;
+  op.bwd_vpu_ops_per_element = kFlashSoftmaxGrad;
+  const double row = static_cast<double>(products) * d.seq * hd * two;  // Q (or O) of all heads
+  op.bytes_read = row + 2.0 * products * blocks * b * hd * two;         // Q; K, V per block pair
+  op.bytes_written = row + static_cast<double>(products) * d.seq * dtype_bytes(DType::F32);
+  op.shapes = {{products, d.seq, hd}, {products, d.seq, hd}, {products, d.seq, hd}};
+  op.split.model = SplitDim::Batch;
+  op.selective_remat = true;
+  op.checkpoint_name = "context";
+  split_rows_model2(op, d, SplitDim::Batch);
+  split_tokens(op, d, d.sequence_all_to_all ? SplitDim::Batch : SplitDim::M);
+  return op;
+}
+
 // Q, K and V from the layer norm `x`, rotary positions, scores, causal softmax, context, output
 // projection. Returns the projection (a partial sum over the model axis).
 int add_decoder_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
   const std::int64_t tokens = d.tokens(), hd = d.head_dim;
   int qv = -1, kvv = -1;
   if (d.kv_split_by_model()) {  // one projection, split on heads: one partial dX
-    OpNode qkv =
-        weight_matmul(p + "qkv", tokens, d.d_model, (d.heads + 2 * d.kv_heads) * hd, d.biases);
+    OpNode qkv = layer_matmul(p + "qkv", tokens, d.d_model, (d.heads + 2 * d.kv_heads) * hd, d);
+    qkv.checkpoint_name = "qkv_proj";
     split_columns(qkv);
     gather_rows(qkv, d);
     qv = kvv = g.add(std::move(qkv), {x});
   } else {  // K and V whole on every model core
-    OpNode q = weight_matmul(p + "q", tokens, d.d_model, d.heads * hd, d.biases);
+    OpNode q = layer_matmul(p + "q", tokens, d.d_model, d.heads * hd, d);
+    q.checkpoint_name = "query_proj";
     split_columns(q);
     gather_rows(q, d);
     qv = g.add(std::move(q), {x});
-    OpNode kv = weight_matmul(p + "kv", tokens, d.d_model, 2 * d.kv_heads * hd, d.biases);
+    OpNode kv = layer_matmul(p + "kv", tokens, d.d_model, 2 * d.kv_heads * hd, d);
+    kv.checkpoint_name = "kv_proj";
     gather_rows(kv, d);
     kvv = g.add(std::move(kv), {x});
   }
@@ -175,6 +236,11 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
   const std::int64_t ctx = d.context();
   const std::int64_t products = grouped ? d.batch * d.kv_heads : d.batch * d.heads;
   const std::int64_t rows = grouped ? d.seq * (d.heads / d.kv_heads) : d.seq;
+  if (d.flash && !d.serving) {  // serving steps: refused with flash in read_serving_dims
+    OpNode flash = flash_attention(p + "flash_attention", d);
+    const int f = g.add(std::move(flash), {q_src, kv_src});
+    return add_attention_out(g, p, d, f);
+  }
   OpNode scores = activation_matmul(p + "scores", products, rows, hd, ctx);
   OpNode softmax =
       vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(products) * rows * ctx, 1,
@@ -208,12 +274,9 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
   }
   const int s = g.add(std::move(scores), {q_src, kv_src});
   const int probs = g.add(std::move(softmax), {s});
-  int c = g.add(std::move(context), {probs, kv_src});
-  if (d.sequence_all_to_all) c = add_reshard(g, p + "to_sequence", d, d.heads * hd, c);
-  OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * hd, d.d_model, d.biases);
-  split_rows(out);
-  scatter_rows(out, d, d.heads * hd);
-  return g.add(std::move(out), {c});
+  context.checkpoint_name = "context";
+  const int c = g.add(std::move(context), {probs, kv_src});
+  return add_attention_out(g, p, d, c);
 }
 
 // Multi-head latent attention (DeepSeek-V2/V3): queries from a low-rank latent (q_a, its RMS
@@ -282,7 +345,8 @@ int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderD
 int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
   const std::int64_t tokens = d.tokens();
   const std::int64_t width = d.swiglu ? 2 * d.d_ff : d.d_ff;
-  OpNode in = weight_matmul(p + "mlp.in", tokens, d.d_model, width, d.biases);
+  OpNode in = layer_matmul(p + "mlp.in", tokens, d.d_model, width, d);
+  in.checkpoint_name = "mlpwi";
   split_columns(in);
   gather_rows(in, d);
   const int i = g.add(std::move(in), {x});
@@ -295,7 +359,8 @@ int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   split_rows_model2(act, d);
   split_tokens(act, d);
   const int a = g.add(std::move(act), {i});
-  OpNode out = weight_matmul(p + "mlp.out", tokens, d.d_ff, d.d_model, d.biases);
+  OpNode out = layer_matmul(p + "mlp.out", tokens, d.d_ff, d.d_model, d);
+  out.checkpoint_name = "mlpwo";
   split_rows(out);
   scatter_rows(out, d, d.d_ff);
   return g.add(std::move(out), {a});

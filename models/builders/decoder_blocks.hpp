@@ -54,6 +54,11 @@ struct DecoderDims {
   double capacity_factor = 1;      ///< capacity per expert over tokens x top-k / experts
   double expert_imbalance = 1;     ///< the busiest expert's tokens over the mean
   std::int64_t expert_degree = 1;  ///< parallelism.expert: the experts divided over it
+  /// workload.quantization: the MXU dtype of the layers' weight matmuls (BF16: none; I8, F8)
+  DType quantization = DType::BF16;
+  /// workload.attention = flash: splash attention blockwise in VMEM, causal blocks skipped
+  bool flash = false;
+  std::int64_t flash_block = 512;  ///< workload.flash_block: query and key/value block, tokens
   std::int64_t tokens() const { return batch * seq; }
   /// Keys each query attends to: the sequence (training), or the cache and the new tokens.
   std::int64_t context() const { return serving ? kv_len + seq : seq; }

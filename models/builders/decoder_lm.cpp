@@ -10,6 +10,8 @@
 // kv_heads, else every model core computes them whole (multi-query attention as PaLM runs it).
 // The vocabulary splits the embedding, the output projection and the loss.
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "core/param_handle.hpp"
@@ -47,7 +49,6 @@ const Param<std::int64_t> kDecoderLmKvLength{{"workload.kv_length", T::Integer, 
 const Param<std::string> kDecoderLmKvCacheDtype{{"workload.kv_cache_dtype", T::String, "", "bf16", "prefill and decode: the KV cache's elements (MaxText quantize_kvcache, vLLM --kv-cache-dtype): bf16, int8 or fp8 (one byte)", -kInf, kInf, {"bf16", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
 const Param<std::string> kDecoderLmKvCache{{"workload.kv_cache", T::String, "", "preallocated", "prefill and decode: the KV cache's memory: preallocated (JetStream-MaxText: every sequence holds workload.seq_len tokens) or paged (vLLM: blocks of workload.kv_page_tokens for the tokens a sequence has)", -kInf, kInf, {"preallocated", "paged"}, "workload.model", kDecoderLmModel}};
 const Param<std::int64_t> kDecoderLmKvPageTokens{{"workload.kv_page_tokens", T::Integer, "tokens", 16, "workload.kv_cache = paged: tokens per KV cache block (vLLM block_size)", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
-const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation: none (keep every activation for backward), full (keep each layer's input, recompute the layer before its backward), attention (recompute only the attention scores, softmax and context: selective, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "attention"}, "workload.model", kDecoderLmModel}};
 // Multi-head latent attention (DeepSeek-V2/V3; MaxText's attention_type, q_lora_rank, ...).
 const Param<std::string> kDecoderLmAttentionType{{"workload.attention_type", T::String, "", "global", "global: multi-head, grouped-query or multi-query attention (workload.heads, kv_heads, head_dim); mla: multi-head latent attention (DeepSeek-V2/V3: queries and keys/values from low-rank latents, workload.q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)", -kInf, kInf, {"global", "mla"}, "workload.model", kDecoderLmModel}};
 const Param<std::int64_t> kDecoderLmQLoraRank{{"workload.q_lora_rank", T::Integer, "", 0, "mla: rank of the queries' latent (0: queries straight from the residual stream)", 0, 1e6, {}, "workload.model", kDecoderLmModel}};
@@ -64,7 +65,24 @@ const Param<std::int64_t> kDecoderLmFirstDenseLayers{{"workload.first_dense_laye
 const Param<std::string> kDecoderLmMoeDispatch{{"workload.moe_dispatch", T::String, "", "dropless", "dropless: tokens sorted by expert and grouped matmuls over ragged groups (MaxText megablox), none dropped; capacity: one-hot dispatch and combine einsums, each expert padded to its capacity, tokens past it dropped (GShard)", -kInf, kInf, {"dropless", "capacity"}, "workload.model", kDecoderLmModel}};
 const Param<double> kDecoderLmCapacityFactor{{"workload.capacity_factor", T::Number, "", 1.25, "moe_dispatch = capacity: tokens each expert takes, over tokens x experts_per_token / experts (> 0)", 0, 1e3, {}, "workload.model", kDecoderLmModel}};
 const Param<double> kDecoderLmExpertImbalance{{"workload.expert_imbalance", T::Number, "", 1, "routing skew: the busiest expert's tokens over the mean (1: uniform); sets the busiest device's expert work (dropless) or the tokens dropped (capacity)", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation, MaxText's remat_policy names (docs/llm.md has what each keeps per layer; the rest of the layer is recomputed before its backward): none (keep every activation), full (keep each layer's input), minimal (Q, K, V, out_proj, mlpwi, mlpwo), minimal_with_context (and the context), save_dot_with_context_except_mlp, save_dot_except_mlpwi, save_dot_except_mlp, save_qkv_proj, save_out_proj, qkv_proj_offloaded and minimal_offloaded (as save_qkv_proj and minimal, the saved tensors in host memory over PCIe), save_dot_except_logits_ffn1, save_dot_except_logits (PAX's and the MLPerf runs'); attention (tpusim's earlier selective policy: recompute only the scores, softmax and context, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "minimal", "minimal_with_context", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp", "save_qkv_proj", "save_out_proj", "qkv_proj_offloaded", "minimal_offloaded", "save_dot_except_logits_ffn1", "save_dot_except_logits", "attention"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmAttention{{"workload.attention", T::String, "", "dot_product", "attention kernel, MaxText's key: dot_product (XLA's einsums, the s x s scores through HBM) or flash (splash attention: query and key/value blocks in VMEM, no s x s tensor in HBM, causal blocks above the diagonal skipped, the scores recomputed blockwise in the backward pass)", -kInf, kInf, {"dot_product", "flash"}, "workload.model", kDecoderLmModel}};
+const Param<std::int64_t> kDecoderLmFlashBlock{{"workload.flash_block", T::Integer, "tokens", 512, "flash attention's query and key/value block (MaxText's sa_block_q and sa_block_kv, 512 by default); a multiple of 128", 128, 65536, {}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmQuantization{{"workload.quantization", T::String, "", "none", "quantized training as MaxText's quantization key (AQT): none (bf16 matmuls), int8 or fp8: both operands of every layer matmul (Q/K/V, attention output, MLP) quantized with per-channel scales in the forward and both backward matmuls, run at hardware.mxu.int8_rate or fp8_rate, with the quantize and rescale vector work; their weights stored and FSDP-gathered in 8 bits; the attention einsums and the logits stay bf16", -kInf, kInf, {"none", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
 // clang-format on
+
+// workload.quantization: the chip must have a rate for the dtype.
+DType read_quantization(const Config& cfg, ProblemList& problems) {
+  const std::string q = kDecoderLmQuantization(cfg);
+  if (q == "none") return DType::BF16;
+  const std::string rate = "hardware.mxu." + q + "_rate";
+  if (cfg.number(rate) <= 0)
+    problems.add(kDecoderLmQuantization.path(), q + " on " + cfg.string("hardware.name") +
+                                                    ", whose " + rate + " is 0 (no published " + q +
+                                                    " MXU rate); allowed: none, or a chip with " +
+                                                    rate + " above 0");
+  return q == "int8" ? DType::I8 : DType::F8;
+}
 
 // All-to-all resharding splits each model core's heads (query and key/value) over "sequence".
 void check_all_to_all(const DecoderDims& d, ProblemList& problems) {
@@ -184,6 +202,18 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
   d.sequence_degree = kParallelismSequence(cfg);
   d.sequence_all_to_all = d.sequence_degree > 1 && kDecoderLmSequenceAttention(cfg) == "all_to_all";
   ProblemList problems;
+  d.quantization = read_quantization(cfg, problems);
+  d.flash = kDecoderLmAttention(cfg) == "flash";
+  d.flash_block = kDecoderLmFlashBlock(cfg);
+  if (d.flash_block % 128 != 0)
+    problems.add(kDecoderLmFlashBlock.path(), std::to_string(d.flash_block) +
+                                                  " tokens; allowed: a multiple of 128 (the "
+                                                  "MXU's and VMEM's tiles)");
+  if (d.flash && d.sequence_degree > 1)
+    problems.add(kDecoderLmAttention.path(),
+                 "flash with parallelism.sequence = " + std::to_string(d.sequence_degree) +
+                     ": flash attention over a sequence axis (ring attention) is not modelled; "
+                     "allowed: dot_product, or parallelism.sequence = 1");
   if (d.model2_degree > 1 && !d.shard_activations)
     problems.add("parallelism.model2",
                  std::to_string(d.model2_degree) +
@@ -208,9 +238,10 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
                  std::to_string(d.kv_heads) + " does not divide workload.heads = " +
                      std::to_string(d.heads) + "; allowed: 0, 1 or a divisor of the heads");
   if (kRematerialize(cfg))
-    problems.add(kRematerialize.path(),
-                 "true: decoder_lm takes its policy from workload.remat (none, full, attention); "
-                 "allowed: false");
+    problems.add(
+        kRematerialize.path(),
+        "true: decoder_lm takes its policy from workload.remat (none, full, minimal, ...); "
+        "allowed: false");
   read_mla(cfg, d, problems);
   read_moe(cfg, d, problems);
   // Rotary positions rotate pairs of a head's features: an odd head width leaves one unpaired.
@@ -237,6 +268,10 @@ void read_serving_dims(const Config& cfg, bool decode, DecoderDims& d) {
                                              " with workload.program = prefill or decode: "
                                              "sequence parallelism of serving steps is not "
                                              "modelled; allowed: 1");
+  if (d.flash)
+    problems.add(kDecoderLmAttention.path(),
+                 "flash with workload.program = prefill or decode: a serving step's flash "
+                 "attention is not modelled; allowed: dot_product");
   if (d.kv_len >= d.max_len)
     problems.add(kDecoderLmKvLength.path(),
                  std::to_string(d.kv_len) + " cached tokens leave no room for " +
@@ -262,10 +297,57 @@ double kv_cache_bytes_per_core(const Config& cfg, const DecoderDims& d, std::int
   return bytes / d.model2_degree;
 }
 
-RematPolicy remat_policy(const Config& cfg) {
+// MaxText's remat policies by the checkpoint names each saves (decoders.py get_remat_policy;
+// PAX's checkpoint_policy.py for the save_dot_except_logits pair); "qkv" stands for the
+// projections' names (qkv_proj, or query_proj and kv_proj). Every other op of a layer is
+// recomputed before its backward; `offload` puts the saved tensors in host memory.
+struct NamedRemat {
+  const char* name;
+  std::vector<std::string> saved;
+  bool offload = false;
+};
+const std::vector<NamedRemat>& named_remats() {
+  static const std::vector<NamedRemat> k{
+      {"minimal", {"qkv", "out_proj", "mlpwi", "mlpwo"}},
+      {"minimal_with_context", {"qkv", "context", "out_proj", "mlpwi", "mlpwo"}},
+      {"save_dot_with_context_except_mlp", {"qkv", "context", "out_proj"}},
+      {"save_dot_except_mlpwi", {"qkv", "out_proj", "mlpwo"}},
+      {"save_dot_except_mlp", {"qkv", "out_proj"}},
+      {"save_qkv_proj", {"qkv"}},
+      {"save_out_proj", {"out_proj"}},
+      {"qkv_proj_offloaded", {"qkv"}, true},
+      {"minimal_offloaded", {"qkv", "out_proj", "mlpwi", "mlpwo"}, true},
+      {"save_dot_except_logits_ffn1", {"qkv", "context", "out_proj", "mlpwo"}},
+      {"save_dot_except_logits", {"qkv", "context", "out_proj", "mlpwi", "mlpwo"}},
+  };
+  return k;
+}
+
+bool saves(const NamedRemat& r, const std::string& checkpoint) {
+  if (checkpoint.empty()) return false;
+  const bool qkv =
+      checkpoint == "qkv_proj" || checkpoint == "query_proj" || checkpoint == "kv_proj";
+  for (const auto& s : r.saved)
+    if (s == checkpoint || (qkv && s == "qkv")) return true;
+  return false;
+}
+
+// The policy of workload.remat; a MaxText policy marks every layer op of `g` first.
+RematPolicy remat_policy(const Config& cfg, OpGraph& g) {
   const std::string r = kDecoderLmRemat(cfg);
   if (r == "full") return RematPolicy::Full;
   if (r == "attention") return RematPolicy::Attention;
+  for (const NamedRemat& n : named_remats()) {
+    if (r != n.name) continue;
+    for (int v = 0; v < g.size(); ++v) {
+      OpNode& op = g.node(v);
+      if (op.layer < 0) continue;
+      op.remat_action = !saves(n, op.checkpoint_name) ? RematAction::Recompute
+                        : n.offload                   ? RematAction::Offload
+                                                      : RematAction::Keep;
+    }
+    return RematPolicy::Named;
+  }
   return RematPolicy::None;
 }
 
@@ -275,7 +357,7 @@ class DecoderLm final : public ModelBuilder {
 
   OpGraph build(const Config& cfg, std::int64_t batch) const override {
     OpGraph g = forward(cfg, read_dims(cfg, batch));
-    derive_training_graph(g, OptimizerKind::Adam, remat_policy(cfg));
+    derive_training_graph(g, OptimizerKind::Adam, remat_policy(cfg, g));
     return g;
   }
 

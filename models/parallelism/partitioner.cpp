@@ -398,8 +398,10 @@ class Partitioner {
       if (!g_.serving)
         resident.push_back({f.name + " master weights", MemoryClass::MasterWeights, DType::F32,
                             sharded * dtype_bytes(DType::F32)});
-      resident.push_back({f.name + " bf16 copy", MemoryClass::WeightCopies, DType::BF16,
-                          n / copies * dtype_bytes(DType::BF16)});
+      // A quantized owner's copy is stored in its 8-bit dtype (workload.quantization).
+      const DType copy = is_8bit(f.mxu_dtype) ? f.mxu_dtype : DType::BF16;
+      resident.push_back({f.name + " " + to_string(copy) + " copy", MemoryClass::WeightCopies, copy,
+                          n / copies * f.weight_copy_bytes()});
       if (accumulates() && !optimizer_ops_[o].empty())
         resident.push_back({f.name + " gradient accumulator", MemoryClass::WeightGradients,
                             DType::F32, n / copies * dtype_bytes(DType::F32)});

@@ -35,6 +35,24 @@ void divide(MatmulShape& s, SplitDim d, int degree, const OpNode* map = nullptr,
 
 double ratio(double part, double whole) { return whole > 0 ? part / whole : 0; }
 
+// Vector ops per element of quantized training (AQT, docs/llm.md): quantizing an operand takes
+// the absolute value, its running maximum over the channel, the multiply by the inverse scale
+// and the round-and-convert; rescaling a product multiplies by both operands' scales and
+// converts the int32 (or fp8 accumulator) result to bf16.
+constexpr double kQuantizeOps = 4;
+constexpr double kRescaleOps = 2;
+
+// A quantized matmul's vector work on one core: both operands quantized, the output rescaled
+// (added to the op's own epilogue, which the vector unit runs alongside the MXU).
+void add_quantize_work(ComputeCost& c, const MatmulShape& s) {
+  const double b = static_cast<double>(s.batch);
+  const double operands = b * s.m * s.k + b * s.k * s.n, out = b * s.m * s.n;
+  const double ops =
+      c.vpu_elements * c.vpu_ops_per_element + kQuantizeOps * operands + kRescaleOps * out;
+  if (c.vpu_elements <= 0) c.vpu_elements = out;
+  c.vpu_ops_per_element = ops / c.vpu_elements;
+}
+
 }  // namespace
 
 ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
@@ -55,6 +73,8 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
     c.bytes_read = n.bytes_read * read / shard;
     c.bytes_written = n.bytes_written * out / shard;
     c.vpu_elements = n.vpu_elements * out / shard;
+    c.mxu_dtype = n.mxu_dtype;
+    if (is_8bit(n.mxu_dtype)) add_quantize_work(c, s);
     return c;
   }
   const double model = n.split.model == SplitDim::None ? 1 : layout.model;

@@ -6,18 +6,27 @@
 
 namespace tpusim {
 
+/// The MXU's rate for operands of dtype `d` over its bf16 rate: hardware.mxu.int8_rate for int8,
+/// fp8_rate for fp8, 1 otherwise. Throws ConfigError naming the parameter when it is 0 (the chip
+/// has no published rate for that dtype).
+double mxu_rate(const MxuSpec& mxu, DType d);
+
+/// LHS rows a pass streams for operands of dtype `d`: rows_per_pass times mxu_rate, rounded.
+int mxu_rows_per_pass(const MxuSpec& mxu, DType d);
+
 /// MXU cycles of `batch` [m,k]x[k,n] products on one core: weights go in dim x dim tiles (k and
-/// n padded up to dim), the LHS streams through in passes of rows_per_pass rows (m padded up),
-/// tiles are spread over the core's MXUs, loading a tile's weights hides behind the previous
-/// tile's passes unless the passes are shorter, and the pipeline fills and drains once.
-double mxu_cycles(const MxuSpec& mxu, const MatmulShape& s);
+/// n padded up to dim), the LHS streams through in passes of mxu_rows_per_pass rows (m padded
+/// up; int8 and fp8 operands stream more rows per pass), tiles are spread over the core's MXUs,
+/// loading a tile's weights hides behind the previous tile's passes unless the passes are
+/// shorter, and the pipeline fills and drains once.
+double mxu_cycles(const MxuSpec& mxu, const MatmulShape& s, DType d = DType::BF16);
 
 /// The two terms of mxu_cycles: the tiles' passes and weight loads, and the fill and drain.
 struct MxuCycles {
   double tiles = 0;
   double fill_drain = 0;
 };
-MxuCycles mxu_cycle_terms(const MxuSpec& mxu, const MatmulShape& s);
+MxuCycles mxu_cycle_terms(const MxuSpec& mxu, const MatmulShape& s, DType d = DType::BF16);
 
 /// Vector-unit cycles: lanes x sublanes elements per cycle, `ops_per_element` ops each.
 double vpu_cycles(const HardwareSpec& hw, double elements, double ops_per_element);

@@ -37,6 +37,9 @@ const std::vector<std::vector<std::string>> kStudies = {
     // The decoder-only language model, sharded over model x fsdp (megacore v4, 16 chips).
     {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
      "workload.seq_len=256"},
+    // Flash attention's block acts only with workload.attention = flash.
+    {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
+     "workload.seq_len=1024", "--set", "workload.attention=flash"},
     // The attention's resharding acts only with a sequence axis.
     {"run", "configs/studies/decoder_1b_16.json", "--set", "workload.layers=2", "--set",
      "workload.seq_len=256", "--set", "parallelism.fsdp=4", "--set", "parallelism.sequence=2"},

@@ -120,3 +120,25 @@ TEST_CASE("the MXU terms: tiles and the fill and drain add up to the cycle formu
   CHECK(t.mxu_fill_drain.seconds() ==
         Approx(hw.mxu.fill_drain_cycles / hw.mxu_efficiency / hw.clock_hz));
 }
+
+TEST_CASE("an int8 matmul streams its passes at hardware.mxu.int8_rate (quantized training)") {
+  // TPU v5p: 2 int8 products per bf16 one. [8192, 8192] x [8192, 8192] on one megacore device
+  // (8 MXUs): 64 x 64 tiles of 8192 / (8 x 2) passes of 8 cycles, the weight loads hidden.
+  HardwareSpec hw = HardwareSpec::from_config(load_config({{"preset", "tpu_v5p"}}));
+  REQUIRE(hw.mxu.int8_rate == 2);
+  ComputeCost c;
+  c.matmul = MatmulShape{1, 8192, 8192, 8192};
+  c.mxu_dtype = DType::I8;
+  const double tiles = 64.0 * 64 / hw.mxu.count;
+  const double passes = 8192.0 / (hw.mxu.rows_per_pass * 2) * hw.mxu.pass_cycles;
+  const OpTiming t = compute_op_time(hw, c);
+  CHECK((t.mxu - t.mxu_fill_drain).seconds() ==
+        Approx(tiles * passes / hw.mxu_efficiency / hw.clock_hz));
+  c.mxu_dtype = DType::BF16;
+  CHECK((compute_op_time(hw, c).mxu - t.mxu_fill_drain).seconds() ==
+        Approx(2 * (t.mxu - t.mxu_fill_drain).seconds()));
+  // A chip without the rate refuses the op, naming the parameter.
+  c.mxu_dtype = DType::F8;
+  hw.mxu.fp8_rate = 0;
+  CHECK_THROWS_WITH(compute_op_time(hw, c), Catch::Contains("hardware.mxu.fp8_rate"));
+}

@@ -113,8 +113,12 @@ TEST_CASE("unknown op and collective kinds are refused naming the kind") {
   doc["ops"][0]["phase"] = "warmup";
   CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0].phase: 'warmup' is not a phase"));
   doc = valid_doc();
-  doc["ops"][0]["dtype"] = "fp8";
-  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0].dtype: 'fp8' is not a dtype"));
+  doc["ops"][0]["dtype"] = "fp4";  // int8 and fp8 are dtypes since quantized training
+  CHECK_THAT(error_of(doc), Catch::StartsWith("trace.json: ops[0].dtype: 'fp4' is not a dtype"));
+  doc = valid_doc();
+  doc["ops"][0]["compute"]["mxu_dtype"] = "int4";
+  CHECK_THAT(error_of(doc),
+             Catch::StartsWith("trace.json: ops[0].compute.mxu_dtype: 'int4' is not a dtype"));
 }
 
 TEST_CASE("missing fields and wrong types and unknown fields name the place") {

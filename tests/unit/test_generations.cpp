@@ -34,7 +34,8 @@ TEST_CASE("each generation preset gives its chip's published peak, HBM and ICI p
   // v4's is given per link, 45 GB/s one way over 6 links).
   const Fact facts[] = {{"tpu_v4", 275, 32 * 1073741824.0, 1200, 45 * 6 * 2, 6},
                         {"tpu_v5p", 459, 95e9, 2765, 1200, 6},
-                        {"tpu_v5e", 197, 16e9, 819, 400, 4}};
+                        {"tpu_v5e", 197, 16e9, 819, 400, 4},
+                        {"tpu_v6e", 918, 32e9, 1638, 800, 4}};
   for (const auto& f : facts) {
     INFO(f.preset);
     const Config cfg = generation(f.preset);
@@ -49,6 +50,21 @@ TEST_CASE("each generation preset gives its chip's published peak, HBM and ICI p
     const double efficiency = cfg.number("hardware.calibration.ici_efficiency");
     CHECK(h.ici_bandwidth.bytes_per_s() / efficiency * f.links * 2 ==
           Approx(f.ici_GBps_per_chip_both_ways * 1e9).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("each generation preset gives its chip's published int8 and fp8 peaks") {
+  // shared/reference/llm-on-tpu.md, per chip in TOPS; 0: no published rate (refused).
+  const struct {
+    const char* preset;
+    double int8, fp8;
+  } facts[] = {{"tpu_v3", 0, 0},    {"tpu_v4", 275, 0},   {"tpu_v5p", 918, 459},
+               {"tpu_v5e", 394, 0}, {"tpu_v6e", 1836, 0}, {"tpu_v7", 0, 4614}};
+  for (const auto& f : facts) {
+    INFO(f.preset);
+    const HardwareSpec h = HardwareSpec::from_config(generation(f.preset));
+    CHECK(chip_peak_flops(h) * h.mxu.int8_rate == Approx(f.int8 * 1e12).epsilon(2e-3));
+    CHECK(chip_peak_flops(h) * h.mxu.fp8_rate == Approx(f.fp8 * 1e12).epsilon(2e-3));
   }
 }
 

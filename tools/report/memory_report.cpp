@@ -12,6 +12,30 @@
 #include "core/units.hpp"
 
 namespace tpusim::cli {
+namespace {
+// What the largest class at the peak holds, in the words of docs/memory.md's table.
+const char* class_meaning(const std::string& cls) {
+  if (cls == "activations") return "forward tensors kept for the backward pass or recomputed";
+  if (cls == "weight_copies") return "the bf16 (or int8) weights the passes read, FSDP's gathered";
+  if (cls == "optimizer_state") return "the optimizer's f32 slots";
+  if (cls == "master_weights") return "the f32 master weights";
+  if (cls == "activation_gradients") return "gradients flowing back through the layers";
+  if (cls == "weight_gradients") return "f32 weight gradients before their reduction";
+  if (cls == "gradient_buckets") return "reduced gradients before the optimizer";
+  return "see docs/memory.md";
+}
+
+// "activations: 62 % of the peak (forward tensors ...)": the class that sets the peak.
+std::string peak_set_by(const MemoryProfile& m) {
+  const auto classes = m.classes_by_size();
+  if (classes.empty() || m.peak_bytes <= 0) return "";
+  const std::string cls = to_string(classes.front().first);
+  return fmt::format("{}: {:.0f} % of the peak ({}) at {}", cls,
+                     100 * classes.front().second / m.peak_bytes, class_meaning(cls),
+                     m.peak_op_name);
+}
+}  // namespace
+
 nlohmann::json memory_json(const MemoryProfile& m, double analysis_s) {
   if (!m.known) return {{"known", false}};
   nlohmann::json classes = nlohmann::json::object();
@@ -28,6 +52,7 @@ nlohmann::json memory_json(const MemoryProfile& m, double analysis_s) {
           {"headroom_bytes", m.headroom_bytes()},
           {"fits", m.fits()},
           {"peak_op", m.peak_op_name},
+          {"peak_set_by", peak_set_by(m)},
           {"resident_bytes", m.resident_bytes},
           {"bytes_by_class", classes},
           {"largest", largest},
@@ -50,6 +75,8 @@ void print_memory(std::ostream& out, const nlohmann::json& m) {
     classes.emplace_back(it.key(), it.value().get<double>());
   std::stable_sort(classes.begin(), classes.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (m.contains("peak_set_by") && !m["peak_set_by"].get<std::string>().empty())
+    out << "    set by " << m["peak_set_by"].get<std::string>() << "\n";
   for (const auto& [name, bytes] : classes)
     out << fmt::format("    {:<22} {:>10}\n", name, format_bytes(bytes));
   out << "  largest buffers at the peak:\n";

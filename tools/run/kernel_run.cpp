@@ -68,12 +68,14 @@ struct Types {
   KernelDType kind;
   int in_bytes, out_bytes;
   DType tile;  ///< the dtype whose (8|16, 128) tile pads its arrays
+  DType mxu;   ///< the MXU operands' dtype: int8 and fp8 run at the chip's rate
 };
 
-/// --dtype; an int8 or fp8 kernel speeds the MXU passes by the chip's rate, which must be set.
-Types parse_types(const std::string& dtype, HardwareSpec& hw) {
-  if (dtype == "bf16") return {KernelDType::BF16, 2, 2, DType::BF16};
-  if (dtype == "f32") return {KernelDType::F32, 4, 4, DType::F32};
+/// --dtype; an int8 or fp8 kernel's MXU passes run at the chip's rate (ComputeCost::mxu_dtype,
+/// the cost formula every op uses), which must be set.
+Types parse_types(const std::string& dtype, const HardwareSpec& hw) {
+  if (dtype == "bf16") return {KernelDType::BF16, 2, 2, DType::BF16, DType::BF16};
+  if (dtype == "f32") return {KernelDType::F32, 4, 4, DType::F32, DType::F32};
   const bool int8 = dtype == "int8";
   if (!int8 && dtype != "fp8")
     throw ConfigError("--dtype", "unknown dtype '" + dtype + "'; allowed: bf16, f32, int8, fp8");
@@ -82,10 +84,10 @@ Types parse_types(const std::string& dtype, HardwareSpec& hw) {
     throw ConfigError("--dtype", fmt::format("{}: hardware.mxu.{}_rate is 0 on {} (no published "
                                              "{} rate); set it or use bf16 or f32",
                                              dtype, dtype, hw.name, dtype));
-  hw.mxu.rows_per_pass = static_cast<int>(std::lround(hw.mxu.rows_per_pass * rate));
   // An int8 product accumulates in int32, an fp8 one is written as bf16. 8-bit arrays are
   // padded as bf16's (16, 128) tiles: XLA's (32, 128) would pad their rows more.
-  return {int8 ? KernelDType::Int8 : KernelDType::FP8, 1, int8 ? 4 : 2, DType::BF16};
+  return {int8 ? KernelDType::Int8 : KernelDType::FP8, 1, int8 ? 4 : 2, DType::BF16,
+          int8 ? DType::I8 : DType::F8};
 }
 
 double padded(const Shape& s, const Types& t, bool feature_map = false) {
@@ -106,6 +108,7 @@ Kernel matmul_kernel(const std::string& shape, const Types& t, const std::string
              1.0 * b * m * n * k);
   Kernel kr;
   kr.cost.matmul = MatmulShape{b, m, k, n};
+  kr.cost.mxu_dtype = t.mxu;
   kr.cost.flops = kr.cost.matmul->flops();
   kr.cost.bytes_read = (padded({b, m, k}, t) + padded({b, k, n}, t)) * t.in_bytes;
   kr.cost.bytes_written = padded({b, m, n}, t) * t.out_bytes;
@@ -126,6 +129,7 @@ Kernel conv_kernel(const std::string& shape, const Types& t, const std::string& 
   const FeatureMap out = output_of(node);
   Kernel kr;
   kr.cost.matmul = node.matmul;
+  kr.cost.mxu_dtype = t.mxu;
   kr.cost.flops = node.flops;
   kr.cost.bytes_read = (padded({in.batch, in.height, in.width, in.channels}, t, true) +
                         padded({s[5] * s[5] * s[3], s[4]}, t)) *
@@ -174,6 +178,7 @@ Kernel attention_kernel(const std::string& shape, const Types& t, const std::str
   const std::int64_t bh = s[0] * s[1], seq = s[2], d = s[3];
   Kernel kr;
   kr.cost.matmul = MatmulShape{2 * bh, seq, d, seq};
+  kr.cost.mxu_dtype = t.mxu;
   kr.cost.flops = 4.0 * bh * seq * seq * d;
   kr.cost.vpu_elements = static_cast<double>(bh) * seq * seq;
   kr.cost.vpu_ops_per_element = vpu_ops::kSoftmax;
@@ -210,7 +215,7 @@ std::string bound_of(const OpTiming& t) {
 }  // namespace
 
 Kernel make_kernel(const std::string& op, const std::string& shape, const std::string& dtype,
-                   HardwareSpec& hw) {
+                   const HardwareSpec& hw) {
   const bool known = op == "matmul" || op == "conv" || op == "elementwise" || op == "reduction" ||
                      op == "attention";
   if (!known) throw ConfigError("--op", "unknown op '" + op + "'; allowed: " + kOps);
@@ -223,13 +228,13 @@ Kernel make_kernel(const std::string& op, const std::string& shape, const std::s
 
 void run_kernel(const KernelArgs& a) {
   const Study study = load_study({{"preset", a.preset}}, a.sets, "(command line)");
-  HardwareSpec hw = study.hardware;
-  const double bf16_rows = hw.mxu.rows_per_pass;
+  const HardwareSpec& hw = study.hardware;
   const Kernel k = make_kernel(a.op, a.shape, a.dtype, hw);
   const OpTiming t = compute_op_time(hw, k.cost);
   const double s = t.total.seconds();
   const double bytes = k.cost.bytes_read + k.cost.bytes_written;
-  const double peak = hw.peak_flops_per_core() * hw.mxu.rows_per_pass / bf16_rows;
+  const double peak =
+      hw.peak_flops_per_core() * mxu_rows_per_pass(hw.mxu, k.cost.mxu_dtype) / hw.mxu.rows_per_pass;
   const std::string bound = bound_of(t);
   if (a.json) {
     nlohmann::json terms;

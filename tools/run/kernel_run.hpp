@@ -30,11 +30,11 @@ struct Kernel {
 };
 
 /// Builds the kernel of --op, --shape, --dtype for `hw` (its MXU dimension lowers a
-/// convolution; its int8 or fp8 rate, which must be set, speeds the MXU passes; `hw` is changed
-/// accordingly). Operand and result bytes are padded to XLA's (8|16, 128) tiles. Throws
-/// ConfigError naming --op, --shape or --dtype.
+/// convolution; an int8 or fp8 kernel's ComputeCost::mxu_dtype makes the cost formula run its
+/// MXU passes at the chip's rate, which must be set). Operand and result bytes are padded to XLA's
+/// (8|16, 128) tiles. Throws ConfigError naming --op, --shape or --dtype.
 Kernel make_kernel(const std::string& op, const std::string& shape, const std::string& dtype,
-                   HardwareSpec& hw);
+                   const HardwareSpec& hw);
 
 /// Times the kernel and prints time, achieved TFLOP/s and bytes/s, the bound resource and the
 /// cost terms (text or JSON). Throws ConfigError on bad input.

@@ -18,7 +18,7 @@ constexpr std::int64_t kMaxDim = std::int64_t{1} << 53;
 
 DType read_dtype(const JsonField& f) {
   auto d = parse_dtype(f.string());
-  if (!d) f.fail("'" + f.string() + "' is not a dtype; expected one of bf16, f32, i32");
+  if (!d) f.fail("'" + f.string() + "' is not a dtype; expected one of bf16, f32, i32, int8, fp8");
   return *d;
 }
 
@@ -52,7 +52,7 @@ long long mesh_devices(const std::vector<MeshAxis>& mesh) {
 
 ComputeCost read_compute(const JsonField& f) {
   f.only_keys({"flops", "bytes_read", "bytes_written", "vpu_elements", "vpu_ops_per_element",
-               "matmul", "measured_ns"});
+               "matmul", "measured_ns", "mxu_dtype"});
   ComputeCost c;
   c.flops = f["flops"].bounded("a FLOP count", kMaxOpFlops, "FLOPs", "kMaxOpFlops");
   c.bytes_read = f["bytes_read"].bounded("a size", kMaxBytes, "bytes", "kMaxBytes");
@@ -73,6 +73,7 @@ ComputeCost read_compute(const JsonField& f) {
   if (auto v = f.optional("measured_ns"))
     c.measured_ns =
         v->bounded("a duration", kMaxSimulatedSeconds * 1e9, "ns", "kMaxSimulatedSeconds");
+  if (auto v = f.optional("mxu_dtype")) c.mxu_dtype = read_dtype(*v);
   return c;
 }
 

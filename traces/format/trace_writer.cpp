@@ -22,6 +22,7 @@ ojson compute_to_json(const ComputeCost& c) {
     j["matmul"] = ojson{
         {"batch", c.matmul->batch}, {"m", c.matmul->m}, {"k", c.matmul->k}, {"n", c.matmul->n}};
   if (c.measured_ns) j["measured_ns"] = *c.measured_ns;
+  if (c.mxu_dtype != DType::BF16) j["mxu_dtype"] = to_string(c.mxu_dtype);
   return j;
 }
 

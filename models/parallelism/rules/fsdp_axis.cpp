@@ -82,8 +82,10 @@ class FsdpAxis final : public ShardingRule {
     const auto& owners = plan_.owners_of_segment[seg];
     if (owners.empty() || gathered_.count({owners.front(), seg})) return;
     const Phase phase = plan_.segment_phase[seg];
+    // Quantized owners' weights travel in their 8-bit dtype (workload.quantization).
     double bytes = 0;
-    for (int owner : owners) bytes += s.params_per_core(owner) * dtype_bytes(DType::BF16);
+    for (int owner : owners)
+      bytes += s.params_per_core(owner) * s.graph.node(owner).weight_copy_bytes();
     const std::string what = phase == Phase::Forward ? ".weights" : ".weights.bwd";
     const int op =
         s.emit_collective(s.graph.node(owners.front()).name + what + ".all-gather",

@@ -30,7 +30,8 @@ class WeightUpdateSharding final : public ShardingRule {
   void after_bucket_update(PartitionState& s, const Bucket& b,
                            const std::vector<int>& last_ops) override {
     double weight_bytes = 0;
-    for (int o : b.owners) weight_bytes += s.params_per_core(o) * dtype_bytes(DType::BF16);
+    for (int o : b.owners)
+      weight_bytes += s.params_per_core(o) * s.graph.node(o).weight_copy_bytes();
     const int gather = s.emit_collective("opt.bucket." + std::to_string(b.index) + ".all-gather",
                                          CollectiveKind::AllGather, Phase::Optimizer, weight_bytes,
                                          DType::BF16, s.layout.replica_axes(), last_ops);

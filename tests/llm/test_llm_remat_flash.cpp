@@ -1,0 +1,110 @@
+// MaxText's remat policies (workload.remat) and flash attention (workload.attention = flash),
+// docs/llm.md: the bytes each policy keeps per layer, offloading, the blocks flash attention runs
+// and the s x s tensors it does not keep, against closed forms of the decoder's dimensions.
+#include <catch2/catch.hpp>
+
+#include "core/errors.hpp"
+#include "tests/unit/model_study.hpp"
+
+using namespace tpusim;
+using tpusim::test::activations_at;
+using tpusim::test::index_of;
+using tpusim::test::op_named;
+using tpusim::test::program_of;
+
+namespace {
+// d_model 256, 4 heads of 64, d_ff 1024 (GELU), 128 tokens, 3 layers, one sequence per core
+// (TPU v3, 2 cores): bf16 tensors per layer of T = 128 tokens.
+constexpr double kD = 256, kH = 4, kF = 1024, kS = 128, kL = 3;
+
+Program lm(nlohmann::json extra, double seq = kS) {
+  nlohmann::json w{{"model", "decoder_lm"}, {"global_batch", 2}, {"layers", kL},  {"d_model", kD},
+                   {"heads", kH},           {"d_ff", kF},        {"vocab", 1024}, {"seq_len", seq}};
+  if (extra.is_object()) w.update(extra);
+  return program_of(load_config({{"topology", "1x1"}, {"workload", w}}));
+}
+
+double kept_at_loss(const Program& p) { return activations_at(p, index_of(p, "head.loss")); }
+}  // namespace
+
+TEST_CASE("each MaxText remat policy keeps its checkpoint names' tensors per layer") {
+  // Per layer, bf16, one sequence: Q, K, V 3 T d; context T d; out_proj T d; mlpwi T f;
+  // mlpwo T d. `full` keeps only each layer's input, so a policy keeps its names on top of it.
+  const double t = kS * 2;  // bytes per element row of one feature: T tokens x 2 bytes
+  const double qkv = 3 * kD * t, context = kD * t, out = kD * t, wi = kF * t, wo = kD * t;
+  const struct {
+    const char* policy;
+    double per_layer;
+  } cases[] = {
+      {"minimal", qkv + out + wi + wo},
+      {"minimal_with_context", qkv + context + out + wi + wo},
+      {"save_dot_with_context_except_mlp", qkv + context + out},
+      {"save_dot_except_mlpwi", qkv + out + wo},
+      {"save_dot_except_mlp", qkv + out},
+      {"save_qkv_proj", qkv},
+      {"save_out_proj", out},
+      {"save_dot_except_logits_ffn1", qkv + context + out + wo},
+      {"save_dot_except_logits", qkv + context + out + wi + wo},
+      {"qkv_proj_offloaded", 0},  // saved in host memory
+      {"minimal_offloaded", 0},
+  };
+  const double full = kept_at_loss(lm({{"remat", "full"}}));
+  for (const auto& c : cases) {
+    INFO(c.policy);
+    CHECK(kept_at_loss(lm({{"remat", c.policy}})) - full == Approx(kL * c.per_layer));
+  }
+}
+
+TEST_CASE("remat policies recompute what they do not keep, offloaded tensors are fetched back") {
+  const Program none = lm({{"remat", "none"}}), minimal = lm({{"remat", "minimal"}});
+  const Program offloaded = lm({{"remat", "minimal_offloaded"}});
+  // minimal recomputes the layer's batched einsums (scores, context) and its vector ops, not the
+  // weight matmuls it keeps: 2 x 2 T^2 d FLOPs per layer on the MXU.
+  double recomputed = 0;
+  for (const auto& op : minimal.ops)
+    if (op.name.find(".remat") != std::string::npos) recomputed += op.compute.flops;
+  CHECK(recomputed == Approx(kL * 2 * (2 * kS * kS * kD)));
+  CHECK_NOTHROW(op_named(minimal, "decoder.1.attention.softmax.remat"));
+  // The offloaded tensors come back before their layer's backward, one fetch each, writing their
+  // bytes into HBM; the model FLOPs are unchanged.
+  const Op& fetch = op_named(offloaded, "decoder.2.mlp.in.fetch");
+  CHECK(fetch.output.bytes == Approx(kF * kS * 2));
+  CHECK(index_of(offloaded, "decoder.2.mlp.in.fetch") <
+        index_of(offloaded, "decoder.2.mlp.out.bwd_weight"));
+  CHECK(minimal.model_flops == none.model_flops);
+  CHECK(offloaded.model_flops == none.model_flops);
+  CHECK(kept_at_loss(offloaded) < kept_at_loss(minimal));
+}
+
+TEST_CASE(
+    "causal flash attention runs the blocks on and below the diagonal: half at long sequences") {
+  // 8192 tokens in blocks of 512: nb = 16 blocks a side, nb (nb + 1) / 2 of nb^2 computed.
+  const double s = 8192, nb = 16;
+  const Program flash = lm({{"attention", "flash"}, {"layers", 1}}, s);
+  const Op& f = op_named(flash, "decoder.0.attention.flash_attention");
+  const double square = 4 * kH * s * s * (kD / kH);  // scores and context, whole
+  CHECK(f.compute.matmul->flops() == Approx(square * (nb + 1) / (2 * nb)));
+  CHECK(f.compute.matmul->flops() / square < 0.54);
+  CHECK(f.compute.flops == Approx(square));  // MFU counts the square, as MaxText's tables
+  // Backward: the scores recomputed and four gradient products per block.
+  const Op& b = op_named(flash, "decoder.0.attention.flash_attention.bwd");
+  CHECK(b.compute.matmul->flops() == Approx(2.5 * f.compute.matmul->flops()));
+}
+
+TEST_CASE("flash attention keeps no s x s tensor for the backward pass") {
+  // Per layer, one sequence: dot_product keeps the scores and probabilities (h s^2 bf16 each);
+  // flash keeps the output's f32 log-sum-exp (h s) instead.
+  const double dot = kept_at_loss(lm({})), flash = kept_at_loss(lm({{"attention", "flash"}}));
+  CHECK(dot - flash == Approx(kL * (2 * 2 * kH * kS * kS - 4 * kH * kS)));
+  CHECK(lm({{"attention", "flash"}}).model_flops == lm({}).model_flops);
+}
+
+TEST_CASE("a remat policy, attention kernel or block not allowed is one error naming the path") {
+  CHECK_THROWS_WITH(lm({{"remat", "dots"}}), Catch::Contains("workload.remat") &&
+                                                 Catch::Contains("minimal_offloaded") &&
+                                                 Catch::Contains("save_dot_except_logits"));
+  CHECK_THROWS_WITH(lm({{"attention", "splash"}}),
+                    Catch::Contains("workload.attention") && Catch::Contains("flash"));
+  CHECK_THROWS_WITH(lm({{"attention", "flash"}, {"flash_block", 200}}),
+                    Catch::Contains("workload.flash_block"));
+}
