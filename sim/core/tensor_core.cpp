@@ -18,7 +18,10 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionCont
       traced_(traced),
       compute_scale_(compute_scale),
       resources_(*ctx.hardware,
-                 CoreParts{ctx.async_collectives, ctx.memory, ctx.cmem, ctx.direct_access}) {
+                 CoreParts{ctx.async_collectives, ctx.memory, ctx.cmem, ctx.direct_access}),
+      // Named: an unnamed event made while elaborating gets a generated unique name, which
+      // costs SystemC about as much again as making it.
+      wake_("wake") {
   SC_METHOD(guarded_step);
   sensitive << wake_;
   register_stats();
