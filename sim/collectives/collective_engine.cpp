@@ -10,6 +10,7 @@
 #include "sim/collectives/collective_algorithm.hpp"
 #include "sim/collectives/symmetry.hpp"
 #include "sim/core/core_resources.hpp"
+#include "sim/core/ici_port.hpp"
 #include "sim/core/tensor_core_cost.hpp"
 #include "sim/machine/machine.hpp"
 
@@ -266,7 +267,19 @@ void CollectiveEngine::wave_arrived(PoolIndex w, Duration arrival) {
   StepWaves& sw = waves_[w];
   // Data moves and is summed as it streams in: the wave's streams are through when the last
   // has arrived (a coalesced message: after its further hops' latencies too).
-  const Duration through = arrival + sw.path_latency * (sw.steps - 1);
+  Duration through = arrival + sw.path_latency * (sw.steps - 1);
+  // What each sending core sent leaves it through its ICI port, one transaction annotated with
+  // the network level's answer; the wave is through when the last port says so (the built-in
+  // ports answer the network's time).
+  IciTransfer transfer;
+  transfer.issued = sw.issued;
+  transfer.op = runs_[sw.run].op_index;
+  const Duration answered = through;
+  for (const auto& [core, n] : sw.cores) {
+    transfer.bytes = sw.stream_bytes * n;
+    transfer.streams = n;
+    through = max(through, listener_.resources(core).dma.send(answered, transfer));
+  }
   for (const auto& [core, n] : sw.cores)
     listener_.resources(core).dma.complete(n, sw.issued, through);
   const bool limited = hw_.dma_engines_per_core > 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/core/ici_port.hpp"
 #include "sim/core/memory.hpp"
 #include "sim/core/sc_delay.hpp"
 #include "sim/kernel/event_queue.hpp"
@@ -74,6 +75,10 @@ DmaEngines::DmaEngines(sc_core::sc_module_name name, int engines)
   access_ = new MemoryAccess;
   payload_.set_extension(access_);
   payload_.set_command(tlm::TLM_IGNORE_COMMAND);
+  transfer_ = new IciTransfer;
+  send_payload_.set_extension(transfer_);
+  send_payload_.set_command(tlm::TLM_IGNORE_COMMAND);
+  reserve_stats(4);
   add_stat("busy_ns", "ns",
            "engine time: each collective stream from its issue until its data is through, summed "
            "(the report's occupancy.dma_busy_ms on the last core)",
@@ -87,25 +92,86 @@ DmaEngines::DmaEngines(sc_core::sc_module_name name, int engines)
            [this] { return static_cast<double>(peak_); });
 }
 
-Duration DmaEngines::access(Duration start, const MemoryAccess& a) {
-  *access_ = a;
-  payload_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+void DmaEngines::connect(MemoryModel& hbm, MemoryModel* cmem, IciPort& ici, Hbm* direct_hbm,
+                         OnChipMemory* direct_cmem, IciPort* direct_ici) {
+  int bound = 0;
+  initiator.bind(hbm.target);
+  ++bound;
+  if (cmem) {
+    initiator.bind(cmem->target);
+    cmem_target_ = bound++;
+  }
+  initiator.bind(ici);
+  ici_target_ = bound;
+  direct_hbm_ = direct_hbm;
+  direct_cmem_ = direct_cmem;
+  direct_ici_ = direct_ici;
+}
+
+Duration DmaEngines::transport(int target, tlm::tlm_generic_payload& payload, Duration start) {
+  payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   const Duration now = sim_now();
   sc_core::sc_time delay = sc_delay(start - now);
-  initiator->b_transport(payload_, delay);
-  if (!payload_.is_response_ok())
-    throw std::logic_error(std::string("tpusim: the memory model of ") + name() + " answered " +
-                           payload_.get_response_string());
+  initiator[target]->b_transport(payload, delay);
+  if (!payload.is_response_ok())
+    throw std::logic_error(std::string("tpusim: a target of ") + name() + " answered " +
+                           payload.get_response_string());
   return now + from_sc(delay);
 }
 
-CoreResources::CoreResources(const HardwareSpec& hw, bool shared, const MemoryFactory* memory)
-    : memory_(memory && *memory ? (*memory)("hbm", hw) : std::make_unique<Hbm>("hbm")),
+Duration DmaEngines::access(Duration start, const MemoryAccess& a) {
+  if (direct_hbm_) return direct_hbm_->serve(start, a);
+  *access_ = a;
+  return transport(0, payload_, start);
+}
+
+Duration DmaEngines::access_cmem(Duration start, const MemoryAccess& a) {
+  if (direct_cmem_) return direct_cmem_->serve(start, a);
+  if (cmem_target_ < 0) return start;
+  *access_ = a;
+  return transport(cmem_target_, payload_, start);
+}
+
+Duration DmaEngines::send(Duration through, const IciTransfer& t) {
+  if (direct_ici_) return direct_ici_->serve(through, t);
+  *transfer_ = t;
+  return transport(ici_target_, send_payload_, through);
+}
+
+namespace {
+/// The model `factory` makes under `name`, or null for the built-in.
+std::unique_ptr<MemoryModel> plugged(const MemoryFactory* factory, const char* name,
+                                     const HardwareSpec& hw) {
+  if (!factory || !*factory) return nullptr;
+  auto model = (*factory)(name, hw);
+  if (!model) throw std::logic_error("tpusim: the memory factory made no memory model");
+  return model;
+}
+}  // namespace
+
+CoreResources::CoreResources(const HardwareSpec& hw, const CoreParts& parts)
+    : memory_(plugged(parts.memory, "hbm", hw)),
       dma("dma", hw.dma_engines_per_core),
       hw_(hw),
-      shared_(shared) {
-  if (!memory_) throw std::logic_error("tpusim: the memory factory made no memory model");
-  dma.initiator.bind(memory_->target);
+      shared_(parts.shared) {
+  Hbm* direct_hbm = nullptr;
+  if (!memory_) {
+    auto built_in = std::make_unique<Hbm>("hbm");
+    if (parts.direct) direct_hbm = built_in.get();
+    memory_ = std::move(built_in);
+  }
+  OnChipMemory* direct_cmem = nullptr;
+  if (hw.cmem_bytes_per_chip > 0) {
+    cmem_ = plugged(parts.cmem, "cmem", hw);
+    if (!cmem_) {
+      auto built_in = std::make_unique<OnChipMemory>("cmem");
+      if (parts.direct) direct_cmem = built_in.get();
+      cmem_ = std::move(built_in);
+    }
+  }
+  ici_ = std::make_unique<IciPort>("ici");
+  dma.connect(*memory_, cmem_.get(), *ici_, direct_hbm, direct_cmem,
+              parts.direct ? ici_.get() : nullptr);
 }
 
 CoreResources::~CoreResources() = default;
@@ -115,7 +181,7 @@ bool CoreResources::exclusive_from(Duration t) const {
 }
 
 Duration CoreResources::compute(Duration start, const OpDemand& d, Duration natural,
-                                MemoryAccess& access) {
+                                MemoryAccess& access, const MemoryAccess* cmem) {
   const Duration m = mxu.grant(start, d.mxu);
   const Duration v = vpu.grant(start, d.vpu);
   Duration h = start;
@@ -125,6 +191,7 @@ Duration CoreResources::compute(Duration start, const OpDemand& d, Duration natu
     access.uncontended = false;
     h = dma.access(start, access);
   }
+  if (cmem) h = std::max(h, dma.access_cmem(start, *cmem));
   return std::max(start + natural, std::max(std::max(m, v), h) + hw_.op_overhead);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The resources of one TensorCore: its MXUs and its vector unit (work-conserving servers, plain
-// members of the core), its memory (a module behind a TLM-2.0 target socket, sim/core/memory.hpp)
-// and its DMA engines (a module with the initiator socket bound to it). A server grants busy
+// members of the core), its memories (modules behind TLM-2.0 target sockets, sim/core/memory.hpp:
+// its HBM and, on a chip with CMEM, its CMEM), its ICI port (sim/core/ici_port.hpp) and its DMA
+// engines (a module whose initiator socket is bound to all three). A server grants busy
 // intervals: a request of W of busy time from time t takes the earliest free time at or after t
 // (the intervals granted earlier keep theirs) and ends when the last of W is served. Nothing here
 // has a process of its own: requests come from the core's process (a run of compute ops) and from
@@ -18,7 +19,7 @@
 #include <vector>
 
 // After <tlm>.
-#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
 
 #include "core/hardware.hpp"
 #include "core/units.hpp"
@@ -28,10 +29,24 @@
 namespace tpusim {
 
 struct MemoryAccess;
+struct IciTransfer;
 class MemoryModel;
-/// Makes the memory model of one core (`name`: its module name, a child of the core).
+class Hbm;
+class OnChipMemory;
+class IciPort;
+/// Makes a memory model of one core (`name`: its module name, a child of the core: hbm, cmem).
 using MemoryFactory =
     std::function<std::unique_ptr<MemoryModel>(const char* name, const HardwareSpec& hw)>;
+
+/// What a core's resources are built from besides the hardware.
+struct CoreParts {
+  bool shared = false;                    ///< async collectives: steps run while the core computes
+  const MemoryFactory* memory = nullptr;  ///< the HBM model; null or empty: the built-in Hbm
+  const MemoryFactory* cmem = nullptr;    ///< the CMEM model; null or empty: the built-in
+  /// The DMA engines reach a built-in model directly, without a transaction (false: every access
+  /// through the sockets, as a user's model sees them).
+  bool direct = true;
+};
 
 class CoreResource {
  public:
@@ -60,18 +75,29 @@ class CoreResource {
 /// (CollectiveEngine issues a step's streams in waves of at most `engines` per core); with 0
 /// every stream issued is carried at once. What the streams move through HBM is booked on the
 /// core's memory (`hbm_bytes`). Occupancy: engine time, streams and the most in flight.
-/// The engines are the initiator of every access of the core's memory (`initiator`, bound to the
-/// memory's target socket): the compute ops' operands and results too, which they move between
-/// HBM and the vector memory.
+/// The engines are the initiator of every access of the core's memories and of everything it
+/// sends (`initiator`, one socket bound to the HBM's target socket, the CMEM's where the chip has
+/// CMEM, and the core's ICI port): the compute ops' operands and results too, which they move
+/// between HBM or CMEM and the vector memory.
 class DmaEngines : public sc_core::sc_module, public StatGroup {
  public:
   DmaEngines(sc_core::sc_module_name name, int engines);
-  tlm_utils::simple_initiator_socket<DmaEngines> initiator;
+  tlm_utils::multi_passthrough_initiator_socket<DmaEngines> initiator;
 
-  /// One access of the core's memory, starting at `start` (at or after now: the initiator's
-  /// local time ahead of the kernel is the transaction's delay): a b_transport through
-  /// `initiator`. Returns when the access is through.
+  /// Binds the initiator to the core's targets (the HBM's first, then the CMEM's if any, then
+  /// the ICI port's). `direct_*`: the built-in ones, which accesses then reach directly.
+  void connect(MemoryModel& hbm, MemoryModel* cmem, IciPort& ici, Hbm* direct_hbm,
+               OnChipMemory* direct_cmem, IciPort* direct_ici);
+
+  /// One access of the core's HBM, starting at `start` (at or after now: the initiator's local
+  /// time ahead of the kernel is the transaction's delay): a b_transport through `initiator`.
+  /// Returns when the access is through.
   Duration access(Duration start, const MemoryAccess& a);
+  /// One access of the core's CMEM, likewise; a core without CMEM answers `start`.
+  Duration access_cmem(Duration start, const MemoryAccess& a);
+  /// A wave of streams this core sent, through at `through` by the network level's answer: a
+  /// b_transport through the core's ICI port. Returns when the port says it is through.
+  Duration send(Duration through, const IciTransfer& t);
   /// True if `streams` more can be issued at `now` (streams whose data is through by then have
   /// freed their engines).
   bool can_issue(int streams, Duration now) {
@@ -121,17 +147,24 @@ class DmaEngines : public sc_core::sc_module, public StatGroup {
   int peak_ = 0;
   std::uint64_t streams_ = 0;
   Duration busy_, waiting_;
+  /// A b_transport of `payload` through the initiator's binding `target`, starting at `start`.
+  Duration transport(int target, tlm::tlm_generic_payload& payload, Duration start);
   tlm::tlm_generic_payload payload_;  ///< reused by every access (b_transport is blocking)
   MemoryAccess* access_ = nullptr;    ///< payload_'s extension, owned by it
+  tlm::tlm_generic_payload send_payload_;
+  IciTransfer* transfer_ = nullptr;         ///< send_payload_'s extension
+  int cmem_target_ = -1, ici_target_ = -1;  ///< the initiator's bindings (the HBM's is 0)
+  Hbm* direct_hbm_ = nullptr;
+  OnChipMemory* direct_cmem_ = nullptr;
+  IciPort* direct_ici_ = nullptr;
 };
 
 /// The resources of a core. Not a module itself: built inside the TensorCore's constructor, the
-/// memory and the DMA engines are the core's children (multipod.chip(x,y).core0.hbm, .dma).
+/// memories, the ICI port and the DMA engines are the core's children
+/// (multipod.chip(x,y).core0.hbm, .cmem, .ici, .dma).
 class CoreResources {
  public:
-  /// `shared`: collective steps may run while the core computes (async collectives).
-  /// `memory`: makes the core's memory model; null or empty: the built-in HBM port (Hbm).
-  CoreResources(const HardwareSpec& hw, bool shared, const MemoryFactory* memory);
+  CoreResources(const HardwareSpec& hw, const CoreParts& parts);
   ~CoreResources();
 
   /// True if a run of compute from `t` cannot meet other work: not shared, and nothing granted
@@ -147,9 +180,11 @@ class CoreResources {
 
   /// A compute op starting at `start` that takes `natural` uncontended: MXUs, vector unit and
   /// memory work at once (as in the cost model); it ends at the later of start + natural and its
-  /// last grant plus the op overhead. Uncontended, with the built-in memory, that is exactly
-  /// start + natural. `access`: the op's memory access (work and latency from `d`).
-  Duration compute(Duration start, const OpDemand& d, Duration natural, MemoryAccess& access);
+  /// last grant (or memory answer) plus the op overhead. Uncontended, with the built-in
+  /// memories, that is exactly start + natural. `access`: the op's HBM access (work and latency
+  /// from `d`); `cmem`: its CMEM access, or null.
+  Duration compute(Duration start, const OpDemand& d, Duration natural, MemoryAccess& access,
+                   const MemoryAccess* cmem);
 
   /// A collective step's work on this core from `start`: `access` read and written by the
   /// DMA streams and the reduction (its work is set here from its bytes), `vpu` of reduction on
@@ -159,10 +194,14 @@ class CoreResources {
                        int hbm_latencies);
 
   MemoryModel& memory() const { return *memory_; }
+  MemoryModel* cmem() const { return cmem_.get(); }  ///< null: the chip has no CMEM
+  const IciPort& ici() const { return *ici_; }
   CoreResource mxu, vpu;
 
  private:
   std::unique_ptr<MemoryModel> memory_;
+  std::unique_ptr<MemoryModel> cmem_;
+  std::unique_ptr<IciPort> ici_;
 
  public:
   DmaEngines dma;

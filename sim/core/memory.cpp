@@ -1,20 +1,32 @@
 #include "sim/core/memory.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "sim/core/sc_delay.hpp"
 
 namespace tpusim {
 
+namespace {
+/// The kind of a memory's statistics: its module's name for the core's memories, else "memory".
+const char* memory_kind(const char* leaf) {
+  for (const char* kind : {"hbm", "cmem"})
+    if (std::strcmp(leaf, kind) == 0) return kind;
+  return "memory";
+}
+}  // namespace
+
 MemoryModel::MemoryModel(sc_core::sc_module_name name)
-    : sc_core::sc_module(name), StatGroup("hbm"), target("target") {
+    : sc_core::sc_module(name), StatGroup(memory_kind(name)), target("target") {
   target.bind(*this);
+  reserve_stats(4);
   add_stat("bytes_read", "bytes", "bytes read from the memory (compute ops and collective steps)",
            [this] { return bytes_read_; });
   add_stat("bytes_written", "bytes", "bytes written into the memory",
            [this] { return bytes_written_; });
   add_stat("accesses", "transactions",
-           "b_transport calls: one per compute op with memory traffic, one per collective step",
+           "accesses (b_transport calls, or the DMA engines' direct path to a built-in model): "
+           "one per compute op with traffic here, one per collective step (HBM)",
            [this] { return accesses_; });
   add_stat("busy_ns", "ns",
            "time the memory's port was busy (every access's busy time; the report's "
@@ -45,18 +57,13 @@ bool MemoryModel::get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) {
 unsigned int MemoryModel::transport_dbg(tlm::tlm_generic_payload&) { return 0; }
 
 void Hbm::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
-  const MemoryAccess& a = access_of(payload);
-  count_access(a);
   const Duration now = sim_now();
-  const Duration start = now + from_sc(delay);
-  Duration end;
-  if (a.uncontended) {
-    port.count(a.work);
-    end = start + a.work + a.latency;
-  } else {
-    end = port.grant(start, a.work) + a.latency;
-  }
-  delay = sc_delay(end - now);
+  delay = sc_delay(serve(now + from_sc(delay), access_of(payload)) - now);
+  payload.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+void OnChipMemory::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time&) {
+  count_access(access_of(payload));  // through when it starts: the delay stays
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

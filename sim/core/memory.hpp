@@ -1,15 +1,20 @@
 #pragma once
-// A TensorCore's memory behind a TLM-2.0 target socket. The core's DMA engines (DmaEngines, the
-// initiator) move every byte the core reads from or writes to its HBM: a compute op's operands
-// and results (between HBM and the vector memory its units work from) and a collective step's
-// streams (between HBM and the ICI). Each access is one loosely-timed b_transport: the payload's
-// annotated delay says when the access starts (the initiator's local time ahead of the kernel, a
-// compute run being temporally decoupled) and the target adds the access's time to it.
+// A TensorCore's memories behind TLM-2.0 target sockets: its HBM and, on a chip with CMEM
+// (hardware.cmem.MiB_per_chip), its CMEM. The core's DMA engines (DmaEngines, the initiator) move
+// every byte the core reads from or writes to them: a compute op's operands and results (between
+// HBM or CMEM and the vector memory its units work from; the compiler decides which bytes CMEM
+// serves, Op::cmem_bytes) and a collective step's streams (between HBM and the ICI). Each access
+// is one loosely-timed b_transport: the payload's annotated delay says when the access starts
+// (the initiator's local time ahead of the kernel, a compute run being temporally decoupled) and
+// the target adds the access's time to it.
 //
-// The built-in model (Hbm) is a work-conserving port: an access holds it for its busy time (its
+// The built-in HBM (Hbm) is a work-conserving port: an access holds it for its busy time (its
 // bytes at hardware.hbm's achievable bandwidth) from its start or the port's first free time on,
-// then one latency. A user's model plugs in through the same socket (SimOptions::memory_model;
-// docs/systemc.md shows an HBM with bank conflicts).
+// then one latency. The built-in CMEM (OnChipMemory) takes no time of its own, as in the cost
+// model. A user's model plugs in through the same socket (SimOptions::memory_model,
+// SimOptions::cmem_model; docs/systemc.md shows an HBM with bank conflicts). The DMA engines reach
+// a built-in model directly, as TLM's direct memory interface would, through its serve(): the
+// same answer without a transaction (SimOptions::direct_access); a user's model sees every one.
 #include <functional>
 #include <memory>
 #include <systemc>
@@ -45,6 +50,7 @@ struct MemoryAccess : tlm::tlm_extension<MemoryAccess> {
 };
 
 /// A memory model: a module whose target socket (`target`) is bound to the core's DMA engines.
+/// Its statistics are named by its module (hbm, cmem).
 /// A model implements b_transport: it reads the access (MemoryAccess), adds the time until the
 /// access is through to `delay`, and sets the response status. It books its busy time on `port`
 /// (grant, or count for an uncontended access) so that the report's HBM occupancy and the core's
@@ -83,11 +89,34 @@ class MemoryModel : public sc_core::sc_module, public tlm::tlm_fw_transport_if<>
   double accesses_ = 0;
 };
 
-/// hardware.hbm as the built-in port: busy time, then the latency.
-class Hbm : public MemoryModel {
+/// hardware.hbm as the built-in port: busy time, then the latency. Final: a user's model derives
+/// from MemoryModel, and the DMA engines reach exactly this one directly.
+class Hbm final : public MemoryModel {
  public:
   explicit Hbm(sc_core::sc_module_name name) : MemoryModel(name) {}
   void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) override;
+  /// When an access starting at `start` is through, counted: what b_transport answers, for the
+  /// DMA engines' direct path.
+  Duration serve(Duration start, const MemoryAccess& a) {
+    count_access(a);
+    if (a.uncontended) {
+      port.count(a.work);
+      return start + a.work + a.latency;
+    }
+    return port.grant(start, a.work) + a.latency;
+  }
+};
+
+/// An on-chip memory the cost model gives no time of its own (the built-in CMEM: the compiler
+/// moved its bytes off HBM): it counts each access, which is through when it starts.
+class OnChipMemory final : public MemoryModel {
+ public:
+  explicit OnChipMemory(sc_core::sc_module_name name) : MemoryModel(name) {}
+  void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) override;
+  Duration serve(Duration start, const MemoryAccess& a) {
+    count_access(a);
+    return start;
+  }
 };
 
 }  // namespace tpusim

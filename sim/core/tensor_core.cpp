@@ -17,7 +17,11 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionCont
       ctx_(ctx),
       traced_(traced),
       compute_scale_(compute_scale),
-      resources_(*ctx.hardware, ctx.async_collectives, ctx.memory) {
+      resources_(*ctx.hardware,
+                 CoreParts{ctx.async_collectives, ctx.memory, ctx.cmem, ctx.direct_access}),
+      // Named: an unnamed event made while elaborating gets a generated unique name, which
+      // costs SystemC about as much again as making it.
+      wake_("wake") {
   SC_METHOD(guarded_step);
   sensitive << wake_;
   register_stats();
@@ -177,6 +181,7 @@ Duration TensorCore::run(Duration now) {
   OpDemand counted;  // an exclusive run's MXU and vector-unit demands, counted once
   OpDemand scaled;   // the op's demand on a slow core
   const Duration overhead = ctx_.hardware->op_overhead;
+  const bool has_cmem = resources_.cmem() != nullptr;
   // An infeed op begins a run, so that its batch is asked for at the time the core gets there.
   while (pc_ < n && !ops[pc_].is_collective && (pc_ == first || infeed_batch(pc_) < 0) &&
          ready(pc_)) {
@@ -186,9 +191,19 @@ Duration TensorCore::run(Duration now) {
     if (compute_scale_ != 1.0) scaled = d0 * compute_scale_;
     const OpDemand& d = compute_scale_ == 1.0 ? d0 : scaled;
     const Duration start = end;  // the op starts at the run's local time so far
-    access_.bytes_read = ops[pc_].compute.bytes_read;
-    access_.bytes_written = ops[pc_].compute.bytes_written;
+    const Op& op = ops[pc_];
+    access_.bytes_read = op.compute.bytes_read;
+    access_.bytes_written = op.compute.bytes_written;
     access_.op = pc_;
+    // The bytes the compiler placed in CMEM (Op::cmem_bytes) are one access of the core's CMEM.
+    // The compiler keeps them as one figure, not read and written apart: the access carries
+    // them as bytes_read.
+    const bool cmem = has_cmem && op.cmem_bytes > 0;
+    if (cmem) {
+      cmem_access_.bytes_read = op.cmem_bytes;
+      cmem_access_.op = pc_;
+      cmem_access_.uncontended = exclusive;
+    }
     if (exclusive) {
       end = start + t;
       counted += d0;
@@ -202,8 +217,12 @@ Duration TensorCore::run(Duration now) {
         const Duration h = resources_.dma.access(start, access_);
         if (h > start + d.hbm + d.hbm_latency) end = max(end, h + overhead);
       }
+      if (cmem) {  // the built-in CMEM answers `start`: a model that takes time holds the op
+        const Duration c = resources_.dma.access_cmem(start, cmem_access_);
+        if (c > start) end = max(end, c + overhead);
+      }
     } else {
-      end = resources_.compute(start, d, t, access_);
+      end = resources_.compute(start, d, t, access_, cmem ? &cmem_access_ : nullptr);
     }
     natural += t;
     if (traced_) run_ends_.push_back(end);

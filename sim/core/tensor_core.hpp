@@ -51,6 +51,10 @@ struct ExecutionContext {
   const std::vector<int>* infeed_batch = nullptr;
   /// Makes each core's memory model (sim/core/memory.hpp); null: the built-in HBM port.
   const MemoryFactory* memory = nullptr;
+  /// Makes each core's CMEM model where the chip has CMEM; null: the built-in.
+  const MemoryFactory* cmem = nullptr;
+  /// The DMA engines reach the built-in memories and ICI port directly (SimOptions::direct_access).
+  bool direct_access = true;
 };
 
 class TensorCore : public sc_core::sc_module, public StatGroup {
@@ -108,7 +112,8 @@ class TensorCore : public sc_core::sc_module, public StatGroup {
   CoreResources resources_;
   std::vector<Duration> run_ends_;        ///< per op of the current run, when traced
   tlm_utils::tlm_quantumkeeper quantum_;  ///< local time ahead of the kernel within a run
-  MemoryAccess access_;                   ///< the access of the op being run (its bytes)
+  MemoryAccess access_;                   ///< the HBM access of the op being run (its bytes)
+  MemoryAccess cmem_access_;              ///< its CMEM access
   sc_core::sc_event wake_;
   int pc_ = 0;
   bool running_ = false;

@@ -42,6 +42,8 @@ class StatGroup {
   /// a module itself). `value` reads it when the statistics are written.
   void add_stat(const char* name, const char* unit, const char* description,
                 std::function<double()> value);
+  /// Room for `n` statistics, registered with one allocation.
+  void reserve_stats(std::size_t n) { stats_.reserve(n); }
 
  private:
   struct Stat {

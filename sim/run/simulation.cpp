@@ -70,6 +70,7 @@ struct Design {
   std::unique_ptr<SymmetricRun> symmetric;    ///< null: every core simulated
   std::string symmetry;                       ///< SimReport::symmetry
   MemoryFactory memory;                       ///< SimOptions::memory_model, for the cores
+  MemoryFactory cmem;                          ///< SimOptions::cmem_model
 };
 Design* g_design = nullptr;
 
@@ -205,6 +206,9 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
   fill_context(d.ctx, program, hw, options);
   d.memory = options.memory_model;
   if (d.memory) d.ctx.memory = &d.memory;
+  d.cmem = options.cmem_model;
+  if (d.cmem) d.ctx.cmem = &d.cmem;
+  d.ctx.direct_access = options.direct_access;
   d.queue = std::make_unique<EventQueue>("events");
   MachineParts parts;
   parts.degraded = options.network.degraded_links;

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/run_tpusim.hpp"
@@ -90,8 +91,8 @@ TEST_CASE("tpusim run --stats writes the module tree's statistics, which add up 
 }
 
 TEST_CASE("a symmetric BERT-4096 run elaborates SystemC objects for its domain only") {
-  // 3 at the top, 1 per chip of the domain, 8 per core (docs/systemc.md); the full machine would
-  // elaborate 3 + chips + 8 x cores.
+  // 3 at the top, 1 per chip of the domain, 10 per core (docs/systemc.md); the full machine would
+  // elaborate 3 + chips + 10 x cores.
   auto r = run_tpusim({"run", "configs/studies/bert_large_4096.json", "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -101,7 +102,34 @@ TEST_CASE("a symmetric BERT-4096 run elaborates SystemC objects for its domain o
                       "symmetric: %d of %d cores simulated (a domain of %d x %d chips)", &simulated,
                       &total, &px, &py) == 4);
   const double objects = report["systemc_objects"].get<double>();
-  CHECK(objects == 3 + px * py + 8.0 * simulated);
+  CHECK(objects == 3 + px * py + 10.0 * simulated);
   const double chips = report["chips"].get<double>(), cores = report["cores"].get<double>();
-  CHECK(objects < 0.05 * (3 + chips + 8 * cores));
+  CHECK(objects < 0.05 * (3 + chips + 10 * cores));
+}
+
+TEST_CASE("on TPU v4 every core's CMEM statistics hold the compiler's CMEM bytes") {
+  // The compiler places buffers in CMEM (128 MiB per v4 chip); each core's CMEM socket sees
+  // their bytes, read or written, as the report's compiler summary counts them per core.
+  const std::string path = "/tmp/tpusim_stats_cmem_test.json";
+  std::remove(path.c_str());
+  auto r =
+      run_tpusim({"run", "configs/studies/bert_large_4x4096_v4.json", "--json", "--stats", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(r.out);
+  const double per_core = report["compiler"]["cmem_bytes_per_core"].get<double>();
+  REQUIRE(per_core > 0);
+  const auto stats = nlohmann::json::parse(slurp(path));
+  std::map<std::string, double> cmem;  // per core: bytes read and written
+  for (const auto& [name, value] : stats["stats"].items()) {
+    for (const char* tail : {".cmem.bytes_read", ".cmem.bytes_written"})
+      if (ends_with(name, tail))
+        cmem[name.substr(0, name.size() - std::string(tail).size())] += value.get<double>();
+  }
+  REQUIRE(!cmem.empty());
+  for (const auto& [core, bytes] : cmem) {
+    INFO(core);
+    CHECK(bytes == Approx(per_core));
+  }
+  std::remove(path.c_str());
 }

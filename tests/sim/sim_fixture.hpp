@@ -163,6 +163,24 @@ inline Op send(int from, int to, int chips, double bytes) {
   return op;
 }
 
+/// An all-reduce over model groups of two chips along X on a 4x4 torus with per-dimension rings
+/// (`symmetry`: sim.symmetry; a symmetric run's domain is 2 x 1 chips), simulated in a child
+/// process; `inspect(report)` returns its numbers (it may walk the elaborated module tree).
+template <class F>
+std::vector<double> model_pairs_4x4(const char* symmetry, F inspect) {
+  const Config cfg = config_with({{"topology", "4x4"},
+                                  {"collectives", {{"algorithm", "per_dimension"}}},
+                                  {"sim", {{"symmetry", symmetry}}}});
+  const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
+  return in_child([&] {
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    Program p;
+    p.mesh = {{"data", 8}, {"model", 2 * cpc}};
+    p.ops.push_back(collective_op(CollectiveKind::AllReduce, 1 << 20, {"model"}));
+    return inspect(simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg)));
+  });
+}
+
 struct Run {
   double step_s = 0;
   double compute_slowdown_s = 0;  ///< of the core that finished last

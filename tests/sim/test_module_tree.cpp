@@ -1,8 +1,8 @@
 // The SystemC module tree reads as the hardware: multipod.chip(x,y) per chip, each with its
-// TensorCores (core0, core1, each with its memory hbm and its DMA engines dma, joined by TLM-2.0
-// sockets); the links are named as their place in it (multipod.chip(x,y).ici.x+, ...: the
-// names of their statistics). The expected names come from the grid and the config. A symmetric
-// run elaborates only the chips and TensorCores of its domain.
+// TensorCores (core0, core1, each with its memory hbm, its ICI port ici and its DMA engines dma,
+// joined by TLM-2.0 sockets); the links are named as their place in it (multipod.chip(x,y).ici.x+,
+// ...: the names of their statistics). The expected names come from the grid and the config. A
+// symmetric run elaborates only the chips and TensorCores of its domain.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <set>
@@ -73,7 +73,8 @@ std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool to
       for (int x = 0; x < X; ++x) {
         const std::string chip = "multipod." + chip_name(x, y);
         for (int k = 0; k < cpc; ++k)
-          for (const char* part : {"hbm", "hbm.target", "dma", "dma.initiator"})
+          for (const char* part :
+               {"hbm", "hbm.target", "dma", "dma.initiator", "ici", "ici.bytes_sent"})
             expected.push_back(chip + ".core" + std::to_string(k) + "." + part);
         for (const auto& port : ports_of(x, y, X, Y, torus))
           expected.push_back(chip + ".ici." + port + ".bytes");
@@ -145,17 +146,7 @@ namespace {
 /// cores simulated (a domain of P x Q chips)"; full: 0 and 0), P, Q, TensorCores elaborated,
 /// those on a chip of the domain (x < P, y < Q), the machine's cores}.
 std::vector<double> count_cores(const char* symmetry) {
-  const Config cfg = config_with({{"topology", "4x4"},
-                                  {"collectives", {{"algorithm", "per_dimension"}}},
-                                  {"sim", {{"symmetry", symmetry}}}});
-  const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
-  return in_child([&] {
-    Topology topo(topology_from_json(cfg.json()["topology"]));
-    Program p;
-    p.mesh = {{"data", 8}, {"model", 2 * cpc}};
-    p.ops.push_back(collective_op(CollectiveKind::AllReduce, 1 << 20, {"model"}));
-    const SimReport r =
-        simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+  return model_pairs_4x4(symmetry, [](const SimReport& r) {
     int simulated = 0, total = 0, px = 0, py = 0;
     if (std::sscanf(r.symmetry.c_str(),
                     "symmetric: %d of %d cores simulated (a domain of %d x %d chips)", &simulated,

@@ -95,21 +95,10 @@ std::size_t count_objects(const sc_core::sc_object& o) {
   return n;
 }
 
-/// An all-reduce over model groups of two chips along X on a 4x4 torus (a symmetric run's
-/// domain is 2 x 1 chips): {objects the report counts, objects counted here, chips elaborated,
-/// TensorCores elaborated}.
+/// The model_pairs_4x4 all-reduce (a symmetric run's domain is 2 x 1 chips): {objects the report
+/// counts, objects counted here, chips elaborated, TensorCores elaborated}.
 std::vector<double> objects(const char* symmetry) {
-  const Config cfg = config_with({{"topology", "4x4"},
-                                  {"collectives", {{"algorithm", "per_dimension"}}},
-                                  {"sim", {{"symmetry", symmetry}}}});
-  const int cpc = static_cast<int>(cfg.integer("hardware.cores_per_chip"));
-  return in_child([&] {
-    Topology topo(topology_from_json(cfg.json()["topology"]));
-    Program p;
-    p.mesh = {{"data", 8}, {"model", 2 * cpc}};
-    p.ops.push_back(collective_op(CollectiveKind::AllReduce, 1 << 20, {"model"}));
-    const SimReport r =
-        simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+  return model_pairs_4x4(symmetry, [](const SimReport& r) {
     double counted = 0, chips = 0, cores = 0;
     for (const sc_core::sc_object* o : sc_core::sc_get_top_level_objects())
       counted += static_cast<double>(count_objects(*o));
@@ -124,11 +113,12 @@ std::vector<double> objects(const char* symmetry) {
 }
 }  // namespace
 
-TEST_CASE("a run elaborates 3 + chips + 8 x cores SystemC objects, for the cores it simulates") {
+TEST_CASE("a run elaborates 3 + chips + 10 x cores SystemC objects, for the cores it simulates") {
   // The top: multipod, the event queue and its SC_METHOD. A chip that runs: its module. A core:
   // its module and SC_METHOD, its memory with the target socket (an sc_export and the port of
   // its backward path), its DMA engines with the initiator socket (an sc_port and the export of
-  // its backward path).
+  // its backward path), its ICI port (a target socket: an sc_export and its port). TPU v3 has
+  // no CMEM, so no cmem.
   const int cpc =
       static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
   const auto full = objects("off");
@@ -136,20 +126,21 @@ TEST_CASE("a run elaborates 3 + chips + 8 x cores SystemC objects, for the cores
   CHECK(full[0] == full[1]);
   CHECK(full[2] == 16);
   CHECK(full[3] == 16 * cpc);
-  CHECK(full[0] == 3 + 16 + 8 * 16 * cpc);
+  CHECK(full[0] == 3 + 16 + 10 * 16 * cpc);
   const auto sym = objects("auto");
   REQUIRE(sym.size() == 4);
   CHECK(sym[0] == sym[1]);
   CHECK(sym[2] == 2);  // the domain's chips
   CHECK(sym[3] == 2 * cpc);
-  CHECK(sym[0] == 3 + 2 + 8 * 2 * cpc);
+  CHECK(sym[0] == 3 + 2 + 10 * 2 * cpc);
 }
 
 namespace {
 /// On a 2x2 machine, every core: a compute op reading R and writing W bytes, then an all-reduce
 /// of S bytes. Returns the sums the statistics give and the report's figures: {sum over cores
 /// of bytes read by compute... } as pairs (statistics, report or closed form).
-std::vector<double> stats_vs_report(double read, double written, double all_reduce_bytes) {
+std::vector<double> stats_vs_report(double read, double written, double all_reduce_bytes,
+                                    bool direct = true) {
   const Config cfg = config_with({{"topology", "2x2"}, {"sim", {{"symmetry", "off"}}}});
   return in_child([&] {
     const HardwareSpec hw = HardwareSpec::from_config(cfg);
@@ -168,6 +159,7 @@ std::vector<double> stats_vs_report(double read, double written, double all_redu
     SimOptions options = SimOptions::from_config(cfg);
     options.stats = true;
     options.link_stats = true;
+    options.direct_access = direct;
     const SimReport r = simulate(p, topo, hw, options);
     auto ends_with = [](const std::string& s, const std::string& tail) {
       return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -234,6 +226,9 @@ TEST_CASE("the statistics of the module tree add up to the report") {
   CHECK(v[14] == Approx(v[15]));
   CHECK(v[16] == Approx(v[17]));               // its compute time
   CHECK(v[18] == Approx(v[19]).margin(1e-6));  // every core writes as much (a symmetric step)
+  // The DMA engines' direct path to the built-in HBM and ICI ports gives what every access and
+  // transfer through the sockets gives.
+  CHECK(stats_vs_report(read, written, s, false) == v);
 }
 
 TEST_CASE("a core's HBM statistics count the bytes of its compute ops") {
@@ -269,4 +264,129 @@ TEST_CASE("a core's HBM statistics count the bytes of its compute ops") {
   CHECK(v[0] == Approx(3 * read * v[2]));
   CHECK(v[1] == Approx(3 * written * v[2]));
   CHECK(v[2] > 0);
+}
+
+namespace {
+/// A user's CMEM: each access takes a latency plus its bytes at a bandwidth.
+class SlowCmem : public MemoryModel {
+ public:
+  SlowCmem(sc_core::sc_module_name name, Duration latency, double bytes_per_s)
+      : MemoryModel(name), latency_(latency), bytes_per_s_(bytes_per_s) {}
+  void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) override {
+    const MemoryAccess& a = access_of(payload);
+    count_access(a);
+    annotate(delay, start_of(delay) + latency_ +
+                        Duration::seconds((a.bytes_read + a.bytes_written) / bytes_per_s_));
+    payload.set_response_status(tlm::TLM_OK_RESPONSE);
+  }
+
+ private:
+  Duration latency_;
+  double bytes_per_s_;
+};
+
+constexpr double kCmemLatencyNs = 120;
+constexpr double kCmemBytesPerS = 400e9;
+
+/// One op whose `cmem` bytes the compiler placed in CMEM, on a 2x2 machine of chips with CMEM:
+/// {step time, CMEM bytes read and written summed over the cores' statistics, CMEM accesses
+/// summed, cores}.
+std::vector<double> cmem_step(double cmem, bool plugged, bool async) {
+  const Config cfg =
+      config_with({{"topology", "2x2"},
+                   {"sim", {{"symmetry", "off"}}},
+                   {"hardware", {{"async_collectives", async}, {"cmem", {{"MiB_per_chip", 64}}}}}});
+  return in_child([&] {
+    Op op;
+    op.name = "cmem";
+    op.kind = "elementwise";
+    op.cmem_bytes = cmem;
+    SimOptions options = SimOptions::from_config(cfg);
+    options.stats = true;
+    if (plugged)
+      options.cmem_model = [](const char* name, const HardwareSpec&) {
+        return std::make_unique<SlowCmem>(name, Duration::ns(kCmemLatencyNs), kCmemBytesPerS);
+      };
+    const HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    const int cores = 4 * hw.devices_per_chip;
+    const SimReport r = simulate(one_op(cores, op), topo, hw, options);
+    std::vector<double> v{r.step_time.seconds(), 0, 0, 0, static_cast<double>(cores)};
+    for (const auto& [name, value] : r.stats.values) {
+      if (name.find(".cmem.bytes_read") != std::string::npos) v[1] += value;
+      if (name.find(".cmem.bytes_written") != std::string::npos) v[2] += value;
+      if (name.find(".cmem.accesses") != std::string::npos) v[3] += value;
+    }
+    return v;
+  });
+}
+}  // namespace
+
+TEST_CASE("a CMEM model plugged into its socket holds an op by its latency and bandwidth") {
+  const double cmem = 24 << 20;
+  for (bool async : {false, true}) {
+    INFO("async collectives " << async);
+    const auto built_in = cmem_step(cmem, false, async);
+    const auto slow = cmem_step(cmem, true, async);
+    REQUIRE(built_in.size() == 5);
+    REQUIRE(slow.size() == 5);
+    // The built-in CMEM takes no time of its own; the model's access ends L + bytes / bandwidth
+    // after the op starts, and the op one op overhead after that.
+    CHECK(slow[0] - built_in[0] ==
+          Approx(kCmemLatencyNs * 1e-9 + cmem / kCmemBytesPerS).epsilon(1e-9).margin(2e-12));
+    // Each core's CMEM statistics hold the op's CMEM bytes, in one access (as bytes_read: the
+    // compiler keeps one figure per op).
+    for (const auto& v : {built_in, slow}) {
+      CHECK(v[1] + v[2] == Approx(v[4] * cmem));
+      CHECK(v[3] == v[4]);
+    }
+  }
+}
+
+namespace {
+/// Chip 0 of a line of 4 one-core chips sends `bytes` to chip `to` at a network level: {the
+/// sender's ICI transfer time, the bytes every ICI port sent, summed, the links' bytes, the
+/// ports' transfers, summed}.
+std::vector<double> ici_send(const char* fidelity, int to, double bytes, bool direct) {
+  const Config cfg = line_cfg(fidelity, 4);
+  return in_child([&] {
+    SimOptions options = SimOptions::from_config(cfg);
+    options.stats = true;
+    options.direct_access = direct;
+    const HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    const SimReport r = simulate(one_op(4, send(0, to, 4, bytes)), topo, hw, options);
+    std::vector<double> v{0, 0, r.links.total_bytes, 0};
+    for (const auto& [name, value] : r.stats.values) {
+      if (name.find("chip(0).core0.ici.transfer_ns") != std::string::npos) v[0] = value * 1e-9;
+      if (name.find(".ici.bytes_sent") != std::string::npos) v[1] += value;
+      if (name.find(".ici.transfers") != std::string::npos) v[3] += value;
+    }
+    return v;
+  });
+}
+}  // namespace
+
+TEST_CASE("a transfer through a core's ICI port takes its route's closed form at every level") {
+  // One stream of S bytes over h hops: the last byte leaves S / B after the first, and each
+  // hop adds its latency; the message level pipelines chunks of C over the hops, the flow and
+  // packet levels packets of P: S / B + (h - 1) x unit / B + h x L.
+  const double S = 2.0 * 1024 * 1024;
+  for (const char* level : {"message", "flow", "packet"}) {
+    const Config cfg = line_cfg(level, 4);
+    const Params p = params_of(cfg);
+    const double unit = std::string(level) == "message"
+                            ? p.C
+                            : static_cast<double>(cfg.integer("network.packet_bytes"));
+    for (int h : {1, 3}) {
+      INFO(level << ", " << h << " hops");
+      const auto v = ici_send(level, h, S, true);
+      REQUIRE(v.size() == 4);
+      CHECK(v[0] == Approx(S / p.B + (h - 1) * unit / p.B + h * p.L).epsilon(1e-6));
+      CHECK(v[1] == Approx(S));      // the port counts the stream once
+      CHECK(v[2] == Approx(h * S));  // the links once per hop
+      CHECK(v[3] == 1);
+      CHECK(ici_send(level, h, S, false) == v);  // through the sockets: the same
+    }
+  }
 }
