@@ -1,6 +1,7 @@
 #include "models/builders/decoder_blocks.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "models/builders/transformer_blocks.hpp"
 #include "models/ops.hpp"
@@ -193,9 +194,10 @@ OpNode flash_attention(const std::string& name, const DecoderDims& d) {
   return op;
 }
 
-// Q, K and V from the layer norm `x`, rotary positions, scores, causal softmax, context, output
-// projection. Returns the projection (a partial sum over the model axis).
-int add_decoder_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
+// Q, K and V projected from the layer norm `x`: one projection split on heads where the model
+// axis splits the key/value heads, else Q split and K, V whole. Returns {Q, KV} (equal: one op).
+std::pair<int, int> add_qkv_projection(OpGraph& g, const std::string& p, int x,
+                                       const DecoderDims& d) {
   const std::int64_t tokens = d.tokens(), hd = d.head_dim;
   int qv = -1, kvv = -1;
   if (d.kv_split_by_model()) {  // one projection, split on heads: one partial dX
@@ -215,6 +217,14 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
     gather_rows(kv, d);
     kvv = g.add(std::move(kv), {x});
   }
+  return {qv, kvv};
+}
+
+// Q, K and V from the layer norm `x`, rotary positions, scores, causal softmax, context, output
+// projection. Returns the projection (a partial sum over the model axis).
+int add_decoder_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
+  const std::int64_t tokens = d.tokens(), hd = d.head_dim;
+  const auto [qv, kvv] = add_qkv_projection(g, p, x, d);
   int q_src = qv, kv_src = kvv;
   if (d.rotary) {
     OpNode rot = vector_op(OpKind::Elementwise, p + "rotary",

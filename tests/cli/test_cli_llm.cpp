@@ -296,6 +296,7 @@ TEST_CASE("Bad serving input: one error line naming the path, exit 2") {
   for (const char* s : {"--set", "workload.program=decode", "--set", "workload.kv_length=2048"})
     run.push_back(s);
   check_bad(run, "workload.kv_length");
+}
 
 TEST_CASE("mixture-of-experts input that cannot be built is one line naming the path, exit 2") {
   auto refused = [](std::vector<std::string> sets, const std::string& path) {
