@@ -142,7 +142,7 @@ TEST_CASE("cli memory: params --memory-classes lists every class with its dtype 
   auto r = run_tpusim({"params", "--memory-classes", "--json"});
   REQUIRE(r.exit_code == 0);
   const json classes = json::parse(r.out);
-  REQUIRE(classes.size() == 11);
+  REQUIRE(classes.size() == 12);  // with kv_cache, serving's (docs/memory.md)
   CHECK(classes[0]["class"] == "master_weights");
   CHECK(classes[0]["dtype"] == "f32");
   auto bad = run_tpusim({"params", "--memory-classes", "hbm"});

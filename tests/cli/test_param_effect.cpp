@@ -126,7 +126,8 @@ const std::vector<std::vector<std::string>> kStudies = {
     {"serve", "configs/studies/decoder_1b_16.json", "--set", "topology=1x1", "--set",
      "parallelism.model=1", "--set", "parallelism.fsdp=1", "--set", "workload.layers=2", "--set",
      "workload.seq_len=512", "--set", "serving.requests.count=8", "--set",
-     "serving.scheduler=disaggregated", "--set", "serving.max_num_seqs=4"},
+     "serving.scheduler=disaggregated", "--set", "serving.max_num_seqs=4", "--set",
+     "serving.requests.input_tokens=100", "--set", "serving.requests.output_tokens=20"},
     // Chunks pipeline over multi-hop routes, which an all-to-all over a 4x4 torus has.
     {"collective", "--op", "all-to-all", "--bytes", "64MiB", "--topology", "4x4"},
 };

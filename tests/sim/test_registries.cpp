@@ -205,12 +205,13 @@ TEST_CASE("a handle reads the value its declaration names, given or defaulted") 
 TEST_CASE("the preset registry lists the chip, topology and model files of configs") {
   CHECK(preset_names(PresetKind::Chip) == std::vector<std::string>{"tpu_v3", "tpu_v4",
                                                                    "tpu_v4_megacore", "tpu_v5e",
-                                                                   "tpu_v5p", "tpu_v7"});
+                                                                   "tpu_v5p", "tpu_v6e", "tpu_v7"});
   const auto topologies = preset_names(PresetKind::Topology);
   CHECK(std::count(topologies.begin(), topologies.end(), "tpu_v3_multipod") == 1);
   CHECK(preset_names(PresetKind::Model) ==
-        std::vector<std::string>{"decoder_1b", "deepseek_v3", "gpt3_175b", "mixtral_8x22b",
-                                 "mixtral_8x7b", "palm_540b", "palm_62b"});
+        std::vector<std::string>{"decoder_1b", "deepseek_v3", "gemma_7b", "gpt3_175b", "gptj_6b",
+                                 "llama2_13b", "llama2_70b", "llama2_7b", "llama3_70b", "llama3_8b",
+                                 "mixtral_8x22b", "mixtral_8x7b", "palm_540b", "palm_62b"});
   // Each chip preset is a study of its own that validates, and each name resolves to its file.
   for (const auto& chip : preset_names(PresetKind::Chip)) {
     INFO(chip);

@@ -51,8 +51,15 @@ def run(binary, study, mode, level=None, command="run"):
         args += ["--set", f"network.fidelity={level}"]
     with open(study) as f:
         text = f.read()
-    if "decoder_lm" in text or "palm_" in text or "gpt3_" in text or "decoder_1b" in text:
-        args += ["--set", "workload.layers=2"]
+    llm_markers = ("decoder_lm", "palm_", "gpt3_", "decoder_1b", "mixtral_", "deepseek_", "llama",
+                   "gemma_", "gptj_")
+    if any(m in text for m in llm_markers):
+        # Two layers per pipeline stage (and repeat), so a pipelined study keeps its stages.
+        par = json.loads(text).get("parallelism", {})
+        stages = par.get("pipeline", 1) * max(1, par.get("pipeline_repeats", 1))
+        # DeepSeek-V3's first 3 layers are dense: 4 layers keep one mixture-of-experts layer.
+        layers = 4 if "deepseek_" in text else 2 * stages
+        args += ["--set", f"workload.layers={layers}"]
     p = subprocess.run(args, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")

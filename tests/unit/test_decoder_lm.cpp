@@ -299,9 +299,9 @@ TEST_CASE("over an expert axis the dispatch and combine all-to-alls carry each t
 }
 
 TEST_CASE("the expert axis divides the experts and moves each token's k rows by all-to-all") {
-  // Mixtral-shaped, 2 layers of 512 tokens, 8 experts top-2, on a 2x2 slice (4 cores) with an
+  // Mixtral-shaped, 2 layers of 512 tokens, 8 experts top-2, on a 2x2 slice (8 cores) with an
   // expert axis of 4: one sequence per core.
-  const nlohmann::json w{{"layers", 2}, {"seq_len", 512}, {"global_batch", 4}};
+  const nlohmann::json w{{"layers", 2}, {"seq_len", 512}, {"global_batch", 8}};
   const Program p = tpusim::test::program_of(lm_study("mixtral_8x7b", w, {{"expert", 4}}));
   const double rows = 512.0 * 2, d = 4096;
   int all_to_alls = 0;

@@ -210,7 +210,7 @@ std::string sync_rule(const RuleSet& rules) {
 TEST_CASE("sharding rules: registered by name in order, live where their axis has members") {
   CHECK(registered_sharding_rules() == std::vector<std::string>{"data", "weight_update_sharding",
                                                                 "fsdp", "bn", "spatial", "model",
-                                                                "model2", "sequence"});
+                                                                "model2", "sequence", "expert"});
   // One core: no rule has anything to do, nothing syncs.
   CHECK(live_rules(RuleSet(Layout{})).empty());
   CHECK(sync_rule(RuleSet(Layout{})).empty());
