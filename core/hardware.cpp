@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "core/mxu_rates.hpp"
 #include "core/param_handle.hpp"
 #include "core/params.hpp"
 

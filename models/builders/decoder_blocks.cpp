@@ -16,9 +16,6 @@ constexpr double kRotaryGrad = 3;  // the same rotation by -theta
 // Causal softmax: scale, mask select, max, subtract, exp, sum, divide (no dropout).
 constexpr double kCausalSoftmax = vpu_ops::kSoftmax - vpu_ops::kDropout;
 constexpr double kCausalSoftmaxGrad = vpu_ops::kSoftmaxGrad - 1;  // no dropout mask
-// SwiGLU: swish(gate) * up = gate * sigmoid(gate) * up; sigmoid as exp, add, reciprocal.
-constexpr double kSwiglu = 6;
-constexpr double kSwigluGrad = 10;  // sigmoid again, its derivative, both products' gradients
 constexpr double kResidualAdd = 1;  // per input beyond the first
 
 // The sequence axis splits every op's tokens (`dim`: the rows of a matmul or vector op, the

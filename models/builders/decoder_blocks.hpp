@@ -9,6 +9,12 @@
 
 namespace tpusim {
 
+/// SwiGLU's vector work per element, the dense MLP's and the experts': swish(gate) * up = gate *
+/// sigmoid(gate) * up, sigmoid as exp, add, reciprocal; its gradient the sigmoid again, its
+/// derivative and both products' gradients.
+inline constexpr double kSwiglu = 6;
+inline constexpr double kSwigluGrad = 10;
+
 struct DecoderDims {
   std::int64_t batch = 1;  ///< sequences in the replica (one microbatch)
   std::int64_t seq = 0;    ///< tokens per sequence

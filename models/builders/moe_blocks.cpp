@@ -26,8 +26,6 @@
 namespace tpusim {
 namespace {
 
-constexpr double kSwiglu = 6;  // as the dense MLP's (decoder_blocks.cpp)
-constexpr double kSwigluGrad = 10;
 // The dispatch tensor's entries: the position of each assignment in its expert's queue (a
 // cumulative sum), the compare with the capacity, the one-hot select.
 constexpr double kDispatchMask = 2 + vpu_ops::kOneHot;

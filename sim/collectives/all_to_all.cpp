@@ -11,26 +11,26 @@
 
 namespace tpusim {
 namespace {
-Registry<AllToAllFactory>& registry() {
+Registry<AllToAllFactory>& all_to_all_registry() {
   static Registry<AllToAllFactory> r{"all-to-all algorithm"};
   return r;
 }
 }  // namespace
 
 AllToAllRegistrar::AllToAllRegistrar(const char* name, AllToAllFactory make) {
-  registry().add(name, make);
+  all_to_all_registry().add(name, make);
 }
 
 std::unique_ptr<AllToAllAlgorithm> make_all_to_all(const std::string& name) {
-  const AllToAllFactory* make = registry().find(name);
+  const AllToAllFactory* make = all_to_all_registry().find(name);
   if (!make)
-    throw ConfigError(
-        "collectives.all_to_all_algorithm",
-        "unknown all-to-all algorithm '" + name + "'; allowed: auto, " + registry().names_text());
+    throw ConfigError("collectives.all_to_all_algorithm", "unknown all-to-all algorithm '" + name +
+                                                              "'; allowed: auto, " +
+                                                              all_to_all_registry().names_text());
   return (*make)();
 }
 
-std::vector<std::string> all_to_all_names() { return registry().names(); }
+std::vector<std::string> all_to_all_names() { return all_to_all_registry().names(); }
 
 Ring all_pairs_exchange(const Machine& m, const std::vector<int>& members) {
   const std::size_t n = members.size();

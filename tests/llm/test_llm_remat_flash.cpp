@@ -15,11 +15,12 @@ using tpusim::test::program_of;
 namespace {
 // d_model 256, 4 heads of 64, d_ff 1024 (GELU), 128 tokens, 3 layers, one sequence per core
 // (TPU v3, 2 cores): bf16 tensors per layer of T = 128 tokens.
-constexpr double kD = 256, kH = 4, kF = 1024, kS = 128, kL = 3;
+constexpr double kRematD = 256, kH = 4, kRematF = 1024, kRematS = 128, kL = 3;
 
-Program lm(nlohmann::json extra, double seq = kS) {
-  nlohmann::json w{{"model", "decoder_lm"}, {"global_batch", 2}, {"layers", kL},  {"d_model", kD},
-                   {"heads", kH},           {"d_ff", kF},        {"vocab", 1024}, {"seq_len", seq}};
+Program lm(nlohmann::json extra, double seq = kRematS) {
+  nlohmann::json w{{"model", "decoder_lm"}, {"global_batch", 2}, {"layers", kL},
+                   {"d_model", kRematD},    {"heads", kH},       {"d_ff", kRematF},
+                   {"vocab", 1024},         {"seq_len", seq}};
   if (extra.is_object()) w.update(extra);
   return program_of(load_config({{"topology", "1x1"}, {"workload", w}}));
 }
@@ -30,8 +31,9 @@ double kept_at_loss(const Program& p) { return activations_at(p, index_of(p, "he
 TEST_CASE("each MaxText remat policy keeps its checkpoint names' tensors per layer") {
   // Per layer, bf16, one sequence: Q, K, V 3 T d; context T d; out_proj T d; mlpwi T f;
   // mlpwo T d. `full` keeps only each layer's input, so a policy keeps its names on top of it.
-  const double t = kS * 2;  // bytes per element row of one feature: T tokens x 2 bytes
-  const double qkv = 3 * kD * t, context = kD * t, out = kD * t, wi = kF * t, wo = kD * t;
+  const double t = kRematS * 2;  // bytes per element row of one feature: T tokens x 2 bytes
+  const double qkv = 3 * kRematD * t, context = kRematD * t, out = kRematD * t, wi = kRematF * t,
+               wo = kRematD * t;
   const struct {
     const char* policy;
     double per_layer;
@@ -63,12 +65,12 @@ TEST_CASE("remat policies recompute what they do not keep, offloaded tensors are
   double recomputed = 0;
   for (const auto& op : minimal.ops)
     if (op.name.find(".remat") != std::string::npos) recomputed += op.compute.flops;
-  CHECK(recomputed == Approx(kL * 2 * (2 * kS * kS * kD)));
+  CHECK(recomputed == Approx(kL * 2 * (2 * kRematS * kRematS * kRematD)));
   CHECK_NOTHROW(op_named(minimal, "decoder.1.attention.softmax.remat"));
   // The offloaded tensors come back before their layer's backward, one fetch each, writing their
   // bytes into HBM; the model FLOPs are unchanged.
   const Op& fetch = op_named(offloaded, "decoder.2.mlp.in.fetch");
-  CHECK(fetch.output.bytes == Approx(kF * kS * 2));
+  CHECK(fetch.output.bytes == Approx(kRematF * kRematS * 2));
   CHECK(index_of(offloaded, "decoder.2.mlp.in.fetch") <
         index_of(offloaded, "decoder.2.mlp.out.bwd_weight"));
   CHECK(minimal.model_flops == none.model_flops);
@@ -82,7 +84,7 @@ TEST_CASE(
   const double s = 8192, nb = 16;
   const Program flash = lm({{"attention", "flash"}, {"layers", 1}}, s);
   const Op& f = op_named(flash, "decoder.0.attention.flash_attention");
-  const double square = 4 * kH * s * s * (kD / kH);  // scores and context, whole
+  const double square = 4 * kH * s * s * (kRematD / kH);  // scores and context, whole
   CHECK(f.compute.matmul->flops() == Approx(square * (nb + 1) / (2 * nb)));
   CHECK(f.compute.matmul->flops() / square < 0.54);
   CHECK(f.compute.flops == Approx(square));  // MFU counts the square, as MaxText's tables
@@ -95,7 +97,7 @@ TEST_CASE("flash attention keeps no s x s tensor for the backward pass") {
   // Per layer, one sequence: dot_product keeps the scores and probabilities (h s^2 bf16 each);
   // flash keeps the output's f32 log-sum-exp (h s) instead.
   const double dot = kept_at_loss(lm({})), flash = kept_at_loss(lm({{"attention", "flash"}}));
-  CHECK(dot - flash == Approx(kL * (2 * 2 * kH * kS * kS - 4 * kH * kS)));
+  CHECK(dot - flash == Approx(kL * (2 * 2 * kH * kRematS * kRematS - 4 * kH * kRematS)));
   CHECK(lm({{"attention", "flash"}}).model_flops == lm({}).model_flops);
 }
 

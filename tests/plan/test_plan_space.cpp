@@ -117,14 +117,26 @@ TEST_CASE(
   const SearchSpace s = default_space(cfg, 8);
   REQUIRE(axis(s, "parallelism.fsdp"));
   CHECK(axis(s, "parallelism.fsdp")->values == std::vector<nlohmann::json>{1, 2, 4, 8});
-  // Every choice the parameter registry declares for decoder_lm's remat, none written here.
+  // The rungs of MaxText's memory ladder, in the registry's order (the other policies by
+  // --space); on TPU v3, no 8-bit rate: quantization stays none; both attention kernels.
   std::vector<nlohmann::json> remat;
   for (const ParamSpec* p : ParamRegistry::instance().find("workload.remat"))
     if (p->when_value == "decoder_lm")
-      for (const auto& c : p->allowed_choices()) remat.push_back(c);
-  REQUIRE(remat.size() >= 2);
+      for (const auto& c : p->allowed_choices())
+        for (const char* rung : {"full", "save_qkv_proj", "save_dot_except_mlp", "minimal"})
+          if (c == rung) remat.push_back(c);
+  REQUIRE(remat.size() == 4);
   REQUIRE(axis(s, "workload.remat"));
   CHECK(axis(s, "workload.remat")->values == remat);
+  REQUIRE(axis(s, "workload.quantization"));
+  CHECK(axis(s, "workload.quantization")->values == std::vector<nlohmann::json>{"none"});
+  REQUIRE(axis(s, "workload.attention"));
+  CHECK(axis(s, "workload.attention")->values.size() == 2);
+  // A chip whose int8 runs twice bf16's (TPU v5p) also searches int8.
+  nlohmann::json doc = cfg.json();
+  doc["hardware"]["mxu"]["int8_rate"] = 2.0;
+  const SearchSpace q = default_space(Config(doc), 8);
+  CHECK(axis(q, "workload.quantization")->values == std::vector<nlohmann::json>{"none", "int8"});
   CHECK(axis(s, "workload.microbatches")->values == std::vector<nlohmann::json>{1, 2, 4});
   // The axes FSDP makes moot stay at the study's values; spatial does not apply.
   CHECK_FALSE(axis(s, "parallelism.grad_bucket_MiB"));

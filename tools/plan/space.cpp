@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "core/hardware.hpp"
+#include "core/mxu_rates.hpp"
 #include "core/params.hpp"
 #include "models/model_builder.hpp"
 
@@ -84,6 +85,32 @@ std::vector<nlohmann::json> registry_choices(const Config& base, const std::stri
   return out;
 }
 
+/// The remat policies the default space tries: the rungs of MaxText's memory ladder, from the
+/// least kept to the most (the other policies, the offloaded ones among them, by --space: all
+/// twelve times the other axes would pass kMaxPlanLayouts).
+const std::vector<std::string> kDefaultRematLadder = {"full", "save_qkv_proj",
+                                                      "save_dot_except_mlp", "minimal"};
+
+/// The registry's choices for `path` that the default space searches: for workload.remat the
+/// ladder's rungs the registry declares; for workload.quantization none and the 8-bit types
+/// the chip runs faster than bf16 (TPU v4's int8 rate equals bf16's: nothing to gain); for the
+/// others every choice.
+std::vector<nlohmann::json> default_choices(const Config& base, const std::string& path) {
+  std::vector<nlohmann::json> out;
+  for (const auto& c : registry_choices(base, path)) {
+    const std::string v = c.get<std::string>();
+    if (path == "workload.remat" &&
+        std::find(kDefaultRematLadder.begin(), kDefaultRematLadder.end(), v) ==
+            kDefaultRematLadder.end())
+      continue;
+    if (path == "workload.quantization" && v != "none" &&
+        (v == "int8" ? kHwMxuInt8Rate(base) : kHwMxuFp8Rate(base)) <= 1)
+      continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
 /// A language model's axes (the study declares workload.remat): MaxText's mesh (fsdp inside
 /// data; tensor is parallelism.model, already an axis; data, across slices too, is what the
 /// others leave) and its memory and speed switches, each with the choices its parameter
@@ -97,7 +124,7 @@ void add_language_model_axes(SearchSpace& s, const Config& base, int cores) {
   s.axes.push_back(
       {"parallelism.fsdp", multislice ? std::vector<nlohmann::json>{1} : powers_of_two(1, cores)});
   for (const char* path : {"workload.remat", "workload.quantization", "workload.attention"}) {
-    auto choices = registry_choices(base, path);
+    auto choices = default_choices(base, path);
     if (!choices.empty()) s.axes.push_back({path, choices});
   }
   if (base.has("workload.microbatches"))

@@ -19,13 +19,13 @@
 namespace tpusim::serve {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kStepGiB = 1024.0 * 1024 * 1024;
 constexpr std::int64_t kMinPrefillTokens = 16;
 constexpr int kKvSteps = 8;  // the cached-token grid: 0, L/8, ..., L - 1
 
 std::string gib(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kStepGiB);
   return buf;
 }
 
