@@ -16,7 +16,7 @@ constexpr double kRotaryGrad = 3;  // the same rotation by -theta
 // Causal softmax: scale, mask select, max, subtract, exp, sum, divide (no dropout).
 constexpr double kCausalSoftmax = vpu_ops::kSoftmax - vpu_ops::kDropout;
 constexpr double kCausalSoftmaxGrad = vpu_ops::kSoftmaxGrad - 1;  // no dropout mask
-constexpr double kResidualAdd = 1;  // per input beyond the first
+constexpr double kResidualAdd = 1;                                // per input beyond the first
 
 // The sequence axis splits every op's tokens (`dim`: the rows of a matmul or vector op, the
 // heads of the attention under all-to-all resharding).

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "models/parallelism/rules/axis_registry.hpp"
 #include "models/parallelism/batch_norm_groups.hpp"
 #include "models/parallelism/layout.hpp"
+#include "models/parallelism/rules/axis_registry.hpp"
 #include "topologies/mesh_placement.hpp"
 
 namespace tpusim {

@@ -70,7 +70,7 @@ struct Design {
   std::unique_ptr<SymmetricRun> symmetric;    ///< null: every core simulated
   std::string symmetry;                       ///< SimReport::symmetry
   MemoryFactory memory;                       ///< SimOptions::memory_model, for the cores
-  MemoryFactory cmem;                          ///< SimOptions::cmem_model
+  MemoryFactory cmem;                         ///< SimOptions::cmem_model
 };
 Design* g_design = nullptr;
 
