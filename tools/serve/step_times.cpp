@@ -210,8 +210,11 @@ double StepTimes::simulate(bool decode, std::int64_t batch, std::int64_t tokens,
 }
 
 double StepTimes::decode_s(std::int64_t batch, double mean_kv) {
-  const auto [bi, bw] = bracket(batches_, static_cast<double>(batch));
-  const auto [ki, kw] = bracket(kvs_, mean_kv);
+  // Plain copies, not structured bindings: a lambda may not capture those before C++20.
+  const auto b_at = bracket(batches_, static_cast<double>(batch));
+  const auto k_at = bracket(kvs_, mean_kv);
+  const std::size_t bi = b_at.first, ki = k_at.first;
+  const double bw = b_at.second, kw = k_at.second;
   auto at = [&](std::size_t b, std::size_t k) { return simulate(true, batches_[b], 1, kvs_[k]); };
   auto row = [&](std::size_t b) {
     return (kw < 1 ? at(b, ki) * (1 - kw) : 0) + (kw > 0 ? at(b, ki + 1) * kw : 0);
@@ -222,8 +225,10 @@ double StepTimes::decode_s(std::int64_t batch, double mean_kv) {
 double StepTimes::prefill_s(double tokens, double prefix) {
   // A step of `tokens` over the replicas (one sequence each): tokens per sequence.
   const double per = std::max(1.0, tokens / static_cast<double>(unit_));
-  const auto [ti, tw] = bracket(tokens_, per);
-  const auto [pi, pw] = bracket(kvs_, prefix);
+  const auto t_at = bracket(tokens_, per);
+  const auto p_at = bracket(kvs_, prefix);
+  const std::size_t ti = t_at.first, pi = p_at.first;
+  const double tw = t_at.second, pw = p_at.second;
   auto at = [&](std::size_t t, std::size_t k) {
     return simulate(false, unit_, tokens_[t], kvs_[k]);
   };
