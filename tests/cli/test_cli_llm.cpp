@@ -304,11 +304,7 @@ TEST_CASE("mixture-of-experts input that cannot be built is one line naming the 
                                      "--set", "workload.layers=2",
                                      "--set", "workload.experts=8"};
     for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-    const TpusimResult r = run_tpusim(args);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(r.err.find(path) != std::string::npos);
-    CHECK(r.err_lines() == 1);
+    check_bad_input(run_tpusim(args), path);
   };
   refused({"workload.experts_per_token=9"}, "workload.experts_per_token");
   refused({"workload.moe_dispatch=capacity", "workload.capacity_factor=0"},
