@@ -425,7 +425,7 @@ sec_startplan() {
     --space parallelism.model=8,16,32 --space parallelism.fsdp=16,32,64,128 \
     --space workload.remat=full,attention --space workload.microbatches=1,2,4 \
     --space parallelism.weight_update_sharding=false --space parallelism.grad_bucket_MiB=32 \
-    --space parallelism.grad_dtype=bf16 -j 2 --out "$tmp/plan" | grep -E 'layouts:|^ +[12] |Winner'
+    --space parallelism.grad_dtype=bf16 -j 2 --out "$tmp/plan" | sed '/^Pareto front/,/^$/d'
 }
 
 sec_plan() {
