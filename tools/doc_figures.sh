@@ -424,6 +424,7 @@ sec_startplan() {
   tps plan configs/studies/gpt3_175b_4096.json --set topology=tpu_v4_1024 \
     --space parallelism.model=8,16,32 --space parallelism.fsdp=16,32,64,128 \
     --space workload.remat=full,attention --space workload.microbatches=1,2,4 \
+    --space workload.attention=dot_product,flash \
     --space parallelism.weight_update_sharding=false --space parallelism.grad_bucket_MiB=32 \
     --space parallelism.grad_dtype=bf16 -j 2 --out "$tmp/plan" | sed '/^Pareto front/,/^$/d'
 }
