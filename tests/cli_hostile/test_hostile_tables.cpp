@@ -158,6 +158,8 @@ TEST_CASE("issue 51: merge refuses two results for one point, a negative step ti
   r = run_tpusim({"merge", s.path("sh1"), s.path("sh2"), s.path("sh1b"), "--out", s.path("m")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
+  // ... and not silently: a warning names the damaged file.
+  CHECK_THAT(r.err, Catch::Contains("warning: " + point + " holds no result"));
   const auto merged = results_of(s.path("m"));
   REQUIRE(merged.rows.size() == 2);
   for (std::size_t k = 0; k < 2; ++k) {

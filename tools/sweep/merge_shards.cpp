@@ -39,7 +39,15 @@ std::string merge_source(const std::vector<std::string>& dirs, const sweep::Plan
   nlohmann::json report;
   for (const auto& d : dirs) {
     const sweep::PointOutcome o = sweep::read_outcome(d, p.id);
-    if (!sweep::finished(o.state)) continue;
+    if (!sweep::finished(o.state)) {
+      // A point file that holds no result (damaged, or a negative or non-finite figure) is not
+      // merged; say so rather than drop it silently.
+      if (o.state == sweep::PointState::Pending && fs::exists(sweep::point_file(d, p.id)))
+        std::cerr << "tpusim merge: warning: " << sweep::point_file(d, p.id)
+                  << " holds no result (damaged, or a figure that is negative or not finite); "
+                     "not merged\n";
+      continue;
+    }
     if (!source.empty() && without_wall_clock(o.report) != report)
       problems.add(sweep::point_file(d, p.id),
                    "holds another result for point " + std::to_string(p.index) + " than " +
