@@ -359,3 +359,22 @@ TEST_CASE("issue 51: train of a decoder_lm study composes its training and eval 
   REQUIRE(one.exit_code == 0);
   CHECK(train_ms == Approx(json::parse(one.out)["step_time_ms"].get<double>()).epsilon(1e-3));
 }
+
+TEST_CASE("issue 51: the messages of item 30 name the key the user set and its declared range") {
+  // Too many eval steps in a loop: the message names the eval steps, not the training ones.
+  check_bad({"train", kBert16, "--set", "train.eval_examples=64", "--set", "train.target_steps=10",
+             "--set", "train.eval_every_steps=10", "--set", "train.eval_steps=1000000", "--set",
+             "train.simulated_eval_steps=1000000"},
+            "train.simulated_eval_steps");
+  // SSD's image size: the refusal quotes the range `tpusim params` declares for ssd.
+  const auto params = run_tpusim({"params", "workload.image_size"});
+  REQUIRE(params.exit_code == 0);
+  CHECK_THAT(params.out, Catch::Contains("range 257 to 100000  [when workload.model=ssd]"));
+  check_bad({"validate", "configs/studies/ssd_v06_16.json", "--set", "workload.image_size=64"},
+            "expected an integer from 257 to 100000");
+  // A folder given as the golden is named as a folder before any point runs.
+  SweepScratch s;
+  const auto sweep = bandwidth_sweep(s, {25});
+  check_bad({"sweep", sweep, "--out", s.path("o"), "--check", s.path("")}, "is a folder");
+  CHECK(!fs::exists(s.path("o")));
+}
