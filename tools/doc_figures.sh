@@ -21,8 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-default_sections=(quickstart calibration bert network collectives kernels cnn detection train metric
-  memory results chakra benchmarks start)
+default_sections=(quickstart calibration bert network collectives kernels mfu cnn detection train
+  metric memory results chakra benchmarks start)
 extra_sections=(slow plan startplan)
 describe() {
   case $1 in
@@ -32,6 +32,7 @@ describe() {
     network) echo "docs/network.md: Core resources (the table of the three studies); docs/calibration.md and docs/network.md: SSD's batch-norm all-reduces" ;;
     collectives) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
     kernels) echo "docs/kernels.md: the measured kernels and collectives against tpusim (TPU v7 GEMM curve, v5e all-gathers, v7 all-gather bus bandwidth)" ;;
+    mfu) echo "docs/llm.md: MaxText's TPU v5p MFU table and TPU v5e table; docs/kernels.md: One MXU efficiency from TPU v4 to v7 (MaxText's v4 rows, PaLM)" ;;
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
     train) echo "README.md: Five studies by task (time to train); docs/train.md: In short (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
@@ -152,6 +153,21 @@ sec_kernels() {
   done
 }
 
+sec_mfu() {  # every point of the MaxText sweeps, run with --allow-oom (the memory model refuses some)
+  local sw id out
+  for sw in maxtext_v5p_mfu maxtext_v4_mfu maxtext_v5e_16b maxtext_v5e_32b maxtext_v5e_64b maxtext_v5e_128b; do
+    out=$tmp/$sw
+    progress "tpusim sweep configs/studies/sweeps/$sw.json"
+    "$bin" sweep "configs/studies/sweeps/$sw.json" -j 2 --out "$out" >/dev/null 2>&1 || true
+    echo "$sw (tpusim run POINT --json --allow-oom of each point of tpusim sweep configs/studies/sweeps/$sw.json):"
+    for id in $(grep -v '^#' "$out/results.csv" | tail -n +2 | cut -d, -f2); do
+      q '"  \(.layout) on \(.chips) chips: MFU \(.mfu * 1000 | round / 10) %, HFU \(.hfu * 1000 | round / 10) %, exposed communication \(.exposed_comm_share * 1000 | round / 10) % of the step"' \
+        run "$out/points/$id.study.json" --allow-oom
+    done
+  done
+  echo "PaLM 540B (tpusim run configs/studies/palm_540b_6144.json):"
+  q '"  MFU \(.mfu * 1000 | round / 10) % (paper 46.2), HFU \(.hfu * 1000 | round / 10) % (paper 57.8)"' run configs/studies/palm_540b_6144.json
+}
 sec_network() {
   local s a b c
   echo "| study | now | dma_hbm_traffic=false reduce_on_arrival=false | reduce_on_arrival=false |"

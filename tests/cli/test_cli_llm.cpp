@@ -1,6 +1,7 @@
 // Language-model reports end to end (docs/llm.md): model and hardware FLOPs utilisation against
 // the MXU's efficiency on a compute-bound toy, tokens per second, communication by mesh axis.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/bad_input.hpp"
@@ -59,6 +60,32 @@ TEST_CASE("MFU of a compute-bound toy model equals the MXU efficiency, and HFU c
   CHECK(full["tokens_per_step"].get<double>() == s);
   CHECK(full["tokens_per_s_per_chip"].get<double>() ==
         Approx(s / (full["step_time_ms"].get<double>() * 1e-3)));
+}
+
+TEST_CASE("MaxText's TPU v5p rows run at the MFU published, minimal remat within 10 %") {
+  // configs/studies/sweeps/maxtext_v5p_mfu.json: MaxText's published v5p table, one point per
+  // single-slice row. Nothing is fitted to it: the v5p preset's MXU efficiency is the fraction
+  // TPU v7's GEMM measured (docs/kernels.md). The minimal-remat rows land within 10 %; the
+  // full-remat rows of 512B and 1024B on 2048 chips do not (15 and 17 % low, docs/llm.md), so they
+  // are held to 20 %. Points the memory model refuses (status oom) have no MFU to compare.
+  SweepScratch s;
+  const TpusimResult r = run_tpusim(
+      {"sweep", "configs/studies/sweeps/maxtext_v5p_mfu.json", "-j", "2", "--out", s.path("out")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto t = results_of(s.path("out"));
+  REQUIRE(t.rows.size() == 8);
+  int checked = 0;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    if (t.cell(i, "status") != "ok") continue;
+    const double mfu = *t.number(i, "mfu"), published = *t.number(i, "published_mfu");
+    const bool minimal = t.cell(i, "workload.remat") == "minimal";
+    INFO(t.cell(i, "row") << " on " << t.cell(i, "topology") << ": " << mfu << " against "
+                          << published);
+    CHECK(std::abs(mfu / published - 1) < (minimal ? 0.10 : 0.20));
+    ++checked;
+  }
+  CHECK(checked >= 6);
 }
 
 TEST_CASE("the communication of a sharded decoder is reported by mesh axis") {
@@ -318,10 +345,15 @@ TEST_CASE("mixture-of-experts input that cannot be built is one line naming the 
 // naming its JSON path, exit 2.
 namespace {
 
-// A small decoder of 8 layers on 4 TPU v4 chips in megacore mode: 4 pipeline stages.
+// A small decoder of 8 layers on 4 TPU v4 chips in megacore mode: 4 pipeline stages. Its
+// iterations are short: 1F1B's bubble is about 23 us below GPipe's at any MXU efficiency (fixed
+// costs placed differently), 2 % of the bubble at the 0.62 the closed forms below were written
+// with, 3.4 % at v4's 0.83. The MXU efficiency is pinned at 0.62 so that the schedules' shared
+// term dominates as the closed forms assume.
 nlohmann::json pipeline_study(int microbatches, const std::string& schedule, int repeats) {
   return {
       {"preset", "tpu_v4_megacore"},
+      {"hardware", {{"calibration", {{"mxu_efficiency", 0.62}}}}},
       {"topology", {{"name", "v4_2x2x1"}, {"dims", {2, 2, 1}}, {"wrap", {false, false, false}}}},
       {"workload",
        {{"model", "decoder_lm"},
