@@ -37,6 +37,7 @@ class Partitioner {
     p.model_flops = g_.model_flops() * g_.microbatches * l_.batch_shards();
     p.tokens_per_example = g_.tokens_per_example;
     count_contributors();
+    contributions_ = pending_;
     for (int v = 0; v < g_.size(); ++v)
       if (g_.node(v).phase == Phase::Optimizer) optimizer_ops_[g_.node(v).param_owner].push_back(v);
     if (pipelined())
@@ -239,7 +240,12 @@ class Partitioner {
   }
 
   void complete_gradient(int owner, int done_op) {
+    // A bucket sums over one set of axes: an owner synced over others starts a new one.
+    std::vector<std::string> axes = s_.sync_axes(owner);
+    if (bucket_open_ && !buckets_.back().owners.empty() && buckets_.back().axes != axes)
+      close_bucket();
     Bucket& b = open_bucket();
+    b.axes = std::move(axes);
     b.owners.push_back(owner);
     bucket_of_[owner] = b.index;
     if (std::find(b.done_ops.begin(), b.done_ops.end(), done_op) == b.done_ops.end())
@@ -505,7 +511,27 @@ class Partitioner {
 
   void emit_group(const std::vector<int>& ops, bool last) {
     s_.last_microbatch = last;
+    if (!sync_each_microbatch()) {
+      for (int v : ops) emit_step_op(v);
+      return;
+    }
+    // FSDP within the stages: every unit reduce-scatters its gradients, as every microbatch does
+    // without a pipeline; the last unit's buckets reach the optimizer, the others' shards are
+    // summed into the accumulators (freed at once).
+    for (int v : ops)
+      if (g_.node(v).weight_grad)
+        for (int o : s_.owners_of(g_.node(v)))
+          if (pending_[o] <= 0) pending_[o] = contributions_[o];
+    close_bucket();
+    const std::size_t before = buckets_.size();
     for (int v : ops) emit_step_op(v);
+    close_bucket();
+    if (last) return;
+    for (std::size_t b = before; b < buckets_.size(); ++b) {
+      if (buckets_[b].collective >= 0) op_at(buckets_[b].collective).output.last_use = -1;
+      for (int o : buckets_[b].owners) bucket_of_[o] = -1;
+    }
+    buckets_.resize(before);
   }
 
   // The stage program in stage 0's order: per unit its chunk's ops, then a collective-permute
@@ -525,6 +551,8 @@ class Partitioner {
     int arrived[2] = {-1, -1};  // the last permute of each direction
     PipelineInfo& info = s_.program.pipeline;
     info = {p, m, v, l_.pipeline_schedule, {}};
+    s_.off_stage.assign(g_.size(), 0);
+    for (int op = 0; op < g_.size(); ++op) s_.off_stage[op] = off_stage(op);
     for (std::size_t i = 0; i < units.size(); ++i) {
       const ScheduleUnit& u = units[i];
       const bool real = u.microbatch >= 0;
@@ -572,9 +600,10 @@ class Partitioner {
   const Layout& l_;
   RuleSet rules_;
   PartitionState s_;
-  std::vector<int> compute_op_;  ///< program compute op of each graph op
-  std::vector<int> bucket_of_;   ///< per owner: index of its gradient bucket
-  std::vector<int> pending_;     ///< per owner: gradient contributions not yet emitted
+  std::vector<int> compute_op_;     ///< program compute op of each graph op
+  std::vector<int> bucket_of_;      ///< per owner: index of its gradient bucket
+  std::vector<int> pending_;        ///< per owner: gradient contributions not yet emitted
+  std::vector<int> contributions_;  ///< per owner: its gradient contributions in one microbatch
   std::vector<std::vector<int>> optimizer_ops_;  ///< per owner, in graph order
   std::vector<Bucket> buckets_;
   bool bucket_open_ = false;

@@ -137,7 +137,11 @@ TEST_CASE(
   doc["hardware"]["mxu"]["int8_rate"] = 2.0;
   const SearchSpace q = default_space(Config(doc), 8);
   CHECK(axis(q, "workload.quantization")->values == std::vector<nlohmann::json>{"none", "int8"});
-  CHECK(axis(s, "workload.microbatches")->values == std::vector<nlohmann::json>{1, 2, 4});
+  // The study's own layout (the default 20-layer decoder, data parallel over 8 v3 cores) does
+  // not fit in HBM: plan adds the pipeline axes and widens the microbatches from 1, 2, 4 to 32.
+  REQUIRE(axis(s, "parallelism.pipeline"));
+  CHECK(axis(s, "workload.microbatches")->values ==
+        std::vector<nlohmann::json>{1, 2, 4, 8, 16, 32});
   // The axes FSDP makes moot stay at the study's values; spatial does not apply.
   CHECK_FALSE(axis(s, "parallelism.grad_bucket_MiB"));
   CHECK_FALSE(axis(s, "parallelism.weight_update_sharding"));
@@ -189,4 +193,39 @@ TEST_CASE("plan space: a megacore chip searches one device per chip against one 
                    {"topology", "4x4"},
                    {"workload", {{"model", "bert_large"}, {"global_batch", 16}}}});
   CHECK_FALSE(axis(default_space(one_core, 16), "hardware.megacore"));
+}
+
+namespace {
+// A decoder of 8 layers on a TPU v3 2x2 slice (8 cores) with `batch` sequences, 2 heads (the
+// model axis at most 2) and `experts` routed experts (0: dense).
+Config small_decoder(long long batch, int experts) {
+  nlohmann::json w{
+      {"model", "decoder_lm"}, {"layers", 8},   {"d_model", 512}, {"heads", 2},
+      {"d_ff", 2048},          {"vocab", 4096}, {"seq_len", 256}, {"global_batch", batch}};
+  if (experts > 0) w.update({{"experts", experts}, {"experts_per_token", 2}});
+  return load_config({{"topology", "2x2"}, {"workload", w}});
+}
+}  // namespace
+
+TEST_CASE("plan space: the pipeline when the batch cannot spread, the expert axis with experts") {
+  // 8 sequences over 8 cores: the study's layout (8 data replicas) is valid and fits: no
+  // pipeline axes.
+  const SearchSpace dense = default_space(small_decoder(8, 0), 8);
+  CHECK_FALSE(axis(dense, "parallelism.pipeline"));
+  CHECK_FALSE(axis(dense, "parallelism.expert"));
+  // 2 sequences do not divide over the study's 8 replicas: the pipeline's degree (powers of two
+  // dividing the 8 layers), the schedules, microbatches to fill it and 2 chunks per stage.
+  const SearchSpace piped = default_space(small_decoder(2, 0), 8);
+  REQUIRE(axis(piped, "parallelism.pipeline"));
+  CHECK(axis(piped, "parallelism.pipeline")->values == std::vector<nlohmann::json>{1, 2, 4, 8});
+  REQUIRE(axis(piped, "parallelism.pipeline_schedule"));
+  CHECK(axis(piped, "parallelism.pipeline_schedule")->values.size() == 3);
+  CHECK(axis(piped, "workload.microbatches")->values.back() == 32);
+  REQUIRE(axis(piped, "parallelism.pipeline_repeats"));
+  CHECK(product(piped) <= kMaxPlanLayouts);
+  // Experts: the expert axis, powers of two dividing the 8 experts.
+  const SearchSpace moe = default_space(small_decoder(8, 8), 8);
+  REQUIRE(axis(moe, "parallelism.expert"));
+  CHECK(axis(moe, "parallelism.expert")->values == std::vector<nlohmann::json>{1, 2, 4, 8});
+  CHECK(product(moe) <= kMaxPlanLayouts);
 }

@@ -66,3 +66,34 @@ TEST_CASE("per-dimension all-to-all needs a sub-grid") {
   p.ops[0].collective.replica_groups = {{0, 1, 5}, {2}, {3}, {4}, {6}, {7}};
   CHECK_THROWS_WITH(simulate_child(p, cfg), Catch::Contains("sub-grid"));
 }
+
+TEST_CASE("a mixture-of-experts dispatch played on the links: (e - 1)/e of k x d_model leaves") {
+  // docs/experts.md: over an expert axis of degree e, each core's dispatch all-to-all carries its
+  // T tokens' k rows of d_model bf16 to the devices of their experts; with uniform routing 1/e of
+  // them stay on the device and (e - 1)/e leave it, and the combine brings as much back. On a
+  // ring of e = 2 or 3 chips (one core each) every other member is a neighbour, so the links
+  // carry exactly what leaves the devices: e members x (e - 1)/e x T k d_model x 2 bytes per
+  // all-to-all, at message level.
+  const double T = 512, k = 2, d_model = 4096;
+  const double bytes = T * k * d_model * 2;
+  for (int e : {2, 3}) {
+    const Config cfg = config_with({{"hardware", {{"cores_per_chip", 1}}},
+                                    {"topology", std::to_string(e)},
+                                    {"network", {{"fidelity", "message"}}}});
+    Program p;
+    p.mesh = {{"expert", e}};
+    p.ops.push_back(collective_op(CollectiveKind::AllToAll, bytes, {"expert"}));
+    p.ops.back().name = "moe.dispatch";
+    p.ops.push_back(collective_op(CollectiveKind::AllToAll, bytes, {"expert"}));
+    p.ops.back().name = "moe.combine";
+    p.ops.back().deps = {0};
+    const auto link_bytes = in_child([&] {
+      HardwareSpec hw = HardwareSpec::from_config(cfg);
+      Topology topo(topology_from_json(cfg.json()["topology"]));
+      return std::vector<double>{
+          simulate(p, topo, hw, SimOptions::from_config(cfg)).links.total_bytes};
+    });
+    INFO("e = " << e);
+    CHECK(link_bytes.at(0) == Approx(2 * e * (e - 1.0) / e * bytes));
+  }
+}

@@ -312,6 +312,26 @@ TEST_CASE("the expert axis divides the experts and moves each token's k rows by 
     CHECK(op.collective.bytes == Approx(rows * d * 2));
   }
   CHECK(all_to_alls == 2 * 4);  // per layer: dispatch and combine, forward and backward
+  // The gradient sync: each member of the expert axis holds other experts, so the routed
+  // experts' gradients are summed over "data" only (2 replicas of each expert), in buckets of
+  // their own, and every other weight's over "data" and "expert"; bf16 gradients, each core's.
+  const OpGraph g = graph_of(lm_study("mixtral_8x7b", w, {{"expert", 4}}), 8);
+  double expert_params = 0, other_params = 0;
+  for (int v = 0; v < g.size(); ++v) {
+    const OpNode& n = g.node(v);
+    if (n.phase != Phase::Forward) continue;
+    (n.expert_weights ? expert_params : other_params) += static_cast<double>(n.params);
+  }
+  REQUIRE(expert_params > 0);
+  double expert_bytes = 0, other_bytes = 0;
+  for (const Op& op : p.ops) {
+    if (!op.is_collective || op.name.rfind("grad.bucket.", 0) != 0) continue;
+    const bool data_only = op.collective.axes == std::vector<std::string>{"data"};
+    if (!data_only) CHECK(op.collective.axes == std::vector<std::string>{"data", "expert"});
+    (data_only ? expert_bytes : other_bytes) += op.collective.bytes;
+  }
+  CHECK(expert_bytes == Approx(expert_params / 4 * 2));
+  CHECK(other_bytes == Approx(other_params * 2));
   // The experts' weights are 1/4 per core: the resident weights drop by 3/4 of theirs.
   const Program one = tpusim::test::program_of(lm_study("mixtral_8x7b", w));
   CHECK(p.examples_per_step == one.examples_per_step);

@@ -10,6 +10,7 @@
 #include "models/parallelism/rules/axis_registry.hpp"
 
 using namespace tpusim;
+using tpusim::test::graph_of;
 using tpusim::test::op_named;
 using tpusim::test::program_of;
 
@@ -272,6 +273,43 @@ TEST_CASE("a pipelined decoder: mesh, units, permute bytes, stage weights") {
   CHECK(resident_weight_bytes(prog) - embed == Approx(layers_whole / p).epsilon(0.01));
   // The step's model FLOPs are the whole model's, as without the pipeline.
   CHECK(prog.model_flops == Approx(whole.model_flops));
+}
+
+TEST_CASE("FSDP within a stage: memory by pipeline x fsdp, the chunk gathered every unit") {
+  const int p = 2, f = 2, m = 4;
+  // 2x2 chips x 2 cores = 8 cores: pipeline 2 x fsdp 2 x data 2.
+  const Program prog = program_of(pipelined_lm("2x2", 16, {{"pipeline", p}, {"fsdp", f}}, m));
+  const Program staged = program_of(pipelined_lm("2x2", 16, {{"pipeline", p}}, m));
+  // Each core holds 1 / fsdp of its stage's weights, copies, optimizer slots and accumulators.
+  auto resident = [](const Program& prog, MemoryClass cls) {
+    double s = 0;
+    for (const auto& r : prog.resident)
+      if (r.cls == cls) s += r.bytes;
+    return s;
+  };
+  for (MemoryClass cls : {MemoryClass::MasterWeights, MemoryClass::WeightCopies,
+                          MemoryClass::OptimizerState, MemoryClass::WeightGradients}) {
+    INFO(to_string(cls));
+    CHECK(resident(prog, cls) > 0);
+    CHECK(resident(prog, cls) == Approx(resident(staged, cls) / f));
+  }
+  // Every forward unit (m + p - 1, bubble units too: SPMD) all-gathers its chunk's weights over
+  // "fsdp", the kPipeL / p layers of stage 0 and no layer of another stage: bf16 weights.
+  const OpGraph g = graph_of(pipelined_lm("2x2", 16, {{"pipeline", p}, {"fsdp", f}}, m), 1);
+  double layer_params = 0;  // one layer's
+  for (int v = 0; v < g.size(); ++v)
+    if (g.node(v).phase == Phase::Forward && g.node(v).layer == 0)
+      layer_params += static_cast<double>(g.node(v).params);
+  double gathered = 0;
+  for (const auto& op : prog.ops) {
+    if (!op.is_collective || op.collective.kind != CollectiveKind::AllGather) continue;
+    CHECK(op.collective.axes == std::vector<std::string>{"fsdp"});
+    if (op.name.rfind("decoder.", 0) != 0 || op.phase != Phase::Forward) continue;
+    CHECK(std::stoi(op.name.substr(8)) < kPipeL / p);
+    gathered += op.collective.bytes;
+  }
+  CHECK(gathered == Approx((m + p - 1) * (kPipeL / p) * layer_params * 2));
+  CHECK(prog.model_flops == Approx(staged.model_flops));
 }
 
 TEST_CASE("circular stages: permutes wrap, (m v + p - 1) iterations each way") {

@@ -11,6 +11,7 @@
 #include "core/mxu_rates.hpp"
 #include "core/params.hpp"
 #include "models/model_builder.hpp"
+#include "tools/plan/evaluate.hpp"
 
 namespace tpusim::plan {
 namespace {
@@ -45,6 +46,8 @@ const std::map<std::string, std::string>& short_names() {
                                                     {"parallelism.pipeline", "pipeline"},
                                                     {"parallelism.pipeline_schedule", "schedule"},
                                                     {"parallelism.pipeline_repeats", "repeats"},
+                                                    {"parallelism.expert", "expert"},
+                                                    {"workload.capacity_factor", "capacity"},
                                                     {"workload.microbatches", "microbatches"},
                                                     {"hardware.megacore", "megacore"},
                                                     {"parallelism.fsdp", "fsdp"},
@@ -133,6 +136,69 @@ void add_language_model_axes(SearchSpace& s, const Config& base, int cores) {
 
 bool is_language_model(const Config& base) { return base.has("workload.remat"); }
 
+long long space_size(const SearchSpace& s) {
+  long long n = 1;
+  for (const auto& a : s.axes) n *= static_cast<long long>(a.values.size());
+  return n;
+}
+
+// Adds `axis` if the space stays within kMaxPlanLayouts (the limit that keeps a default search
+// near a minute, docs/limits.md); in the order called, so the first axes win the room.
+void add_within_limit(SearchSpace& s, SpaceAxis axis) {
+  const auto limit = static_cast<long long>(kMaxPlanLayouts);
+  if (axis.values.size() < 2) return;
+  for (auto& a : s.axes)
+    if (a.path == axis.path) {  // an axis already there: wider, if the space stays within
+      const auto grown = space_size(s) / static_cast<long long>(a.values.size()) *
+                         static_cast<long long>(axis.values.size());
+      if (grown <= limit) a.values = axis.values;
+      return;
+    }
+  if (space_size(s) * static_cast<long long>(axis.values.size()) <= limit)
+    s.axes.push_back(std::move(axis));
+}
+
+// Powers of two up to `up_to` that divide `n`.
+std::vector<nlohmann::json> dividing_powers(long long n, long long up_to) {
+  std::vector<nlohmann::json> v;
+  for (long long p = 1; p <= up_to && p <= n; p *= 2)
+    if (n % p == 0) v.push_back(p);
+  return v;
+}
+
+// Issue 49's axes for a decoder (docs/pipeline.md, docs/experts.md), each only while the space
+// stays within kMaxPlanLayouts: with experts, the expert axis (powers of two dividing them) and,
+// with capacity dispatch, the capacity factor; when the study's own layout does not fit in HBM
+// or its batch does not divide over its replicas (too few sequences for the devices without a
+// pipeline), the pipeline: its degree (powers of two dividing the layers, up to 16), the
+// schedule, more microbatches to fill it (up to 32) and two chunks per stage. The model's
+// layers and experts are read from its op graph.
+void add_pipeline_and_expert_axes(SearchSpace& s, const Config& base, int cores) {
+  const OpGraph g = model_builder_for(base)->build(base, 1);
+  std::int64_t experts = 0;
+  bool capacity = false;
+  for (int v = 0; v < g.size(); ++v) {
+    const OpNode& n = g.node(v);
+    if (n.expert_weights && n.matmul) experts = n.matmul->batch;
+    capacity = capacity || n.name.find("moe.dispatch_einsum") != std::string::npos;
+  }
+  if (experts > 0) {
+    add_within_limit(s, {"parallelism.expert", dividing_powers(experts, cores)});
+    if (capacity) add_within_limit(s, {"workload.capacity_factor", {1.0, 1.25, 2.0}});
+  }
+  if (g.layers() < 2) return;
+  const std::string own = cli::check_candidate(base.json()).rejected_class;
+  if (own != "does not fit in HBM" && own != "invalid workload.global_batch") return;
+  add_within_limit(s, {"parallelism.pipeline", dividing_powers(g.layers(), std::min(cores, 16))});
+  add_within_limit(s, {"parallelism.pipeline_schedule", {"gpipe", "1f1b", "interleaved"}});
+  for (const auto& a : s.axes)
+    if (a.path == "workload.microbatches") {
+      add_within_limit(s, {a.path, powers_of_two(1, 32)});
+      break;
+    }
+  add_within_limit(s, {"parallelism.pipeline_repeats", {1, 2}});
+}
+
 }  // namespace
 
 std::vector<std::string> SearchSpace::paths() const {
@@ -171,6 +237,7 @@ SearchSpace default_space(const Config& base, int cores) {
   // no megacore, so a study that leaves it off keeps one device per core (--space adds it).
   if (kHwCoresPerChip(base) > 1 && kHwMegacore(base))
     s.axes.push_back({kHwMegacore.path(), {true, false}});
+  if (is_language_model(base)) add_pipeline_and_expert_axes(s, base, cores);
   return s;
 }
 

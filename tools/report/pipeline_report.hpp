@@ -10,10 +10,12 @@
 namespace tpusim::cli {
 
 /// With a pipeline (Program::pipeline.stages > 1), j["pipeline"]: stages, microbatches,
-/// repeats, schedule, stage_wait_ms (per stage: the simulated time of the units that are a
-/// bubble on it), bubble_ms (their mean), bubble_fraction (of the step), the closed form
-/// (p - 1) / (m v + p - 1) of the bubble's share of the stage iterations, and the bytes each
-/// core sends per collective-permute.
+/// repeats, schedule, stage_iterations_ms (the simulated stage work of every unit: its layers'
+/// ops and its permute), stage_wait_ms (per stage: that of the units that are a bubble on it),
+/// stage_busy_ms (per stage: the rest, plus embedding_ms on the first stage and head_ms on the
+/// last), bubble_ms (the waits' mean), bubble_fraction (of the stage iterations, to compare with
+/// the closed form (p - 1) / (m v + p - 1)), bubble_share_of_step, and the bytes each core sends
+/// per collective-permute.
 void add_pipeline(nlohmann::json& j, const Program& program, const SimReport& r);
 /// The text lines of j["pipeline"], if present.
 void print_pipeline(std::ostream& out, const nlohmann::json& j);

@@ -1,7 +1,8 @@
 // The expert axis (parallelism.expert, decoder_lm's mixture-of-experts layers; docs/experts.md):
 // a data-like axis (each member runs other sequences, the weights outside the experts replicated
 // over it and their gradients summed over it) that divides the routed experts: each member holds
-// experts / expert of them, their weights, gradients and optimizer state. The tokens travel to
+// experts / expert of them, their weights, gradients and optimizer state, and their gradients
+// are summed over the other replica axes only (in buckets of their own). The tokens travel to
 // their experts' devices and back by the all-to-alls the builder marks (moe_blocks.cpp, over
 // "expert"; the partitioner plays them as the collective engine's all-to-all).
 #include <string>
@@ -44,6 +45,10 @@ class ExpertAxis final : public ShardingRule {
   bool live(const Layout& l) const override { return expert_degree(l) > 1; }
   double weight_divisor(const OpNode& owner, const Layout& l) const override {
     return owner.expert_weights ? expert_degree(l) : 1;
+  }
+  // Each member holds its own experts: their gradients are summed over the other replica axes.
+  bool owns_weights(const OpNode& owner, const Layout& l) const override {
+    return owner.expert_weights;
   }
 };
 

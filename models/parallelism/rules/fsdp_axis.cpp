@@ -7,6 +7,8 @@
 // the last one the shards' sum is all-reduced over the other replica axes (with slices, over
 // "data" across them: the hierarchical reduction of a hybrid mesh, reduce-scatter on ICI, the
 // shard all-reduced over the data-center network; no all-gather, the weights stay sharded).
+// Within a pipeline stage (docs/pipeline.md) the same happens per unit: each unit gathers its
+// chunk's weights and reduce-scatters their gradients, as MaxText's pipeline does per iteration.
 #include <map>
 #include <utility>
 
@@ -64,7 +66,7 @@ class FsdpAxis final : public ShardingRule {
     std::vector<std::string> others;
     // Multislice: "data" spans the slices even when each slice holds one data replica (fsdp
     // over the whole slice), so the shard's sum crosses the data-center network.
-    for (const auto& a : l.replica_axes())
+    for (const auto& a : b.axes)
       if (a != "fsdp" && (l.degree(a) > 1 || (a == "data" && l.slices > 1))) others.push_back(a);
     if (others.empty() || !s.last_microbatch) return;  // the shards' sum is all-reduced once
     const int rs = b.collective;
@@ -76,10 +78,13 @@ class FsdpAxis final : public ShardingRule {
   }
 
  private:
-  // One all-gather per segment for all the weights it reads.
+  // One all-gather per segment for all the weights it reads (those of its stage, with a
+  // pipeline: a segment of another stage's layers is not gathered).
   void emit_gathers(PartitionState& s, int seg) {
     if (seg >= static_cast<int>(plan_.owners_of_segment.size())) return;
-    const auto& owners = plan_.owners_of_segment[seg];
+    std::vector<int> owners;
+    for (int o : plan_.owners_of_segment[seg])
+      if (s.off_stage.empty() || !s.off_stage[o]) owners.push_back(o);
     if (owners.empty() || gathered_.count({owners.front(), seg})) return;
     const Phase phase = plan_.segment_phase[seg];
     // Quantized owners' weights travel in their 8-bit dtype (workload.quantization).

@@ -65,11 +65,6 @@ void check_pipeline(const OpGraph& g, const Layout& l, ProblemList& problems) {
                      " chunks do not divide the " + std::to_string(layers) +
                      " layers (no layers to spare for so many chunks); allowed: a divisor of " +
                      std::to_string(layers / p) + " (the layers of a stage)");
-  if (l.fsdp > 1)
-    problems.add("parallelism.fsdp", std::to_string(l.fsdp) +
-                                         " with parallelism.pipeline = " + std::to_string(p) +
-                                         ": FSDP within a pipeline stage is not modelled in this "
-                                         "build; allowed: 1");
   if (l.pipeline_schedule == "interleaved" && g.microbatches % p != 0)
     problems.add("workload.microbatches",
                  std::to_string(g.microbatches) +

@@ -88,11 +88,19 @@ int PartitionState::emit_collective(std::string name, CollectiveKind kind, Phase
 }
 
 int PartitionState::emit_bucket_sync(Bucket& b, CollectiveKind kind) {
-  b.collective = emit_collective("grad.bucket." + std::to_string(b.index) + "." + to_string(kind),
-                                 kind, Phase::Backward, b.grad_bytes, layout.grad_dtype,
-                                 layout.replica_axes(), b.done_ops);
+  b.collective =
+      emit_collective("grad.bucket." + std::to_string(b.index) + "." + to_string(kind), kind,
+                      Phase::Backward, b.grad_bytes, layout.grad_dtype, b.axes, b.done_ops);
   program.ops[b.collective].output.cls = MemoryClass::GradientBuckets;
   return b.collective;
+}
+
+std::vector<std::string> PartitionState::sync_axes(int owner) const {
+  std::vector<std::string> axes = layout.replica_axes();
+  for (const auto& e : rules_.rules())
+    if (e.rule->owns_weights(graph.node(owner), layout))
+      axes.erase(std::remove(axes.begin(), axes.end(), e.name), axes.end());
+  return axes;
 }
 
 double PartitionState::params_per_core(int owner) const {

@@ -48,7 +48,10 @@ struct Bucket {
   std::vector<int> owners;    ///< forward ops whose parameters the bucket holds
   std::vector<int> done_ops;  ///< program ops that completed those gradients
   double grad_bytes = 0;      ///< per core, in the gradient dtype
-  int collective = -1;        ///< program op of the gradient collective (-1: none needed)
+  /// The replica axes its gradients are summed over (PartitionState::sync_axes of its owners,
+  /// the same for every owner of the bucket).
+  std::vector<std::string> axes;
+  int collective = -1;  ///< program op of the gradient collective (-1: none needed)
 };
 
 /// What the rules see of a partitioning in progress: the graph, the layout, the Program so far
@@ -64,6 +67,9 @@ class PartitionState {
   std::vector<int> result;
   /// True while the step's last (or only) microbatch is emitted.
   bool last_microbatch = true;
+  /// Per graph op: true when another pipeline stage holds it (the Program is stage 0's and never
+  /// emits it; FSDP gathers no weights of it). Empty without a pipeline.
+  std::vector<char> off_stage;
 
   /// Appends a collective (its output a collective buffer of `bytes`); returns its index.
   int emit_collective(std::string name, CollectiveKind kind, Phase phase, double bytes, DType dtype,
@@ -73,6 +79,10 @@ class PartitionState {
   /// the ops that completed it; its output a gradient bucket, whose last reader is set with the
   /// optimizer): sets b.collective and returns it.
   int emit_bucket_sync(Bucket& b, CollectiveKind kind);
+  /// The replica axes over which `owner`'s gradient is summed: all of them but those whose rule
+  /// gives each member other weights of it (ShardingRule::owns_weights: the expert axis and the
+  /// routed experts).
+  std::vector<std::string> sync_axes(int owner) const;
   /// Parameters of forward op `owner` one core holds: params over every axis dividing them.
   double params_per_core(int owner) const;
   /// Owners whose gradient a weight-gradient op contributes to (its forward op, a tied table).
@@ -89,6 +99,9 @@ class ShardingRule {
   /// True when the rule has something to do under `l` (its axis has more than one member).
   virtual bool live(const Layout& l) const = 0;
 
+  /// True when each member of this (replica) axis holds other weights of `owner`, so that its
+  /// gradient is not summed over the axis (the expert axis and the routed experts).
+  virtual bool owns_weights(const OpNode& owner, const Layout& l) const { return false; }
   /// Called once, before the walk.
   virtual void start(PartitionState& s) {}
   /// Called as each microbatch's ops start.
