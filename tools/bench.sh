@@ -14,6 +14,9 @@ trap 'rm -rf "$TMP"' EXIT
 
 echo "| what | wall s | CPU s | peak MiB | kernel events | events/s (CPU) | network work items | SystemC objects | simulated |"
 echo "|---|---|---|---|---|---|---|---|---|"
+cpu_s() {  # the CPU seconds (user + system) of the last measured command
+  awk '{print $2 + $3}' "$TMP/time"
+}
 measure() {  # name, then the command; the command prints tpusim --json
   local name=$1; shift
   /usr/bin/time -f "%e %U %S %M" -o "$TMP/time" "$@" >"$TMP/out" 2>"$TMP/err" || { echo "| $name | failed: $(tail -1 "$TMP/err") |"; return; }
@@ -50,25 +53,30 @@ for study in bert_large_4096 transformer_big_4096 resnet50_4096 ssd_4096 ssd_204
   [ -f "$f" ] && measure "run $study" "$BIN" run "$f" --json
   # Issue 46's target: BERT 4096 at the message level in at most about 0.1 s (wall, this row).
   [ "$study" = bert_large_4096 ] && [ -f "$TMP/time" ] && read -r bert_wall _ <"$TMP/time"
+  [ "$study" = bert_large_4096 ] && bert_cpu=$(cpu_s)
 done
 measure "run bert_large_4096, every core (sim.symmetry=off)" "$BIN" run configs/studies/bert_large_4096.json --set sim.symmetry=off --json
 for study in gpt3_175b_4096 palm_540b_6144 bert_large_4x4096_v4; do
   f=configs/studies/$study.json
   [ -f "$f" ] && measure "run $study" "$BIN" run "$f" --json
+  [ "$study" = palm_540b_6144 ] && palm_cpu=$(cpu_s)
 done
 # A timeline from the symmetric run (its cores traced through their images in the domain).
 measure "run palm_540b_6144 with --timeline" "$BIN" run configs/studies/palm_540b_6144.json --timeline "$TMP/palm.trace.json.gz" --json
+palm_timeline_cpu=$(cpu_s)
 # Past 70 k chips: 8 slices of a 9216-chip TPU v7 pod.
 # GPT-3 175B: 32-way model parallelism with sharded activations, data parallelism over the rest
 # (576 replicas per slice, x 8 slices), full remat, one sequence per replica.
 measure "run gpt3_175b, 8 slices of tpu_v7_9216 (73,728 chips)" "$BIN" run configs/studies/gpt3_175b_4096.json \
   --set preset=tpu_v7 --set topology=tpu_v7_9216 --set topology.slices=8 --set parallelism.slices=8 \
   --set parallelism.fsdp=1 --set parallelism.model=32 --set workload.global_batch=4608 --set workload.remat=full --json
+v7_cpu=$(cpu_s)
 # plan's default language-model space, from an empty store.
 measure "plan gpt3_175b on 1024 v4 chips, default space, -j 2" "$BIN" plan configs/studies/gpt3_175b_4096.json --set topology=tpu_v4_1024 -j 2 --out "$TMP/plan" --json
 measure "run bert_large_4096 on tpu_v4 (4096 chips)" "$BIN" run configs/studies/bert_large_4096.json --set preset=tpu_v4 --set topology=tpu_v4_4096 --json
 measure "run bert_large_4096, flow level" "$BIN" run configs/studies/bert_large_4096.json --set network.fidelity=flow --json
 measure "run bert_large_4096, packet level" "$BIN" run configs/studies/bert_large_4096.json --set network.fidelity=packet --json
+bert_packet_cpu=$(cpu_s)
 if "$BIN" replay --help >/dev/null 2>&1 && [ -f configs/studies/bert_large_4096.json ]; then
   "$BIN" run configs/studies/bert_large_4096.json --record-trace "$TMP/bert.trace.json.gz" --json >/dev/null
   measure "replay bert_large_4096 trace" "$BIN" replay "$TMP/bert.trace.json.gz" --json
@@ -99,5 +107,17 @@ if [ -n "${bert_wall:-}" ]; then
   verdict=$(python3 -c "print('met' if $bert_wall <= 0.1 else 'NOT met')")
   echo "BERT 4096 at the message level: $bert_wall s wall (target: at most 0.1 s): $verdict"
 fi
+# Issue 50's targets, in CPU seconds (the machine is shared).
+python3 - "${bert_cpu:-0}" "${bert_packet_cpu:-0}" "${palm_cpu:-0}" "${palm_timeline_cpu:-0}" "${v7_cpu:-0}" <<'PY'
+import sys
+bert, packet, palm, timeline, v7 = (float(x) for x in sys.argv[1:])
+def verdict(ok): return "met" if ok else "NOT met"
+if bert > 0 and packet > 0:
+    print(f"BERT 4096 at the packet level: {packet:.2f} s of CPU, {packet / bert:.1f}x the message level's {bert:.2f} s (target: at most 2x): {verdict(packet <= 2 * bert)}")
+if palm > 0 and timeline > 0:
+    print(f"PaLM 6144 with a timeline: {timeline:.2f} s of CPU, {timeline / palm:.1f}x the run's {palm:.2f} s (target: at most 3x): {verdict(timeline <= 3 * palm)}")
+if v7 > 0:
+    print(f"GPT-3 175B on 73,728 v7 chips: {v7:.2f} s of CPU (target: at most 2 s): {verdict(v7 <= 2)}")
+PY
 echo "load average while measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%Y-%m-%d)"

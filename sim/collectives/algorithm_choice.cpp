@@ -3,13 +3,82 @@
 // their bounds (the predicted time of their bound plans, which route nothing), and no plan is
 // built for a candidate whose bound cannot beat the best so far.
 #include <algorithm>
+#include <cstdio>
 
 #include "sim/collectives/collective_planner.hpp"
+#include "sim/core/tensor_core_cost.hpp"
+#include "sim/machine/machine.hpp"
 
 namespace tpusim {
 namespace {
 /// Under auto, ties go to the earlier name (the algorithms used before auto compared times).
 const std::vector<std::string> kPreference = {"per_dimension", "bidirectional_ring", "ring"};
+
+/// Per dimension of the torus, the most hops any route of `plans` takes along it (what the
+/// symmetric domain must cover off the message level, sim/collectives/symmetry.cpp).
+std::vector<int> hops_along(const Machine& m, const std::vector<const GroupPlan*>& plans) {
+  const int dims = m.topology().num_dims();
+  std::vector<int> most(static_cast<std::size_t>(dims), 0), along(most.size());
+  for (const GroupPlan* plan : plans)
+    for (const PlanPhase& ph : plan->phases)
+      for (const Ring& r : ph.rings)
+        for (const auto* routes : {&r.next, &r.prev})
+          for (const Route& route : *routes) {
+            std::fill(along.begin(), along.end(), 0);
+            for (const NetworkLink* l : route) {
+              const auto [chip, place] = m.place_of(*l);
+              if (chip >= 0 && place < 2 * dims) ++along[static_cast<std::size_t>(place / 2)];
+            }
+            for (std::size_t d = 0; d < most.size(); ++d) most[d] = std::max(most[d], along[d]);
+          }
+  return most;
+}
+
+/// Hops past `others` summed over the dimensions: how far `mine` would stretch the domain.
+int excess(const std::vector<int>& mine, const std::vector<int>& others) {
+  int e = 0;
+  for (std::size_t d = 0; d < mine.size(); ++d) e += std::max(0, mine[d] - others[d]);
+  return e;
+}
+
+/// One core's compute ops in a row: a lower bound of the step, in seconds.
+double compute_seconds(const Program& program, const HardwareSpec& hw) {
+  double s = 0;
+  for (const Op& op : program.ops)
+    if (!op.is_collective)
+      s += op.compute.measured_ns ? *op.compute.measured_ns * 1e-9
+                                  : compute_op_time(hw, op.compute).total.seconds();
+  return s;
+}
+
+/// The distinct plan sets of the ops in program order, each set's ops and how far its routes
+/// reach along each dimension.
+using Plans = std::vector<const GroupPlan*>;
+struct PlanSets {
+  std::vector<const Plans*> sets;
+  std::vector<std::vector<int>> ops_of, hops;
+};
+PlanSets plan_sets(const std::vector<const Plans*>& op_plans, const Machine& m) {
+  PlanSets out;
+  for (std::size_t i = 0; i < op_plans.size(); ++i) {
+    if (!op_plans[i]) continue;
+    const auto at = static_cast<std::size_t>(
+        std::find(out.sets.begin(), out.sets.end(), op_plans[i]) - out.sets.begin());
+    if (at == out.sets.size()) {
+      out.sets.push_back(op_plans[i]);
+      out.ops_of.emplace_back();
+      out.hops.push_back(hops_along(m, *op_plans[i]));
+    }
+    out.ops_of[at].push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+std::string ms_text(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g ms", ms);
+  return buf;
+}
 }  // namespace
 
 std::vector<std::string> CollectivePlanner::candidates(const CollectiveSpec& spec,
@@ -102,6 +171,80 @@ const std::vector<const GroupPlan*>& CollectivePlanner::choose(const CollectiveS
   for (const auto& p : plans->front()->phases) steps += p.steps;
   st.steps = steps;
   return *plans;
+}
+
+void CollectivePlanner::keep_routes_short(std::map<int, CollectiveOpStats>& stats) {
+  if (options_.auto_resolution <= 0) return;
+  const Duration allowed =
+      Duration::seconds(options_.auto_resolution * compute_seconds(program_, machine_.hardware()));
+  Duration given_up;
+  PlanSets ps = plan_sets(op_plans_, machine_);
+  auto& [sets, ops_of, hops] = ps;
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    std::vector<int> others(hops[k].size(), 1);  // one hop reaches a neighbour: any period
+    for (std::size_t j = 0; j < sets.size(); ++j)
+      if (j != k)
+        for (std::size_t d = 0; d < others.size(); ++d) others[d] = std::max(others[d], hops[j][d]);
+    const int now = excess(hops[k], others);
+    const CollectiveSpec& spec =
+        program_.ops[static_cast<std::size_t>(ops_of[k].front())].collective;
+    const bool automatic = spec.kind == CollectiveKind::AllToAll
+                               ? options_.all_to_all_algorithm == "auto"
+                               : options_.algorithm == "auto";
+    if (now == 0 || !automatic || spans_slices(spec)) continue;
+    const GroupSet& gs = *op_groups_[static_cast<std::size_t>(ops_of[k].front())];
+    const auto cost = [&](const Plans& alt) {  // over every op of the set
+      Duration more;
+      for (int op : ops_of[k]) {
+        const CollectiveSpec& s = program_.ops[static_cast<std::size_t>(op)].collective;
+        more += predicted(alt, s) - predicted(*sets[k], s);
+      }
+      return more;
+    };
+    const Plans* best = nullptr;
+    std::string best_name;
+    int best_excess = now;
+    Duration best_cost;
+    for (const std::string& name : candidates(spec, gs.groups.front().size())) {
+      if (spec.kind != CollectiveKind::AllToAll) {  // no plan built past the bound
+        const GroupPlan* b = cached_bound(spec, gs, name);
+        if (!b) continue;
+        Duration least;
+        for (int op : ops_of[k]) {
+          const CollectiveSpec& s = program_.ops[static_cast<std::size_t>(op)].collective;
+          least += predicted(*b, s) - predicted(*sets[k], s);
+        }
+        if (given_up + least > allowed) continue;
+      }
+      const Plans* alt = cached_plans(spec, gs, name, true);
+      if (!alt || alt == sets[k]) continue;
+      const Duration more = cost(*alt);
+      if (given_up + more > allowed) continue;
+      const int e = excess(hops_along(machine_, *alt), others);
+      if (e < best_excess || (best && e == best_excess && more < best_cost)) {
+        best = alt, best_name = name, best_excess = e, best_cost = more;
+      }
+    }
+    if (!best) continue;
+    given_up += best_cost;
+    const std::string was = stats[ops_of[k].front()].algorithm;
+    for (int op : ops_of[k]) {
+      op_plans_[static_cast<std::size_t>(op)] = best;
+      CollectiveOpStats& st = stats[op];
+      st.algorithm = best_name;
+      st.steps = 0;
+      for (const auto& p : best->front()->phases) st.steps += p.steps;
+      st.note = best_name + ", not " + was;
+    }
+    notes_.push_back(std::string(to_string(spec.kind)) + " of " + format_bytes(spec.bytes) +
+                     " over " + std::to_string(gs.groups.front().size()) + " cores (" +
+                     std::to_string(ops_of[k].size()) + (ops_of[k].size() == 1 ? " op" : " ops") +
+                     "): " + best_name + ", not " + was + ", whose routes alone would enlarge " +
+                     "the symmetric domain; " + ms_text(best_cost.ms()) +
+                     " slower as the cost model predicts, within collectives.auto_resolution (" +
+                     ms_text(allowed.ms()) + " of compute)");
+    hops[k] = hops_along(machine_, *best);
+  }
 }
 
 }  // namespace tpusim

@@ -24,6 +24,7 @@ const Param<std::string> kCollectivesAllToAllAlgorithm{{"collectives.all_to_all_
 const Param<bool> kCollectivesReductionCompute{{"collectives.reduction_compute", T::Boolean, "", true, "summing received data costs vector-unit and HBM time (false: free, to compare with tools that ignore it)"}};
 const Param<bool> kCollectivesDmaHbmTraffic{{"collectives.dma_hbm_traffic", T::Boolean, "", true, "the DMA engines read every byte a core sends from its HBM and write what it receives into it, sharing the HBM port with compute and reductions (false: free, to compare with tools that ignore it)"}};
 const Param<bool> kCollectivesReduceOnArrival{{"collectives.reduce_on_arrival", T::Boolean, "", true, "a reduce-scatter step sums what arrives as it streams in from the DMA engines, so only the sum is written to HBM (3 passes of HBM per byte with the DMA read of what is sent); false: what arrives is written to HBM first and the reduction reads it back (5 passes)"}};
+const Param<double> kCollectivesAutoResolution{{"collectives.auto_resolution", T::Number, "", 0.005, "flow and packet levels, collectives.algorithm=auto: the cost model's resolution, as a share of the step's compute ops (their sum on one core, a lower bound of the step). A collective whose routes alone would set the symmetric domain's extent along a dimension takes another candidate whose routes do not, if the predicted time given up, over all such collectives, stays below it (docs/network.md, \"Tiny collectives and the domain\"); 0: always the fastest predicted. The default is half the 1 % by which the three network levels agree (a choice, not a measured figure)", 0, 0.05}};
 // clang-format on
 
 }  // namespace
@@ -35,6 +36,7 @@ CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   o.reduction_compute = kCollectivesReductionCompute(c);
   o.dma_hbm_traffic = kCollectivesDmaHbmTraffic(c);
   o.reduce_on_arrival = kCollectivesReduceOnArrival(c);
+  o.auto_resolution = kCollectivesAutoResolution(c);
   return o;
 }
 

@@ -171,6 +171,7 @@ void CollectivePlanner::prepare(std::map<int, CollectiveOpStats>& stats) {
     auto& st = stats[static_cast<int>(i)];
     op_plans_[i] = spans_slices(spec) ? &hierarchical(spec, gs, st) : &choose(spec, gs, st);
   }
+  keep_routes_short(stats);
   // The plans `auto` built and did not choose are not needed any more.
   std::set<const std::vector<const GroupPlan*>*> used(op_plans_.begin(), op_plans_.end());
   for (auto it = plans_.begin(); it != plans_.end();)

@@ -25,6 +25,8 @@ struct CollectiveOpStats {
   Duration longest;      ///< longest single group
   int groups = 0;
   int steps = 0;  ///< steps of one group's plan
+  /// Why auto chose another than its fastest predicted algorithm (keep_routes_short), or "".
+  std::string note;
 };
 
 /// The groups of one axes set (physical cores, mesh order), with each core's group index.
@@ -48,6 +50,10 @@ class CollectivePlanner {
   /// The cost model's time of collective `op_index` on its plans (after prepare), uncontended:
   /// what the progress line expects an op in flight to take.
   Duration expected_time(int op_index) const;
+
+  /// What auto gave up for short routes (keep_routes_short), one line per collective; empty if
+  /// nothing.
+  const std::vector<std::string>& choice_notes() const { return notes_; }
 
   /// `auto`'s candidates for `spec` in order of preference (ties go to the earlier).
   std::vector<std::string> candidates(const CollectiveSpec& spec, std::size_t group_size) const;
@@ -73,6 +79,13 @@ class CollectivePlanner {
   /// Chooses the algorithm of a collective `spec` (one for all its groups) and returns the plans.
   const std::vector<const GroupPlan*>& choose(const CollectiveSpec& spec, const GroupSet& gs,
                                               CollectiveOpStats& st);
+  /// Off the message level (options_.auto_resolution > 0), after every op is chosen: a
+  /// collective whose routes alone set the symmetric domain's extent along some dimension (no
+  /// other collective's routes go as far along it) takes, under auto, the candidate whose
+  /// routes reach least past the others', if the predicted time given up over all such
+  /// changes stays within auto_resolution of the compute ops' sum (algorithm_choice.cpp).
+  /// The same in a symmetric and a full run: it looks at the plans, not at the domain.
+  void keep_routes_short(std::map<int, CollectiveOpStats>& stats);
   /// Multislice: an all-reduce over the data axis sums over every slice's replicas.
   bool spans_slices(const CollectiveSpec& spec) const;
   /// Its plans: the chosen reduce-scatter and all-gather inside the slice around the ring
@@ -101,6 +114,7 @@ class CollectivePlanner {
   /// Per op (prepared once): its group set and each group's plan.
   std::vector<const GroupSet*> op_groups_;
   std::vector<const std::vector<const GroupPlan*>*> op_plans_;
+  std::vector<std::string> notes_;  ///< choice_notes
 };
 
 }  // namespace tpusim

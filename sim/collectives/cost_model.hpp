@@ -26,6 +26,10 @@ struct CollectiveOptions {
   bool dma_hbm_traffic = true;  ///< false: the DMA engines' HBM reads and writes are free
   /// A reduce-scatter step sums what arrives as it streams in (not written to HBM first).
   bool reduce_on_arrival = true;
+  /// Off the message level (0 there; SimOptions::from_config): the share of the step, of its
+  /// compute ops' sum, that `auto` may give up over all collectives so that no collective's
+  /// routes alone set the symmetric domain's extent (collectives.auto_resolution).
+  double auto_resolution = 0;
   static CollectiveOptions from_config(const Config& cfg);
 };
 

@@ -233,6 +233,7 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
   d.engine->prepare();
   check_slow_chips(topology, hw);
   choose_symmetry(d, program, hw, options);
+  for (const auto& note : d.engine->planner().choice_notes()) d.symmetry += "; " + note;
   if (options.timeline) trace_timeline(d, options);
   d.machine->elaborate_cores(d.symmetric ? &d.symmetric->active : nullptr);
   if (d.machine->hosts()) {
@@ -396,6 +397,8 @@ SimOptions SimOptions::from_config(const Config& cfg) {
   SimOptions o;
   o.network = NetworkOptions::from_config(cfg);
   o.collectives = CollectiveOptions::from_config(cfg);
+  // The message level folds routes onto the domain: no route sets its extent there.
+  if (o.network.fidelity == "message") o.collectives.auto_resolution = 0;
   o.hosts = HostOptions::from_config(cfg);
   o.symmetry = kSimSymmetry(cfg) == "auto";
   o.dcn = DcnOptions::from_config(cfg);

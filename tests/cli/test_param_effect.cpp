@@ -136,6 +136,9 @@ const std::vector<std::vector<std::string>> kStudies = {
      "--set", "serving.requests.output_tokens=20"},
     // Chunks pipeline over multi-hop routes, which an all-to-all over a 4x4 torus has.
     {"collective", "--op", "all-to-all", "--bytes", "64MiB", "--topology", "4x4"},
+    // auto's resolution acts off the message level where one collective's routes alone would
+    // set the symmetric domain: BERT 4096's 1.19 KiB all-reduce (docs/network.md).
+    {"run", "configs/studies/bert_large_4096.json", "--set", "network.fidelity=flow"},
 };
 
 /// Parameters whose effect another issue's branch gives them. Each entry must still be without

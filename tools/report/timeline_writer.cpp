@@ -138,12 +138,20 @@ void add_track_names(nlohmann::json& events, const std::set<int>& chips,
 
 }  // namespace
 
-nlohmann::json TimelineWriter::document() const {
+namespace {
+
+/// A JSON value's text as nlohmann writes it (so the streamed document is byte for byte the one
+/// a json DOM would dump).
+void put(std::string& out, const nlohmann::json& v) { out += v.dump(); }
+
+}  // namespace
+
+std::vector<int> TimelineWriter::span_tids(std::vector<int>& lane_of,
+                                           std::map<std::pair<int, int>, int>& tid) const {
   // Lanes per core, then one numeric thread id per (core, lane) in that order.
   std::map<int, std::vector<std::size_t>> spans_of;
   for (std::size_t i = 0; i < spans_.size(); ++i) spans_of[spans_[i].core].push_back(i);
-  std::vector<int> lane(spans_.size(), 0);
-  std::map<std::pair<int, int>, int> tid;
+  lane_of.assign(spans_.size(), 0);
   for (int core : traced_cores_) tid[{core, 0}] = 0;
   for (const auto& [core, idx] : spans_of) {
     std::vector<std::tuple<Duration, Duration, bool>> in;
@@ -152,53 +160,81 @@ nlohmann::json TimelineWriter::document() const {
                       spans_[i].category.rfind("collective:", 0) == 0);
     const auto lanes = assign_lanes(in);
     for (std::size_t k = 0; k < idx.size(); ++k) {
-      lane[idx[k]] = lanes[k];
+      lane_of[idx[k]] = lanes[k];
       tid[{core, lanes[k]}] = 0;
     }
   }
   int next = 0;
   for (auto& [key, id] : tid) id = next++;
+  std::vector<int> out(spans_.size());
+  for (std::size_t i = 0; i < spans_.size(); ++i) out[i] = tid.at({spans_[i].core, lane_of[i]});
+  return out;
+}
 
-  nlohmann::json events = nlohmann::json::array();
+std::string TimelineWriter::text() const {
+  std::vector<int> lane;
+  std::map<std::pair<int, int>, int> tid;
+  const std::vector<int> span_tid = span_tids(lane, tid);
+  nlohmann::json meta = nlohmann::json::array();
   std::set<int> chips;
   for (const auto& [key, id] : tid) chips.insert(key.first / devices_per_chip_);
   for (const auto& s : samples_) chips.insert(s.chip);
-  add_track_names(events, chips, tid, devices_per_chip_);
-  for (std::size_t i = 0; i < spans_.size(); ++i) {
-    const Span& s = spans_[i];
-    events.push_back({{"name", s.name},
-                      {"cat", s.category},
-                      {"ph", "X"},
-                      {"ts", (s.start + offset_).us()},
-                      {"dur", (s.end - s.start).us()},
-                      {"pid", s.core / devices_per_chip_},
-                      {"tid", tid.at({s.core, lane[i]})},
-                      {"args", args_of(s)}});
-  }
-  for (const auto& s : samples_)
-    events.push_back({{"name", s.track},
-                      {"ph", "C"},
-                      {"ts", (s.at + offset_).us()},
-                      {"pid", s.chip},
-                      {"args", {{s.name, s.value}}}});
-  for (const auto& e : extra_) events.push_back(e);
+  add_track_names(meta, chips, tid, devices_per_chip_);
   std::vector<int> traced_chips;
   for (int c : traced_cores_)
     if (traced_chips.empty() || traced_chips.back() != c / devices_per_chip_)
       traced_chips.push_back(c / devices_per_chip_);
-  return {{"traceEvents", events},
-          {"displayTimeUnit", "ns"},
-          {"otherData",
-           {{"tool", std::string("tpusim ") + TPUSIM_VERSION},
-            {"model", program_.model},
-            {"cores", cores_},
-            {"cores_per_chip", devices_per_chip_},
-            {"traced_cores", traced_cores_},
-            {"traced_chips", traced_chips}}}};
+  const nlohmann::json other = {{"tool", std::string("tpusim ") + TPUSIM_VERSION},
+                                {"model", program_.model},
+                                {"cores", cores_},
+                                {"cores_per_chip", devices_per_chip_},
+                                {"traced_cores", traced_cores_},
+                                {"traced_chips", traced_chips}};
+  // The events are written one by one, in the keys' order of a json object (sorted), instead
+  // of built as one DOM first: a timeline of a long step holds hundreds of thousands.
+  std::string out =
+      "{\"displayTimeUnit\":\"ns\",\"otherData\":" + other.dump() + ",\"traceEvents\":[";
+  bool first = true;
+  const auto next = [&] {
+    if (!first) out += ',';
+    first = false;
+  };
+  for (const auto& e : meta) next(), put(out, e);
+  for (std::size_t i = 0; i < spans_.size(); ++i) {
+    const Span& s = spans_[i];
+    next();
+    out += "{\"args\":";
+    put(out, args_of(s));
+    out += ",\"cat\":";
+    put(out, s.category);
+    out += ",\"dur\":";
+    put(out, (s.end - s.start).us());
+    out += ",\"name\":";
+    put(out, s.name);
+    out += ",\"ph\":\"X\",\"pid\":" + std::to_string(s.core / devices_per_chip_) +
+           ",\"tid\":" + std::to_string(span_tid[i]) + ",\"ts\":";
+    put(out, (s.start + offset_).us());
+    out += '}';
+  }
+  for (const auto& s : samples_) {
+    next();
+    out += "{\"args\":{";
+    put(out, s.name);
+    out += ':';
+    put(out, s.value);
+    out += "},\"name\":";
+    put(out, s.track);
+    out += ",\"ph\":\"C\",\"pid\":" + std::to_string(s.chip) + ",\"ts\":";
+    put(out, (s.at + offset_).us());
+    out += '}';
+  }
+  for (const auto& e : extra_) next(), put(out, e);
+  out += "]}";
+  return out;
 }
 
 void TimelineWriter::write(const std::string& path) const {
-  std::string bytes = document().dump();
+  std::string bytes = text();
   if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0) bytes = trace::gzip(bytes);
   write_output_file(path, bytes);
 }

@@ -37,8 +37,9 @@ class TimelineWriter : public TimelineSink {
   /// tracks beside the chips' (`tpusim train`'s composed run and host tracks).
   void add_event(nlohmann::json event) { extra_.push_back(std::move(event)); }
 
-  /// The whole trace: {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}.
-  nlohmann::json document() const;
+  /// The whole trace as JSON text: {"displayTimeUnit": "ns", "otherData": {...},
+  /// "traceEvents": [...]}, the keys of every object sorted (as a json DOM dumps them).
+  std::string text() const;
   /// Writes the document, gzip-compressed when `path` ends in ".gz"; throws ConfigError if it
   /// cannot be written.
   void write(const std::string& path) const;
@@ -57,6 +58,10 @@ class TimelineWriter : public TimelineSink {
     double value;
   };
   nlohmann::json args_of(const Span& s) const;
+  /// Each span's thread id: its (core, lane), lanes assigned per core (assign_lanes), thread
+  /// ids numbered in (core, lane) order into `tid`; `lane_of` gets each span's lane.
+  std::vector<int> span_tids(std::vector<int>& lane_of,
+                             std::map<std::pair<int, int>, int>& tid) const;
 
   const Program& program_;
   int devices_per_chip_, cores_;
