@@ -20,8 +20,9 @@ struct MxuSpec {
   double fp8_rate = 0;           ///< fp8 products per cycle over bf16's; 0: no fp8 figure
 };
 
-/// Hardware parameters other layers read directly (hardware.cpp declares them): the systolic
-/// array's side, the TensorCores per chip, megacore.
+/// Hardware parameters other layers read directly (hardware.cpp declares them): the chip's name,
+/// the systolic array's side, the TensorCores per chip, megacore.
+extern const Param<std::string> kHwName;
 extern const Param<std::int64_t> kHwMxuDim;
 extern const Param<std::int64_t> kHwCoresPerChip;
 extern const Param<bool> kHwMegacore;

@@ -22,7 +22,10 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const Param<std::string> kWorkloadProgram{{"workload.program", T::String, "", "train", "the program tpusim run simulates: train (one training step), eval (one evaluation step: forward and the model's on-device post-processing at workload.eval_batch), prefill (decoder_lm: the forward of workload.global_batch prompts of workload.seq_len tokens, writing their KV cache) or decode (decoder_lm: one new token for each of workload.global_batch sequences after workload.kv_length cached tokens)", -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), {"train", "eval", "prefill", "decode"}}};
+}  // namespace
+// Read elsewhere through its handle (workload.hpp).
 const Param<std::int64_t> kWorkloadMicrobatches{{"workload.microbatches", T::Integer, "", 1, "gradient accumulation: each replica runs its share of the global batch as this many forward and backward passes, summing the weight gradients in place (f32 accumulators), then syncs gradients and updates once", 1, 1 << 16}};
+namespace {
 const Param<std::int64_t> kWorkloadEvalBatch{{"workload.eval_batch", T::Integer, "examples", 0, "examples per evaluation step over all replicas; 0: workload.global_batch", 0, 1e9}};
 // clang-format on
 

@@ -16,11 +16,16 @@
 
 #include "core/config.hpp"
 #include "core/hardware.hpp"
+#include "core/param_handle.hpp"
 #include "models/program.hpp"
 #include "topologies/device_mesh.hpp"
 #include "topologies/topology.hpp"
 
 namespace tpusim {
+
+/// workload.microbatches (declared in workload.cpp), for readers that decide from the study
+/// alone (plan searches gradient accumulation where the model declares it).
+extern const Param<std::int64_t> kWorkloadMicrobatches;
 
 /// The mesh axes of a study on `topology`: {"data", "model"} with sizes data x model = cores,
 /// and {"data", "spatial", "model"} when parallelism.spatial > 1. The innermost (last) axis lands

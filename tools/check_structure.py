@@ -349,17 +349,9 @@ def check_folder(root, folder, files):
 PATH_READ = re.compile(
     r'(?:\.(?:has|number|integer|boolean|string|integers|booleans|GBps|ns|at)\(\s*'
     r'|\bjson_at\([^,()]*(?:\([^()]*\))?[^,()]*,\s*)"([a-z_]+(?:\.[A-Za-z0-9_]+)+)"')
-# Reads left to a folder another helper owned this session (tools/plan/, speed50); each names
-# the handle that replaces it. Empty this when they are converted.
+# Reads left to a folder another helper owned this session (tools/serve/, serve52). Empty this
+# when they are converted.
 PATH_READ_PENDING = {
-    ("tools/plan/space.cpp", "parallelism.spatial_w"): "spatial_w_param()",
-    ("tools/plan/space.cpp", "parallelism.bn_group_cores"): "bn_group_param()",
-    ("models/builders/decoder_lm.cpp", "hardware.name"): "pending: merged at the end of the 2026-12-06 session",
-    ("models/builders/decoder_lm.cpp", "parallelism.expert"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/plan/space.cpp", "parallelism.fsdp"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/plan/space.cpp", "topology.slices"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/plan/space.cpp", "workload.microbatches"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/plan/space.cpp", "workload.remat"): "pending: merged at the end of the 2026-12-06 session",
     ("tools/serve/scheduler.cpp", "dcn.host_nics"): "pending: merged at the end of the 2026-12-06 session",
     ("tools/serve/scheduler.cpp", "dcn.latency_us"): "pending: merged at the end of the 2026-12-06 session",
     ("tools/serve/scheduler.cpp", "dcn.nic_bandwidth_GBps"): "pending: merged at the end of the 2026-12-06 session",

@@ -14,6 +14,7 @@
 #include "core/params.hpp"
 #include "core/presets.hpp"
 #include "topologies/slice_names.hpp"
+#include "topologies/topology_params.hpp"
 
 namespace tpusim {
 namespace {
@@ -23,7 +24,12 @@ using T = ParamType;
 const ParamRegistrar kTopologyParams{{
     label_param("topology.name", "tpu_v3_multipod", "name of the topology, for reports"),
     {"topology.dims", T::IntegerList, "chips", nlohmann::json::array({128, 32}), "chips along each grid dimension, X first (the default is the 4096-chip Multipod)", 1, 4096},
-    {"topology.slices", T::Integer, "slices", 1, "multislice: copies of this grid, each its own ICI domain, joined by the data-center network (dcn.*); data parallelism spans them (parallelism.slices); 1: one ICI domain", 1, 64},
+}};
+}  // namespace
+// Read elsewhere through its handle (topology_params.hpp).
+const Param<std::int64_t> kTopologySlices{{"topology.slices", T::Integer, "slices", 1, "multislice: copies of this grid, each its own ICI domain, joined by the data-center network (dcn.*); data parallelism spans them (parallelism.slices); 1: one ICI domain", 1, 64}};
+namespace {
+const ParamRegistrar kTopologyParamsAfterSlices{{
     {"topology.wrap", T::BooleanList, "", nlohmann::json::array({false, true}), "per dimension: true if it wraps around (a ring), false for an open line", 0, 1},
     {"topology.twist", T::Boolean, "", false, "a twisted torus (TPU v4's optical switches, ISCA 2023): on a k x k x 2k slice with every dimension wrapping, the wrap links of the two k-chip dimensions land k chips further along the 2k-chip one (docs/studies.md, Chip generations)"},
 }};

@@ -9,17 +9,22 @@
 // (partial sums, all-reduced); K and V split on their heads when the model degree divides
 // kv_heads, else every model core computes them whole (multi-query attention as PaLM runs it).
 // The vocabulary splits the embedding, the output projection and the loss.
+#include "models/builders/decoder_lm.hpp"
+
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/hardware.hpp"
+#include "core/mxu_rates.hpp"
 #include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/decoder_blocks.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
 #include "models/parallelism/layout.hpp"
+#include "models/parallelism/rules/expert_axis.hpp"
 #include "models/training.hpp"
 
 namespace tpusim {
@@ -65,7 +70,10 @@ const Param<std::int64_t> kDecoderLmFirstDenseLayers{{"workload.first_dense_laye
 const Param<std::string> kDecoderLmMoeDispatch{{"workload.moe_dispatch", T::String, "", "dropless", "dropless: tokens sorted by expert and grouped matmuls over ragged groups (MaxText megablox), none dropped; capacity: one-hot dispatch and combine einsums, each expert padded to its capacity, tokens past it dropped (GShard)", -kInf, kInf, {"dropless", "capacity"}, "workload.model", kDecoderLmModel}};
 const Param<double> kDecoderLmCapacityFactor{{"workload.capacity_factor", T::Number, "", 1.25, "moe_dispatch = capacity: tokens each expert takes, over tokens x experts_per_token / experts (> 0)", 0, 1e3, {}, "workload.model", kDecoderLmModel}};
 const Param<double> kDecoderLmExpertImbalance{{"workload.expert_imbalance", T::Number, "", 1, "routing skew: the busiest expert's tokens over the mean (1: uniform); sets the busiest device's expert work (dropless) or the tokens dropped (capacity)", 1, 1e5, {}, "workload.model", kDecoderLmModel}};
+}  // namespace
+// Read elsewhere through its handle (decoder_lm.hpp).
 const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation, MaxText's remat_policy names (docs/llm.md has what each keeps per layer; the rest of the layer is recomputed before its backward): none (keep every activation), full (keep each layer's input), minimal (Q, K, V, out_proj, mlpwi, mlpwo), minimal_with_context (and the context), save_dot_with_context_except_mlp, save_dot_except_mlpwi, save_dot_except_mlp, save_qkv_proj, save_out_proj, qkv_proj_offloaded and minimal_offloaded (as save_qkv_proj and minimal, the saved tensors in host memory over PCIe), save_dot_except_logits_ffn1, save_dot_except_logits (PAX's and the MLPerf runs'); attention (tpusim's earlier selective policy: recompute only the scores, softmax and context, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "minimal", "minimal_with_context", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp", "save_qkv_proj", "save_out_proj", "qkv_proj_offloaded", "minimal_offloaded", "save_dot_except_logits_ffn1", "save_dot_except_logits", "attention"}, "workload.model", kDecoderLmModel}};
+namespace {
 const Param<std::string> kDecoderLmAttention{{"workload.attention", T::String, "", "dot_product", "attention kernel, MaxText's key: dot_product (XLA's einsums, the s x s scores through HBM) or flash (splash attention: query and key/value blocks in VMEM, no s x s tensor in HBM, causal blocks above the diagonal skipped, the scores recomputed blockwise in the backward pass)", -kInf, kInf, {"dot_product", "flash"}, "workload.model", kDecoderLmModel}};
 const Param<std::int64_t> kDecoderLmFlashBlock{{"workload.flash_block", T::Integer, "tokens", 512, "flash attention's query and key/value block (MaxText's sa_block_q and sa_block_kv, 512 by default); a multiple of 128", 128, 65536, {}, "workload.model", kDecoderLmModel}};
 const Param<std::string> kDecoderLmQuantization{{"workload.quantization", T::String, "", "none", "quantized training as MaxText's quantization key (AQT): none (bf16 matmuls), int8 or fp8: both operands of every layer matmul (Q/K/V, attention output, MLP) quantized with per-channel scales in the forward and both backward matmuls, run at hardware.mxu.int8_rate or fp8_rate, with the quantize and rescale vector work; their weights stored and FSDP-gathered in 8 bits; the attention einsums and the logits stay bf16", -kInf, kInf, {"none", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
@@ -75,12 +83,12 @@ const Param<std::string> kDecoderLmQuantization{{"workload.quantization", T::Str
 DType read_quantization(const Config& cfg, ProblemList& problems) {
   const std::string q = kDecoderLmQuantization(cfg);
   if (q == "none") return DType::BF16;
-  const std::string rate = "hardware.mxu." + q + "_rate";
-  if (cfg.number(rate) <= 0)
-    problems.add(kDecoderLmQuantization.path(), q + " on " + cfg.string("hardware.name") +
-                                                    ", whose " + rate + " is 0 (no published " + q +
-                                                    " MXU rate); allowed: none, or a chip with " +
-                                                    rate + " above 0");
+  const auto& rate_param = q == "int8" ? kHwMxuInt8Rate : kHwMxuFp8Rate;
+  const std::string& rate = rate_param.path();
+  if (rate_param(cfg) <= 0)
+    problems.add(kDecoderLmQuantization.path(),
+                 q + " on " + kHwName(cfg) + ", whose " + rate + " is 0 (no published " + q +
+                     " MXU rate); allowed: none, or a chip with " + rate + " above 0");
   return q == "int8" ? DType::I8 : DType::F8;
 }
 
@@ -155,7 +163,7 @@ void read_moe(const Config& cfg, DecoderDims& d, ProblemList& problems) {
   d.experts_per_token = kDecoderLmExpertsPerToken(cfg);
   d.expert_d_ff = kDecoderLmExpertDFf(cfg) > 0 ? kDecoderLmExpertDFf(cfg) : d.d_ff;
   d.shared_experts = shared;
-  d.expert_degree = cfg.integer("parallelism.expert");
+  d.expert_degree = kParallelismExpert(cfg);
   d.capacity_dispatch = kDecoderLmMoeDispatch(cfg) == "capacity";
   d.capacity_factor = kDecoderLmCapacityFactor(cfg);
   d.expert_imbalance = kDecoderLmExpertImbalance(cfg);

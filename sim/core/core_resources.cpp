@@ -70,8 +70,10 @@ Duration CoreResource::grant(Duration from, Duration work) {
   return t;
 }
 
-DmaEngines::DmaEngines(sc_core::sc_module_name name, int engines)
-    : sc_core::sc_module(name), StatGroup("dma"), initiator("initiator"), engines_(engines) {
+DmaEngines::DmaEngines(const char* name, int engines)
+    : tlm_utils::multi_passthrough_initiator_socket<DmaEngines>(name),
+      StatGroup("dma"),
+      engines_(engines) {
   access_ = new MemoryAccess;
   payload_.set_extension(access_);
   payload_.set_command(tlm::TLM_IGNORE_COMMAND);
@@ -92,27 +94,29 @@ DmaEngines::DmaEngines(sc_core::sc_module_name name, int engines)
            [this] { return static_cast<double>(peak_); });
 }
 
-void DmaEngines::connect(MemoryModel& hbm, MemoryModel* cmem, IciPort& ici, Hbm* direct_hbm,
-                         OnChipMemory* direct_cmem, IciPort* direct_ici) {
+void DmaEngines::connect(const Targets& t) {
   int bound = 0;
-  initiator.bind(hbm.target);
+  bind(t.hbm->target_socket());
   ++bound;
-  if (cmem) {
-    initiator.bind(cmem->target);
+  if (t.cmem) {
+    bind(t.cmem->target_socket());
     cmem_target_ = bound++;
   }
-  initiator.bind(ici);
+  bind(t.vmem->target_socket());
+  vmem_target_ = bound++;
+  bind(*t.ici);
   ici_target_ = bound;
-  direct_hbm_ = direct_hbm;
-  direct_cmem_ = direct_cmem;
-  direct_ici_ = direct_ici;
+  direct_hbm_ = t.direct_hbm;
+  direct_cmem_ = t.direct_cmem;
+  direct_vmem_ = t.direct_vmem;
+  direct_ici_ = t.direct_ici;
 }
 
 Duration DmaEngines::transport(int target, tlm::tlm_generic_payload& payload, Duration start) {
   payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   const Duration now = sim_now();
   sc_core::sc_time delay = sc_delay(start - now);
-  initiator[target]->b_transport(payload, delay);
+  (*this)[target]->b_transport(payload, delay);
   if (!payload.is_response_ok())
     throw std::logic_error(std::string("tpusim: a target of ") + name() + " answered " +
                            payload.get_response_string());
@@ -132,6 +136,12 @@ Duration DmaEngines::access_cmem(Duration start, const MemoryAccess& a) {
   return transport(cmem_target_, payload_, start);
 }
 
+Duration DmaEngines::access_vmem(Duration start, const MemoryAccess& a) {
+  if (direct_vmem_) return direct_vmem_->serve(start, a);
+  *access_ = a;
+  return transport(vmem_target_, payload_, start);
+}
+
 Duration DmaEngines::send(Duration through, const IciTransfer& t) {
   if (direct_ici_) return direct_ici_->serve(through, t);
   *transfer_ = t;
@@ -140,12 +150,24 @@ Duration DmaEngines::send(Duration through, const IciTransfer& t) {
 
 namespace {
 /// The model `factory` makes under `name`, or null for the built-in.
-std::unique_ptr<MemoryModel> plugged(const MemoryFactory* factory, const char* name,
-                                     const HardwareSpec& hw) {
+std::unique_ptr<CoreMemory> plugged(const MemoryFactory* factory, const char* name,
+                                    const HardwareSpec& hw) {
   if (!factory || !*factory) return nullptr;
   auto model = (*factory)(name, hw);
   if (!model) throw std::logic_error("tpusim: the memory factory made no memory model");
   return model;
+}
+
+/// Makes `slot` the model `factory` makes under `name`, or the built-in on-chip memory; returns
+/// the built-in when the DMA engines reach it directly, else null.
+OnChipMemory* on_chip(std::unique_ptr<CoreMemory>& slot, const MemoryFactory* factory,
+                      const char* name, const HardwareSpec& hw, bool direct) {
+  slot = plugged(factory, name, hw);
+  if (slot) return nullptr;
+  auto built_in = std::make_unique<OnChipMemory>(name);
+  OnChipMemory* d = direct ? built_in.get() : nullptr;
+  slot = std::move(built_in);
+  return d;
 }
 }  // namespace
 
@@ -161,17 +183,12 @@ CoreResources::CoreResources(const HardwareSpec& hw, const CoreParts& parts)
     memory_ = std::move(built_in);
   }
   OnChipMemory* direct_cmem = nullptr;
-  if (hw.cmem_bytes_per_chip > 0) {
-    cmem_ = plugged(parts.cmem, "cmem", hw);
-    if (!cmem_) {
-      auto built_in = std::make_unique<OnChipMemory>("cmem");
-      if (parts.direct) direct_cmem = built_in.get();
-      cmem_ = std::move(built_in);
-    }
-  }
+  if (hw.cmem_bytes_per_chip > 0)
+    direct_cmem = on_chip(cmem_, parts.cmem, "cmem", hw, parts.direct);
+  OnChipMemory* direct_vmem = on_chip(vmem_, parts.vmem, "vmem", hw, parts.direct);
   ici_ = std::make_unique<IciPort>("ici");
-  dma.connect(*memory_, cmem_.get(), *ici_, direct_hbm, direct_cmem,
-              parts.direct ? ici_.get() : nullptr);
+  dma.connect({memory_.get(), cmem_.get(), vmem_.get(), ici_.get(), direct_hbm, direct_cmem,
+               direct_vmem, parts.direct ? ici_.get() : nullptr});
 }
 
 CoreResources::~CoreResources() = default;
@@ -181,7 +198,8 @@ bool CoreResources::exclusive_from(Duration t) const {
 }
 
 Duration CoreResources::compute(Duration start, const OpDemand& d, Duration natural,
-                                MemoryAccess& access, const MemoryAccess* cmem) {
+                                MemoryAccess& access, const MemoryAccess& vmem,
+                                const MemoryAccess* cmem) {
   const Duration m = mxu.grant(start, d.mxu);
   const Duration v = vpu.grant(start, d.vpu);
   Duration h = start;
@@ -189,7 +207,7 @@ Duration CoreResources::compute(Duration start, const OpDemand& d, Duration natu
     access.work = d.hbm;
     access.latency = d.hbm_latency;
     access.uncontended = false;
-    h = dma.access(start, access);
+    h = dma.access_vmem(dma.access(start, access), vmem);
   }
   if (cmem) h = std::max(h, dma.access_cmem(start, *cmem));
   return std::max(start + natural, std::max(std::max(m, v), h) + hw_.op_overhead);

@@ -1,13 +1,13 @@
 #pragma once
 // The resources of one TensorCore: its MXUs and its vector unit (work-conserving servers, plain
 // members of the core), its memories (modules behind TLM-2.0 target sockets, sim/core/memory.hpp:
-// its HBM and, on a chip with CMEM, its CMEM), its ICI port (sim/core/ici_port.hpp) and its DMA
-// engines (a module whose initiator socket is bound to all three). A server grants busy
-// intervals: a request of W of busy time from time t takes the earliest free time at or after t
-// (the intervals granted earlier keep theirs) and ends when the last of W is served. Nothing here
-// has a process of its own: requests come from the core's process (a run of compute ops) and from
-// collective steps, so they add no kernel events; contention shows as later grants, not as extra
-// wake-ups.
+// its HBM, its vector memory and, on a chip with CMEM, its CMEM), its ICI port
+// (sim/core/ici_port.hpp) and its DMA engines (an initiator socket bound to all). A
+// server grants busy intervals: a request of W of busy time from time t takes the earliest free
+// time at or after t (the intervals granted earlier keep theirs) and ends when the last of W is
+// served. Nothing here has a process of its own: requests come from the core's process (a run of
+// compute ops) and from collective steps, so they add no kernel events; contention shows as later
+// grants, not as extra wake-ups.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -30,6 +30,7 @@ namespace tpusim {
 
 struct MemoryAccess;
 struct IciTransfer;
+class CoreMemory;
 class MemoryModel;
 class Hbm;
 class OnChipMemory;
@@ -43,6 +44,7 @@ struct CoreParts {
   bool shared = false;                    ///< async collectives: steps run while the core computes
   const MemoryFactory* memory = nullptr;  ///< the HBM model; null or empty: the built-in Hbm
   const MemoryFactory* cmem = nullptr;    ///< the CMEM model; null or empty: the built-in
+  const MemoryFactory* vmem = nullptr;    ///< the vector memory's model; null or empty: built-in
   /// The DMA engines reach a built-in model directly, without a transaction (false: every access
   /// through the sockets, as a user's model sees them).
   bool direct = true;
@@ -76,25 +78,40 @@ class CoreResource {
 /// every stream issued is carried at once. What the streams move through HBM is booked on the
 /// core's memory (`hbm_bytes`). Occupancy: engine time, streams and the most in flight.
 /// The engines are the initiator of every access of the core's memories and of everything it
-/// sends (`initiator`, one socket bound to the HBM's target socket, the CMEM's where the chip has
-/// CMEM, and the core's ICI port): the compute ops' operands and results too, which they move
-/// between HBM or CMEM and the vector memory.
-class DmaEngines : public sc_core::sc_module, public StatGroup {
+/// sends (the engines are the initiator socket, multipod.chip(x,y).core0.dma, bound to the HBM's
+/// target socket, the CMEM's where the chip has CMEM, the vector memory's and the core's ICI
+/// port; no module around it: one SystemC object fewer per core): the compute ops' operands and
+/// results too, which they move between HBM or CMEM and the vector memory.
+class DmaEngines : public tlm_utils::multi_passthrough_initiator_socket<DmaEngines>,
+                   public StatGroup {
  public:
-  DmaEngines(sc_core::sc_module_name name, int engines);
-  tlm_utils::multi_passthrough_initiator_socket<DmaEngines> initiator;
+  DmaEngines(const char* name, int engines);
 
-  /// Binds the initiator to the core's targets (the HBM's first, then the CMEM's if any, then
-  /// the ICI port's). `direct_*`: the built-in ones, which accesses then reach directly.
-  void connect(MemoryModel& hbm, MemoryModel* cmem, IciPort& ici, Hbm* direct_hbm,
-               OnChipMemory* direct_cmem, IciPort* direct_ici);
+  /// The core's targets, in the initiator's binding order, and the built-in ones among them,
+  /// which accesses reach directly (null: through the socket).
+  struct Targets {
+    CoreMemory* hbm = nullptr;
+    CoreMemory* cmem = nullptr;  ///< null: the chip has no CMEM
+    CoreMemory* vmem = nullptr;
+    IciPort* ici = nullptr;
+    Hbm* direct_hbm = nullptr;
+    OnChipMemory* direct_cmem = nullptr;
+    OnChipMemory* direct_vmem = nullptr;
+    IciPort* direct_ici = nullptr;
+  };
+  /// Binds the initiator to the core's targets: the HBM's first, then the CMEM's if any, the
+  /// vector memory's, the ICI port's.
+  void connect(const Targets& t);
 
   /// One access of the core's HBM, starting at `start` (at or after now: the initiator's local
-  /// time ahead of the kernel is the transaction's delay): a b_transport through `initiator`.
+  /// time ahead of the kernel is the transaction's delay): a b_transport through the socket.
   /// Returns when the access is through.
   Duration access(Duration start, const MemoryAccess& a);
   /// One access of the core's CMEM, likewise; a core without CMEM answers `start`.
   Duration access_cmem(Duration start, const MemoryAccess& a);
+  /// One access of the core's vector memory (VMEM), likewise: what an HBM access moved lands
+  /// there (and what it wrote back left from there), from when the HBM access is through.
+  Duration access_vmem(Duration start, const MemoryAccess& a);
   /// A wave of streams this core sent, through at `through` by the network level's answer: a
   /// b_transport through the core's ICI port. Returns when the port says it is through.
   Duration send(Duration through, const IciTransfer& t);
@@ -152,16 +169,17 @@ class DmaEngines : public sc_core::sc_module, public StatGroup {
   tlm::tlm_generic_payload payload_;  ///< reused by every access (b_transport is blocking)
   MemoryAccess* access_ = nullptr;    ///< payload_'s extension, owned by it
   tlm::tlm_generic_payload send_payload_;
-  IciTransfer* transfer_ = nullptr;         ///< send_payload_'s extension
-  int cmem_target_ = -1, ici_target_ = -1;  ///< the initiator's bindings (the HBM's is 0)
+  IciTransfer* transfer_ = nullptr;                            ///< send_payload_'s extension
+  int cmem_target_ = -1, vmem_target_ = -1, ici_target_ = -1;  ///< bindings (the HBM's is 0)
   Hbm* direct_hbm_ = nullptr;
   OnChipMemory* direct_cmem_ = nullptr;
+  OnChipMemory* direct_vmem_ = nullptr;
   IciPort* direct_ici_ = nullptr;
 };
 
 /// The resources of a core. Not a module itself: built inside the TensorCore's constructor, the
 /// memories, the ICI port and the DMA engines are the core's children
-/// (multipod.chip(x,y).core0.hbm, .cmem, .ici, .dma).
+/// (multipod.chip(x,y).core0.hbm, .cmem, .vmem, .ici, .dma).
 class CoreResources {
  public:
   CoreResources(const HardwareSpec& hw, const CoreParts& parts);
@@ -182,9 +200,10 @@ class CoreResources {
   /// memory work at once (as in the cost model); it ends at the later of start + natural and its
   /// last grant (or memory answer) plus the op overhead. Uncontended, with the built-in
   /// memories, that is exactly start + natural. `access`: the op's HBM access (work and latency
-  /// from `d`); `cmem`: its CMEM access, or null.
+  /// from `d`), whose bytes then land in (leave) the vector memory by `vmem`; `cmem`: its CMEM
+  /// access, or null.
   Duration compute(Duration start, const OpDemand& d, Duration natural, MemoryAccess& access,
-                   const MemoryAccess* cmem);
+                   const MemoryAccess& vmem, const MemoryAccess* cmem);
 
   /// A collective step's work on this core from `start`: `access` read and written by the
   /// DMA streams and the reduction (its work is set here from its bytes), `vpu` of reduction on
@@ -193,14 +212,16 @@ class CoreResources {
   Duration communicate(Duration start, MemoryAccess& access, double hbm_bytes, Duration vpu,
                        int hbm_latencies);
 
-  MemoryModel& memory() const { return *memory_; }
-  MemoryModel* cmem() const { return cmem_.get(); }  ///< null: the chip has no CMEM
+  CoreMemory& memory() const { return *memory_; }
+  CoreMemory* cmem() const { return cmem_.get(); }  ///< null: the chip has no CMEM
+  CoreMemory& vmem() const { return *vmem_; }
   const IciPort& ici() const { return *ici_; }
   CoreResource mxu, vpu;
 
  private:
-  std::unique_ptr<MemoryModel> memory_;
-  std::unique_ptr<MemoryModel> cmem_;
+  std::unique_ptr<CoreMemory> memory_;
+  std::unique_ptr<CoreMemory> cmem_;
+  std::unique_ptr<CoreMemory> vmem_;
   std::unique_ptr<IciPort> ici_;
 
  public:

@@ -49,21 +49,45 @@ struct MemoryAccess : tlm::tlm_extension<MemoryAccess> {
   }
 };
 
-/// A memory model: a module whose target socket (`target`) is bound to the core's DMA engines.
-/// Its statistics are named by its module (hbm, cmem).
-/// A model implements b_transport: it reads the access (MemoryAccess), adds the time until the
-/// access is through to `delay`, and sets the response status. It books its busy time on `port`
-/// (grant, or count for an uncontended access) so that the report's HBM occupancy and the core's
-/// runs see it, and calls count_access for the statistics.
-class MemoryModel : public sc_core::sc_module, public tlm::tlm_fw_transport_if<>, public StatGroup {
+/// What the core and its DMA engines see of one of its memories, a user's model or a built-in:
+/// the target socket the DMA engines' initiator binds, the port's busy time and the counts, each
+/// registered as a statistic of the memory (hbm, cmem, vmem: bytes_read, bytes_written, accesses,
+/// busy_ns).
+class CoreMemory : public StatGroup {
  public:
-  explicit MemoryModel(sc_core::sc_module_name name);
-  tlm::tlm_target_socket<> target;
+  explicit CoreMemory(const char* name);
+  virtual ~CoreMemory() = default;
+  virtual tlm::tlm_target_socket<>& target_socket() = 0;
 
   Duration busy() const { return port.busy(); }  ///< every access's busy time, summed
   bool idle_after(Duration t) const { return port.idle_after(t); }
   double bytes_read() const { return bytes_read_; }
   double bytes_written() const { return bytes_written_; }
+
+ protected:
+  /// The access a payload carries; a payload without one is a tpusim bug.
+  static const MemoryAccess& access_of(const tlm::tlm_generic_payload& payload);
+  void count_access(const MemoryAccess& a);
+  CoreResource port;
+
+ private:
+  double bytes_read_ = 0, bytes_written_ = 0;
+  double accesses_ = 0;
+};
+
+/// A memory model: a module whose target socket (`target`) is bound to the core's DMA engines.
+/// Its statistics are named by its module (hbm, cmem, vmem).
+/// A model implements b_transport: it reads the access (MemoryAccess), adds the time until the
+/// access is through to `delay`, and sets the response status. It books its busy time on `port`
+/// (grant, or count for an uncontended access) so that the report's HBM occupancy and the core's
+/// runs see it, and calls count_access for the statistics.
+class MemoryModel : public sc_core::sc_module,
+                    public tlm::tlm_fw_transport_if<>,
+                    public CoreMemory {
+ public:
+  explicit MemoryModel(sc_core::sc_module_name name);
+  tlm::tlm_target_socket<> target;
+  tlm::tlm_target_socket<>& target_socket() override { return target; }
 
   // Loosely timed only: the rest of the forward interface refuses.
   tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
@@ -72,28 +96,34 @@ class MemoryModel : public sc_core::sc_module, public tlm::tlm_fw_transport_if<>
   unsigned int transport_dbg(tlm::tlm_generic_payload& payload) override;
 
  protected:
-  /// The access a payload carries; a payload without one is a tpusim bug.
-  static const MemoryAccess& access_of(const tlm::tlm_generic_payload& payload);
   /// When an access whose transaction annotates `delay` starts, as simulated time.
   static Duration start_of(const sc_core::sc_time& delay) { return sim_now() + from_sc(delay); }
   /// Sets `delay` to `end` less the kernel's time (`end` at or after now).
   static void annotate(sc_core::sc_time& delay, Duration end) {
     delay = sc_core::sc_time::from_value(static_cast<sc_dt::uint64>((end - sim_now()).ps()));
   }
-  void count_access(const MemoryAccess& a);
+};
 
-  CoreResource port;
-
- private:
-  double bytes_read_ = 0, bytes_written_ = 0;
-  double accesses_ = 0;
+/// A built-in memory: the target socket itself, bound to itself (as the ICI port is), so that a
+/// core's built-in memories cost the kernel a socket each and no module
+/// (multipod.chip(x,y).core0.hbm is the socket; a user's model is a module holding one).
+class BuiltinMemory : public tlm::tlm_target_socket<>,
+                      public tlm::tlm_fw_transport_if<>,
+                      public CoreMemory {
+ public:
+  explicit BuiltinMemory(const char* name);
+  tlm::tlm_target_socket<>& target_socket() override { return *this; }
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
+                                     sc_core::sc_time& delay) override;
+  bool get_direct_mem_ptr(tlm::tlm_generic_payload& payload, tlm::tlm_dmi& dmi) override;
+  unsigned int transport_dbg(tlm::tlm_generic_payload& payload) override;
 };
 
 /// hardware.hbm as the built-in port: busy time, then the latency. Final: a user's model derives
 /// from MemoryModel, and the DMA engines reach exactly this one directly.
-class Hbm final : public MemoryModel {
+class Hbm final : public BuiltinMemory {
  public:
-  explicit Hbm(sc_core::sc_module_name name) : MemoryModel(name) {}
+  explicit Hbm(const char* name) : BuiltinMemory(name) {}
   void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) override;
   /// When an access starting at `start` is through, counted: what b_transport answers, for the
   /// DMA engines' direct path.
@@ -108,10 +138,11 @@ class Hbm final : public MemoryModel {
 };
 
 /// An on-chip memory the cost model gives no time of its own (the built-in CMEM: the compiler
-/// moved its bytes off HBM): it counts each access, which is through when it starts.
-class OnChipMemory final : public MemoryModel {
+/// moved its bytes off HBM; the built-in vector memory: the units work from it, the cost model
+/// times the HBM side of each move): it counts each access, which is through when it starts.
+class OnChipMemory final : public BuiltinMemory {
  public:
-  explicit OnChipMemory(sc_core::sc_module_name name) : MemoryModel(name) {}
+  explicit OnChipMemory(const char* name) : BuiltinMemory(name) {}
   void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) override;
   Duration serve(Duration start, const MemoryAccess& a) {
     count_access(a);

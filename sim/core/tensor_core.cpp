@@ -9,6 +9,21 @@
 
 namespace tpusim {
 
+void ExecutionContext::index_dependencies() {
+  const auto& ops = program->ops;
+  dep_end.assign(ops.size(), 0);
+  collective_dep_begin.assign(ops.size() + 1, 0);
+  collective_deps.clear();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    collective_dep_begin[i] = static_cast<int>(collective_deps.size());
+    for (int d : ops[i].deps) {
+      dep_end[i] = std::max(dep_end[i], d + 1);
+      if (ops[d].is_collective) collective_deps.push_back(d);
+    }
+  }
+  collective_dep_begin[ops.size()] = static_cast<int>(collective_deps.size());
+}
+
 TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionContext& ctx,
                        bool traced, double compute_scale)
     : sc_core::sc_module(name),
@@ -17,8 +32,8 @@ TensorCore::TensorCore(sc_core::sc_module_name name, int id, const ExecutionCont
       ctx_(ctx),
       traced_(traced),
       compute_scale_(compute_scale),
-      resources_(*ctx.hardware,
-                 CoreParts{ctx.async_collectives, ctx.memory, ctx.cmem, ctx.direct_access}),
+      resources_(*ctx.hardware, CoreParts{ctx.async_collectives, ctx.memory, ctx.cmem, ctx.vmem,
+                                          ctx.direct_access}),
       // Named: an unnamed event made while elaborating gets a generated unique name, which
       // costs SystemC about as much again as making it.
       wake_("wake") {
@@ -82,8 +97,11 @@ Duration TensorCore::op_duration(int op_index) const {
 bool TensorCore::ready(int op_index) const {
   // Ops before pc_ are issued and, between runs, every compute op among them is done; only a
   // collective may still be in flight.
-  for (int d : ctx_.program->ops[op_index].deps)
-    if (d >= pc_ || (ctx_.program->ops[d].is_collective && in_flight(d))) return false;
+  if (ctx_.dep_end[op_index] > pc_) return false;
+  if (!outstanding_.empty())
+    for (int k = ctx_.collective_dep_begin[op_index]; k < ctx_.collective_dep_begin[op_index + 1];
+         ++k)
+      if (in_flight(ctx_.collective_deps[k])) return false;
   const int batch = infeed_batch(op_index);
   return batch < 0 || ctx_.infeed->available(id_, batch, sim_now());
 }
@@ -91,9 +109,7 @@ bool TensorCore::ready(int op_index) const {
 bool TensorCore::waits_on_collectives_only(int op_index) const {
   // Called where ready() failed: every op before pc_ is issued and its compute done, so what
   // holds an op whose inputs all lie before pc_ and that takes no infeed batch is a collective.
-  for (int d : ctx_.program->ops[op_index].deps)
-    if (d >= pc_) return false;
-  return infeed_batch(op_index) < 0;
+  return ctx_.dep_end[op_index] <= pc_ && infeed_batch(op_index) < 0;
 }
 
 void TensorCore::issue_deferred(Duration now) {
@@ -195,6 +211,11 @@ Duration TensorCore::run(Duration now) {
     access_.bytes_read = op.compute.bytes_read;
     access_.bytes_written = op.compute.bytes_written;
     access_.op = pc_;
+    // What the HBM access reads lands in the vector memory; what it writes leaves from there.
+    vmem_access_.bytes_read = op.compute.bytes_written;
+    vmem_access_.bytes_written = op.compute.bytes_read;
+    vmem_access_.op = pc_;
+    vmem_access_.uncontended = exclusive;
     // The bytes the compiler placed in CMEM (Op::cmem_bytes) are one access of the core's CMEM.
     // The compiler keeps them as one figure, not read and written apart: the access carries
     // them as bytes_read.
@@ -215,14 +236,17 @@ Duration TensorCore::run(Duration now) {
         access_.latency = d.hbm_latency;
         access_.uncontended = true;
         const Duration h = resources_.dma.access(start, access_);
-        if (h > start + d.hbm + d.hbm_latency) end = max(end, h + overhead);
+        // Then into (out of) the vector memory: the built-in answers `h`; a model that takes
+        // time holds the op.
+        const Duration v = resources_.dma.access_vmem(h, vmem_access_);
+        if (h > start + d.hbm + d.hbm_latency || v > h) end = max(end, v + overhead);
       }
       if (cmem) {  // the built-in CMEM answers `start`: a model that takes time holds the op
         const Duration c = resources_.dma.access_cmem(start, cmem_access_);
         if (c > start) end = max(end, c + overhead);
       }
     } else {
-      end = resources_.compute(start, d, t, access_, cmem ? &cmem_access_ : nullptr);
+      end = resources_.compute(start, d, t, access_, vmem_access_, cmem ? &cmem_access_ : nullptr);
     }
     natural += t;
     if (traced_) run_ends_.push_back(end);

@@ -53,8 +53,16 @@ struct ExecutionContext {
   const MemoryFactory* memory = nullptr;
   /// Makes each core's CMEM model where the chip has CMEM; null: the built-in.
   const MemoryFactory* cmem = nullptr;
+  /// Makes each core's vector memory (VMEM) model; null: the built-in, which takes no time.
+  const MemoryFactory* vmem = nullptr;
   /// The DMA engines reach the built-in memories and ICI port directly (SimOptions::direct_access).
   bool direct_access = true;
+  /// Per op: one past its latest input (0: none), and its inputs that are collectives
+  /// (collective_deps[collective_dep_begin[op], collective_dep_begin[op + 1])), so that a core
+  /// asks whether an op is ready without walking the Program's ops (index_dependencies()).
+  std::vector<int> dep_end, collective_dep_begin, collective_deps;
+  /// Fills dep_end and the collective inputs from `program`.
+  void index_dependencies();
 };
 
 class TensorCore : public sc_core::sc_module, public StatGroup {
@@ -114,6 +122,7 @@ class TensorCore : public sc_core::sc_module, public StatGroup {
   tlm_utils::tlm_quantumkeeper quantum_;  ///< local time ahead of the kernel within a run
   MemoryAccess access_;                   ///< the HBM access of the op being run (its bytes)
   MemoryAccess cmem_access_;              ///< its CMEM access
+  MemoryAccess vmem_access_;              ///< its vector-memory access (what the HBM one moves)
   sc_core::sc_event wake_;
   int pc_ = 0;
   bool running_ = false;

@@ -71,6 +71,7 @@ struct Design {
   std::string symmetry;                       ///< SimReport::symmetry
   MemoryFactory memory;                       ///< SimOptions::memory_model, for the cores
   MemoryFactory cmem;                         ///< SimOptions::cmem_model
+  MemoryFactory vmem;                         ///< SimOptions::vmem_model
 };
 Design* g_design = nullptr;
 
@@ -105,6 +106,7 @@ void fill_context(ExecutionContext& ctx, const Program& program, const HardwareS
     if (!program.ops[i].is_collective)
       ctx.op_demand[i] = op_demand(hw, program.ops[i].compute, ctx.op_time[i]);
   ctx.op_waited.assign(program.ops.size(), Duration{});
+  ctx.index_dependencies();
   ctx.timeline = options.timeline;
   ctx.async_collectives = hw.async_collectives;
 }
@@ -208,6 +210,8 @@ Design& elaborate(const Program& program, const Topology& topology, const Hardwa
   if (d.memory) d.ctx.memory = &d.memory;
   d.cmem = options.cmem_model;
   if (d.cmem) d.ctx.cmem = &d.cmem;
+  d.vmem = options.vmem_model;
+  if (d.vmem) d.ctx.vmem = &d.vmem;
   d.ctx.direct_access = options.direct_access;
   d.queue = std::make_unique<EventQueue>("events");
   MachineParts parts;

@@ -46,9 +46,12 @@ struct SimOptions {
   /// Likewise each core's CMEM on a chip with CMEM (hardware.cmem.MiB_per_chip); empty: the
   /// built-in, which takes no time of its own.
   MemoryFactory cmem_model;
-  /// The DMA engines reach the built-in HBM, CMEM and ICI port directly, as TLM's direct memory
-  /// interface would (the same answers, no transaction); false: every access and transfer is a
-  /// b_transport through the sockets. A plugged-in model sees every transaction either way.
+  /// Likewise each core's vector memory (VMEM), where the HBM accesses of compute ops land; empty:
+  /// the built-in, which takes no time of its own (the cost model gives VMEM none).
+  MemoryFactory vmem_model;
+  /// The DMA engines reach the built-in HBM, VMEM, CMEM and ICI port directly, as TLM's direct
+  /// memory interface would (the same answers, no transaction); false: every access and transfer is
+  /// a b_transport through the sockets. A plugged-in model sees every transaction either way.
   bool direct_access = true;
   bool stats = false;  ///< fill SimReport::stats (every module's statistics, tpusim run --stats)
   static SimOptions from_config(const Config& cfg);  ///< network, collectives, hosts, symmetry

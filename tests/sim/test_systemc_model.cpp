@@ -115,10 +115,10 @@ std::vector<double> objects(const char* symmetry) {
 
 TEST_CASE("a run elaborates 3 + chips + 10 x cores SystemC objects, for the cores it simulates") {
   // The top: multipod, the event queue and its SC_METHOD. A chip that runs: its module. A core:
-  // its module and SC_METHOD, its memory with the target socket (an sc_export and the port of
-  // its backward path), its DMA engines with the initiator socket (an sc_port and the export of
-  // its backward path), its ICI port (a target socket: an sc_export and its port). TPU v3 has
-  // no CMEM, so no cmem.
+  // its module and SC_METHOD, and four sockets of two objects each: its HBM and its vector
+  // memory (built-in: each a target socket bound to itself, an sc_export and the port of its
+  // backward path), its DMA engines (the initiator socket: an sc_port and the export of its
+  // backward path), its ICI port (a target socket). TPU v3 has no CMEM, so no cmem.
   const int cpc =
       static_cast<int>(config_with(nlohmann::json::object()).integer("hardware.cores_per_chip"));
   const auto full = objects("off");
@@ -388,5 +388,83 @@ TEST_CASE("a transfer through a core's ICI port takes its route's closed form at
       CHECK(v[3] == 1);
       CHECK(ici_send(level, h, S, false) == v);  // through the sockets: the same
     }
+  }
+}
+
+namespace {
+/// A user's vector memory (VMEM): every access takes a fixed latency from its start.
+class SlowVmem : public MemoryModel {
+ public:
+  SlowVmem(sc_core::sc_module_name name, Duration latency) : MemoryModel(name), latency_(latency) {}
+  void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) override {
+    count_access(access_of(payload));
+    annotate(delay, start_of(delay) + latency_);
+    payload.set_response_status(tlm::TLM_OK_RESPONSE);
+  }
+
+ private:
+  Duration latency_;
+};
+
+constexpr double kVmemLatencyNs = 35;
+
+/// One memory-bound op reading `read` and writing `written` bytes of HBM on every core of a 2x2
+/// machine: {step time, then summed over the cores' statistics: VMEM bytes read, VMEM bytes
+/// written, VMEM accesses, HBM bytes read, HBM bytes written; cores}.
+std::vector<double> vmem_step(double read, double written, bool plugged, bool async, bool direct) {
+  const Config cfg = config_with({{"topology", "2x2"},
+                                  {"sim", {{"symmetry", "off"}}},
+                                  {"hardware", {{"async_collectives", async}}}});
+  return in_child([&] {
+    Op op;
+    op.name = "read";
+    op.kind = "elementwise";
+    op.compute.bytes_read = read;
+    op.compute.bytes_written = written;
+    SimOptions options = SimOptions::from_config(cfg);
+    options.stats = true;
+    options.direct_access = direct;
+    if (plugged)
+      options.vmem_model = [](const char* name, const HardwareSpec&) {
+        return std::make_unique<SlowVmem>(name, Duration::ns(kVmemLatencyNs));
+      };
+    const HardwareSpec hw = HardwareSpec::from_config(cfg);
+    Topology topo(topology_from_json(cfg.json()["topology"]));
+    const int cores = 4 * hw.devices_per_chip;
+    const SimReport r = simulate(one_op(cores, op), topo, hw, options);
+    std::vector<double> v{r.step_time.seconds(), 0, 0, 0, 0, 0, static_cast<double>(cores)};
+    const char* tails[] = {".vmem.bytes_read", ".vmem.bytes_written", ".vmem.accesses",
+                           ".hbm.bytes_read", ".hbm.bytes_written"};
+    for (const auto& [name, value] : r.stats.values)
+      for (int k = 0; k < 5; ++k)
+        if (name.find(tails[k]) != std::string::npos) v[1 + k] += value;
+    return v;
+  });
+}
+}  // namespace
+
+TEST_CASE("a VMEM model plugged into its socket holds a memory-bound op by its latency") {
+  const double read = 6 << 20, written = 2 << 20;
+  for (bool async : {false, true}) {
+    INFO("async collectives " << async);
+    const auto built_in = vmem_step(read, written, false, async, true);
+    const auto slow = vmem_step(read, written, true, async, true);
+    REQUIRE(built_in.size() == 7);
+    REQUIRE(slow.size() == 7);
+    // The built-in VMEM takes no time of its own (the cost model gives it none); the model's
+    // access starts when the HBM access is through and ends L later, the op one op overhead
+    // after that: a memory-bound op takes exactly L longer.
+    CHECK(slow[0] - built_in[0] == Approx(kVmemLatencyNs * 1e-9).epsilon(1e-9).margin(2e-12));
+    for (const auto& v : {built_in, slow}) {
+      const double cores = v[6];
+      // What HBM gives lands in VMEM, what HBM takes leaves from it: one access per op and core.
+      CHECK(v[2] == Approx(cores * read));
+      CHECK(v[1] == Approx(cores * written));
+      CHECK(v[4] == Approx(v[2]));
+      CHECK(v[5] == Approx(v[1]));
+      CHECK(v[3] == cores);
+    }
+    // Every access through the sockets (no direct path to the built-in): the same.
+    CHECK(vmem_step(read, written, false, async, false) == built_in);
   }
 }

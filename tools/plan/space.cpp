@@ -10,7 +10,13 @@
 #include "core/hardware.hpp"
 #include "core/mxu_rates.hpp"
 #include "core/params.hpp"
+#include "models/builders/decoder_lm.hpp"
 #include "models/model_builder.hpp"
+#include "models/parallelism/batch_norm_groups.hpp"
+#include "models/parallelism/layout.hpp"
+#include "models/parallelism/spatial.hpp"
+#include "models/workload.hpp"
+#include "topologies/topology_params.hpp"
 #include "tools/plan/evaluate.hpp"
 
 namespace tpusim::plan {
@@ -121,20 +127,20 @@ std::vector<nlohmann::json> default_choices(const Config& base, const std::strin
 /// searched with no line here. The gradient buckets, their dtype and weight-update sharding
 /// stay at the study's values (FSDP shards the optimizer already; --space adds them).
 void add_language_model_axes(SearchSpace& s, const Config& base, int cores) {
-  if (!base.has("parallelism.fsdp")) return;
+  if (!kParallelismFsdp.if_applies(base)) return;
   // FSDP does not span slices (models/workload.cpp): one value on a multislice topology.
-  const bool multislice = base.has("topology.slices") && base.integer("topology.slices") > 1;
+  const bool multislice = kTopologySlices.if_applies(base).value_or(1) > 1;
   s.axes.push_back(
       {"parallelism.fsdp", multislice ? std::vector<nlohmann::json>{1} : powers_of_two(1, cores)});
   for (const char* path : {"workload.remat", "workload.quantization", "workload.attention"}) {
     auto choices = default_choices(base, path);
     if (!choices.empty()) s.axes.push_back({path, choices});
   }
-  if (base.has("workload.microbatches"))
+  if (kWorkloadMicrobatches.if_applies(base))
     s.axes.push_back({"workload.microbatches", powers_of_two(1, kMaxMicrobatchesDefault)});
 }
 
-bool is_language_model(const Config& base) { return base.has("workload.remat"); }
+bool is_language_model(const Config& base) { return kDecoderLmRemat.if_applies(base).has_value(); }
 
 long long space_size(const SearchSpace& s) {
   long long n = 1;
@@ -217,10 +223,10 @@ SearchSpace default_space(const Config& base, int cores) {
   if (builder->supports_spatial())
     s.axes.push_back(
         {"parallelism.spatial", powers_of_two(1, std::min(cores, kMaxSpatialDefault))});
-  if (base.has("parallelism.spatial_w"))
+  if (spatial_w_param().if_applies(base))
     s.axes.push_back(
         {"parallelism.spatial_w", powers_of_two(1, std::min(cores, kMaxSpatialWDefault))});
-  if (base.has("parallelism.bn_group_cores")) {
+  if (bn_group_param().if_applies(base)) {
     auto groups = powers_of_two(2, std::min(cores, kMaxBnGroupCoresDefault));
     groups.insert(groups.begin(), 0);
     s.axes.push_back({"parallelism.bn_group_cores", groups});

@@ -5,6 +5,8 @@
 // are summed over the other replica axes only (in buckets of their own). The tokens travel to
 // their experts' devices and back by the all-to-alls the builder marks (moe_blocks.cpp, over
 // "expert"; the partitioner plays them as the collective engine's all-to-all).
+#include "models/parallelism/rules/expert_axis.hpp"
+
 #include <string>
 
 #include "core/errors.hpp"
@@ -15,11 +17,14 @@
 #include "models/parallelism/rules/sharding_rule.hpp"
 
 namespace tpusim {
+// Read elsewhere through its handle (expert_axis.hpp).
+// clang-format off
+const Param<std::int64_t> kParallelismExpert{{"parallelism.expert", ParamType::Integer, "cores", 1, "expert parallelism (MaxText ici_expert_parallelism): a data-like mesh axis inside 'fsdp' over which the routed experts of the mixture-of-experts layers are divided (workload.experts must divide by it); tokens reach their experts by an all-to-all and come back by another, forward and backward", 1, 1 << 20}};
+// clang-format on
+
 namespace {
 
-// clang-format off
-const Param<std::int64_t> kExpert{{"parallelism.expert", ParamType::Integer, "cores", 1, "expert parallelism (MaxText ici_expert_parallelism): a data-like mesh axis inside 'fsdp' over which the routed experts of the mixture-of-experts layers are divided (workload.experts must divide by it); tokens reach their experts by an all-to-all and come back by another, forward and backward", 1, 1 << 20}};
-// clang-format on
+const Param<std::int64_t>& kExpert = kParallelismExpert;
 
 int expert_degree(const Layout& l) { return l.registered_degree("expert"); }
 
