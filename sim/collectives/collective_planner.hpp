@@ -73,9 +73,11 @@ class CollectivePlanner {
   /// Chooses the algorithm of a collective `spec` (one for all its groups) and returns the plans.
   const std::vector<const GroupPlan*>& choose(const CollectiveSpec& spec, const GroupSet& gs,
                                               CollectiveOpStats& st);
-  /// Multislice: an all-reduce over the data axis sums over every slice's replicas.
+  /// Multislice: an all-reduce over the data axis sums over every slice's replicas; with fsdp
+  /// across slices (CollectiveOptions::fsdp_across_slices) the all-gathers and reduce-scatters
+  /// over "fsdp" span the slices instead.
   bool spans_slices(const CollectiveSpec& spec) const;
-  /// Its plans: the chosen reduce-scatter and all-gather inside the slice around the ring
+  /// Its plans: the chosen reduce-scatter and (or) all-gather inside the slice around the ring
   /// across the slices (hierarchical_plan).
   const std::vector<const GroupPlan*>& hierarchical(const CollectiveSpec& spec, const GroupSet& gs,
                                                     CollectiveOpStats& st);

@@ -26,6 +26,9 @@ struct CollectiveOptions {
   bool dma_hbm_traffic = true;  ///< false: the DMA engines' HBM reads and writes are free
   /// A reduce-scatter step sums what arrives as it streams in (not written to HBM first).
   bool reduce_on_arrival = true;
+  /// Multislice with parallelism.dcn_fsdp: the slices carry fsdp, not data. Every all-gather and
+  /// reduce-scatter over "fsdp" also spans the slices (hierarchical_plan); no all-reduce does.
+  bool fsdp_across_slices = false;
   static CollectiveOptions from_config(const Config& cfg);
 };
 
