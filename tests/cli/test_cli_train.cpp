@@ -420,7 +420,7 @@ TEST_CASE("the MLPerf GPT-3 block: training steps x step + eval passes x eval st
   CHECK(s["eval_steps_per_evaluation"] == 3);
   CHECK(s["examples_to_target"] == 192);
   CHECK(s["tokens_to_target"].get<double>() == 192.0 * 2048);
-  CHECK(j["eval_metric"]["name"] == "log_perplexity");
+  CHECK(j["eval_metric"]["metric"] == "log_perplexity");
   CHECK(j["breakdown"]["host_eval_s"].get<double>() == 0);
   CHECK(j["breakdown"]["input_stall_s"].get<double>() == 0);
   // Each step is the step of tpusim run (training, and the eval program at its batch), plus a
@@ -435,9 +435,11 @@ TEST_CASE("the MLPerf GPT-3 block: training steps x step + eval passes x eval st
   const double train_ms = step_ms({});
   const double eval_ms = step_ms({"workload.program=eval", "workload.eval_batch=32"});
   CHECK(eval_ms < train_ms);  // forward only
+  // (In the loop the training step follows an eval step or a training step: 2.5 us of 244 ms
+  // differ from the step run alone, hence 1e-4.)
   const auto& p = j["per_step"];
-  CHECK(p["train_step_ms"].get<double>() == Approx(train_ms).epsilon(1e-6));
-  CHECK(p["eval_step_ms"].get<double>() == Approx(eval_ms).epsilon(1e-6));
+  CHECK(p["train_step_ms"].get<double>() == Approx(train_ms).epsilon(1e-4));
+  CHECK(p["eval_step_ms"].get<double>() == Approx(eval_ms).epsilon(1e-4));
   // The closed form: 6 training steps, 3 x 3 eval steps, the program start, the first batch
   // and 3 round trips; the first steps of their kind are within 0.1 % of the steady ones.
   const double closed = 2 + j["breakdown"]["first_batch_s"].get<double>() +
