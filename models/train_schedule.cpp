@@ -20,10 +20,12 @@ using T = ParamType;
 // One parameter per line reads as a table. The facts of the shipped studies and their sources
 // are in docs/train.md.
 // clang-format off
-const Param<std::int64_t> kTrainTargetSteps{{"train.target_steps", T::Integer, "steps", 0, "training steps until the quality target is reached (at an evaluation); 0: from train.target_epochs", 0, 1e12}};
+const Param<std::int64_t> kTrainTargetSteps{{"train.target_steps", T::Integer, "steps", 0, "training steps until the quality target is reached (at an evaluation); 0: from train.target_epochs or train.target_examples", 0, 1e12}};
 const Param<double> kTrainTargetEpochs{{"train.target_epochs", T::Number, "epochs", 0.0, "epochs until the quality target is reached, when train.target_steps is 0 (needs train.dataset_examples)", 0, 1e6}};
 const Param<std::int64_t> kTrainDatasetExamples{{"train.dataset_examples", T::Integer, "examples", 0, "training examples per epoch; an epoch is ceil(dataset_examples / workload.global_batch) steps", 0, 1e12}};
-const Param<std::int64_t> kTrainEvalEverySteps{{"train.eval_every_steps", T::Integer, "steps", 0, "training steps per device loop, each loop ending with an evaluation; 0: from train.eval_every_epochs", 0, 1e12}};
+const Param<std::int64_t> kTrainEvalEverySteps{{"train.eval_every_steps", T::Integer, "steps", 0, "training steps per device loop, each loop ending with an evaluation; 0: from train.eval_every_epochs or train.eval_every_examples", 0, 1e12}};
+const Param<std::int64_t> kTrainTargetExamples{{"train.target_examples", T::Integer, "examples", 0, "training examples (sequences of an LM) until the quality target is reached, when train.target_steps and train.target_epochs are 0: a whole number of workload.global_batch steps (MLPerf GPT-3 counts its run in sequences)", 0, 1e15}};
+const Param<std::int64_t> kTrainEvalEveryExamples{{"train.eval_every_examples", T::Integer, "examples", 0, "training examples between two evaluations, when train.eval_every_steps and train.eval_every_epochs are 0: a whole number of workload.global_batch steps (MLPerf GPT-3: every 24,576 sequences, one block)", 0, 1e15}};
 const Param<double> kTrainEvalEveryEpochs{{"train.eval_every_epochs", T::Number, "epochs", 0.0, "epochs per device loop, when train.eval_every_steps is 0", 0, 1e6}};
 const Param<std::int64_t> kTrainEvalExamples{{"train.eval_examples", T::Integer, "examples", 0, "examples of one evaluation (at workload.eval_batch per eval step)", 0, 1e12}};
 const Param<std::int64_t> kTrainEvalSteps{{"train.eval_steps", T::Integer, "steps", 0, "eval steps per evaluation as the run did them; 0: ceil(train.eval_examples / eval batch)", 0, 1e9}};
@@ -61,18 +63,38 @@ std::int64_t epochs_to_steps(const Config& cfg, const Param<double>& epochs_para
   return static_cast<std::int64_t>(std::round(steps));
 }
 
+// Examples to whole steps of the global batch; a fraction of a step is an error naming the path.
+std::int64_t examples_to_steps(const Config& cfg, const Param<std::int64_t>& examples_param) {
+  const std::int64_t n = examples_param(cfg);
+  const std::int64_t b = global_batch_param()(cfg);
+  if (n % b != 0)
+    throw ConfigError(examples_param.path(),
+                      std::to_string(n) + " examples are not a whole number of steps of " +
+                          global_batch_param().path() + " = " + std::to_string(b) +
+                          "; allowed: a multiple of " + std::to_string(b));
+  return n / b;
+}
+
+// The steps of a count given as steps, epochs or examples (exactly one of them).
 std::int64_t steps_or_epochs(const Config& cfg, const Param<std::int64_t>& steps_param,
-                             const Param<double>& epochs_param, const char* what) {
+                             const Param<double>& epochs_param,
+                             const Param<std::int64_t>& examples_param, const char* what) {
   const std::string& steps_path = steps_param.path();
   const std::string& epochs_path = epochs_param.path();
+  const std::string& examples_path = examples_param.path();
   const std::int64_t steps = steps_param(cfg);
   const bool epochs = epochs_param(cfg) > 0;
-  if (steps > 0 && epochs)
-    throw ConfigError(steps_path, "give " + steps_path + " or " + epochs_path + ", not both");
+  const bool examples = examples_param(cfg) > 0;
+  if ((steps > 0) + epochs + examples > 1)
+    throw ConfigError(
+        steps > 0 ? steps_path : epochs_path,
+        "give one of " + steps_path + ", " + epochs_path + " or " + examples_path + ", not more");
   if (steps > 0) return steps;
   if (epochs) return epochs_to_steps(cfg, epochs_param);
+  if (examples) return examples_to_steps(cfg, examples_param);
   throw ConfigError(steps_path, std::string("tpusim train needs ") + what + ": give " + steps_path +
-                                    " (> 0) or " + epochs_path + " (> 0)");
+                                    " (> 0), " + epochs_path + " (> 0) or " + examples_path +
+                                    " (> 0)");
 }
 
 double mean_own(const std::vector<double>& own, std::size_t from, std::size_t to) {
@@ -94,13 +116,15 @@ TrainSchedule read_train_schedule(const Config& cfg) {
   TrainSchedule s;
   s.global_batch = global_batch_param()(cfg);
   s.eval_batch = step_examples(cfg, ProgramKind::Eval);
-  s.target_steps = steps_or_epochs(cfg, kTrainTargetSteps, kTrainTargetEpochs,
+  s.target_steps = steps_or_epochs(cfg, kTrainTargetSteps, kTrainTargetEpochs, kTrainTargetExamples,
                                    "the steps to the quality target");
-  s.steps_per_loop =
-      steps_or_epochs(cfg, kTrainEvalEverySteps, kTrainEvalEveryEpochs, "the evaluation cadence");
+  s.steps_per_loop = steps_or_epochs(cfg, kTrainEvalEverySteps, kTrainEvalEveryEpochs,
+                                     kTrainEvalEveryExamples, "the evaluation cadence");
   if (s.target_steps % s.steps_per_loop != 0)
     throw ConfigError(
-        kTrainTargetSteps(cfg) > 0 ? kTrainTargetSteps.path() : kTrainTargetEpochs.path(),
+        kTrainTargetSteps(cfg) > 0    ? kTrainTargetSteps.path()
+        : kTrainTargetEpochs(cfg) > 0 ? kTrainTargetEpochs.path()
+                                      : kTrainTargetExamples.path(),
         std::to_string(s.target_steps) + " steps to the target are not a multiple of the " +
             std::to_string(s.steps_per_loop) +
             " steps between evaluations (the target is detected at an evaluation); allowed: a "

@@ -375,6 +375,12 @@ class DecoderLm final : public ModelBuilder {
     return forward(cfg, read_dims(cfg, batch));
   }
 
+  /// MLPerf GPT-3's metric: the log perplexity (mean loss over the eval set), summed on the
+  /// device with the loss; the host reads one number, so no host operations.
+  void eval_metric(MetricBuilder& m, const Config& cfg, double examples) const override {
+    m.metric().name = "log_perplexity";
+  }
+
   /// Prefill: the prompts' forward writing their KV cache, the first token sampled. Decode:
   /// one token for every sequence, reading the weights once and each sequence's cache once.
   std::optional<OpGraph> build_serving(const Config& cfg, std::int64_t batch,

@@ -21,6 +21,7 @@ const Param<std::int64_t> kParallelismSequence{{"parallelism.sequence", T::Integ
 const Param<std::int64_t> kParallelismSpatial{{"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20}};
 const Param<std::int64_t> kParallelismSlices{{"parallelism.slices", T::Integer, "slices", 1, "multislice data parallelism: the data axis spans this many slices (it must equal topology.slices); each slice runs global_batch / slices examples and the gradient all-reduces are hierarchical (reduce-scatter over ICI, all-reduce of each shard across the slices over the data-center network, all-gather over ICI)", 1, 64}};
 const Param<std::int64_t> kParallelismFsdp{{"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20}};
+const Param<std::int64_t> kParallelismDcnFsdp{{"parallelism.dcn_fsdp", T::Integer, "slices", 1, "fsdp across slices (MaxText's dcn_fsdp_parallelism): 1, the slices are data parallel (dcn_data_parallelism); parallelism.slices, the slices carry fsdp instead: weights, gradients and optimizer state sharded over parallelism.fsdp x slices, each weight all-gathered over the data-center network then over ICI, each gradient reduce-scattered over ICI then over the data-center network", 1, 64}};
 const Param<bool> kParallelismWeightUpdateSharding{{"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"}};
 // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
 const Param<double> kParallelismGradBucketMiB{{"parallelism.grad_bucket_MiB", T::Number, "MiB", 32.0, "gradient bytes (per core, in grad_dtype) combined into one collective; a bucket is issued as soon as the backward op completing it has run", 1.0 / 1024, 1 << 20}};
@@ -168,6 +169,7 @@ Layout read_layout(const Config& cfg, int cores) {
   l.cores = cores;
   l.model = static_cast<int>(kParallelismModel(cfg));
   l.slices = static_cast<int>(kParallelismSlices(cfg));
+  l.dcn_fsdp = kParallelismDcnFsdp(cfg) > 1;
   l.spatial = static_cast<int>(kParallelismSpatial(cfg));
   l.model2 = static_cast<int>(kParallelismModel2.if_applies(cfg).value_or(1));
   l.sequence = static_cast<int>(kParallelismSequence.if_applies(cfg).value_or(1));
@@ -214,6 +216,17 @@ Layout read_layout(const Config& cfg, int cores) {
   for (const auto& a : registered_axes())
     if (a.splits_batch) l.data /= l.registered_degree(a.name);
   l.fsdp = read_fsdp(cfg, l);
+  const std::int64_t dcn_fsdp = kParallelismDcnFsdp(cfg);
+  if (dcn_fsdp > 1 && dcn_fsdp != l.slices)
+    throw ConfigError(kParallelismDcnFsdp.path(),
+                      std::to_string(dcn_fsdp) + " with parallelism.slices = " +
+                          std::to_string(l.slices) + "; allowed: 1 (data across the slices) or " +
+                          std::to_string(l.slices) + " (fsdp across all of them)");
+  if (dcn_fsdp > 1 && l.fsdp == 1)
+    throw ConfigError(kParallelismDcnFsdp.path(),
+                      std::to_string(dcn_fsdp) +
+                          " with parallelism.fsdp = 1; allowed: 1, or fsdp across the slices "
+                          "with parallelism.fsdp > 1 inside each");
   l.bn_group = read_bn_group(cfg, l);
   l.spatial_w = read_spatial_w(cfg, l);
   return l;

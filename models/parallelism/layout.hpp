@@ -18,6 +18,12 @@ struct Layout {
   int data = 1;
   /// Slices the data axis spans (multislice; parallelism.slices): data x slices replicas in all.
   int slices = 1;
+  /// The slices carry fsdp instead of data (parallelism.dcn_fsdp, MaxText's
+  /// dcn_fsdp_parallelism): weights, gradients and optimizer state are sharded over fsdp x
+  /// slices; weights are all-gathered and gradients reduce-scattered over the DCN too.
+  bool dcn_fsdp = false;
+  /// The fsdp shards in all: fsdp, times the slices with dcn_fsdp.
+  int fsdp_shards() const { return dcn_fsdp ? fsdp * slices : fsdp; }
   int model = 1;  ///< Megatron-style split of each layer, innermost mesh axis
   /// The second model axis of 2D weight-stationary sharding (decoder_lm: weights split on
   /// d_model over it, on d_ff and heads over "model"); outside "model".
@@ -76,7 +82,7 @@ struct Layout {
 
 /// The layout's parameters (declared in layout.cpp), for the readers and messages elsewhere.
 extern const Param<std::int64_t> kParallelismModel, kParallelismModel2, kParallelismSequence,
-    kParallelismSpatial, kParallelismSlices, kParallelismFsdp;
+    kParallelismSpatial, kParallelismSlices, kParallelismFsdp, kParallelismDcnFsdp;
 extern const Param<bool> kParallelismWeightUpdateSharding;
 
 /// Reads parallelism.* for `cores` cores. Throws ConfigError naming the JSON path when a degree

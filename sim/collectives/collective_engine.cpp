@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "core/param_handle.hpp"
 #include "core/params.hpp"
+#include "models/parallelism/layout.hpp"
 #include "sim/collectives/collective_algorithm.hpp"
 #include "sim/collectives/symmetry.hpp"
 #include "sim/core/core_resources.hpp"
@@ -37,6 +38,7 @@ CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   o.dma_hbm_traffic = kCollectivesDmaHbmTraffic(c);
   o.reduce_on_arrival = kCollectivesReduceOnArrival(c);
   o.auto_resolution = kCollectivesAutoResolution(c);
+  o.fsdp_across_slices = kParallelismDcnFsdp(c) > 1;
   return o;
 }
 

@@ -127,8 +127,12 @@ LinkFloor any_link_floor(const HardwareSpec& hw);
 /// (each of the N members then holds 1/N of the buffer), the all-reduce of that shard over
 /// the S images of the member as a ring across the slices over the data-center network (S-1
 /// reduce-scatter then S-1 all-gather steps of 1/(N S) of the buffer, over the member's DCN
-/// route: 2 (S-1)/S of the shard each way), then `all_gather` inside the slice.
-GroupPlan hierarchical_plan(const Machine& m, const GroupPlan& reduce_scatter,
-                            const GroupPlan& all_gather, const std::vector<int>& members);
+/// route: 2 (S-1)/S of the shard each way), then `all_gather` inside the slice. fsdp across
+/// slices (parallelism.dcn_fsdp) passes one half: a reduce-scatter (`all_gather` null) is the
+/// ICI reduce-scatter then S-1 DCN reduce-scatter steps, leaving 1/(N S) on each core; an
+/// all-gather (`reduce_scatter` null) is S-1 DCN all-gather steps of the 1/(N S) shard, then the
+/// ICI all-gather.
+GroupPlan hierarchical_plan(const Machine& m, const GroupPlan* reduce_scatter,
+                            const GroupPlan* all_gather, const std::vector<int>& members);
 
 }  // namespace tpusim

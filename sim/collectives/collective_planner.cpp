@@ -129,27 +129,40 @@ const GroupPlan* CollectivePlanner::cached_bound(const CollectiveSpec& spec, con
 }
 
 bool CollectivePlanner::spans_slices(const CollectiveSpec& spec) const {
-  return machine_.slices() > 1 && spec.kind == CollectiveKind::AllReduce &&
-         spec.replica_groups.empty() &&
-         std::find(spec.axes.begin(), spec.axes.end(), "data") != spec.axes.end();
+  if (machine_.slices() <= 1 || !spec.replica_groups.empty()) return false;
+  auto has = [&](const char* axis) {
+    return std::find(spec.axes.begin(), spec.axes.end(), axis) != spec.axes.end();
+  };
+  // fsdp across slices (parallelism.dcn_fsdp): the weights' all-gathers and the gradients'
+  // reduce-scatters over "fsdp" cross; "data" is only inside each slice.
+  if (options_.fsdp_across_slices)
+    return has("fsdp") &&
+           (spec.kind == CollectiveKind::AllGather || spec.kind == CollectiveKind::ReduceScatter);
+  return spec.kind == CollectiveKind::AllReduce && has("data");
 }
 
 const std::vector<const GroupPlan*>& CollectivePlanner::hierarchical(const CollectiveSpec& spec,
                                                                      const GroupSet& gs,
                                                                      CollectiveOpStats& st) {
   CollectiveSpec part = spec;
-  part.kind = CollectiveKind::ReduceScatter;
+  const bool reduce = spec.kind != CollectiveKind::AllGather;
+  const bool gather = spec.kind != CollectiveKind::ReduceScatter;
+  // The ICI halves the collective needs: a reduce-scatter before the DCN ring (all-reduce,
+  // reduce-scatter), an all-gather after it (all-reduce, all-gather).
   CollectiveOpStats rs_stats, ag_stats;
-  const auto& rs = choose(part, gs, rs_stats);
+  part.kind = CollectiveKind::ReduceScatter;
+  const auto* rs = reduce ? &choose(part, gs, rs_stats) : nullptr;
   part.kind = CollectiveKind::AllGather;
-  const auto& ag = choose(part, gs, ag_stats);
-  st.algorithm = rs_stats.algorithm + " + dcn_ring + " + ag_stats.algorithm;
-  PlanSet& set = plans_["hierarchical|" + axes_key(spec) + "|" + st.algorithm];
+  const auto* ag = gather ? &choose(part, gs, ag_stats) : nullptr;
+  st.algorithm = (reduce ? rs_stats.algorithm + " + " : std::string()) + "dcn_ring" +
+                 (gather ? " + " + ag_stats.algorithm : std::string());
+  PlanSet& set = plans_[std::string("hierarchical|") + to_string(spec.kind) + "|" + axes_key(spec) +
+                        "|" + st.algorithm];
   if (set.plans.empty()) {
     std::vector<GroupPlan*> all;
     for (std::size_t g = 0; g < gs.groups.size(); ++g) {
-      set.owned.push_back(
-          std::make_unique<GroupPlan>(hierarchical_plan(machine_, *rs[g], *ag[g], gs.groups[g])));
+      set.owned.push_back(std::make_unique<GroupPlan>(hierarchical_plan(
+          machine_, rs ? (*rs)[g] : nullptr, ag ? (*ag)[g] : nullptr, gs.groups[g])));
       all.push_back(set.owned.back().get());
       set.plans.push_back(all.back());
     }

@@ -86,9 +86,11 @@ class CollectivePlanner {
   /// changes stays within auto_resolution of the compute ops' sum (algorithm_choice.cpp).
   /// The same in a symmetric and a full run: it looks at the plans, not at the domain.
   void keep_routes_short(std::map<int, CollectiveOpStats>& stats);
-  /// Multislice: an all-reduce over the data axis sums over every slice's replicas.
+  /// Multislice: an all-reduce over the data axis sums over every slice's replicas; with fsdp
+  /// across slices (CollectiveOptions::fsdp_across_slices) the all-gathers and reduce-scatters
+  /// over "fsdp" span the slices instead.
   bool spans_slices(const CollectiveSpec& spec) const;
-  /// Its plans: the chosen reduce-scatter and all-gather inside the slice around the ring
+  /// Its plans: the chosen reduce-scatter and (or) all-gather inside the slice around the ring
   /// across the slices (hierarchical_plan).
   const std::vector<const GroupPlan*>& hierarchical(const CollectiveSpec& spec, const GroupSet& gs,
                                                     CollectiveOpStats& st);

@@ -30,6 +30,9 @@ struct CollectiveOptions {
   /// compute ops' sum, that `auto` may give up over all collectives so that no collective's
   /// routes alone set the symmetric domain's extent (collectives.auto_resolution).
   double auto_resolution = 0;
+  /// Multislice with parallelism.dcn_fsdp: the slices carry fsdp, not data. Every all-gather and
+  /// reduce-scatter over "fsdp" also spans the slices (hierarchical_plan); no all-reduce does.
+  bool fsdp_across_slices = false;
   static CollectiveOptions from_config(const Config& cfg);
 };
 

@@ -1,22 +1,27 @@
-// The hierarchical all-reduce of multislice: ICI reduce-scatter, DCN ring over the slices on
-// each shard, ICI all-gather (collective_plan.hpp).
+// The hierarchical collectives of multislice: ICI reduce-scatter, DCN ring over the slices on
+// each shard, ICI all-gather (collective_plan.hpp); an all-gather or a reduce-scatter across
+// slices (fsdp over the DCN) has one half of each.
 #include "sim/collectives/collective_plan.hpp"
 #include "sim/machine/machine.hpp"
 
 namespace tpusim {
 
-GroupPlan hierarchical_plan(const Machine& m, const GroupPlan& reduce_scatter,
-                            const GroupPlan& all_gather, const std::vector<int>& members) {
+GroupPlan hierarchical_plan(const Machine& m, const GroupPlan* reduce_scatter,
+                            const GroupPlan* all_gather, const std::vector<int>& members) {
   const int slices = m.slices();
   const double n = static_cast<double>(members.size());
-  GroupPlan plan = reduce_scatter;
+  GroupPlan plan = reduce_scatter ? *reduce_scatter : *all_gather;
+  if (!reduce_scatter) plan.phases.clear();
   // Every member sends its shard's pieces to its image in the next slice over its host's DCN
   // links, each step 1/S of the shard.
   Ring ring;
   ring.members = members;
   for (int core : members) ring.next.push_back(m.dcn_route(core));
   ring.update_path_latency();
-  for (StepKind kind : {StepKind::ReduceScatter, StepKind::AllGather}) {
+  std::vector<StepKind> kinds;
+  if (reduce_scatter) kinds.push_back(StepKind::ReduceScatter);
+  if (all_gather) kinds.push_back(StepKind::AllGather);
+  for (StepKind kind : kinds) {
     PlanPhase phase;
     phase.kind = kind;
     phase.steps = slices - 1;
@@ -25,7 +30,8 @@ GroupPlan hierarchical_plan(const Machine& m, const GroupPlan& reduce_scatter,
     phase.dcn = true;
     plan.phases.push_back(std::move(phase));
   }
-  plan.phases.insert(plan.phases.end(), all_gather.phases.begin(), all_gather.phases.end());
+  if (all_gather)
+    plan.phases.insert(plan.phases.end(), all_gather->phases.begin(), all_gather->phases.end());
   return plan;
 }
 

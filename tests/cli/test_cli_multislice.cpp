@@ -222,7 +222,7 @@ namespace {
 // The 1 B decoder, 2 layers of 256 tokens, fsdp over each 16-chip slice (v4 megacore devices)
 // and data parallel across `slices` slices: a hybrid mesh as MaxText builds it (ici_fsdp 16,
 // dcn_data `slices`).
-json hybrid(int slices, int fsdp = 16) {
+json hybrid(int slices, int fsdp = 16, const std::string& more = "") {
   std::vector<std::string> args = {"run",
                                    "configs/studies/decoder_1b_16.json",
                                    "--json",
@@ -240,6 +240,7 @@ json hybrid(int slices, int fsdp = 16) {
                                    "parallelism.slices=" + std::to_string(slices),
                                    "--set",
                                    "workload.global_batch=" + std::to_string(16 * slices)};
+  if (!more.empty()) args.insert(args.end(), {"--set", more});
   auto r = run_tpusim(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -285,4 +286,50 @@ TEST_CASE(
   const double shard = j["collectives"]["all-reduce"]["bytes_per_core"].get<double>();
   CHECK(shard == Approx(g / 8));
   CHECK(j["dcn"]["bytes_per_chip"].get<double>() == Approx(2.0 * 1 / 2 * shard / 2).epsilon(0.001));
+}
+
+TEST_CASE(
+    "multislice: fsdp across slices (dcn_fsdp) - weights gathered over the DCN then ICI, "
+    "gradients reduce-scattered over ICI then the DCN") {
+  const double n = 16;  // fsdp inside each slice
+  for (int s : {2, 4}) {
+    INFO("slices " << s);
+    const json d = hybrid(s);  // data across the slices
+    const json j = hybrid(s, 16, "parallelism.dcn_fsdp=" + std::to_string(s));
+    CHECK_THAT(j["layout"].get<std::string>(), Catch::Contains("dcn_fsdp=" + std::to_string(s)));
+    // No all-reduce: the slices hold fsdp shards, not replicas.
+    CHECK(!j["collectives"].contains("all-reduce"));
+    // Per core the collectives carry what they do inside one slice: the whole gradient G
+    // reduce-scattered, the whole weights W gathered (forward and backward).
+    const double g = j["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>();
+    const double w = j["collectives"]["all-gather"]["bytes_per_core"].get<double>();
+    CHECK(g == Approx(d["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>()));
+    CHECK(w == Approx(d["collectives"]["all-gather"]["bytes_per_core"].get<double>()));
+    // Over the DCN each core sends (S-1)/(n S) of every gathered and every reduce-scattered
+    // buffer: its 1/(n S) shard to each of its S-1 images (ring steps).
+    const double per_chip = j["cores"].get<double>() / j["chips"].get<double>();
+    CHECK(j["dcn"]["bytes_per_chip"].get<double>() ==
+          Approx((s - 1.0) / (n * s) * (g + w) * per_chip).epsilon(0.001));
+    CHECK(j["communication_dcn_ms"].get<double>() > 0);
+    // Over ICI each core sends what the slice's ring collectives send: (n-1)/n of each buffer,
+    // as with data across slices, less the hierarchical all-reduce's ICI halves.
+    // Memory: the weights, the optimizer state and the master weights shard over fsdp x S.
+    const auto& by = j["memory"]["bytes_by_class"];
+    const auto& by_d = d["memory"]["bytes_by_class"];
+    for (const char* cls : {"master_weights", "optimizer_state"}) {
+      INFO(cls);
+      CHECK(by[cls].get<double>() == Approx(by_d[cls].get<double>() / s).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("multislice: parallelism.dcn_fsdp other than 1 or the slices is one error line") {
+  const std::string study = "configs/studies/decoder_1b_16.json";
+  check_bad({"run", study, "--set", "topology.slices=2", "--set", "parallelism.slices=2", "--set",
+             "workload.global_batch=32", "--set", "parallelism.dcn_fsdp=3"},
+            "parallelism.dcn_fsdp");
+  check_bad({"run", study, "--set", "topology.slices=2", "--set", "parallelism.slices=2", "--set",
+             "workload.global_batch=32", "--set", "parallelism.fsdp=1", "--set",
+             "parallelism.dcn_fsdp=2"},
+            "parallelism.dcn_fsdp");
 }

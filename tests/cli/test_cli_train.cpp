@@ -394,3 +394,58 @@ TEST_CASE("train --timeline: the whole run, loops compressed, host evaluation on
   // The run's last span (the last metric) ends at the time to train.
   CHECK(end_us == Approx(1e6 * j["time_to_train_s"].get<double>()).epsilon(1e-9));
 }
+
+TEST_CASE("the MLPerf GPT-3 block: training steps x step + eval passes x eval step + fixed costs") {
+  // decoder_1b_16 (32 sequences of 2048 tokens per step): blocks of 64 sequences (2 steps), each
+  // followed by an evaluation of 80 sequences at an eval batch of 32 (3 eval steps, the last
+  // one partly empty); the target after 3 blocks. Free hosts: nothing stalls.
+  const char* study = "configs/studies/decoder_1b_16.json";
+  // (0 steps: the helper's step counts are not added; the examples give them.)
+  const std::vector<std::string> sets = {"train.target_steps=0",
+                                         "train.eval_every_steps=0",
+                                         "train.target_examples=192",
+                                         "train.eval_every_examples=64",
+                                         "train.eval_examples=80",
+                                         "workload.eval_batch=32",
+                                         "train.simulated_train_steps=2",
+                                         "train.simulated_eval_steps=3",
+                                         "hardware.host.cost.record_parse_ns_per_byte=0",
+                                         "hardware.host.pcie_GBps=1e6",
+                                         "train.program_start_s=2",
+                                         "train.loop_round_trip_us=500"};
+  auto j = train(sets, study);
+  const auto& s = j["schedule"];
+  CHECK(s["steps_per_loop"] == 2);
+  CHECK(s["evaluations"] == 3);
+  CHECK(s["eval_steps_per_evaluation"] == 3);
+  CHECK(s["examples_to_target"] == 192);
+  CHECK(s["tokens_to_target"].get<double>() == 192.0 * 2048);
+  CHECK(j["eval_metric"]["metric"] == "log_perplexity");
+  CHECK(j["breakdown"]["host_eval_s"].get<double>() == 0);
+  CHECK(j["breakdown"]["input_stall_s"].get<double>() == 0);
+  // Each step is the step of tpusim run (training, and the eval program at its batch), plus a
+  // device-loop iteration.
+  const double iteration_ms =
+      1e-6 * j["config"]["hardware"]["calibration"]["loop_iteration_ns"].get<double>();
+  auto step_ms = [&](std::vector<std::string> more) {
+    auto r = run_tpusim(with_sets({"run", study, "--json"}, more));
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["step_time_ms"].get<double>() + iteration_ms;
+  };
+  const double train_ms = step_ms({});
+  const double eval_ms = step_ms({"workload.program=eval", "workload.eval_batch=32"});
+  CHECK(eval_ms < train_ms);  // forward only
+  // (In the loop the training step follows an eval step or a training step: 2.5 us of 244 ms
+  // differ from the step run alone, hence 1e-4.)
+  const auto& p = j["per_step"];
+  CHECK(p["train_step_ms"].get<double>() == Approx(train_ms).epsilon(1e-4));
+  CHECK(p["eval_step_ms"].get<double>() == Approx(eval_ms).epsilon(1e-4));
+  // The closed form: 6 training steps, 3 x 3 eval steps, the program start, the first batch
+  // and 3 round trips; the first steps of their kind are within 0.1 % of the steady ones.
+  const double closed = 2 + j["breakdown"]["first_batch_s"].get<double>() +
+                        1e-3 * (6 * train_ms + 9 * eval_ms) + 3 * 500e-6;
+  CHECK(j["time_to_train_s"].get<double>() == Approx(closed).epsilon(1e-3));
+  CHECK(s["loop_s"].get<double>() ==
+        Approx((j["time_to_train_s"].get<double>() - j["breakdown"]["startup_s"].get<double>()) / 3)
+            .epsilon(1e-9));
+}

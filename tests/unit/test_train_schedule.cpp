@@ -58,6 +58,26 @@ TEST_CASE("the schedule: steps or epochs to the target, loops of eval_every step
   CHECK(one.simulated_eval_steps == 1);
 }
 
+TEST_CASE("the schedule in examples: MLPerf GPT-3's blocks of 24,576 sequences") {
+  // At a global batch of 1536 sequences a block of 24,576 is 16 steps; 3 blocks to the target.
+  const auto s = read_train_schedule(train_study(
+      {{"target_examples", 3 * 24576}, {"eval_every_examples", 24576}, {"eval_examples", 24567}},
+      1536, {{"eval_batch", 1536}}));
+  CHECK(s.steps_per_loop == 24576 / 1536);
+  CHECK(s.target_steps == 3 * 24576 / 1536);
+  CHECK(s.evaluations == 3);
+  CHECK(s.eval_steps == 16);  // ceil(24567 / 1536)
+  // Examples that are not whole steps, a target between evaluations, two counts at once.
+  CHECK(error_path({{"target_steps", 10}, {"eval_every_examples", 100}, {"eval_examples", 1}}) ==
+        "train.eval_every_examples");
+  CHECK(error_path({{"target_examples", 96}, {"eval_every_examples", 64}, {"eval_examples", 1}}) ==
+        "train.target_examples");
+  CHECK(error_path({{"target_steps", 4},
+                    {"target_examples", 128},
+                    {"eval_every_steps", 2},
+                    {"eval_examples", 1}}) == "train.target_steps");
+}
+
 TEST_CASE("schedule errors name the JSON path") {
   CHECK(error_path({{"eval_every_steps", 62}, {"eval_examples", 1}}) == "train.target_steps");
   // A cadence that does not divide the steps to the target.

@@ -43,6 +43,8 @@ std::string layout_string(const Program& program, const Config& cfg) {
   if (has_bn && bn) s += " bn=" + std::to_string(*bn);
   const auto slices = kParallelismSlices.if_applies(cfg);
   if (slices && *slices > 1) s += " slices=" + std::to_string(*slices);
+  if (const auto dcn_fsdp = kParallelismDcnFsdp.if_applies(cfg); dcn_fsdp && *dcn_fsdp > 1)
+    s += " dcn_fsdp=" + std::to_string(*dcn_fsdp);
   if (const auto wus = kParallelismWeightUpdateSharding.if_applies(cfg))
     s += std::string(" wus=") + (*wus ? "on" : "off");
   return s;

@@ -162,7 +162,16 @@ nlohmann::json train_report(const Study& study, const Program& train, const Trai
         {"steps_per_loop", s.steps_per_loop},
         {"evaluations", s.evaluations},
         {"eval_steps_per_evaluation", s.eval_steps},
-        {"eval_examples", s.eval_examples}}},
+        {"eval_examples", s.eval_examples},
+        // MLPerf counts an LLM run in sequences (examples) and tokens; a block is one loop.
+        {"examples_to_target", s.target_steps * s.global_batch},
+        {"examples_per_loop", s.steps_per_loop * s.global_batch},
+        {"tokens_to_target",
+         static_cast<double>(s.target_steps * s.global_batch) * train.tokens_per_example},
+        {"loop_s", s.evaluations > 0
+                       ? (t.training_s + t.evaluation_s + t.input_stall_s + t.loop_round_trips_s) /
+                             static_cast<double>(s.evaluations)
+                       : 0.0}}},
       {"per_step",
        {{"train_step_ms", t.train_step_s * ms},
         {"input_stall_per_train_step_ms", t.train_stall_s * ms},
@@ -248,6 +257,11 @@ void print_train_report(std::ostream& out, const nlohmann::json& j) {
                      s["eval_steps_per_evaluation"].get<std::int64_t>(),
                      s["eval_steps_per_evaluation"].get<std::int64_t>() == 1 ? "" : "s",
                      j["eval_batch"].get<std::int64_t>())
+      << fmt::format(
+             "  a loop (MLPerf's block: {} examples, then the evaluation) {:.3f} s; {} "
+             "examples to the target\n",
+             s["examples_per_loop"].get<std::int64_t>(), s["loop_s"].get<double>(),
+             s["examples_to_target"].get<std::int64_t>())
       << fmt::format(
              "  training step {:.3f} ms + input stall {:.3f} ms; eval step {:.3f} ms + "
              "input stall {:.3f} ms\n",

@@ -9,6 +9,11 @@
 // shard all-reduced over the data-center network; no all-gather, the weights stay sharded).
 // Within a pipeline stage (docs/pipeline.md) the same happens per unit: each unit gathers its
 // chunk's weights and reduce-scatters their gradients, as MaxText's pipeline does per iteration.
+// With parallelism.dcn_fsdp the slices carry fsdp instead of data (MaxText's
+// dcn_fsdp_parallelism): every shard is 1/(fsdp x slices) of the weights, each all-gather also
+// spans the slices (over the DCN first, then ICI) and each reduce-scatter too (ICI first, then
+// the DCN): the collective planner spans the slices with every all-gather and reduce-scatter over
+// "fsdp" (CollectiveOptions::fsdp_across_slices), and with no all-reduce.
 #include <map>
 #include <utility>
 
@@ -43,8 +48,8 @@ class FsdpAxis final : public ShardingRule {
     reads.push_back(gather);
   }
 
-  double weight_copy_divisor(const Layout& l) const override { return l.fsdp; }
-  double optimizer_divisor(const Layout& l) const override { return l.fsdp; }
+  double weight_copy_divisor(const Layout& l) const override { return l.fsdp_shards(); }
+  double optimizer_divisor(const Layout& l) const override { return l.fsdp_shards(); }
   void optimizer_shard_axes(const OpNode& owner, const Layout& l,
                             std::vector<std::string>& axes) const override {
     axes.push_back("fsdp");
@@ -61,18 +66,20 @@ class FsdpAxis final : public ShardingRule {
     b.collective =
         s.emit_collective(name + ".reduce-scatter", CollectiveKind::ReduceScatter, Phase::Backward,
                           b.grad_bytes, l.grad_dtype, {"fsdp"}, b.done_ops);
-    s.program.ops[b.collective].output = {b.grad_bytes / l.fsdp, l.grad_dtype,
+    s.program.ops[b.collective].output = {b.grad_bytes / l.fsdp_shards(), l.grad_dtype,
                                           MemoryClass::GradientBuckets, -1};
     std::vector<std::string> others;
     // Multislice: "data" spans the slices even when each slice holds one data replica (fsdp
-    // over the whole slice), so the shard's sum crosses the data-center network.
+    // over the whole slice), so the shard's sum crosses the data-center network; not when the
+    // slices carry fsdp (then "data" is only inside each slice).
     for (const auto& a : b.axes)
-      if (a != "fsdp" && (l.degree(a) > 1 || (a == "data" && l.slices > 1))) others.push_back(a);
+      if (a != "fsdp" && (l.degree(a) > 1 || (a == "data" && l.slices > 1 && !l.dcn_fsdp)))
+        others.push_back(a);
     if (others.empty() || !s.last_microbatch) return;  // the shards' sum is all-reduced once
     const int rs = b.collective;
     b.collective =
         s.emit_collective(name + ".all-reduce", CollectiveKind::AllReduce, Phase::Backward,
-                          b.grad_bytes / l.fsdp, l.grad_dtype, others, {rs});
+                          b.grad_bytes / l.fsdp_shards(), l.grad_dtype, others, {rs});
     s.program.ops[b.collective].output.cls = MemoryClass::GradientBuckets;
     s.program.ops[rs].output.last_use = b.collective;
   }
