@@ -7,7 +7,7 @@ pkgs=(build-essential cmake pkg-config libsystemc-dev libboost-graph-dev libspdl
       nlohmann-json3-dev catch2 libcli11-dev zlib1g-dev time python3 clang-format git
       clang-14 libclang-rt-14-dev libcairo2-dev fonts-dejavu-core protobuf-compiler libprotobuf-dev
       pybind11-dev python3-dev python3-pytest slurm-wlm munge libturbojpeg0-dev libjemalloc-dev
-      chromium)
+      chromium lld)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
