@@ -360,21 +360,6 @@ PATH_READ_PENDING = {
     ("tools/plan/space.cpp", "topology.slices"): "pending: merged at the end of the 2026-12-06 session",
     ("tools/plan/space.cpp", "workload.microbatches"): "pending: merged at the end of the 2026-12-06 session",
     ("tools/plan/space.cpp", "workload.remat"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/scheduler.cpp", "dcn.host_nics"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/scheduler.cpp", "dcn.latency_us"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/scheduler.cpp", "dcn.nic_bandwidth_GBps"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/serve_run.cpp", "parallelism.model"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/serve_run.cpp", "workload.model"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/serving_config.cpp", "workload.model"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/serving_config.cpp", "workload.seq_len"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.d_model"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.head_dim"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.heads"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.kv_cache"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.kv_cache_dtype"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.kv_heads"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.kv_page_tokens"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.layers"): "pending: merged at the end of the 2026-12-06 session",
 }
 
 

@@ -17,6 +17,7 @@
 #include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/decoder_blocks.hpp"
+#include "models/builders/decoder_params.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
 #include "models/parallelism/layout.hpp"
@@ -26,6 +27,10 @@ namespace tpusim {
 namespace {
 using T = ParamType;
 const char* kDecoderLmModel = "decoder_lm";
+}  // namespace
+
+// The parameters decoder_params.hpp declares have external linkage; the others stay internal
+// (const at namespace scope).
 
 // Defaults: a model of about 1.1 B parameters (configs/models/decoder_1b.json), small enough to
 // test quickly. One parameter per line reads as a table.
@@ -68,8 +73,10 @@ const Param<double> kDecoderLmExpertImbalance{{"workload.expert_imbalance", T::N
 const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none", "rematerialisation, MaxText's remat_policy names (docs/llm.md has what each keeps per layer; the rest of the layer is recomputed before its backward): none (keep every activation), full (keep each layer's input), minimal (Q, K, V, out_proj, mlpwi, mlpwo), minimal_with_context (and the context), save_dot_with_context_except_mlp, save_dot_except_mlpwi, save_dot_except_mlp, save_qkv_proj, save_out_proj, qkv_proj_offloaded and minimal_offloaded (as save_qkv_proj and minimal, the saved tensors in host memory over PCIe), save_dot_except_logits_ffn1, save_dot_except_logits (PAX's and the MLPerf runs'); attention (tpusim's earlier selective policy: recompute only the scores, softmax and context, Korthikanti et al. 2022)", -kInf, kInf, {"none", "full", "minimal", "minimal_with_context", "save_dot_with_context_except_mlp", "save_dot_except_mlpwi", "save_dot_except_mlp", "save_qkv_proj", "save_out_proj", "qkv_proj_offloaded", "minimal_offloaded", "save_dot_except_logits_ffn1", "save_dot_except_logits", "attention"}, "workload.model", kDecoderLmModel}};
 const Param<std::string> kDecoderLmAttention{{"workload.attention", T::String, "", "dot_product", "attention kernel, MaxText's key: dot_product (XLA's einsums, the s x s scores through HBM) or flash (splash attention: query and key/value blocks in VMEM, no s x s tensor in HBM, causal blocks above the diagonal skipped, the scores recomputed blockwise in the backward pass)", -kInf, kInf, {"dot_product", "flash"}, "workload.model", kDecoderLmModel}};
 const Param<std::int64_t> kDecoderLmFlashBlock{{"workload.flash_block", T::Integer, "tokens", 512, "flash attention's query and key/value block (MaxText's sa_block_q and sa_block_kv, 512 by default); a multiple of 128", 128, 65536, {}, "workload.model", kDecoderLmModel}};
-const Param<std::string> kDecoderLmQuantization{{"workload.quantization", T::String, "", "none", "quantized training as MaxText's quantization key (AQT): none (bf16 matmuls), int8 or fp8: both operands of every layer matmul (Q/K/V, attention output, MLP) quantized with per-channel scales in the forward and both backward matmuls, run at hardware.mxu.int8_rate or fp8_rate, with the quantize and rescale vector work; their weights stored and FSDP-gathered in 8 bits; the attention einsums and the logits stay bf16", -kInf, kInf, {"none", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmQuantization{{"workload.quantization", T::String, "", "none", "quantized training as MaxText's quantization key (AQT): none (bf16 matmuls), int8 or fp8: both operands of every layer matmul (Q/K/V, attention output, MLP) quantized with per-channel scales in the forward and both backward matmuls, run at hardware.mxu.int8_rate or fp8_rate, with the quantize and rescale vector work; their weights stored and FSDP-gathered in 8 bits; the attention einsums and the logits stay bf16. Prefill and decode (workload.program): int8 or fp8 weights (JetStream-MaxText quantization=int8): stored and read in 8 bits, the activations quantized each step, the products at that rate and rescaled", -kInf, kInf, {"none", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
 // clang-format on
+
+namespace {
 
 // workload.quantization: the chip must have a rate for the dtype.
 DType read_quantization(const Config& cfg, ProblemList& problems) {
