@@ -30,6 +30,9 @@ extern const Param<std::string> kServeScheduler{{"serving.scheduler", T::String,
 extern const Param<std::string> kServeKvTransfer{{"serving.kv_transfer", T::String, "", "ici", "disaggregated: the KV cache moves from the prefill slice to the decode slice over ici (one ICI link per chip, hardware.ici) or dcn (the hosts' interfaces, dcn.*)", -kInf, kInf, {"ici", "dcn"}, "serving.scheduler", "disaggregated"}};
 extern const Param<double> kServeTtftLimit{{"serving.limits.ttft_ms", T::Number, "ms", 2000, "time to first token a request may take to count in the goodput, and --find-rate's p99 limit (MLPerf Llama-2-70B Server: 2000)", 0, 1e9}};
 extern const Param<double> kServeTpotLimit{{"serving.limits.tpot_ms", T::Number, "ms", 200, "time per output token a request may take to count in the goodput, and --find-rate's p99 limit (MLPerf Llama-2-70B Server: 200)", 0, 1e9}};
+extern const Param<std::int64_t> kServePrefixTokens{{"serving.requests.prefix_tokens", T::Integer, "tokens", 0, "the first tokens of every prompt are a prefix it shares with other requests (a system prompt, few-shot examples; vLLM's benchmark --random-prefix-len), part of input_tokens (a prompt shorter than it is all prefix); a trace line gives its own prefix_tokens and prefix_id", 0, 1e7}};
+extern const Param<std::int64_t> kServePrefixes{{"serving.requests.prefixes", T::Integer, "prefixes", 1, "distinct shared prefixes of serving.requests.prefix_tokens: request i carries prefix i mod this", 1, 1e6}};
+extern const Param<bool> kServePrefixCaching{{"serving.prefix_caching", T::Boolean, "", false, "automatic prefix caching (vLLM enable_prefix_caching): once a prompt's shared prefix is prefilled its full KV blocks stay in the cache, held once, and a later prompt with the same prefix prefills only the rest; needs workload.kv_cache = paged", -kInf, kInf, {}}};
 // clang-format on
 
 }  // namespace tpusim

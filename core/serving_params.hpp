@@ -26,4 +26,7 @@ extern const Param<std::string> kServeScheduler;
 extern const Param<std::string> kServeKvTransfer;
 extern const Param<double> kServeTtftLimit;
 extern const Param<double> kServeTpotLimit;
+extern const Param<std::int64_t> kServePrefixTokens;
+extern const Param<std::int64_t> kServePrefixes;
+extern const Param<bool> kServePrefixCaching;
 }  // namespace tpusim

@@ -111,6 +111,10 @@ struct OpNode {
   /// Bytes per parameter of the weight copy the passes read (and FSDP gathers): 1 for a
   /// quantized owner, 2 (bf16) otherwise.
   int weight_copy_bytes() const { return is_8bit(mxu_dtype) ? 1 : dtype_bytes(DType::BF16); }
+  /// Serving (workload.program = prefill or decode) with an 8-bit mxu_dtype: the weight operand
+  /// (k x n) is stored quantized, so the step reads it at 1 byte and quantizes only the
+  /// activations (the rescale of the output stays).
+  bool weights_stored_8bit = false;
   std::optional<ConvShape> conv;
   double flops = 0;                ///< MXU FLOPs (multiply-add = 2)
   double vpu_elements = 0;         ///< elements the vector unit touches

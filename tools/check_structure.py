@@ -349,24 +349,9 @@ def check_folder(root, folder, files):
 PATH_READ = re.compile(
     r'(?:\.(?:has|number|integer|boolean|string|integers|booleans|GBps|ns|at)\(\s*'
     r'|\bjson_at\([^,()]*(?:\([^()]*\))?[^,()]*,\s*)"([a-z_]+(?:\.[A-Za-z0-9_]+)+)"')
-# Reads left to a folder another helper owned this session (tools/serve/, serve52). Empty this
-# when they are converted.
+# Reads by path string waiting to be converted to handles, each naming the handle that will
+# replace it (empty: every read goes through a handle).
 PATH_READ_PENDING = {
-    ("tools/serve/scheduler.cpp", "dcn.host_nics"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/scheduler.cpp", "dcn.latency_us"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/scheduler.cpp", "dcn.nic_bandwidth_GBps"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/serve_run.cpp", "parallelism.model"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/serve_run.cpp", "workload.model"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/serving_config.cpp", "workload.model"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/serving_config.cpp", "workload.seq_len"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.d_model"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.head_dim"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.heads"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.kv_cache"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.kv_cache_dtype"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.kv_heads"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.kv_page_tokens"): "pending: merged at the end of the 2026-12-06 session",
-    ("tools/serve/step_times.cpp", "workload.layers"): "pending: merged at the end of the 2026-12-06 session",
 }
 
 

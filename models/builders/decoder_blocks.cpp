@@ -42,11 +42,18 @@ void shard_rows(OpNode& op, const DecoderDims& d) {
 }
 
 // A layer's weight matmul (Q/K/V, attention output, MLP): quantized under
-// workload.quantization (the attention einsums and the logits stay bf16, as MaxText's AQT runs).
+// workload.quantization (the attention einsums and the logits stay bf16, as MaxText's AQT runs);
+// in a serving step its weights are stored in 8 bits.
 OpNode layer_matmul(const std::string& name, std::int64_t m, std::int64_t k, std::int64_t n,
                     const DecoderDims& d) {
   OpNode op = weight_matmul(name, m, k, n, d.biases);
   op.mxu_dtype = d.quantization;
+  // Serving: the weights are stored quantized (read at one byte, not quantized per step).
+  if (d.serving && is_8bit(d.quantization)) {
+    op.weights_stored_8bit = true;
+    op.bytes_read =
+        static_cast<double>(m) * k * dtype_bytes(DType::BF16) + static_cast<double>(k) * n;
+  }
   return op;
 }
 

@@ -21,6 +21,7 @@
 #include "core/param_handle.hpp"
 #include "core/params.hpp"
 #include "models/builders/decoder_blocks.hpp"
+#include "models/builders/decoder_params.hpp"
 #include "models/model_builder.hpp"
 #include "models/ops.hpp"
 #include "models/parallelism/layout.hpp"
@@ -31,6 +32,10 @@ namespace tpusim {
 namespace {
 using T = ParamType;
 const char* kDecoderLmModel = "decoder_lm";
+}  // namespace
+
+// The parameters decoder_params.hpp declares have external linkage; the others stay internal
+// (const at namespace scope).
 
 // Defaults: a model of about 1.1 B parameters (configs/models/decoder_1b.json), small enough to
 // test quickly. One parameter per line reads as a table.
@@ -76,8 +81,10 @@ const Param<std::string> kDecoderLmRemat{{"workload.remat", T::String, "", "none
 namespace {
 const Param<std::string> kDecoderLmAttention{{"workload.attention", T::String, "", "dot_product", "attention kernel, MaxText's key: dot_product (XLA's einsums, the s x s scores through HBM) or flash (splash attention: query and key/value blocks in VMEM, no s x s tensor in HBM, causal blocks above the diagonal skipped, the scores recomputed blockwise in the backward pass)", -kInf, kInf, {"dot_product", "flash"}, "workload.model", kDecoderLmModel}};
 const Param<std::int64_t> kDecoderLmFlashBlock{{"workload.flash_block", T::Integer, "tokens", 512, "flash attention's query and key/value block (MaxText's sa_block_q and sa_block_kv, 512 by default); a multiple of 128", 128, 65536, {}, "workload.model", kDecoderLmModel}};
-const Param<std::string> kDecoderLmQuantization{{"workload.quantization", T::String, "", "none", "quantized training as MaxText's quantization key (AQT): none (bf16 matmuls), int8 or fp8: both operands of every layer matmul (Q/K/V, attention output, MLP) quantized with per-channel scales in the forward and both backward matmuls, run at hardware.mxu.int8_rate or fp8_rate, with the quantize and rescale vector work; their weights stored and FSDP-gathered in 8 bits; the attention einsums and the logits stay bf16", -kInf, kInf, {"none", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
+const Param<std::string> kDecoderLmQuantization{{"workload.quantization", T::String, "", "none", "quantized training as MaxText's quantization key (AQT): none (bf16 matmuls), int8 or fp8: both operands of every layer matmul (Q/K/V, attention output, MLP) quantized with per-channel scales in the forward and both backward matmuls, run at hardware.mxu.int8_rate or fp8_rate, with the quantize and rescale vector work; their weights stored and FSDP-gathered in 8 bits; the attention einsums and the logits stay bf16. Prefill and decode (workload.program): int8 or fp8 weights (JetStream-MaxText quantization=int8): stored and read in 8 bits, the activations quantized each step, the products at that rate and rescaled", -kInf, kInf, {"none", "int8", "fp8"}, "workload.model", kDecoderLmModel}};
 // clang-format on
+
+namespace {
 
 // workload.quantization: the chip must have a rate for the dtype.
 DType read_quantization(const Config& cfg, ProblemList& problems) {

@@ -44,13 +44,22 @@ constexpr double kRescaleOps = 2;
 
 // A quantized matmul's vector work on one core: both operands quantized, the output rescaled
 // (added to the op's own epilogue, which the vector unit runs alongside the MXU).
-void add_quantize_work(ComputeCost& c, const MatmulShape& s) {
+void add_quantize_work(ComputeCost& c, const MatmulShape& s, bool weights_stored_8bit) {
   const double b = static_cast<double>(s.batch);
-  const double operands = b * s.m * s.k + b * s.k * s.n, out = b * s.m * s.n;
+  const double operands = b * s.m * s.k + (weights_stored_8bit ? 0 : b * s.k * s.n),
+               out = b * s.m * s.n;
   const double ops =
       c.vpu_elements * c.vpu_ops_per_element + kQuantizeOps * operands + kRescaleOps * out;
   if (c.vpu_elements <= 0) c.vpu_elements = out;
   c.vpu_ops_per_element = ops / c.vpu_elements;
+}
+
+// The HBM bytes a matmul's operands take: both in the op's dtype, or (weights stored in 8 bits)
+// the weight operand at one byte.
+double operand_bytes(const MatmulShape& s, const OpNode& n) {
+  if (!n.weights_stored_8bit) return matmul_bytes_read(s, n.dtype);
+  const double b = static_cast<double>(s.batch);
+  return b * s.m * s.k * dtype_bytes(n.dtype) + b * s.k * s.n;
 }
 
 }  // namespace
@@ -67,14 +76,14 @@ ComputeCost per_core_cost(const OpNode& n, const Layout& layout, double shard) {
     divide(s, n.split.spatial, layout.spatial, &n, layout.spatial_w);
     c.matmul = s;
     c.flops = n.flops * ratio(s.flops(), whole.flops()) / shard;
-    const double read = ratio(matmul_bytes_read(s, n.dtype), matmul_bytes_read(whole, n.dtype));
+    const double read = ratio(operand_bytes(s, n), operand_bytes(whole, n));
     const double out =
         ratio(matmul_bytes_written(s, n.out_dtype), matmul_bytes_written(whole, n.out_dtype));
     c.bytes_read = n.bytes_read * read / shard;
     c.bytes_written = n.bytes_written * out / shard;
     c.vpu_elements = n.vpu_elements * out / shard;
     c.mxu_dtype = n.mxu_dtype;
-    if (is_8bit(n.mxu_dtype)) add_quantize_work(c, s);
+    if (is_8bit(n.mxu_dtype)) add_quantize_work(c, s, n.weights_stored_8bit);
     return c;
   }
   const double model = n.split.model == SplitDim::None ? 1 : layout.model;

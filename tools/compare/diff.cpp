@@ -108,7 +108,8 @@ RunDiff diff_reports(const nlohmann::json& a, const nlohmann::json& b, const std
   for (const auto* l : {&la, &lb})
     for (const auto& [k, v] : *l) paths.insert(k);
   for (const auto& p : paths) {
-    if (p == "wall_s" || p == "memory.analysis_s") continue;  // wall-clock times
+    if (p == "wall_s" || p == "memory.analysis_s" || p == "simulate_wall_s")
+      continue;  // wall-clock times (simulate_wall_s: tpusim serve's step simulations)
     const auto ia = la.find(p), ib = lb.find(p);
     const nlohmann::json* va = ia == la.end() ? nullptr : &ia->second;
     const nlohmann::json* vb = ib == lb.end() ? nullptr : &ib->second;

@@ -39,8 +39,8 @@ struct RunDiff {
 };
 
 /// Compares two JSON reports (objects with a schema_version). Every numeric leaf outside "config"
-/// is compared, except the wall-clock times "wall_s" and "memory.analysis_s" (the simulator's own
-/// time, different on every run); arrays of
+/// is compared, except the wall-clock times "wall_s", "memory.analysis_s" and "simulate_wall_s"
+/// (the simulator's own time, different on every run); arrays of
 /// objects that carry an "op" or "name" are matched by it. Throws ConfigError naming the file if a
 /// document is not a report.
 RunDiff diff_reports(const nlohmann::json& a, const nlohmann::json& b, const std::string& a_name,

@@ -51,6 +51,12 @@ constexpr MetricStyle kStandard[] = {
     {"hfu", "hfu", "Hardware FLOPs utilization", "HFU: FLOPs run / peak FLOPs (%)", true, 0, true},
     {"tokens_per_s_per_chip", "tokens_per_chip", "Tokens per second per chip",
      "tokens per second per chip", false, 20, false},
+    // Serve sweeps ("command": "serve", docs/serving.md): latency against load.
+    {"ttft_ms_p99", "ttft_p99", "Time to first token, p99", "p99 TTFT (ms)", false, 20, true},
+    {"tpot_ms_p99", "tpot_p99", "Time per output token, p99", "p99 TPOT (ms)", false, 20, true},
+    {"requests_per_s", "requests_per_s", "Throughput", "requests per second", false, 20, true},
+    {"goodput_requests_per_s", "goodput", "Goodput", "requests per second within the limits", false,
+     20, true},
     // Multislice sweeps: the collectives' time over the data-center network.
     {"communication_dcn_ms", "communication_dcn", "Communication over the DCN",
      "communication over the data-center network (ms)", false, 20, true},
@@ -194,7 +200,9 @@ std::vector<std::string> metrics_to_plot(const CsvTable& t, const PlotRequest& r
                                  join(sweep::swept_columns(t)));
   std::vector<std::string> ys = req.y;
   if (ys.empty()) {
-    for (const char* c : {"series", "chips", "step_time_ms"})
+    // A serve sweep's results have latencies in place of the step time.
+    const char* step = t.column("ttft_ms_p99") >= 0 ? "ttft_ms_p99" : "step_time_ms";
+    for (const char* c : {"series", "chips", step})
       if (t.column(c) < 0)
         problems.add(csv, std::string("no column '") + c + "': not a results.csv of tpusim sweep");
     problems.throw_if_any();

@@ -110,6 +110,7 @@ int run_sweep(SweepArgs a) {
   plan.shard = shard;
   plan.shard_count = shard_count;
   plan.sets = a.sets;
+  plan.command = spec.command;
   for (const auto& p : points) plan.points.push_back({p.index, p.id, p.values});
 
   const SweepDirLock lock = make_sweep_dir(a.out_dir);

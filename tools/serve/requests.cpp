@@ -37,6 +37,22 @@ std::int64_t trace_count(const nlohmann::json& line, const char* key, std::size_
   return it->get<std::int64_t>();
 }
 
+// A trace line's shared prefix: prefix_tokens (at most input_tokens) with a prefix_id, or none.
+void read_trace_prefix(const nlohmann::json& line, std::size_t n, Request& r) {
+  const auto id = line.find("prefix_id"), tokens = line.find("prefix_tokens");
+  if (id == line.end() && tokens == line.end()) return;
+  if (id == line.end() || !id->is_number_integer() || id->get<std::int64_t>() < 0)
+    throw ConfigError(kTracePath, "line " + std::to_string(n) +
+                                      ": prefix_id missing or not a whole number of 0 or more "
+                                      "(a line with prefix_tokens names its prefix)");
+  r.prefix_id = id->get<std::int64_t>();
+  r.prefix = trace_count(line, "prefix_tokens", n);
+  if (r.prefix > r.input)
+    throw ConfigError(kTracePath, "line " + std::to_string(n) + ": prefix_tokens " +
+                                      std::to_string(r.prefix) + " is more than its " +
+                                      std::to_string(r.input) + " input_tokens");
+}
+
 std::vector<Request> read_trace(const ServingConfig& s) {
   std::ifstream in(s.trace);
   if (!in) throw ConfigError(kTracePath, s.trace + ": cannot be read");
@@ -53,6 +69,7 @@ std::vector<Request> read_trace(const ServingConfig& s) {
     Request r;
     r.input = trace_count(line, "input_tokens", n);
     r.output = trace_count(line, "output_tokens", n);
+    read_trace_prefix(line, n, r);
     if (s.arrival == "timestamps") {
       const auto it = line.find("arrival_s");
       if (it == line.end() || !it->is_number() || !(it->get<double>() >= 0) ||
@@ -91,6 +108,11 @@ std::vector<Request> make_requests(const ServingConfig& s) {
       r.input = draw(s.input, rng);
       r.output = draw(s.output, rng);
     }
+    if (s.prefix_tokens > 0)
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        out[i].prefix_id = static_cast<std::int64_t>(i) % s.prefixes;
+        out[i].prefix = std::min(s.prefix_tokens, out[i].input);
+      }
   }
   if (s.arrival == "poisson") return with_poisson_arrivals(std::move(out), s.rate_per_s, s.seed);
   if (s.arrival == "burst") return with_poisson_arrivals(std::move(out), 0, s.seed);

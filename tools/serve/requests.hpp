@@ -10,8 +10,10 @@ namespace tpusim::serve {
 
 struct Request {
   double arrival_s = 0;
-  std::int64_t input = 0;   ///< prompt tokens
-  std::int64_t output = 0;  ///< tokens to generate (the first comes from the prefill)
+  std::int64_t input = 0;       ///< prompt tokens
+  std::int64_t output = 0;      ///< tokens to generate (the first comes from the prefill)
+  std::int64_t prefix = 0;      ///< the first prompt tokens it shares with other requests
+  std::int64_t prefix_id = -1;  ///< which shared prefix (-1 none)
 };
 
 /// The requests in arrival order. Throws ConfigError naming serving.requests.trace (with the

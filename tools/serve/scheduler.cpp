@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <set>
 
+#include "sim/machine/dcn.hpp"
 #include "topologies/host_blocks.hpp"
 
 namespace tpusim::serve {
@@ -17,6 +19,7 @@ struct Seq {
   std::int64_t prefilled = 0;  ///< prompt tokens in the cache
   std::int64_t generated = 0;  ///< output tokens sampled
   double reserved = 0;         ///< KV tokens reserved for it
+  std::int64_t hit = 0;        ///< prompt tokens found in the prefix cache
 };
 
 // JetStream pads a prompt to its prefill bucket: the next power of two (at least 16).
@@ -38,11 +41,24 @@ class Engine {
   std::vector<Seq> running;
   std::size_t finished = 0;
 
-  // KV tokens a request holds: preallocated, the model length; paged, its pages.
+  bool prefix_caching = false;  ///< serving.prefix_caching on this engine
+
+  // The prompt tokens of a request's prefix that its KV blocks hold whole (vLLM shares full
+  // blocks only; the prompt's last token is always computed, for its logits).
+  std::int64_t shareable(std::size_t id) const {
+    const Request& r = req_[id];
+    if (!prefix_caching || r.prefix_id < 0) return 0;
+    return std::min(r.prefix, r.input - 1) / cap_.page_tokens * cap_.page_tokens;
+  }
+  std::int64_t hit(std::size_t id) const {
+    return cached_.count(req_[id].prefix_id) > 0 ? shareable(id) : 0;
+  }
+  // KV tokens a request holds: preallocated, the model length; paged, its pages (those of a
+  // cached prefix are held once, by the cache).
   double reservation(std::size_t id) const {
     if (!cap_.paged) return static_cast<double>(s_.max_model_len);
     const std::int64_t n = req_[id].input + req_[id].output, p = cap_.page_tokens;
-    return static_cast<double>((n + p - 1) / p * p);
+    return static_cast<double>((n + p - 1) / p * p - hit(id));
   }
   bool can_admit() const {
     return !waiting.empty() && static_cast<std::int64_t>(running.size()) < cap_.slots &&
@@ -53,8 +69,24 @@ class Engine {
     q.id = waiting.front();
     waiting.pop_front();
     q.reserved = reservation(q.id);
+    q.hit = hit(q.id);
+    q.prefilled = q.hit;
     kv_used_ += q.reserved;
+    out_.prompt_tokens += static_cast<double>(req_[q.id].input);
+    if (prefix_caching && req_[q.id].prefix_id >= 0) {
+      ++out_.prefix_lookups;
+      out_.prefix_hits += q.hit > 0 ? 1 : 0;
+      out_.prefix_cached_tokens += static_cast<double>(q.hit);
+    }
     return q;
+  }
+  // A prompt's prefill has ended: its prefix's full blocks stay in the cache, held once (moved
+  // from its reservation to the cache's, no eviction).
+  void cache_prefix(Seq& q) {
+    const std::int64_t n = shareable(q.id);
+    if (n == 0 || cached_.count(req_[q.id].prefix_id) > 0) return;
+    cached_.insert(req_[q.id].prefix_id);
+    q.reserved -= static_cast<double>(n);
   }
 
   void record(const char* kind, double dur, std::int64_t batch, std::int64_t tokens) {
@@ -70,6 +102,7 @@ class Engine {
   // with more to generate take their slots in the decode batch.
   void started(std::vector<Seq>& fresh) {
     for (Seq& q : fresh) {
+      cache_prefix(q);
       q.generated = 1;
       out_.results[q.id].first_token_s = t;
       if (req_[q.id].output <= 1)
@@ -117,15 +150,19 @@ class Engine {
   std::vector<Seq> take_prefills(bool one, bool padded) {
     std::vector<Seq> fresh;
     std::int64_t tokens = 0;
+    double cached = 0;  // the prefixes the prompts attend to, weighted by their new tokens
     while (can_admit()) {
-      const std::int64_t n = req_[waiting.front()].input;
+      const std::int64_t n = req_[waiting.front()].input - hit(waiting.front());
       if (!fresh.empty() && (one || tokens + n > s_.max_num_batched_tokens)) break;
       fresh.push_back(admit());
-      fresh.back().prefilled = n;
-      tokens += padded ? prefill_bucket(n) : n;
+      const std::int64_t step = padded ? prefill_bucket(n) : n;
+      cached += static_cast<double>(fresh.back().hit) * static_cast<double>(step);
+      fresh.back().prefilled = req_[fresh.back().id].input;
+      tokens += step;
     }
     if (!fresh.empty())
-      record("prefill", times_.prefill_s(static_cast<double>(tokens), 0),
+      record("prefill",
+             times_.prefill_s(static_cast<double>(tokens), cached / static_cast<double>(tokens)),
              static_cast<std::int64_t>(fresh.size()), tokens);
     return fresh;
   }
@@ -175,6 +212,7 @@ class Engine {
       }
     }
     for (std::size_t i : done_prefill) {
+      cache_prefix(running[i]);
       running[i].generated = 1;
       out_.results[running[i].id].first_token_s = t;
     }
@@ -190,6 +228,7 @@ class Engine {
   bool keep_;
   int id_;
   double kv_used_ = 0;
+  std::set<std::int64_t> cached_;  ///< the prefixes in the cache
 };
 
 // Requests that can never be served: counted, not dropped silently.
@@ -267,10 +306,10 @@ double kv_transfer_s(double tokens, const ServingConfig& s, const StepTimes& tim
   const double bytes = tokens * times.capacity().bytes_per_token;
   if (s.kv_transfer == "dcn") {
     const HostBlocks hosts = host_blocks(topology, host_chip_block(cfg));
-    const double bw = static_cast<double>(hosts.chips.size()) *
-                      static_cast<double>(cfg.integer("dcn.host_nics")) *
-                      cfg.number("dcn.nic_bandwidth_GBps") * 1e9;
-    return cfg.number("dcn.latency_us") * 1e-6 + bytes / bw;
+    const DcnOptions dcn = DcnOptions::from_config(cfg);
+    const double bw =
+        static_cast<double>(hosts.chips.size()) * dcn.host_nics * dcn.nic_bandwidth.bytes_per_s();
+    return dcn.latency.seconds() + bytes / bw;
   }
   // Each chip sends its shard over one link to its peer in the decode slice.
   const HardwareSpec& hw = study.hardware;
@@ -288,17 +327,20 @@ ServeRun run_scheduler(const std::vector<Request>& requests, const ServingConfig
   for (const auto& r : requests) arrival.push_back(r.arrival_s);
   if (s.scheduler != "disaggregated") {
     Engine e(requests, s, times, out, keep_steps, 0);
+    e.prefix_caching = s.prefix_caching;
     run_one_engine(requests, s, times, arrival, e, out, progress, false);
     return out;
   }
   // Prefill slice: packed prefills only; each prompt's KV then moves to the decode slice, which
   // admits it to a free slot and decodes.
   Engine pre(requests, s, times, out, keep_steps, 1);
+  pre.prefix_caching = s.prefix_caching;
   std::size_t next = 0;
   std::vector<double> ready(requests.size(), 0);
   while (take_arrivals(pre, arrival, out, next)) {
     std::vector<Seq> fresh = pre.take_prefills(false, false);
-    for (const Seq& q : fresh) {
+    for (Seq& q : fresh) {
+      pre.cache_prefix(q);
       out.results[q.id].first_token_s = pre.t;
       const double move =
           kv_transfer_s(static_cast<double>(requests[q.id].input), s, times, times.study());

@@ -120,6 +120,17 @@ nlohmann::json serve_metrics(const std::vector<Request>& requests, const ServeRu
   const nlohmann::json occ = occupancy(run, cap, first, last);
   j["occupancy"] = {{"slots", occ["slots"]}, {"kv_cache", occ["kv_cache"]}};
   j["hbm"] = occ["hbm"];
+  // vLLM's prefix cache hit rate is by tokens (cached over queried); by requests beside it.
+  j["prefix_cache"] = {
+      {"enabled", s.prefix_caching},
+      {"lookups", run.prefix_lookups},
+      {"hits", run.prefix_hits},
+      {"hit_rate", run.prefix_lookups > 0 ? static_cast<double>(run.prefix_hits) /
+                                                static_cast<double>(run.prefix_lookups)
+                                          : 0.0},
+      {"cached_tokens", run.prefix_cached_tokens},
+      {"token_hit_rate",
+       run.prompt_tokens > 0 ? run.prefix_cached_tokens / run.prompt_tokens : 0.0}};
   return j;
 }
 

@@ -19,7 +19,8 @@ nlohmann::json summary(const std::vector<double>& values);
 
 /// The metrics of a run: ttft_ms, tpot_ms, e2e_ms, requests_per_s, input_tokens_per_s,
 /// output_tokens_per_s, duration_s, goodput, requests (served, never served with the reasons),
-/// occupancy (slots and KV cache, time-weighted mean and max), hbm. TPOT of a request:
+/// occupancy (slots and KV cache, time-weighted mean and max), hbm, prefix_cache (lookups,
+/// hits, hit_rate, cached_tokens, token_hit_rate). TPOT of a request:
 /// (last token - first token) / (output tokens - 1), for requests of 2 tokens or more.
 nlohmann::json serve_metrics(const std::vector<Request>& requests, const ServeRun& run,
                              const ServingConfig& s, const KvCapacity& cap);

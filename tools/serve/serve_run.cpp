@@ -5,16 +5,22 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
+#include "models/model_builder.hpp"
+#include "models/parallelism/layout.hpp"
 #include "tools/report/run_report.hpp"
 #include "tools/serve/requests.hpp"
 #include "tools/serve/scheduler.hpp"
 #include "tools/serve/serve_metrics.hpp"
 #include "tools/serve/step_times.hpp"
 #include "tools/study/study.hpp"
+#include "tools/sweep/columns.hpp"
+#include "tools/sweep/csv_table.hpp"
+#include "tools/sweep/results.hpp"
 
 namespace tpusim::serve {
 namespace {
@@ -126,6 +132,15 @@ void print_text(std::ostream& o, const nlohmann::json& j) {
       "  goodput     {:.2f} requests/s ({:.1f} %) within TTFT {} ms, TPOT {} ms\n",
       m["goodput"]["requests_per_s"].get<double>(), 100 * m["goodput"]["fraction"].get<double>(),
       m["goodput"]["ttft_ms_limit"].get<double>(), m["goodput"]["tpot_ms_limit"].get<double>());
+  if (m["prefix_cache"]["enabled"].get<bool>())
+    o << fmt::format(
+        "  prefix      {} of {} lookups hit ({:.1f} %), {:.0f} prompt tokens cached "
+        "({:.1f} %)\n",
+        m["prefix_cache"]["hits"].get<std::int64_t>(),
+        m["prefix_cache"]["lookups"].get<std::int64_t>(),
+        100 * m["prefix_cache"]["hit_rate"].get<double>(),
+        m["prefix_cache"]["cached_tokens"].get<double>(),
+        100 * m["prefix_cache"]["token_hit_rate"].get<double>());
   const auto& sl = m["occupancy"]["slots"];
   const auto& kv = m["occupancy"]["kv_cache"];
   o << fmt::format("  slots       mean {:.1f}, max {:.0f} of {}\n", sl["mean"].get<double>(),
@@ -217,13 +232,31 @@ void print_find_rate(std::ostream& o, const nlohmann::json& j) {
                    j["step_shapes_simulated"].get<int>(), j["wall_s"].get<double>());
 }
 
+// The serve's row of results.csv: the columns a serve sweep has (tools/sweep/columns.hpp).
+sweep::CsvTable results_row(const nlohmann::json& j) {
+  std::map<std::string, std::string> cell;
+  cell["study"] = j["study"].get<std::string>();
+  for (const char* c : {"model", "layout", "scheduler"}) cell[c] = j[c].get<std::string>();
+  for (const char* c : {"chips", "cores", "wall_s"})
+    cell[c] = sweep::number_text(j[c].get<double>());
+  sweep::serve_cells(j, cell);
+  sweep::CsvTable t;
+  t.header = {"study", "model", "layout", "scheduler", "chips", "cores"};
+  t.header.insert(t.header.end(), sweep::serve_metric_columns().begin(),
+                  sweep::serve_metric_columns().end());
+  t.header.push_back("wall_s");
+  t.rows.emplace_back();
+  for (const auto& h : t.header) t.rows.back().push_back(cell[h]);
+  return t;
+}
+
 void check_outputs(const ServeArgs& a) {
   if (!a.timeline.empty()) check_output_path(a.timeline, "--timeline");
   if (a.out.empty()) return;
   std::error_code ec;
   if (std::filesystem::exists(a.out, ec) && !std::filesystem::is_directory(a.out, ec))
     throw ConfigError("--out " + a.out,
-                      "is not a folder; serve.json, requests.csv and "
+                      "is not a folder; serve.json, results.csv, requests.csv and "
                       "occupancy.csv are written into a folder, created if "
                       "missing");
 }
@@ -242,13 +275,14 @@ int run_serve(const ServeArgs& a) {
     progress.show(fmt::format("serve: {} step shapes simulated", n));
   };
   const Topology topology(study.topology);
-  nlohmann::json j = {
-      {"tpusim_version", TPUSIM_VERSION},
-      {"study", study.source},
-      {"model", study.config.string("workload.model")},
-      {"chips", topology.num_chips()},
-      {"layout", "model=" + std::to_string(study.config.integer("parallelism.model"))},
-      {"scheduler", s.scheduler}};
+  nlohmann::json j = {{"schema_version", 1},
+                      {"tpusim_version", TPUSIM_VERSION},
+                      {"study", study.source},
+                      {"model", kWorkloadModel(study.config)},
+                      {"chips", topology.num_chips()},
+                      {"cores", topology.num_chips() * study.hardware.devices_per_chip},
+                      {"layout", "model=" + std::to_string(kParallelismModel(study.config))},
+                      {"scheduler", s.scheduler}};
   ServeRun run;
   if (a.find_rate) {
     j["find_rate"] = find_rate(requests, s, times, progress);
@@ -267,6 +301,7 @@ int run_serve(const ServeArgs& a) {
     std::filesystem::create_directories(a.out);
     write_output_file(a.out + "/serve.json", j.dump(2) + "\n");
     if (!a.find_rate) {
+      sweep::write_csv(a.out + "/results.csv", results_row(j));
       write_output_file(a.out + "/requests.csv", csv_requests(requests, run));
       write_output_file(a.out + "/occupancy.csv", csv_occupancy(run));
     }

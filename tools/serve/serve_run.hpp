@@ -12,7 +12,7 @@ struct ServeArgs {
   std::vector<std::string> sets;
   bool json = false;
   std::string timeline;    ///< Chrome trace of the steps and the occupancy counters
-  std::string out;         ///< folder for serve.json, requests.csv, occupancy.csv
+  std::string out;         ///< folder for serve.json, results.csv, requests.csv, occupancy.csv
   bool find_rate = false;  ///< the highest Poisson rate meeting the p99 limits, and Offline
 };
 

@@ -2,6 +2,8 @@
 
 #include "core/errors.hpp"
 #include "core/serving_params.hpp"
+#include "models/builders/decoder_params.hpp"
+#include "models/model_builder.hpp"
 
 namespace tpusim::serve {
 namespace {
@@ -24,17 +26,26 @@ ServingConfig read_serving(const Config& cfg) {
   s.trace = kServeTrace(cfg);
   s.max_num_seqs = kServeMaxSeqs(cfg);
   s.max_num_batched_tokens = kServeMaxBatched(cfg);
-  if (cfg.string("workload.model") != "decoder_lm")
-    throw ConfigError("workload.model", cfg.string("workload.model") +
-                                            ": tpusim serve runs the prefill and decode steps "
-                                            "of a language model; allowed: decoder_lm");
-  const std::int64_t seq_len = cfg.integer("workload.seq_len");
+  if (kWorkloadModel(cfg) != "decoder_lm")
+    throw ConfigError(kWorkloadModel.path(), kWorkloadModel(cfg) +
+                                                 ": tpusim serve runs the prefill and decode "
+                                                 "steps of a language model; allowed: decoder_lm");
+  const std::int64_t seq_len = kDecoderLmSeqLen(cfg);
   s.max_model_len = kServeMaxModelLen(cfg) > 0 ? kServeMaxModelLen(cfg) : seq_len;
   s.scheduler = kServeScheduler(cfg);
   if (s.scheduler == "disaggregated") s.kv_transfer = kServeKvTransfer(cfg);
   s.ttft_limit_ms = kServeTtftLimit(cfg);
   s.tpot_limit_ms = kServeTpotLimit(cfg);
+  s.prefix_tokens = kServePrefixTokens(cfg);
+  s.prefixes = kServePrefixes(cfg);
+  s.prefix_caching = kServePrefixCaching(cfg);
   ProblemList problems;
+  if (s.prefix_caching && kDecoderLmKvCache(cfg) != "paged")
+    problems.add(kServePrefixCaching.path(),
+                 "true with workload.kv_cache = " + kDecoderLmKvCache(cfg) +
+                     ": a prefix's KV blocks are shared by the sequences that hold it, which "
+                     "a cache preallocated per sequence cannot do; allowed: false, or "
+                     "workload.kv_cache = paged");
   if (s.max_model_len > seq_len)
     problems.add(kServeMaxModelLen.path(),
                  std::to_string(s.max_model_len) +

@@ -12,6 +12,7 @@
 
 #include "compiler/compiler.hpp"
 #include "core/errors.hpp"
+#include "models/builders/decoder_params.hpp"
 #include "models/memory/memory_model.hpp"
 #include "models/parallelism/layout.hpp"
 #include "sim/run/simulation.hpp"
@@ -100,6 +101,7 @@ StepTimes::StepTimes(const cli::Study& study, const ServingConfig& s) : study_(s
       read_layout(study.config, topology.num_chips() * study.hardware.devices_per_chip);
   unit_ = static_cast<std::int64_t>(l.data) * l.slices * l.model2;
   model2_ = l.model2;
+  model_ = l.model;
   max_len_ = s.max_model_len;
   for (std::int64_t b = unit_;; b *= 2) {
     batches_.push_back(b);
@@ -145,24 +147,16 @@ void StepTimes::measure_capacity(const ServingConfig& s) {
   const MemoryProfile m = analyze_memory(p, hw.hbm_bytes_per_core);
   const double replicas = static_cast<double>(unit_);
   KvCapacity& c = capacity_;
-  c.paged = study_.config.string("workload.kv_cache") == "paged";
-  c.page_tokens = c.paged ? study_.config.integer("workload.kv_page_tokens") : 1;
+  c.paged = kDecoderLmKvCache(study_.config) == "paged";
+  c.page_tokens = c.paged ? kDecoderLmKvPageTokens(study_.config) : 1;
   // The program's batch is over all replicas; a core holds its replica's share.
   c.bytes_per_token_core = kv_class_bytes(p) / (static_cast<double>(batch) / replicas);
   c.static_bytes_core = m.peak_bytes - m.bytes_by_class[static_cast<int>(MemoryClass::KvCache)];
   c.hbm_bytes_core = hw.hbm_bytes_per_core;
   c.replicas = replicas;
-  // 2 x layers x kv_heads x head_dim x bytes per element (docs/serving.md).
-  const Config& cfg = study_.config;
-  const std::int64_t heads = cfg.integer("workload.heads");
-  const std::int64_t kv_heads =
-      cfg.integer("workload.kv_heads") > 0 ? cfg.integer("workload.kv_heads") : heads;
-  const std::int64_t head_dim = cfg.integer("workload.head_dim") > 0
-                                    ? cfg.integer("workload.head_dim")
-                                    : cfg.integer("workload.d_model") / heads;
-  c.bytes_per_token = 2.0 *
-                      static_cast<double>(cfg.integer("workload.layers") * kv_heads * head_dim) *
-                      (cfg.string("workload.kv_cache_dtype") == "bf16" ? 2 : 1);
+  // A sequence's token is held by the model cores of its replica (model2 splits sequences):
+  // what a KV transfer moves, copies of unsplit key/value heads included.
+  c.bytes_per_token = c.bytes_per_token_core * model_;
   const double budget = c.hbm_bytes_core - c.static_bytes_core;
   if (budget <= 0)
     throw ConfigError("parallelism.model",

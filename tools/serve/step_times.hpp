@@ -28,7 +28,7 @@ struct KvCapacity {
   std::int64_t slots = 0;           ///< sequences at once (max_num_seqs, or fewer if HBM says)
   double pool_tokens = 0;           ///< tokens the cache holds
   double bytes_per_token_core = 0;  ///< per core of a replica, one sequence's token
-  double bytes_per_token = 0;       ///< one token's keys and values over all layers and heads
+  double bytes_per_token = 0;       ///< one token's keys and values on the model cores holding it
   double replicas = 1;              ///< replicas of the engine (data x slices x model2)
   double static_bytes_core = 0;     ///< weights and activations at the largest decode step
   double hbm_bytes_core = 0;
@@ -62,6 +62,7 @@ class StepTimes {
   const cli::Study& study_;
   std::int64_t unit_ = 1;  ///< the smallest batch the layout divides
   int model2_ = 1;
+  int model_ = 1;             ///< the model axis: the cores holding one sequence's cache
   std::int64_t max_len_ = 0;  ///< max_model_len
   std::vector<std::int64_t> batches_, kvs_, tokens_;
   std::map<std::tuple<bool, std::int64_t, std::int64_t, std::int64_t>, double> cache_;

@@ -1,6 +1,6 @@
 #pragma once
 // The columns of results.csv. The swept values (one column per axis, named by the axis) sit
-// between lead_columns() and trail_columns().
+// between lead_columns() and trail_columns() (a serve sweep: serve_trail_columns()).
 #include <string>
 #include <vector>
 
@@ -27,6 +27,29 @@ inline const std::vector<std::string>& report_metric_columns() {
 inline const std::vector<std::string>& optional_metric_columns() {
   static const std::vector<std::string> c{"mfu", "hfu", "tokens_per_s_per_chip",
                                           "communication_dcn_ms"};
+  return c;
+}
+
+/// A sweep of `tpusim serve` ("command": "serve"): the serve report's metrics (docs/serving.md,
+/// "Report"), in this order, in place of the step metrics; `tpusim serve --out` writes them too.
+inline const std::vector<std::string>& serve_metric_columns() {
+  static const std::vector<std::string> c{
+      "ttft_ms_mean",       "ttft_ms_p50",         "ttft_ms_p90",    "ttft_ms_p99",
+      "tpot_ms_mean",       "tpot_ms_p50",         "tpot_ms_p90",    "tpot_ms_p99",
+      "e2e_ms_p50",         "e2e_ms_p99",          "requests_per_s", "goodput_requests_per_s",
+      "input_tokens_per_s", "output_tokens_per_s", "never_served",   "prefix_cache_hit_rate",
+      "hbm_peak_GiB"};
+  return c;
+}
+
+/// The columns of a serve sweep after the swept ones.
+inline const std::vector<std::string>& serve_trail_columns() {
+  static const std::vector<std::string> c = [] {
+    std::vector<std::string> v{"series", "model", "layout", "chips", "cores"};
+    v.insert(v.end(), serve_metric_columns().begin(), serve_metric_columns().end());
+    v.insert(v.end(), {"wall_s", "error"});
+    return v;
+  }();
   return c;
 }
 
@@ -58,7 +81,7 @@ inline const std::vector<std::string>& trail_columns() {
 }
 
 inline bool is_fixed_column(const std::string& name) {
-  for (const auto* list : {&lead_columns(), &trail_columns()})
+  for (const auto* list : {&lead_columns(), &trail_columns(), &serve_metric_columns()})
     for (const auto& c : *list)
       if (c == name) return true;
   return false;

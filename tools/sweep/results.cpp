@@ -20,7 +20,8 @@ nlohmann::json Plan::to_json() const {
   return {{"schema_version", 1}, {"sweep_file", sweep_file},
           {"columns", columns},  {"series_axes", series_axes},
           {"shard", shard},      {"shard_count", shard_count},
-          {"sets", sets},        {"points", pts}};
+          {"sets", sets},        {"command", command},
+          {"points", pts}};
 }
 
 Plan Plan::from_json(const nlohmann::json& j, const std::string& where) {
@@ -32,6 +33,7 @@ Plan Plan::from_json(const nlohmann::json& j, const std::string& where) {
     p.shard = j.at("shard").get<int>();
     p.shard_count = j.at("shard_count").get<int>();
     p.sets = j.value("sets", std::vector<std::string>{});  // absent in plans of older builds
+    p.command = j.value("command", std::string("run"));    // so is this
     for (const auto& q : j.at("points")) {
       PlanPoint pp{q.at("index").get<std::size_t>(), q.at("id").get<std::string>(),
                    q.at("values").get<std::vector<nlohmann::json>>()};
@@ -148,7 +150,35 @@ void memory_cells(const nlohmann::json& report, std::map<std::string, std::strin
 
 }  // namespace
 
+void serve_cells(const nlohmann::json& r, std::map<std::string, std::string>& cell) {
+  const auto& m = r.at("metrics");
+  for (const char* what : {"ttft_ms", "tpot_ms"})
+    for (const char* p : {"mean", "p50", "p90", "p99"})
+      cell[std::string(what) + "_" + p] = number_text(m.at(what).at(p).get<double>());
+  for (const char* p : {"p50", "p99"})
+    cell[std::string("e2e_ms_") + p] = number_text(m.at("e2e_ms").at(p).get<double>());
+  for (const char* c : {"requests_per_s", "input_tokens_per_s", "output_tokens_per_s"})
+    cell[c] = number_text(m.at(c).get<double>());
+  cell["goodput_requests_per_s"] = number_text(m.at("goodput").at("requests_per_s").get<double>());
+  cell["never_served"] = number_text(m.at("requests").at("never_served").at("count").get<double>());
+  if (m.at("prefix_cache").at("enabled").get<bool>())
+    cell["prefix_cache_hit_rate"] = number_text(m.at("prefix_cache").at("hit_rate").get<double>());
+  cell["hbm_peak_GiB"] =
+      number_text(m.at("hbm").at("peak_bytes_per_core").get<double>() / 1073741824.0);
+}
+
 std::string check_report(const nlohmann::json& report) {
+  if (report.is_object() && report.contains("metrics") && report.contains("ttft_ms")) {
+    std::string problem =  // tpusim serve
+        check_fields(report, {"requests_per_s", "chips", "cores", "wall_s"}, {"model", "layout"});
+    if (problem.empty()) try {
+        std::map<std::string, std::string> cell;
+        serve_cells(report, cell);
+      } catch (const nlohmann::json::exception& e) {
+        problem = std::string("the serve report lacks or mistypes a metric: ") + e.what();
+      }
+    return problem;
+  }
   std::vector<std::string> numbers = report_metric_columns();
   if (report.is_object() && report.contains("time_to_train_s"))  // tpusim train
     numbers = {"time_to_train_s", "step_time_ms", "examples_per_s"};
@@ -171,7 +201,8 @@ namespace {
 std::vector<std::string> results_header(const Plan& plan) {
   std::vector<std::string> h = lead_columns();
   h.insert(h.end(), plan.columns.begin(), plan.columns.end());
-  h.insert(h.end(), trail_columns().begin(), trail_columns().end());
+  const auto& trail = plan.command == "serve" ? serve_trail_columns() : trail_columns();
+  h.insert(h.end(), trail.begin(), trail.end());
   return h;
 }
 
@@ -195,7 +226,12 @@ std::map<std::string, std::string> point_cells(const Plan& plan, const PlanPoint
     cell["cores"] = number_text(o.report["cores"].get<double>());
     memory_cells(o.report, cell);
   }
-  if (o.state == PointState::Ok) {
+  if (o.state == PointState::Ok && o.report.contains("ttft_ms")) {  // tpusim serve
+    const auto& r = o.report;
+    for (const char* c : {"model", "layout"}) cell[c] = r[c].get<std::string>();
+    for (const char* c : {"chips", "cores", "wall_s"}) cell[c] = number_text(r[c].get<double>());
+    serve_cells(r, cell);
+  } else if (o.state == PointState::Ok) {
     const auto& r = o.report;
     cell["model"] = r["model"].get<std::string>();
     cell["layout"] = r["layout"].get<std::string>();

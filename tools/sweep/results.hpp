@@ -31,6 +31,7 @@ struct Plan {
   std::vector<PlanPoint> points;         ///< all points of the sweep, shard or not
   int shard = 1, shard_count = 1;
   std::vector<std::string> sets;  ///< the sweep's --set options, in order (merge compares them)
+  std::string command = "run";    ///< what each point runs: run, train or serve
 
   nlohmann::json to_json() const;
   /// Throws ConfigError(where, ...) if `j` is not a plan.
@@ -64,6 +65,11 @@ nlohmann::json sweep_point_json(const Plan& plan, const PlanPoint& p);
 
 /// "" if `report` holds every field results.csv needs, else what is missing or mistyped.
 std::string check_report(const nlohmann::json& report);
+
+/// The cells of serve_metric_columns() from a `tpusim serve --json` report (not --find-rate);
+/// prefix_cache_hit_rate empty without prefix caching. Throws nlohmann::json::exception when
+/// the report lacks a metric.
+void serve_cells(const nlohmann::json& report, std::map<std::string, std::string>& cell);
 /// The same for the report of a point out of memory (no timing, a `memory` object).
 std::string check_oom_report(const nlohmann::json& report);
 

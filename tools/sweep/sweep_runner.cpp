@@ -75,7 +75,8 @@ pid_t spawn(const std::string& command, const std::string& study, const std::str
   pid_t pid = ::fork();
   if (pid != 0) return pid;
   // Child: own process group (the terminal's Ctrl-C goes to the sweep, which stops us), die
-  // with the sweep, stdout/stderr to files, then become `tpusim run` (or `tpusim train`).
+  // with the sweep, stdout/stderr to files, then become `tpusim run` (or `tpusim train`, `tpusim
+  // serve`).
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);
@@ -124,6 +125,10 @@ std::string result_text(const nlohmann::json& report, bool oom) {
     std::snprintf(buf, sizeof buf, "out of memory: peak %.3g GiB of %.3g GiB",
                   report["memory"]["peak_bytes"].get<double>() / 1073741824.0,
                   report["memory"]["capacity_bytes"].get<double>() / 1073741824.0);
+  else if (report.contains("ttft_ms"))
+    std::snprintf(buf, sizeof buf, "p99 TTFT %.4g ms, p99 TPOT %.4g ms, %.4g requests/s",
+                  report["ttft_ms"]["p99"].get<double>(), report["tpot_ms"]["p99"].get<double>(),
+                  report["requests_per_s"].get<double>());
   else if (report.contains("time_to_train_s"))
     std::snprintf(buf, sizeof buf, "time to train %.4g s, step %.4g ms",
                   report["time_to_train_s"].get<double>(), report["step_time_ms"].get<double>());

@@ -17,7 +17,7 @@ class SweepProgress;
 struct RunnerOptions {
   std::string out_dir;
   int jobs = 1;
-  std::string command = "run";  ///< the tpusim command each point runs: run or train
+  std::string command = "run";  ///< the tpusim command each point runs: run, train or serve
 };
 
 struct RunnerSummary {

@@ -299,12 +299,13 @@ SweepSpec parse_sweep(const nlohmann::json& doc, const std::string& file, const 
     throw ConfigError("(document)", "a sweep must be a JSON object with \"base\" and \"axes\"");
   check_keys(doc, "", {"base", "axes", "series", "command"}, problems);
   if (auto c = doc.find("command"); c != doc.end()) {
-    if (c->is_string() && (*c == "run" || *c == "train"))
+    if (c->is_string() && (*c == "run" || *c == "train" || *c == "serve"))
       spec.command = c->get<std::string>();
     else
       problems.add("command", show(*c) +
-                                  " is not allowed; expected \"run\" (one step per point) "
-                                  "or \"train\" (time to train per point)");
+                                  " is not allowed; expected \"run\" (one step per point), "
+                                  "\"train\" (time to train per point) or \"serve\" (a serve "
+                                  "of the study's \"serving\" object per point)");
   }
 
   parse_base(doc, dir, spec, problems);

@@ -44,7 +44,8 @@ struct SweepSpec {
   std::vector<DerivedAxis> derived;
   std::vector<std::string> series;  ///< axis names that split curves (see series_axes())
   bool series_given = false;        ///< "series" was in the file ([] means: by model only)
-  /// What each point runs: "run" (one step, the default) or "train" (time to train).
+  /// What each point runs: "run" (one step, the default), "train" (time to train) or "serve"
+  /// (tpusim serve: latency percentiles and throughput, docs/serving.md).
   std::string command = "run";
 
   /// Swept columns in order: value axes (group by group), then derived axes.
