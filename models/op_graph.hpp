@@ -92,6 +92,14 @@ enum class RematAction {
   Offload,    ///< saved to host memory over PCIe and fetched back before the layer's backward
 };
 
+/// Which forward tensors a vector op's gradient reads besides dY (training.cpp): they stay live
+/// until it runs (docs/memory.md, What a gradient keeps).
+enum class GradReads {
+  InputsAndOutput,  ///< the general case (layer and batch norms, activations, pooling, ...)
+  Output,           ///< softmax: dx = y (dy - sum(dy y)) reads only its output y
+  None,             ///< a sum (a residual add): dx = dy for every input
+};
+
 struct OpNode {
   std::string name;  ///< e.g. "encoder.3.mlp.in", "encoder.3.mlp.in.bwd_weight"
   OpKind kind = OpKind::Elementwise;
@@ -155,7 +163,8 @@ struct OpNode {
   std::vector<std::string> all_to_all_axes;
 
   // Backward derivation (forward ops).
-  double bwd_vpu_ops_per_element = 0;  ///< vector ops per element of the gradient op
+  double bwd_vpu_ops_per_element = 0;                 ///< vector ops per element of the gradient op
+  GradReads grad_reads = GradReads::InputsAndOutput;  ///< a vector op's gradient's saved tensors
   /// The output is a constant for backward (tf.stop_gradient: region proposals, NMS): no gradient
   /// flows into this op or through it to its inputs.
   bool stop_gradient = false;

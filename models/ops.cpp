@@ -51,6 +51,7 @@ OpNode vector_op(OpKind kind, std::string name, double elements, int inputs, dou
   op.vpu_elements = elements;
   op.vpu_ops_per_element = ops_per_element;
   op.bwd_vpu_ops_per_element = bwd_ops_per_element;
+  if (kind == OpKind::Softmax) op.grad_reads = GradReads::Output;
   op.bytes_read = elements * inputs * dtype_bytes(DType::BF16);
   op.bytes_written = elements * dtype_bytes(DType::BF16);
   op.shapes = {{static_cast<std::int64_t>(elements)}};

@@ -175,13 +175,14 @@ class Deriver {
   // Copies of the layer's forward ops (all of them, or the selective ones), in forward order,
   // reading the recomputed copies of their inputs and the kept tensors otherwise. They own no
   // weights.
+  // A copy nothing reads is not made, and what it would read is not kept for it: JAX saves and
+  // recomputes only the residuals the backward pass reads, and XLA removes dead code.
   void recompute_layer(int layer) {
+    const std::vector<bool> needed = needed_in_backward(layer);
     for (int v = 0; v < forward_ops_; ++v) {
-      if (g_.node(v).layer != layer) continue;
-      if (remat_ == RematPolicy::Attention && !g_.node(v).selective_remat) continue;
+      if (g_.node(v).layer != layer || !needed[v] || !copied(v)) continue;
       if (remat_ == RematPolicy::Named) {
         const RematAction a = g_.node(v).remat_action;
-        if (a == RematAction::Keep) continue;
         if (a == RematAction::Offload) {
           recomputed_[v] = g_.add(host_fetch(g_.node(v), v));
           continue;
@@ -200,6 +201,46 @@ class Deriver {
       for (int u : g_.inputs(v)) inputs.push_back(saved(u));
       recomputed_[v] = g_.add(std::move(copy), inputs);
     }
+  }
+
+  // Whether the backward pass takes op v's output from a copy (recomputed or fetched from host
+  // memory) rather than from the forward pass.
+  bool copied(int v) const {
+    if (remat_ == RematPolicy::Attention) return g_.node(v).selective_remat;
+    return remat_ != RematPolicy::Named || g_.node(v).remat_action != RematAction::Keep;
+  }
+
+  // The forward tensors backward_of(v) reads besides dY (before saved() maps them to copies).
+  std::vector<int> backward_reads(int v) const {
+    const OpNode& f = g_.node(v);
+    const std::vector<int> ins = g_.inputs(v);
+    std::vector<int> reads;
+    if (!f.flash_attention && f.matmul &&
+        (f.kind == OpKind::Matmul || f.kind == OpKind::Conv || f.kind == OpKind::OneHotMatmul)) {
+      for (std::size_t slot = 0; slot < ins.size() && slot < 2; ++slot)
+        if (requires_grad_[ins[slot]]) reads.push_back(ins.size() > 1 ? ins[1 - slot] : ins[slot]);
+      if ((f.params > 0 || f.tied_to >= 0) && !ins.empty()) reads.push_back(ins[0]);
+      return reads;
+    }
+    if (f.flash_attention || f.grad_reads == GradReads::InputsAndOutput) reads = ins;
+    if (f.flash_attention || f.grad_reads != GradReads::None) reads.push_back(v);
+    return reads;
+  }
+
+  // Per forward op: whether layer `layer`'s backward reads its output, directly or through the
+  // copies that recompute what it reads (a reverse sweep: readers come after what they read).
+  std::vector<bool> needed_in_backward(int layer) const {
+    std::vector<bool> needed(forward_ops_, false);
+    for (int v = forward_ops_ - 1; v >= 0; --v) {
+      if (g_.node(v).layer != layer) continue;
+      if (requires_grad_[v])
+        for (int t : backward_reads(v)) needed[t] = true;
+      const bool fetched =
+          remat_ == RematPolicy::Named && g_.node(v).remat_action == RematAction::Offload;
+      if (needed[v] && copied(v) && !fetched)
+        for (int u : g_.inputs(v)) needed[u] = true;
+    }
+    return needed;
   }
 
   // An offloaded output (RematAction::Offload) fetched back from host memory before the layer's
@@ -364,9 +405,7 @@ class Deriver {
         op.gathers.push_back(std::move(g));
       }
     op.all_to_all_axes = f.all_to_all_axes;  // a resharding's gradient: the reverse all-to-all
-    std::vector<int> saved = ins;
-    saved.push_back(v);
-    const int b = add_backward(std::move(op), v, saved, owns_weights);
+    const int b = add_backward(std::move(op), v, backward_reads(v), owns_weights);
     for (int u : ins)
       if (requires_grad_[u] && f.kind != OpKind::Embedding) dy_sources_[u].push_back(b);
   }

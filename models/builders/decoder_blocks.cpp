@@ -116,6 +116,7 @@ int add_residual(OpGraph& g, const std::string& name, const DecoderDims& d,
   const int n = static_cast<int>(inputs.size());
   OpNode add = vector_op(OpKind::Elementwise, name, static_cast<double>(d.tokens()) * d.d_model, n,
                          kResidualAdd * (n - 1), kResidualAdd);
+  add.grad_reads = GradReads::None;  // dx = dy: nothing of the forward is kept for it
   shard_rows(add, d);
   return g.add(std::move(add), inputs);
 }

@@ -83,6 +83,8 @@ int add_roi_align(OpGraph& g, const MaskRcnnDims& d, const std::string& name,
                              2.0 * per_level.size());
   sum.out_dtype = DType::BF16;
   sum.bytes_written = crops * kBf16Bytes;
+  // Its gradient selects dY by each ROI's level: it keeps none of the levels' crops.
+  sum.grad_reads = GradReads::None;
   sum.shapes = {{batch, rois, out, out, kMaskRcnnFpn}};
   return add_split(g, std::move(sum), SplitDim::M, per_level);
 }

@@ -97,13 +97,21 @@ class Partitioner {
                                    : MemoryClass::ActivationGradients;
   }
 
+  // A sum's gradient is dY for every input (a masked sum's selection fuses into each reader): one
+  // buffer for its n inputs, where the op's cost writes one per input.
+  double shared_gradient_inputs(const OpNode& n) const {
+    if (n.phase != Phase::Backward || n.forward_of < 0 || n.weight_grad) return 1;
+    if (g_.node(n.forward_of).grad_reads != GradReads::None) return 1;
+    return std::max<double>(1, static_cast<double>(g_.inputs(n.forward_of).size()));
+  }
+
   double output_bytes(int v, const ComputeCost& cost, double shard) const {
     const OpNode& n = g_.node(v);
     // An optimizer op updates weights and slots in place (resident buffers); what it keeps for
     // its next phase is its update direction and its partial norms.
     if (n.phase == Phase::Optimizer)
       return s_.params_per_core(n.param_owner) / shard * n.out_bytes_per_param + n.partial_bytes;
-    if (!only_weight_gradient(v)) return cost.bytes_written;
+    if (!only_weight_gradient(v)) return cost.bytes_written / shared_gradient_inputs(n);
     // Summed in place into the resident accumulators (with FSDP, after the reduce-scatter).
     if (accumulates() && !sync_each_microbatch()) return 0;
     double params = 0;  // the gradient of every parameter the op owns, biases included
@@ -125,6 +133,11 @@ class Partitioner {
     op.output.cls = output_class(v);
     op.output.bytes = output_bytes(v, op.compute, shard);
     add_compiler_hints(v, op);
+    // An offloaded tensor's fetch from host memory (training.cpp) stays an op of its own: the
+    // simulation times its PCIe copy (models/memory/host_offload.hpp).
+    if (n.recompute && n.recompute_of >= 0 &&
+        g_.node(n.recompute_of).remat_action == RematAction::Offload)
+      op.fusion_role = FusionRole::Opaque;
     compute_op_[v] = s_.push(std::move(op));
     return compute_op_[v];
   }

@@ -11,6 +11,7 @@
 #include "core/limits.hpp"
 #include "core/param_handle.hpp"
 #include "core/params.hpp"
+#include "models/memory/host_offload.hpp"
 #include "sim/collectives/collective_engine.hpp"
 #include "sim/collectives/symmetry.hpp"
 #include "sim/core/tensor_core.hpp"
@@ -101,6 +102,10 @@ void fill_context(ExecutionContext& ctx, const Program& program, const HardwareS
   ctx.program = &program;
   ctx.hardware = &hw;
   ctx.op_time = compute_times(program, hw, options.use_measured_durations);
+  // The chip's host link shared by its devices.
+  HostOffloadTimes host = host_offload_times(
+      program, ctx.op_time, options.hosts.pcie_per_chip * (1.0 / hw.devices_per_chip));
+  ctx.op_time = std::move(host.op_time);
   ctx.op_demand.resize(program.ops.size());
   for (std::size_t i = 0; i < program.ops.size(); ++i)
     if (!program.ops[i].is_collective)

@@ -49,13 +49,14 @@ TEST_CASE("MFU of a compute-bound toy model equals the MXU efficiency, and HFU c
   CHECK(none["mfu"].get<double>() == Approx(eff).epsilon(2e-3));
   CHECK(none["hfu"].get<double>() == Approx(eff).epsilon(2e-3));
 
-  // Full rematerialisation recomputes each layer's forward: per token 2 x (the layer's weights
-  // 4 d^2 + 2 d F) + 4 s d of attention. The model's FLOPs per token: 6N + 12 L s d.
+  // Full rematerialisation recomputes what the backward pass reads of each layer's forward: per
+  // token 2 x (the layer's weights but the MLP's down projection, 4 d^2 + d F; only the residual
+  // add reads its output) + 4 s d of attention. The model's FLOPs per token: 6N + 12 L s d.
   const json full = llm_json(kToy, {"--set", "workload.remat=full"});
   const double d = 1024, F = 4096, V = 8192, s = 512, L = 2;
   const double N = L * (4 * d * d + 2 * d * F) + V * d;
   const double model = 6 * N + 12 * L * s * d;
-  const double recompute = L * (2 * (4 * d * d + 2 * d * F) + 4 * s * d);
+  const double recompute = L * (2 * (4 * d * d + d * F) + 4 * s * d);
   CHECK(full["hfu"].get<double>() == Approx(eff).epsilon(2e-3));
   CHECK(full["mfu"].get<double>() == Approx(eff * model / (model + recompute)).epsilon(2e-3));
   CHECK(full["tokens_per_step"].get<double>() == s);

@@ -13,8 +13,10 @@
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "core/units.hpp"
+#include "models/memory/host_offload.hpp"
 #include "models/parallelism/batch_norm_groups.hpp"
 #include "models/parallelism/layout.hpp"
+#include "sim/machine/host.hpp"
 #include "tools/report/memory_report.hpp"
 #include "tools/report/pipeline_report.hpp"
 #include "tools/sweep/readable.hpp"
@@ -181,6 +183,17 @@ void add_multislice(nlohmann::json& j, const SimReport& r) {
               {"busiest", r.dcn.busiest_link}};
 }
 
+// Offloaded remat's PCIe copies, as the simulation timed the fetch ops
+// (models/memory/host_offload.hpp): bytes each way per device, the fetch ops' waits on one.
+void add_host_offload(nlohmann::json& j, const Study& study, const Program& program) {
+  const HardwareSpec& hw = study.hardware;
+  const HostOffloadTimes h = host_offload_times(
+      program, compute_times(program, hw, false),
+      HostOptions::from_config(study.config).pcie_per_chip * (1.0 / hw.devices_per_chip));
+  if (h.bytes_in > 0)
+    j["host_offload"] = {{"bytes_per_device_each_way", h.bytes_in}, {"exposed_ms", h.exposed.ms()}};
+}
+
 }  // namespace
 
 nlohmann::json make_report(const Study& study, const Program& program, const SimReport& r,
@@ -244,6 +257,7 @@ nlohmann::json make_report(const Study& study, const Program& program, const Sim
   j["collectives_by_axis"] = collectives_by_axis_json(program, r);
   add_utilisation(j, program, r);
   add_multislice(j, r);
+  add_host_offload(j, study, program);
   add_pipeline(j, program, r);
   return j;
 }

@@ -1,0 +1,73 @@
+#include "models/memory/host_offload.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace tpusim {
+namespace {
+
+constexpr const char kFetch[] = ".fetch";  // training.cpp's host_fetch names NAME.fetch
+
+bool is_fetch(const Op& op) {
+  const std::size_t n = sizeof(kFetch) - 1;
+  return !op.is_collective && op.name.size() > n &&
+         op.name.compare(op.name.size() - n, n, kFetch) == 0;
+}
+
+// Per op: the bytes its output (or a fused member's) sends to host memory, from the fetch ops
+// that bring them back (the tensor NAME of NAME.fetch, produced by the op named NAME or by the
+// fusion holding it).
+std::vector<double> offloaded_bytes(const Program& p) {
+  std::unordered_map<std::string, int> producer;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    producer.emplace(p.ops[i].name, static_cast<int>(i));
+    for (const std::string& m : p.ops[i].fused) producer.emplace(m, static_cast<int>(i));
+  }
+  std::vector<double> out(p.ops.size(), 0);
+  for (const Op& op : p.ops) {
+    if (!is_fetch(op)) continue;
+    const auto it = producer.find(op.name.substr(0, op.name.size() - (sizeof(kFetch) - 1)));
+    if (it != producer.end()) out[it->second] += op.output.bytes;
+  }
+  return out;
+}
+
+}  // namespace
+
+// Along one device's compute timeline (the ops in program order at their compute times;
+// collectives add no time here, so the compute a copy can hide behind is at most what runs
+// between): an offload joins the outbound queue of the host link when its producer ends; a
+// fetch's inbound copy starts when the inbound link is free, when every offload has reached host
+// memory (fetches run in the backward pass, offloads in the forward) and when the previous fetch
+// op starts (one fetch ahead, as the memory model keeps a fetched tensor live from its fetch op).
+// A fetch op ends no earlier than its copy.
+HostOffloadTimes host_offload_times(const Program& program, const std::vector<Duration>& op_time,
+                                    Bandwidth link) {
+  HostOffloadTimes out;
+  out.op_time = op_time;
+  const std::vector<double> sent = offloaded_bytes(program);
+  double clock = 0, out_free = 0, in_free = 0, prev_fetch_start = 0;
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    const double start = clock;
+    double t = op_time[i].seconds();
+    if (is_fetch(op) && op.output.bytes > 0) {
+      const double begin = std::max({in_free, out_free, prev_fetch_start});
+      in_free = begin + link.time_for(op.output.bytes).seconds();
+      prev_fetch_start = start;
+      const double exposed = std::max(0.0, in_free - (start + t));
+      out.bytes_in += op.output.bytes;
+      out.exposed += Duration::seconds(exposed);
+      t += exposed;
+      out.op_time[i] = Duration::seconds(t);
+    }
+    clock = start + t;
+    if (sent[i] > 0) {
+      out_free = std::max(out_free, clock) + link.time_for(sent[i]).seconds();
+      out.bytes_out += sent[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace tpusim

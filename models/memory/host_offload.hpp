@@ -1,0 +1,26 @@
+#pragma once
+// Offloaded rematerialisation's PCIe copies (decoder_lm's qkv_proj_offloaded, minimal_offloaded;
+// docs/llm.md): each offloaded tensor goes to host memory once in the forward pass, after the op
+// that produces it, and comes back once, in its fetch op (`NAME.fetch`, training.cpp, never fused),
+// over the device's share of its chip's host link (hardware.host.pcie_GBps / devices per chip;
+// PCIe carries both directions at once). A fetch op waits for its copy: the part of the copies
+// that the compute between does not hide lengthens it.
+#include <vector>
+
+#include "core/units.hpp"
+#include "models/program.hpp"
+
+namespace tpusim {
+
+struct HostOffloadTimes {
+  std::vector<Duration> op_time;  ///< the op times, the fetch ops' waits added
+  double bytes_out = 0;           ///< per device and step, device to host
+  double bytes_in = 0;            ///< per device and step, host to device
+  Duration exposed;               ///< the waits added to the fetch ops
+};
+
+/// The fetch ops' waits on the host link of bandwidth `link` per device. O(ops).
+HostOffloadTimes host_offload_times(const Program& program, const std::vector<Duration>& op_time,
+                                    Bandwidth link);
+
+}  // namespace tpusim

@@ -1,0 +1,160 @@
+// Memory verdicts that match what ran (issue 48 item 4, issue 47 item 4; docs/memory.md): what a
+// gradient keeps, what remat recomputes only when the backward reads it, every layout of the
+// references that ran fitting, and offloaded remat's PCIe copies against their closed form.
+#include <catch2/catch.hpp>
+
+#include "compiler/compiler.hpp"
+#include "core/config.hpp"
+#include "core/hardware.hpp"
+#include "models/memory/host_offload.hpp"
+#include "models/memory/memory_model.hpp"
+#include "tests/unit/model_study.hpp"
+#include "topologies/topology.hpp"
+
+using namespace tpusim;
+using tpusim::test::index_of;
+using tpusim::test::op_named;
+using tpusim::test::program_of;
+
+namespace {
+
+MemoryProfile memory_of(const std::string& study, const std::vector<std::string>& sets) {
+  const Config cfg = load_config_file(config_dir() + "/studies/" + study, sets);
+  const HardwareSpec hw = HardwareSpec::from_config(cfg);
+  const Topology topo(topology_from_json(cfg.json().at("topology")));
+  return analyze_memory(compiled_program(cfg, topo, hw), hw.hbm_bytes_per_core);
+}
+
+// A MaxText row of shared/reference/llm-on-tpu.md's v5p table as
+// configs/studies/sweeps/maxtext_v5p_mfu.json sets it up.
+MemoryProfile maxtext_v5p_row(int layers, int pdbs) {
+  const nlohmann::json doc = {{"preset", "tpu_v5p"},
+                              {"topology", "v5p-128"},
+                              {"hardware", {{"async_collectives", true}}},
+                              {"workload",
+                               {{"model", "decoder_lm"},
+                                {"mlp", "swiglu"},
+                                {"positions", "rotary"},
+                                {"biases", false},
+                                {"tied_embeddings", false},
+                                {"vocab", 32000},
+                                {"seq_len", 2048},
+                                {"head_dim", 128},
+                                {"attention", "flash"},
+                                {"layers", layers},
+                                {"d_model", 8192},
+                                {"heads", 64},
+                                {"d_ff", 28672},
+                                {"remat", "minimal"},
+                                {"global_batch", pdbs * 64}}},
+                              {"parallelism",
+                               {{"shard_activations", true},
+                                {"grad_dtype", "f32"},
+                                {"weight_update_sharding", false},
+                                {"model", 4},
+                                {"fsdp", 16}}}};
+  const Config cfg = load_config(doc);
+  const HardwareSpec hw = HardwareSpec::from_config(cfg);
+  const Topology topo(topology_from_json(cfg.json().at("topology")));
+  return analyze_memory(compiled_program(cfg, topo, hw), hw.hbm_bytes_per_core);
+}
+
+Program lm(const std::string& remat, const std::string& attention = "dot_product") {
+  return program_of(load_config({{"topology", "1x1"},
+                                 {"workload",
+                                  {{"model", "decoder_lm"},
+                                   {"global_batch", 2},
+                                   {"layers", 3},
+                                   {"d_model", 256},
+                                   {"heads", 4},
+                                   {"d_ff", 1024},
+                                   {"vocab", 1024},
+                                   {"seq_len", 128},
+                                   {"attention", attention},
+                                   {"remat", remat}}}}));
+}
+
+}  // namespace
+
+TEST_CASE("a softmax's gradient reads its output only: the scores are freed in the forward pass") {
+  const Program p = lm("none");
+  // dx = y (dy - sum(dy y)): the probabilities stay for the backward pass, the scores do not.
+  CHECK(op_named(p, "decoder.1.attention.scores").output.last_use ==
+        index_of(p, "decoder.1.attention.softmax"));
+  CHECK(op_named(p, "decoder.1.attention.softmax").output.last_use > index_of(p, "head.loss"));
+}
+
+TEST_CASE("remat recomputes and keeps only what the backward pass reads") {
+  const Program p = lm("minimal");
+  // A residual add's gradient reads nothing: the layer's last add is not recomputed, and mlpwo,
+  // which only that add reads, is freed after it in the forward pass.
+  for (const auto& op : p.ops) CHECK(op.name != "decoder.1.mlp.residual.remat");
+  CHECK(op_named(p, "decoder.1.mlp.out").output.last_use < index_of(p, "head.loss"));
+  // The attention's residual sum is read by the MLP's norm gradient: recomputed.
+  CHECK(index_of(p, "decoder.1.attention.residual.remat") >= 0);
+}
+
+TEST_CASE("layouts that ran fit: BERT-Large at 48 sequences per TPU v4 chip") {
+  // MLPerf v1.0 TPU v4 (one replica per chip, megacore, 32 GiB).
+  const MemoryProfile m = memory_of(
+      "bert_large_16.json", {"preset=tpu_v4", "topology=v4-32", "workload.global_batch=768"});
+  INFO(m.peak_bytes / (1 << 30) << " GiB");
+  CHECK(m.fits());
+}
+
+TEST_CASE("layouts that ran fit: MaxText's v5p 32B and 64B rows with minimal remat") {
+  // shared/reference/llm-on-tpu.md: 32B pdbs 6 and 64B pdbs 3 on v5p-128, tensor 4, 95 GB HBM.
+  for (const auto& [layers, pdbs] : {std::pair{32, 6}, std::pair{64, 3}}) {
+    const MemoryProfile m = maxtext_v5p_row(layers, pdbs);
+    INFO(layers << " layers: " << m.peak_bytes / (1 << 30) << " GiB");
+    CHECK(m.fits());
+  }
+}
+
+TEST_CASE("TPU v3 verdicts stay those of the runs: 14 sequences per core fit, 256 do not") {
+  // MLPerf TF2 BERT: 14 per core on 16 chips ran; 256 per core (issue 9's example) XLA refused.
+  CHECK(memory_of("bert_large_16.json",
+                  {"workload.global_batch=448", "parallelism.weight_update_sharding=false"})
+            .fits());
+  CHECK_FALSE(memory_of("bert_large_16.json", {"workload.global_batch=8192"}).fits());
+}
+
+TEST_CASE("offloaded remat: the fetch waits for the PCIe copy the compute between does not hide") {
+  // op x (1 ms) is offloaded, X bytes; op y computes 2 ms; x.fetch (0.1 ms) brings x back. At a
+  // link of X per 1.5 ms: out from 1 to 2.5 ms, in from 2.5 to 4 ms; the fetch op starts at 3 ms
+  // and ends at 4 ms: 0.9 ms waited.
+  const double x = 3e6;
+  Program p;
+  p.ops.resize(3);
+  p.ops[0].name = "x";
+  p.ops[1].name = "y";
+  p.ops[2].name = "x.fetch";
+  p.ops[2].output.bytes = x;
+  const std::vector<Duration> t{Duration::ns(1e6), Duration::ns(2e6), Duration::ns(1e5)};
+  const Bandwidth link = Bandwidth::bytes_per_s(x / 1.5e-3);
+  const HostOffloadTimes h = host_offload_times(p, t, link);
+  CHECK(h.exposed.ns() == Approx(0.9e6));
+  CHECK(h.op_time[2].ns() == Approx(1e6));
+  CHECK(h.op_time[1] == t[1]);
+  CHECK(h.bytes_out == x);
+  CHECK(h.bytes_in == x);
+  // A link 10x faster: both copies hide behind op y.
+  CHECK(host_offload_times(p, t, link * 10).exposed.ns() == Approx(0));
+}
+
+TEST_CASE("offloaded remat sends and fetches every offloaded tensor once per step") {
+  const Program p = lm("minimal_offloaded", "flash");
+  double fetched = 0;
+  for (const auto& op : p.ops)
+    if (op.name.size() > 6 && op.name.compare(op.name.size() - 6, 6, ".fetch") == 0)
+      fetched += op.output.bytes;
+  CHECK(fetched > 0);
+  const std::vector<Duration> t(p.ops.size(), Duration::ns(1e4));
+  // At 1 GB/s the copies take `fetched` ns each way, more than the ops between them.
+  const HostOffloadTimes slow = host_offload_times(p, t, Bandwidth::GBps(1));
+  CHECK(slow.bytes_in == Approx(fetched));
+  CHECK(slow.bytes_out == Approx(fetched));
+  CHECK(slow.exposed.seconds() > 0);
+  CHECK(slow.exposed.seconds() <= 2 * fetched * 1e-9 + 1e-12);
+  CHECK(host_offload_times(p, t, Bandwidth::GBps(1e9)).exposed.seconds() == Approx(0));
+}
