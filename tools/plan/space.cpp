@@ -130,7 +130,8 @@ std::vector<nlohmann::json> model_degrees(const Config& base, int cores) {
   for (const auto& p : powers_of_two(1, up_to)) v.push_back(p.get<long long>());
   if (is_language_model(base)) {
     long long g = cores / slices_of(base);
-    for (const auto& c : model_builder_for(base)->build(base, 1).constraints())
+    const OpGraph graph = model_builder_for(base)->build(base, 1);
+    for (const auto& c : graph.constraints())
       if (c.axis == "model") g = std::gcd(g, static_cast<long long>(c.size));
     for (long long d = 1; d <= std::min<long long>(g, up_to); ++d)
       if (g % d == 0 && (d & (d - 1)) != 0) v.push_back(d);
