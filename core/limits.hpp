@@ -29,6 +29,14 @@ inline constexpr double kMaxPackets = 8388608.0;
 /// times the cores, over network.packet_bytes: 2^33. Packet trains make uncontended packets
 /// cheap, but contention cuts them into single packets, one event each.
 inline constexpr double kMaxInjectedPackets = 8589934592.0;
+/// Packet-hops of the all-to-alls of one packet-level run, estimated before it starts: their bytes
+/// times the cores over network.packet_bytes, times the topology's mean hops: 2.4e7. Crossing
+/// flows cut an all-to-all's packet trains into single packets, an event each per hop, about
+/// 0.25 us of CPU each (measured, docs/hardening.md: 1 MiB on 8x8 in 16-byte packets, 3.4e7
+/// packet-hops, 7.8 s of CPU and 740 MB, 62 to 100 s of wall time on the shared 2-core machine;
+/// decoder_1b_16's sequence all-to-alls in 4096-byte packets, 2.1e7, 6.5 s of CPU). The limit
+/// keeps a run near 6 s of CPU, within 30 s of wall time on a machine loaded five times over.
+inline constexpr double kMaxAllToAllPacketHops = 2.4e7;
 /// Bytes of a trace or profile file after decompression: 512 MiB (a 1 M-op trace is about 140 MB).
 inline constexpr std::size_t kMaxTraceFileBytes = std::size_t{512} << 20;
 /// Ops of one Program read from a trace or imported from a profile: 2^20.

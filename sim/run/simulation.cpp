@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -116,9 +117,46 @@ void fill_context(ExecutionContext& ctx, const Program& program, const HardwareS
   ctx.async_collectives = hw.async_collectives;
 }
 
+/// Mean hops between two chips of `topology` drawn at random: per dimension of k chips, k/4
+/// on a ring (k even; (k^2 - 1)/(4k) odd), (k^2 - 1)/(3k) on a line; summed over dimensions.
+double mean_hops(const Topology& topology) {
+  double hops = 0;
+  for (int d = 0; d < topology.num_dims(); ++d) {
+    const double k = topology.dim(d);
+    hops += topology.wraps(d) ? (static_cast<int>(k) % 2 == 0 ? k / 4 : (k * k - 1) / (4 * k))
+                              : (k * k - 1) / (3 * k);
+  }
+  return hops;
+}
+
+/// An all-to-all's crossing flows cut the packet trains into single packets (docs/network.md),
+/// each an event per hop: its packets, over every core, times the mean hops. Past
+/// kMaxAllToAllPacketHops the run would take minutes; refused, naming the packet size that fits.
+void check_all_to_all_packet_hops(const Program& program, const Topology& topology, int cores,
+                                  const SimOptions& options) {
+  double bytes = 0;
+  for (const Op& op : program.ops)
+    if (op.is_collective && op.collective.kind == CollectiveKind::AllToAll)
+      bytes += op.collective.bytes * static_cast<double>(cores);
+  const double per_packet_hops = bytes * std::max(1.0, mean_hops(topology));
+  const double hops = per_packet_hops / options.network.packet_bytes;
+  if (hops <= kMaxAllToAllPacketHops) return;
+  const double fits = std::pow(2.0, std::ceil(std::log2(per_packet_hops / kMaxAllToAllPacketHops)));
+  throw ConfigError(
+      "network.packet_bytes",
+      format_number(options.network.packet_bytes) +
+          " bytes: the all-to-alls' packets would make about " + format_number(hops) +
+          " packet-hops (the bytes " + std::to_string(cores) + " cores send, times " +
+          format_number(mean_hops(topology)) + " mean hops), " +
+          past_limit(kMaxAllToAllPacketHops, "packet-hops", "kMaxAllToAllPacketHops") +
+          "; allowed: network.packet_bytes=" + format_number(fits) +
+          " or more, or network.fidelity=flow");
+}
+
 /// The packet level's work grows with the packets a run injects; estimated from the Program
 /// (every core runs every collective) before anything is elaborated.
-void check_packet_work(const Program& program, int cores, const SimOptions& options) {
+void check_packet_work(const Program& program, const Topology& topology, int cores,
+                       const SimOptions& options) {
   if (options.network.fidelity != "packet") return;
   double bytes = 0;
   for (const Op& op : program.ops)
@@ -126,7 +164,10 @@ void check_packet_work(const Program& program, int cores, const SimOptions& opti
       bytes += (op.collective.kind == CollectiveKind::AllReduce ? 2 : 1) * op.collective.bytes *
                static_cast<double>(cores);
   const double packets = bytes / options.network.packet_bytes;
-  if (packets <= kMaxInjectedPackets) return;
+  if (packets <= kMaxInjectedPackets) {
+    check_all_to_all_packet_hops(program, topology, cores, options);
+    return;
+  }
   throw ConfigError("network.packet_bytes",
                     "the packet level would inject about " + format_number(packets) +
                         " packets of " + format_number(options.network.packet_bytes) +
@@ -446,7 +487,7 @@ SimReport simulate(const Program& program, const Topology& topology, const Hardw
   setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
   const auto wall0 = std::chrono::steady_clock::now();
   program.validate();
-  check_packet_work(program, topology.num_chips() * hw.devices_per_chip, options);
+  check_packet_work(program, topology, topology.num_chips() * hw.devices_per_chip, options);
   const Design& design = elaborate(program, topology, hw, options);
   const auto wall1 = std::chrono::steady_clock::now();
   run(design, program, options.progress_interval_s);

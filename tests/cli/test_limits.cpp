@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -110,14 +111,51 @@ TEST_CASE("a direct all-to-all over the Multipod is refused before its plan is b
                   "kMaxCollectiveTransfers", 30);
 }
 
-TEST_CASE("the packet level refuses more packets in flight one by one than kMaxPackets") {
-  // A direct all-to-all's crossing flows cut the trains into single packets: past 2^23 of them
-  // in flight the run stops, before memory grows further. (A 1 GiB all-reduce in 16-byte packets
-  // travels as packet trains and gives a result: tests/cli/test_scale.cpp.)
+TEST_CASE("issue 51: an all-to-all in tiny packets is refused before elaboration") {
+  // A direct all-to-all's crossing flows cut the trains into single packets, an event per hop.
+  // 1 GiB x 32 cores / 16 B x 2 mean hops (4x4 torus) = 4.3e9 packet-hops, past
+  // kMaxAllToAllPacketHops (this input used to run until 2^23 packets were in flight one by one,
+  // kMaxPackets, which stays as the packet level's backstop). (A 1 GiB all-reduce in 16-byte
+  // packets travels as packet trains and gives a result: tests/cli/test_scale.cpp.)
   require_refused({"collective", "--op", "all-to-all", "--bytes", "1GiB", "--topology", "4x4",
                    "--set", "collectives.all_to_all_algorithm=direct", "--set",
                    "network.fidelity=packet", "--set", "network.packet_bytes=16"},
-                  "kMaxPackets", 30);
+                  "kMaxAllToAllPacketHops", 30);
+}
+
+TEST_CASE("issue 51: the packet-level all-to-alls of a minute are refused, naming what fits") {
+  // slow_inputs.sh case 3 (62 s): 1 MiB x 128 cores / 16 B x 4 mean hops (8x8 torus) = 2^25
+  // packet-hops, past 2.4e7; 32-byte packets make 2^24.
+  const std::vector<std::string> a2a = {"collective", "--op",  "all-to-all",
+                                        "--bytes",    "1MiB",  "--topology",
+                                        "8x8",        "--set", "network.fidelity=packet"};
+  auto with = [&](const char* bytes) {
+    auto v = a2a;
+    v.insert(v.end(), {"--set", std::string("network.packet_bytes=") + bytes});
+    return v;
+  };
+  require_refused(with("16"), "kMaxAllToAllPacketHops", 30);
+  const auto r = run_tpusim(with("16"));
+  CHECK_THAT(r.err, Catch::Contains("network.packet_bytes=32 or more, or network.fidelity=flow"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  // slow_inputs.sh case 2 (163 s): the decoder's sequence all-to-alls, 2.5 GiB a device over 16
+  // devices at 256 B x 2 mean hops (4x4 torus) = 3.4e8 packet-hops; 4096 B (the default) fits.
+  const std::vector<std::string> decoder = {"run",
+                                            "configs/studies/decoder_1b_16.json",
+                                            "--set",
+                                            "parallelism.model=1",
+                                            "--set",
+                                            "parallelism.fsdp=1",
+                                            "--set",
+                                            "parallelism.sequence=16",
+                                            "--set",
+                                            "parallelism.sequence_attention=all_to_all",
+                                            "--set",
+                                            "network.fidelity=packet",
+                                            "--allow-oom",
+                                            "--set",
+                                            "network.packet_bytes=256"};
+  require_refused(decoder, "network.packet_bytes=4096 or more", 30);
 }
 
 TEST_CASE("a .gz that inflates past kMaxTraceFileBytes stops inflating there") {

@@ -4,6 +4,7 @@
 #include "core/errors.hpp"
 #include "core/params.hpp"
 #include "tests/unit/model_study.hpp"
+#include "tools/plan/evaluate.hpp"
 #include "tools/plan/space.hpp"
 
 using namespace tpusim;
@@ -228,4 +229,31 @@ TEST_CASE("plan space: the pipeline when the batch cannot spread, the expert axi
   REQUIRE(axis(moe, "parallelism.expert"));
   CHECK(axis(moe, "parallelism.expert")->values == std::vector<nlohmann::json>{1, 2, 4, 8});
   CHECK(product(moe) <= kMaxPlanLayouts);
+}
+
+TEST_CASE("plan space: a multislice decoder on 3 x 2^k chips a slice gets valid layouts") {
+  // 2 slices of 3 x 2 TPU v3 chips (12 cores each, 24 in all), 6 heads, 8 sequences: the
+  // replicas, 24 / model, must divide the 8 sequences, which no power-of-two model degree does
+  // (24, 12, 6, 3). The model axis holds the divisors of gcd(6 heads, 12 cores) as well (3, 6)
+  // and fsdp runs inside each slice up to its 12 cores (powers of two: 1, 2, 4, 8).
+  nlohmann::json w{{"model", "decoder_lm"}, {"layers", 2},   {"d_model", 384}, {"heads", 6},
+                   {"d_ff", 1536},          {"vocab", 4608}, {"seq_len", 128}, {"global_batch", 8}};
+  const Config cfg = load_config(
+      {{"topology",
+        {{"name", "two_3x2"}, {"dims", {3, 2}}, {"wrap", {false, false}}, {"slices", 2}}},
+       {"workload", w},
+       {"parallelism", {{"model", 3}, {"slices", 2}}}});
+  const SearchSpace s = default_space(cfg, 24);
+  REQUIRE(axis(s, "parallelism.model"));
+  CHECK(axis(s, "parallelism.model")->values == std::vector<nlohmann::json>{1, 2, 3, 4, 6, 8, 16});
+  REQUIRE(axis(s, "parallelism.fsdp"));
+  CHECK(axis(s, "parallelism.fsdp")->values == std::vector<nlohmann::json>{1, 2, 4, 8});
+  CHECK(product(s) <= kMaxPlanLayouts);
+  std::set<std::string> valid_model_fsdp;
+  for (const Candidate& c : enumerate(s, cfg.json()))
+    if (cli::check_candidate(c.study).rejected_class.empty())
+      valid_model_fsdp.insert(c.study["parallelism"]["model"].dump() + "x" +
+                              c.study["parallelism"]["fsdp"].dump());
+  // model 3: 4 replicas a slice (fsdp 1, 2, 4); model 6: 2 (fsdp 1, 2).
+  CHECK(valid_model_fsdp == std::set<std::string>{"3x1", "3x2", "3x4", "6x1", "6x2"});
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "core/errors.hpp"
@@ -120,6 +121,31 @@ std::vector<nlohmann::json> default_choices(const Config& base, const std::strin
   return out;
 }
 
+bool is_language_model(const Config& base) { return kDecoderLmRemat.if_applies(base).has_value(); }
+
+int slices_of(const Config& base) {
+  return std::max<int>(1, static_cast<int>(kTopologySlices.if_applies(base).value_or(1)));
+}
+
+/// The model axis: powers of two up to kMaxModelDefault and, for a language model, the degrees
+/// that divide its model split's sizes (heads, ...: the op graph's constraints) and a slice's
+/// cores, so that a slice of 3 x 2^k cores (PaLM's 3072 chips) gets 3, 6, 12, ... as well.
+std::vector<nlohmann::json> model_degrees(const Config& base, int cores) {
+  const int up_to = std::min(cores, kMaxModelDefault);
+  std::vector<long long> v;
+  for (const auto& p : powers_of_two(1, up_to)) v.push_back(p.get<long long>());
+  if (is_language_model(base)) {
+    long long g = cores / slices_of(base);
+    const OpGraph graph = model_builder_for(base)->build(base, 1);
+    for (const auto& c : graph.constraints())
+      if (c.axis == "model") g = std::gcd(g, static_cast<long long>(c.size));
+    for (long long d = 1; d <= std::min<long long>(g, up_to); ++d)
+      if (g % d == 0 && (d & (d - 1)) != 0) v.push_back(d);
+  }
+  std::sort(v.begin(), v.end());
+  return {v.begin(), v.end()};
+}
+
 /// A language model's axes (the study declares workload.remat): MaxText's mesh (fsdp inside
 /// data; tensor is parallelism.model, already an axis; data, across slices too, is what the
 /// others leave) and its memory and speed switches, each with the choices its parameter
@@ -128,10 +154,8 @@ std::vector<nlohmann::json> default_choices(const Config& base, const std::strin
 /// stay at the study's values (FSDP shards the optimizer already; --space adds them).
 void add_language_model_axes(SearchSpace& s, const Config& base, int cores) {
   if (!kParallelismFsdp.if_applies(base)) return;
-  // FSDP does not span slices (models/workload.cpp): one value on a multislice topology.
-  const bool multislice = kTopologySlices.if_applies(base).value_or(1) > 1;
-  s.axes.push_back(
-      {"parallelism.fsdp", multislice ? std::vector<nlohmann::json>{1} : powers_of_two(1, cores)});
+  // FSDP stays inside each slice (hybrid multislice, models/workload.cpp): up to a slice's cores.
+  s.axes.push_back({"parallelism.fsdp", powers_of_two(1, cores / slices_of(base))});
   for (const char* path : {"workload.remat", "workload.quantization", "workload.attention"}) {
     auto choices = default_choices(base, path);
     if (!choices.empty()) s.axes.push_back({path, choices});
@@ -139,8 +163,6 @@ void add_language_model_axes(SearchSpace& s, const Config& base, int cores) {
   if (kWorkloadMicrobatches.if_applies(base))
     s.axes.push_back({"workload.microbatches", powers_of_two(1, kMaxMicrobatchesDefault)});
 }
-
-bool is_language_model(const Config& base) { return kDecoderLmRemat.if_applies(base).has_value(); }
 
 long long space_size(const SearchSpace& s) {
   long long n = 1;
@@ -219,7 +241,7 @@ SearchSpace default_space(const Config& base, int cores) {
   // An axis the model does not read is not shown: a language model has no spatial split, a CNN
   // no model split (--space can still add either, as any declared key).
   if (builder->supports_model_parallel())
-    s.axes.push_back({"parallelism.model", powers_of_two(1, std::min(cores, kMaxModelDefault))});
+    s.axes.push_back({"parallelism.model", model_degrees(base, cores)});
   if (builder->supports_spatial())
     s.axes.push_back(
         {"parallelism.spatial", powers_of_two(1, std::min(cores, kMaxSpatialDefault))});
