@@ -11,14 +11,14 @@
 #include "core/hardware.hpp"
 #include "core/mxu_rates.hpp"
 #include "core/params.hpp"
-#include "models/builders/decoder_lm.hpp"
+#include "models/builders/decoder_params.hpp"
 #include "models/model_builder.hpp"
 #include "models/parallelism/batch_norm_groups.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/spatial.hpp"
 #include "models/workload.hpp"
-#include "topologies/topology_params.hpp"
 #include "tools/plan/evaluate.hpp"
+#include "topologies/topology_params.hpp"
 
 namespace tpusim::plan {
 namespace {
