@@ -48,12 +48,13 @@ void check_layout(const Config& cfg, const ModelBuilder& builder, const Layout& 
 
 void check_batch(const std::string& path, std::int64_t batch, const Layout& l,
                  ProblemList& problems) {
-  const std::int64_t replicas = static_cast<std::int64_t>(l.batch_shards()) * l.slices;
+  const std::int64_t replicas = static_cast<std::int64_t>(l.batch_shards()) * l.batch_slices();
   if (batch % replicas != 0)
-    problems.add(path, std::to_string(batch) + " examples do not divide over the " + l.describe() +
-                           (l.slices > 1 ? " in each of " + std::to_string(l.slices) + " slices"
-                                         : std::string()) +
-                           "; allowed: a multiple of " + std::to_string(replicas));
+    problems.add(path,
+                 std::to_string(batch) + " examples do not divide over the " + l.describe() +
+                     (l.batch_slices() > 1 ? " in each of " + std::to_string(l.slices) + " slices"
+                                           : std::string()) +
+                     "; allowed: a multiple of " + std::to_string(replicas));
 }
 
 // Multislice: the data axis spans every slice of the topology (MaxText's dcn_data_parallelism);
@@ -157,7 +158,8 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   check_batch(batch_path, batch, layout, problems);
   // The graph of one replica is built even if the batch does not divide (its share rounded up),
   // so that the layout's dimension constraints are reported together with the batch.
-  const std::int64_t replicas = static_cast<std::int64_t>(layout.batch_shards()) * layout.slices;
+  const std::int64_t replicas =
+      static_cast<std::int64_t>(layout.batch_shards()) * layout.batch_slices();
   const std::int64_t replica_batch = std::max<std::int64_t>(1, (batch + replicas - 1) / replicas);
   const int micro = eval || serving ? 1 : static_cast<int>(kWorkloadMicrobatches(cfg));
   if (replica_batch % micro != 0)
@@ -201,12 +203,15 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   if (graph) check_constraints(*graph, layout, problems);
   if (graph)
     for (const auto& a : registered_axes())
-      if (a.check && layout.registered_degree(a.name) > 1) a.check(*graph, layout, problems);
+      if (a.check && (layout.registered_degree(a.name) > 1 ||
+                      (a.name == "pipeline" && layout.pipeline_stages() > 1)))
+        a.check(*graph, layout, problems);
   problems.throw_if_any();
   Program program = partition(*graph, layout);
-  // One slice's Program; the other slices run the same on their share of the batch.
-  program.examples_per_step *= layout.slices;
-  program.model_flops *= layout.slices;
+  // One slice's Program; the other slices run the same on their share of the batch (with
+  // parallelism.dcn_pipeline, on the same batch: their stages make one pipeline).
+  program.examples_per_step *= layout.batch_slices();
+  program.model_flops *= layout.batch_slices();
   program.model = kWorkloadModel(cfg);
   check_op_sizes(program, batch_path, batch);
   program.validate();

@@ -22,6 +22,7 @@ const Param<std::int64_t> kParallelismSpatial{{"parallelism.spatial", T::Integer
 const Param<std::int64_t> kParallelismSlices{{"parallelism.slices", T::Integer, "slices", 1, "multislice data parallelism: the data axis spans this many slices (it must equal topology.slices); each slice runs global_batch / slices examples and the gradient all-reduces are hierarchical (reduce-scatter over ICI, all-reduce of each shard across the slices over the data-center network, all-gather over ICI)", 1, 64}};
 const Param<std::int64_t> kParallelismFsdp{{"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20}};
 const Param<std::int64_t> kParallelismDcnFsdp{{"parallelism.dcn_fsdp", T::Integer, "slices", 1, "fsdp across slices (MaxText's dcn_fsdp_parallelism): 1, the slices are data parallel (dcn_data_parallelism); parallelism.slices, the slices carry fsdp instead: weights, gradients and optimizer state sharded over parallelism.fsdp x slices, each weight all-gathered over the data-center network then over ICI, each gradient reduce-scattered over ICI then over the data-center network", 1, 64}};
+const Param<std::int64_t> kParallelismDcnPipeline{{"parallelism.dcn_pipeline", T::Integer, "slices", 1, "pipeline across slices (MaxText's dcn_pipeline_parallelism): 1, the slices are data parallel; parallelism.slices, the slices carry pipeline stages instead: parallelism.pipeline stages in all (a multiple of the slices), pipeline / slices in each slice, the collective-permutes between the slices' boundary stages over the data-center network, and data parallelism only inside each slice", 1, 64}};
 const Param<bool> kParallelismWeightUpdateSharding{{"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"}};
 // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
 const Param<double> kParallelismGradBucketMiB{{"parallelism.grad_bucket_MiB", T::Number, "MiB", 32.0, "gradient bytes (per core, in grad_dtype) combined into one collective; a bucket is issued as soon as the backward op completing it has run", 1.0 / 1024, 1 << 20}};
@@ -47,6 +48,31 @@ int read_fsdp(const Config& cfg, const Layout& l) {
 }
 
 // The registered axes, outermost last: each must divide what the inner ones leave of the cores.
+// parallelism.dcn_pipeline: 1, or the slices, which then carry the pipeline's stages; the
+// pipeline axis of a slice keeps parallelism.pipeline / slices of them.
+void read_dcn_pipeline(const Config& cfg, Layout& l) {
+  const std::int64_t n = kParallelismDcnPipeline(cfg);
+  if (n == 1) return;
+  const std::string what = std::to_string(n) + " with ";
+  if (n != l.slices)
+    throw ConfigError(kParallelismDcnPipeline.path(),
+                      what + "parallelism.slices = " + std::to_string(l.slices) +
+                          "; allowed: 1 (data across the slices) or " + std::to_string(l.slices) +
+                          " (pipeline stages across all of them)");
+  if (kParallelismDcnFsdp(cfg) > 1)
+    throw ConfigError(kParallelismDcnPipeline.path(),
+                      what + "parallelism.dcn_fsdp = " + std::to_string(kParallelismDcnFsdp(cfg)) +
+                          ": the slices carry either fsdp or pipeline stages; allowed: 1");
+  const int p = l.registered_degree("pipeline");
+  if (p % n != 0)
+    throw ConfigError("parallelism.pipeline",
+                      std::to_string(p) + " stages over parallelism.dcn_pipeline = " +
+                          std::to_string(n) + " slices; allowed: a multiple of " +
+                          std::to_string(n) + " (the stages of each slice times the slices)");
+  l.registered["pipeline"] = p / static_cast<int>(n);
+  l.pipeline_slices = static_cast<int>(n);
+}
+
 void check_registered(const Layout& l, int cores, long long inner, ProblemList& problems) {
   auto axes = registered_axes();
   std::string shape = "model x model2 x sequence x spatial " + std::to_string(inner);
@@ -130,7 +156,9 @@ std::vector<PlacedAxis> placed_axes(const Layout& l) {
   axes.push_back({kPlaceModel, {"model", l.model}, false});
   for (const auto& a : registered_axes()) {
     const int d = l.registered_degree(a.name);
-    if (d <= 1) continue;
+    // The pipeline axis stays when its stages are across slices (parallelism.dcn_pipeline),
+    // one per slice: its permutes cross the DCN.
+    if (d <= 1 && !(a.name == "pipeline" && l.pipeline_slices > 1)) continue;
     auto at = std::find_if(axes.begin(), axes.end(),
                            [&](const PlacedAxis& p) { return p.place > a.place; });
     axes.insert(at, {a.place, {a.name, d}, a.replica});
@@ -180,6 +208,7 @@ Layout read_layout(const Config& cfg, int cores) {
     l.registered[a.name] = static_cast<int>(a.degree->if_applies(cfg).value_or(1));
     if (a.read_options) a.read_options(cfg, l);
   }
+  read_dcn_pipeline(cfg, l);
 
   // Every problem of the layout at once.
   ProblemList problems;

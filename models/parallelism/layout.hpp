@@ -24,6 +24,14 @@ struct Layout {
   bool dcn_fsdp = false;
   /// The fsdp shards in all: fsdp, times the slices with dcn_fsdp.
   int fsdp_shards() const { return dcn_fsdp ? fsdp * slices : fsdp; }
+  /// Slices the pipeline spans (parallelism.dcn_pipeline, MaxText's dcn_pipeline_parallelism):
+  /// 1, or the slices, which then carry pipeline stages instead of data: the pipeline axis of
+  /// each slice holds parallelism.pipeline / slices of the stages (its registered degree).
+  int pipeline_slices = 1;
+  /// The pipeline stages in all: the pipeline axis's degree in a slice, times pipeline_slices.
+  int pipeline_stages() const { return registered_degree("pipeline") * pipeline_slices; }
+  /// Slices that split the batch: the slices, or 1 when they carry the pipeline.
+  int batch_slices() const { return pipeline_slices > 1 ? 1 : slices; }
   int model = 1;  ///< Megatron-style split of each layer, innermost mesh axis
   /// The second model axis of 2D weight-stationary sharding (decoder_lm: weights split on
   /// d_model over it, on d_ff and heads over "model"); outside "model".
@@ -82,7 +90,8 @@ struct Layout {
 
 /// The layout's parameters (declared in layout.cpp), for the readers and messages elsewhere.
 extern const Param<std::int64_t> kParallelismModel, kParallelismModel2, kParallelismSequence,
-    kParallelismSpatial, kParallelismSlices, kParallelismFsdp, kParallelismDcnFsdp;
+    kParallelismSpatial, kParallelismSlices, kParallelismFsdp, kParallelismDcnFsdp,
+    kParallelismDcnPipeline;
 extern const Param<bool> kParallelismWeightUpdateSharding;
 
 /// Reads parallelism.* for `cores` cores. Throws ConfigError naming the JSON path when a degree

@@ -437,14 +437,14 @@ class Partitioner {
 
   // ---- Pipeline parallelism (models/parallelism/pipeline_schedule.hpp, docs/pipeline.md) ----
 
-  bool pipelined() const { return l_.degree("pipeline") > 1; }
+  bool pipelined() const { return l_.pipeline_stages() > 1; }
   // Weight gradients are summed in place over microbatches (or a pipeline's units).
   bool accumulates() const { return g_.microbatches > 1 || pipelined(); }
 
   // The layer's model chunk on stage 0, or -1 if another stage holds it: with p stages and v
   // chunks per stage, virtual stage j = layer / (layers / (p v)) is on stage j mod p (circular).
   int stage0_chunk(int layer) const {
-    const int p = l_.degree("pipeline"), per = g_.layers() / (p * l_.pipeline_repeats);
+    const int p = l_.pipeline_stages(), per = g_.layers() / (p * l_.pipeline_repeats);
     const int j = layer / per;
     return j % p == 0 ? j / p : -1;
   }
@@ -552,7 +552,7 @@ class Partitioner {
   // (backward, to the previous one) over "pipeline"; the next unit of that direction starts
   // from what arrived.
   void emit_pipeline() {
-    const int p = l_.degree("pipeline"), v = l_.pipeline_repeats, m = g_.microbatches;
+    const int p = l_.pipeline_stages(), v = l_.pipeline_repeats, m = g_.microbatches;
     const auto units = pipeline_units(l_.pipeline_schedule, p, m, v);
     const PipelineGroups pg = pipeline_groups();
     std::vector<int> last_bwd(v, -1);  // index of the last backward unit of each chunk

@@ -39,6 +39,7 @@ CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   o.reduce_on_arrival = kCollectivesReduceOnArrival(c);
   o.auto_resolution = kCollectivesAutoResolution(c);
   o.fsdp_across_slices = kParallelismDcnFsdp(c) > 1;
+  o.pipeline_across_slices = kParallelismDcnPipeline(c) > 1;
   return o;
 }
 

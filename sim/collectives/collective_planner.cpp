@@ -17,6 +17,22 @@ std::string axes_key(const CollectiveSpec& s) {
   for (const auto& a : s.axes) k += a + ",";
   return k;
 }
+// A pipeline across slices (parallelism.dcn_pipeline): the permute inside the slice, and the
+// stage at the slice's open end (the last one for a forward shift, the first for a backward one)
+// sends to its image in the next slice over its host's DCN links. The slices run in lockstep, so
+// every slice boundary is crossed at once; with repeats (circular), the last slice's last stage
+// feeds the first slice's first stage over the DCN as well.
+GroupPlan dcn_permute_plan(const Machine& m, const std::vector<int>& members, int shift) {
+  GroupPlan plan = permute_plan(m, members, shift, false);
+  PlanPhase& phase = plan.phases.front();
+  Ring& r = phase.rings.front();
+  for (std::size_t i = 0; i < members.size(); ++i)
+    if (r.next[i].empty()) r.next[i] = m.dcn_route(members[i]);
+  r.update_path_latency();
+  phase.dcn = true;
+  return plan;
+}
+
 }  // namespace
 
 CollectivePlanner::CollectivePlanner(const Program& program, const DeviceMesh& mesh,
@@ -88,9 +104,15 @@ const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const Colle
     std::vector<int> by;
     for (const auto& members : gs.groups) {
       auto plan = std::make_unique<GroupPlan>();
-      // A group that is the first one moved takes its plan moved (chip_shift).
-      if (!set.owned.empty() && chip_shift(machine_, gs.groups.front(), members, by))
+      const bool dcn_permute =
+          spec.kind == CollectiveKind::CollectivePermute && options_.pipeline_across_slices;
+      // A group that is the first one moved takes its plan moved (chip_shift); not one that
+      // sends over the DCN (its DCN routes are built per group, as hierarchical_plan does).
+      if (!dcn_permute && !set.owned.empty() &&
+          chip_shift(machine_, gs.groups.front(), members, by))
         *plan = shifted_plan(machine_, *set.owned.front(), by);
+      else if (dcn_permute)
+        *plan = dcn_permute_plan(machine_, members, spec.shift);
       else if (spec.kind == CollectiveKind::CollectivePermute)
         *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
       else if (spec.kind == CollectiveKind::AllToAll)
@@ -130,6 +152,8 @@ const GroupPlan* CollectivePlanner::cached_bound(const CollectiveSpec& spec, con
 
 bool CollectivePlanner::spans_slices(const CollectiveSpec& spec) const {
   if (machine_.slices() <= 1 || !spec.replica_groups.empty()) return false;
+  // The slices carry the pipeline (parallelism.dcn_pipeline): only its permutes cross them.
+  if (options_.pipeline_across_slices) return false;
   auto has = [&](const char* axis) {
     return std::find(spec.axes.begin(), spec.axes.end(), axis) != spec.axes.end();
   };

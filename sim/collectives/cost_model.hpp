@@ -33,6 +33,10 @@ struct CollectiveOptions {
   /// Multislice with parallelism.dcn_fsdp: the slices carry fsdp, not data. Every all-gather and
   /// reduce-scatter over "fsdp" also spans the slices (hierarchical_plan); no all-reduce does.
   bool fsdp_across_slices = false;
+  /// Multislice with parallelism.dcn_pipeline: the slices carry pipeline stages, not data. The
+  /// collective-permutes over "pipeline" send from the stages at the slice's ends to the next
+  /// (previous) slice over the DCN; no collective over "data" spans the slices.
+  bool pipeline_across_slices = false;
   static CollectiveOptions from_config(const Config& cfg);
 };
 

@@ -458,6 +458,64 @@ TEST_CASE("bad pipeline input: one error line naming the path, exit 2") {
   }
 }
 
+// The pipeline across slices (parallelism.dcn_pipeline; docs/pipeline.md): the study above on S
+// slices of 4 chips, its 4 stages p / S in each slice, data parallel only inside the slices.
+nlohmann::json dcn_pipeline_study(int slices, int microbatches) {
+  auto j = pipeline_study(microbatches, "gpipe", 1);
+  j["topology"]["slices"] = slices;
+  j["parallelism"]["slices"] = slices;
+  j["parallelism"]["dcn_pipeline"] = slices;
+  j["workload"]["global_batch"] = 4 * microbatches;
+  return j;
+}
+
+TEST_CASE("pipeline across slices: only the stage-boundary permutes cross the DCN") {
+  SweepScratch s;
+  const int p = 4, m = 4;
+  for (int slices : {2, 4}) {
+    INFO("slices " << slices);
+    const auto j = run_json(s, dcn_pipeline_study(slices, m));
+    CHECK_THAT(j["layout"].get<std::string>(),
+               Catch::Contains("dcn_pipeline=" + std::to_string(slices)));
+    const auto& pl = j["pipeline"];
+    CHECK(pl["stages"].get<int>() == p);
+    CHECK(pl["iterations"].get<int>() == m + p - 1);
+    // The slices run one pipeline on the one batch: the data replicas are those of a slice,
+    // 4 cores / (p / S) stages, and a microbatch of a replica holds 4 m / replicas / m sequences.
+    const int stages_in_slice = p / slices, replicas = 4 / stages_in_slice;
+    CHECK(j["global_batch"].get<int>() == 4 * m);
+    const double b = 4.0 / replicas * 256 * 512 * 2;  // bf16 activations of a microbatch
+    CHECK(pl["permute_bytes_per_core"].get<double>() == Approx(b));
+    // Each iteration, forward (activations) and backward (their gradients), the stage at the
+    // end of each of the slice's replicas sends its microbatch's boundary bytes to the next
+    // slice; the bubble iterations send as the others do (lockstep SPMD). Nothing else crosses
+    // the DCN: no gradient all-reduce spans the slices.
+    const double chips = 4, dcn_senders = replicas;
+    CHECK(j["dcn"]["bytes_per_chip"].get<double>() ==
+          Approx(2.0 * (m + p - 1) * b * dcn_senders / chips));
+    CHECK(j["communication_dcn_ms"].get<double>() > 0);
+  }
+}
+
+TEST_CASE("bad pipeline-across-slices input: one error line naming the path, exit 2") {
+  SweepScratch s;
+  const std::string study = s.write("study.json", dcn_pipeline_study(2, 4));
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"topology.slices=1", "parallelism.slices=1"},
+       "parallelism.dcn_pipeline: 2 with parallelism.slices = 1"},
+      {{"parallelism.dcn_pipeline=4"}, "parallelism.dcn_pipeline: 4 with parallelism.slices = 2"},
+      {{"parallelism.pipeline=3"},
+       "parallelism.pipeline: 3 stages over parallelism.dcn_pipeline = 2"},
+  };
+  for (const auto& [sets, prefix] : cases) {
+    auto r = run_tpusim(with_sets({"validate", study}, sets));
+    INFO(prefix << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("tpusim: error: " + prefix, 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
 TEST_CASE("plan finds a pipelined layout when no layout without a pipeline fits the devices") {
   // 2 sequences of a decoder with 2 heads on 8 TPU v3 cores: without a pipeline at most
   // model 2 x 2 replicas = 4 cores take part, so every such layout is refused; plan's default

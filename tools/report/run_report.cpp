@@ -47,6 +47,9 @@ std::string layout_string(const Program& program, const Config& cfg) {
   if (slices && *slices > 1) s += " slices=" + std::to_string(*slices);
   if (const auto dcn_fsdp = kParallelismDcnFsdp.if_applies(cfg); dcn_fsdp && *dcn_fsdp > 1)
     s += " dcn_fsdp=" + std::to_string(*dcn_fsdp);
+  if (const auto dcn_pipeline = kParallelismDcnPipeline.if_applies(cfg);
+      dcn_pipeline && *dcn_pipeline > 1)
+    s += " dcn_pipeline=" + std::to_string(*dcn_pipeline);
   if (const auto wus = kParallelismWeightUpdateSharding.if_applies(cfg))
     s += std::string(" wus=") + (*wus ? "on" : "off");
   return s;

@@ -8,8 +8,9 @@ namespace {
 
 class DataAxis final : public ShardingRule {
  public:
-  // Across slices too when each slice holds one replica (multislice, data parallel over the DCN).
-  bool live(const Layout& l) const override { return l.replicas() > 1 || l.slices > 1; }
+  // Across slices too when each slice holds one replica (multislice, data parallel over the DCN),
+  // unless the slices carry the pipeline (parallelism.dcn_pipeline).
+  bool live(const Layout& l) const override { return l.replicas() > 1 || l.batch_slices() > 1; }
   bool syncs_gradients() const override { return true; }
 
   void sync_bucket(PartitionState& s, Bucket& b) override {

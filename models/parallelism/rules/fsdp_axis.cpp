@@ -71,9 +71,9 @@ class FsdpAxis final : public ShardingRule {
     std::vector<std::string> others;
     // Multislice: "data" spans the slices even when each slice holds one data replica (fsdp
     // over the whole slice), so the shard's sum crosses the data-center network; not when the
-    // slices carry fsdp (then "data" is only inside each slice).
+    // slices carry fsdp or the pipeline (then "data" is only inside each slice).
     for (const auto& a : b.axes)
-      if (a != "fsdp" && (l.degree(a) > 1 || (a == "data" && l.slices > 1 && !l.dcn_fsdp)))
+      if (a != "fsdp" && (l.degree(a) > 1 || (a == "data" && l.batch_slices() > 1 && !l.dcn_fsdp)))
         others.push_back(a);
     if (others.empty() || !s.last_microbatch) return;  // the shards' sum is all-reduced once
     const int rs = b.collective;

@@ -17,7 +17,7 @@ using T = ParamType;
 
 // One parameter per line reads as a table.
 // clang-format off
-const Param<std::int64_t> kPipeline{{"parallelism.pipeline", T::Integer, "cores", 1, "pipeline stages (MaxText ici_pipeline_parallelism): the outermost mesh axis; each stage holds layers / pipeline of the decoder layers, and the microbatches (workload.microbatches) flow through the stages by collective-permute; the embedding and the output head run on every stage", 1, 1 << 20}};
+const Param<std::int64_t> kPipeline{{"parallelism.pipeline", T::Integer, "cores", 1, "pipeline stages in all (MaxText ici_pipeline_parallelism, times dcn_pipeline_parallelism with parallelism.dcn_pipeline): the outermost mesh axis, pipeline / slices of it in each slice with parallelism.dcn_pipeline; each stage holds layers / pipeline of the decoder layers, and the microbatches (workload.microbatches) flow through the stages by collective-permute; the embedding and the output head run on every stage", 1, 1 << 20}};
 const Param<std::int64_t> kPipelineRepeats{{"parallelism.pipeline_repeats", T::Integer, "", 1, "model chunks per pipeline stage (MaxText num_pipeline_repeats): > 1 assigns the layers to the stages circularly, each stage holding this many non-adjacent chunks of layers / (pipeline x repeats) layers; the bubble shrinks by this factor", 1, 1024}};
 const Param<std::string> kPipelineSchedule{{"parallelism.pipeline_schedule", T::String, "", "gpipe", "pipeline schedule: gpipe (every microbatch's forward, then every backward: activations of all microbatches in flight), 1f1b (one forward, one backward: at most pipeline microbatches in flight; needs pipeline_repeats = 1), interleaved (1F1B over pipeline_repeats > 1 model chunks per stage, Narayanan et al. 2021)", -kInf, kInf, {"gpipe", "1f1b", "interleaved"}}};
 // clang-format on
@@ -47,7 +47,7 @@ bool has_backward(const OpGraph& g) {
 
 // The layers must divide into pipeline x repeats equal chunks; only a training step is pipelined.
 void check_pipeline(const OpGraph& g, const Layout& l, ProblemList& problems) {
-  const int p = l.registered_degree("pipeline"), v = l.pipeline_repeats, layers = g.layers();
+  const int p = l.pipeline_stages(), v = l.pipeline_repeats, layers = g.layers();
   const std::string what = std::to_string(p) + ": ";
   if (layers == 0)
     return problems.add(kPipeline.path(),
