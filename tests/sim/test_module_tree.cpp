@@ -73,9 +73,8 @@ std::vector<double> walk_tree(const std::string& topology, int X, int Y, bool to
       for (int x = 0; x < X; ++x) {
         const std::string chip = "multipod." + chip_name(x, y);
         for (int k = 0; k < cpc; ++k)
-          for (const char* part :
-               {"hbm", "hbm.bytes_read", "vmem", "vmem.bytes_written", "dma", "dma.streams", "ici",
-                "ici.bytes_sent"})
+          for (const char* part : {"hbm", "hbm.bytes_read", "vmem", "vmem.bytes_written", "dma",
+                                   "dma.streams", "ici", "ici.bytes_sent"})
             expected.push_back(chip + ".core" + std::to_string(k) + "." + part);
         for (const auto& port : ports_of(x, y, X, Y, torus))
           expected.push_back(chip + ".ici." + port + ".bytes");
