@@ -179,7 +179,11 @@ void CollectivePlanner::keep_routes_short(std::map<int, CollectiveOpStats>& stat
       Duration::seconds(options_.auto_resolution * compute_seconds(program_, machine_.hardware()));
   Duration given_up;
   PlanSets ps = plan_sets(op_plans_, machine_);
-  auto& [sets, ops_of, hops] = ps;
+  // Plain references, not a structured binding: clang 14 (the sanitizer build) refuses a lambda
+  // that captures one.
+  auto& sets = ps.sets;
+  auto& ops_of = ps.ops_of;
+  auto& hops = ps.hops;
   for (std::size_t k = 0; k < sets.size(); ++k) {
     std::vector<int> others(hops[k].size(), 1);  // one hop reaches a neighbour: any period
     for (std::size_t j = 0; j < sets.size(); ++j)
