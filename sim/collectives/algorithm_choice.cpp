@@ -10,29 +10,29 @@
 #include "sim/machine/machine.hpp"
 
 namespace tpusim {
-namespace {
-/// Under auto, ties go to the earlier name (the algorithms used before auto compared times).
-const std::vector<std::string> kPreference = {"per_dimension", "bidirectional_ring", "ring"};
 
-/// Per dimension of the torus, the most hops any route of `plans` takes along it (what the
-/// symmetric domain must cover off the message level, sim/collectives/symmetry.cpp).
 std::vector<int> hops_along(const Machine& m, const std::vector<const GroupPlan*>& plans) {
   const int dims = m.topology().num_dims();
   std::vector<int> most(static_cast<std::size_t>(dims), 0), along(most.size());
   for (const GroupPlan* plan : plans)
-    for (const PlanPhase& ph : plan->phases)
-      for (const Ring& r : ph.rings)
-        for (const auto* routes : {&r.next, &r.prev})
-          for (const Route& route : *routes) {
-            std::fill(along.begin(), along.end(), 0);
-            for (const NetworkLink* l : route) {
-              const auto [chip, place] = m.place_of(*l);
-              if (chip >= 0 && place < 2 * dims) ++along[static_cast<std::size_t>(place / 2)];
+    if (plan)
+      for (const PlanPhase& ph : plan->phases)
+        for (const Ring& r : ph.rings)
+          for (const auto* routes : {&r.next, &r.prev})
+            for (const Route& route : *routes) {
+              std::fill(along.begin(), along.end(), 0);
+              for (const NetworkLink* l : route) {
+                const auto [chip, place] = m.place_of(*l);
+                if (chip >= 0 && place < 2 * dims) ++along[static_cast<std::size_t>(place / 2)];
+              }
+              for (std::size_t d = 0; d < most.size(); ++d) most[d] = std::max(most[d], along[d]);
             }
-            for (std::size_t d = 0; d < most.size(); ++d) most[d] = std::max(most[d], along[d]);
-          }
   return most;
 }
+
+namespace {
+/// Under auto, ties go to the earlier name (the algorithms used before auto compared times).
+const std::vector<std::string> kPreference = {"per_dimension", "bidirectional_ring", "ring"};
 
 /// Hops past `others` summed over the dimensions: how far `mine` would stretch the domain.
 int excess(const std::vector<int>& mine, const std::vector<int>& others) {

@@ -35,6 +35,11 @@ struct GroupSet {
   std::vector<int> group_of_core;  ///< -1: in no group
 };
 
+/// Per dimension of the torus, the most hops any route of `plans` takes along it (null plans
+/// skipped): what the symmetric domain must cover off the message level (symmetry.cpp), and
+/// what keep_routes_short compares (algorithm_choice.cpp).
+std::vector<int> hops_along(const Machine& m, const std::vector<const GroupPlan*>& plans);
+
 class CollectivePlanner {
  public:
   CollectivePlanner(const Program& program, const DeviceMesh& mesh, const Machine& machine,

@@ -278,23 +278,11 @@ bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, co
 /// Per dimension of the topology, the most ICI hops any route of the ops' plans takes along it.
 std::vector<int> longest_routes(const std::vector<int>& ops, const Machine& m,
                                 const CollectivePlanner& planner) {
-  const int dims = m.topology().num_dims();
-  std::vector<int> most(static_cast<std::size_t>(dims), 0), along(most.size());
-  for (int op : ops)
-    for (const GroupPlan* plan : planner.plans(op)) {
-      if (!plan) continue;
-      for (const PlanPhase& ph : plan->phases)
-        for (const Ring& r : ph.rings)
-          for (const auto* routes : {&r.next, &r.prev})
-            for (const Route& route : *routes) {
-              std::fill(along.begin(), along.end(), 0);
-              for (const NetworkLink* l : route) {
-                const auto [chip, place] = m.place_of(*l);
-                if (chip >= 0 && place < 2 * dims) ++along[static_cast<std::size_t>(place / 2)];
-              }
-              for (std::size_t d = 0; d < most.size(); ++d) most[d] = std::max(most[d], along[d]);
-            }
-    }
+  std::vector<int> most(static_cast<std::size_t>(m.topology().num_dims()), 0);
+  for (int op : ops) {
+    const std::vector<int> along = hops_along(m, planner.plans(op));
+    for (std::size_t d = 0; d < most.size(); ++d) most[d] = std::max(most[d], along[d]);
+  }
   return most;
 }
 
