@@ -167,6 +167,24 @@ sec_mfu() {  # every point of the MaxText sweeps, run with --allow-oom (the memo
   done
   echo "PaLM 540B (tpusim run configs/studies/palm_540b_6144.json):"
   q '"  MFU \(.mfu * 1000 | round / 10) % (paper 46.2), HFU \(.hfu * 1000 | round / 10) % (paper 57.8)"' run configs/studies/palm_540b_6144.json
+  # docs/kernels.md, What separates TPU v4: each candidate term as a --set, on PaLM, MaxText's two
+  # v4 rows, the v5p 32B row and the v5e 16B row on one slice
+  local v4 v5p v5e set f
+  v4=$(grep -v '^#' "$tmp/maxtext_v4_mfu/results.csv" | tail -n +2 | cut -d, -f2)
+  v5p=$(grep -v '^#' "$tmp/maxtext_v5p_mfu/results.csv" | sed -n 2p | cut -d, -f2)
+  v5e=$(grep -v '^#' "$tmp/maxtext_v5e_16b/results.csv" | sed -n 2p | cut -d, -f2)
+  echo "Candidate terms (--set): MFU of PaLM (46.2) / v4 22B (56.7) / v4 52B (56.0) / v5p 32B (71.47) / v5e 16B x1 (61.10), PaLM's HFU (57.8):"
+  for set in none hardware.vpu.sublanes=4 collectives.dma_hbm_traffic=false hardware.calibration.exposed_block_MiB=10 \
+    hardware.calibration.ici_efficiency=0.75 hardware.async_collectives=false; do
+    local args=() line
+    [[ $set == none ]] || args=(--set "$set")
+    line="  $set:"
+    for f in configs/studies/palm_540b_6144.json $(for i in $v4; do echo "$tmp/maxtext_v4_mfu/points/$i.study.json"; done) \
+      "$tmp/maxtext_v5p_mfu/points/$v5p.study.json" "$tmp/maxtext_v5e_16b/points/$v5e.study.json"; do
+      line+=" $(q '.mfu * 1000 | round / 10' run "$f" --allow-oom "${args[@]}")"
+    done
+    echo "$line, HFU $(q '.hfu * 1000 | round / 10' run configs/studies/palm_540b_6144.json "${args[@]}")"
+  done
 }
 sec_network() {
   local s a b c
