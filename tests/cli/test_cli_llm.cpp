@@ -68,8 +68,9 @@ TEST_CASE("MaxText's TPU v5p rows run at the MFU published, minimal remat within
   // configs/studies/sweeps/maxtext_v5p_mfu.json: MaxText's published v5p table, one point per
   // single-slice row. Nothing is fitted to it: the v5p preset's MXU efficiency is the fraction
   // TPU v7's GEMM measured (docs/kernels.md). The minimal-remat rows land within 10 %; the
-  // full-remat rows of 512B and 1024B on 2048 chips do not (15 and 17 % low, docs/llm.md), so they
-  // are held to 20 %. Points the memory model refuses (status oom) have no MFU to compare.
+  // full-remat rows of 512B on 512 chips and 1024B on 2048 chips are 10 and 11 % low (docs/llm.md:
+  // 1024B on 1024 chips, the same work per chip, is 4 % high), so they are held to 15 %. Points the
+  // memory model refuses (status oom) have no MFU to compare.
   SweepScratch s;
   const TpusimResult r = run_tpusim(
       {"sweep", "configs/studies/sweeps/maxtext_v5p_mfu.json", "-j", "2", "--out", s.path("out")});
@@ -84,10 +85,42 @@ TEST_CASE("MaxText's TPU v5p rows run at the MFU published, minimal remat within
     const bool minimal = t.cell(i, "workload.remat") == "minimal";
     INFO(t.cell(i, "row") << " on " << t.cell(i, "topology") << ": " << mfu << " against "
                           << published);
-    CHECK(std::abs(mfu / published - 1) < (minimal ? 0.10 : 0.20));
+    CHECK(std::abs(mfu / published - 1) < (minimal ? 0.10 : 0.15));
     ++checked;
   }
   CHECK(checked >= 6);
+}
+
+TEST_CASE("MaxText's TPU v4 rows are the models their names say: 22 B and 52 B parameters") {
+  // configs/studies/sweeps/maxtext_v4_mfu.json takes the MLP non-gated and the heads 256 wide
+  // because only that reading of the published shapes gives the named sizes. The parameters the
+  // step's matmuls carry follow from its MFU: model FLOPs per token = MFU x peak x step x devices
+  // / tokens = 6 N + 12 L s (heads x head_dim), N without the input embedding (a lookup, not a
+  // matmul: 32000 x d_model of the named size).
+  SweepScratch s;
+  const TpusimResult r = run_tpusim(
+      {"sweep", "configs/studies/sweeps/maxtext_v4_mfu.json", "-j", "2", "--out", s.path("out")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto t = results_of(s.path("out"));
+  REQUIRE(t.rows.size() == 2);
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const json j = llm_json(
+        {"run", s.path("out/points/" + t.cell(i, "id") + ".study.json"), "--allow-oom", "--json"});
+    const json& hw = j["config"]["hardware"];
+    const json& w = j["config"]["workload"];
+    const double dim = hw["mxu"]["dim"], devices = j["devices"];
+    const double peak = 2.0 * dim * dim * hw["mxu"]["count"].get<double>() *
+                        hw["cores_per_chip"].get<double>() * hw["clock_MHz"].get<double>() * 1e6;
+    const double per_token = j["mfu"].get<double>() * peak * j["step_time_ms"].get<double>() *
+                             1e-3 * devices / j["tokens_per_step"].get<double>();
+    const double attention = 12.0 * w["layers"].get<double>() * w["seq_len"].get<double>() *
+                             w["heads"].get<double>() * w["head_dim"].get<double>();
+    const double named = t.cell(i, "row") == "22B" ? 22e9 : 52e9;
+    const double n = (per_token - attention) / 6 + 32000 * w["d_model"].get<double>();
+    INFO(t.cell(i, "row") << ": " << n << " parameters");
+    CHECK(std::abs(n / named - 1) < 0.02);
+  }
 }
 
 TEST_CASE("the communication of a sharded decoder is reported by mesh axis") {
