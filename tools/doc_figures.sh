@@ -32,7 +32,7 @@ describe() {
     network) echo "docs/network.md: Core resources (the table of the three studies); docs/calibration.md and docs/network.md: SSD's batch-norm all-reduces" ;;
     collectives) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
     kernels) echo "docs/kernels.md: the measured kernels and collectives against tpusim (TPU v7 GEMM curve, v5e all-gathers, v7 all-gather bus bandwidth)" ;;
-    mfu) echo "docs/llm.md: MaxText's TPU v5p MFU table and TPU v5e table; docs/kernels.md: One MXU efficiency from TPU v4 to v7 (MaxText's v4 rows, PaLM)" ;;
+    mfu) echo "docs/llm.md: MaxText's TPU v5p MFU table and TPU v5e table, PaLM; docs/kernels.md: One MXU efficiency from TPU v4 to v7 (MaxText's v4 rows, PaLM), What separates TPU v4 (the candidate terms)" ;;
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
     train) echo "README.md: Five studies by task (time to train); docs/train.md: In short (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
