@@ -325,3 +325,21 @@ TEST_CASE("plan space: the shipped MoE studies search the expert axis") {
     CHECK(product(s) <= kMaxPlanLayouts);
   }
 }
+
+TEST_CASE("plan space: the shipped pipelined multislice study searches the stages across slices") {
+  // GPT-3 175B with 16 stages across 2 v5p slices: the pipeline's degree and what the slices
+  // carry join the default space, the kernel switches making room for them.
+  const cli::Study study =
+      cli::load_study_file(config_dir() + "/studies/gpt3_175b_dcn_pipeline_v5p.json", {});
+  const int cores =
+      static_cast<int>(Topology(study.topology).num_chips() * study.hardware.devices_per_chip);
+  const SearchSpace s = default_space(study.config, cores);
+  std::string paths;
+  for (const auto& a : s.axes) paths += a.path + "(" + std::to_string(a.values.size()) + ") ";
+  INFO(paths);
+  REQUIRE(axis(s, "parallelism.pipeline"));
+  CHECK(axis(s, "parallelism.pipeline")->values == std::vector<nlohmann::json>{1, 2, 4, 8, 16});
+  REQUIRE(axis(s, "parallelism.dcn_pipeline"));
+  CHECK(axis(s, "parallelism.dcn_pipeline")->values == std::vector<nlohmann::json>{1, 2});
+  CHECK(product(s) <= kMaxPlanLayouts);
+}

@@ -220,10 +220,10 @@ long long study_pipeline(const Config& base) {
 // make_room): with experts, the expert axis (powers of two dividing them) and, with capacity
 // dispatch, the capacity factor; when the study's own layout does not fit in HBM or its batch
 // does not divide over its replicas (too few sequences for the devices without a pipeline), or
-// a multislice study is pipelined already: on multislice, what the slices carry
-// (parallelism.dcn_fsdp and parallelism.dcn_pipeline, 1 or the slices), and the pipeline: its
-// degree (powers of two dividing the layers, up to 16), the schedule, more microbatches to fill
-// it (up to 32) and two chunks per stage. The model's layers and experts are read from its op
+// a multislice study is pipelined already: the pipeline's degree (powers of two dividing the
+// layers, up to 16), on multislice what the slices carry (parallelism.dcn_pipeline, then
+// parallelism.dcn_fsdp: 1 or the slices), the schedule, more microbatches to fill it (up to 32)
+// and two chunks per stage. The model's layers and experts are read from its op
 // graph.
 void add_pipeline_and_expert_axes(SearchSpace& s, const Config& base, int cores) {
   const OpGraph g = model_builder_for(base)->build(base, 1);
@@ -246,19 +246,16 @@ void add_pipeline_and_expert_axes(SearchSpace& s, const Config& base, int cores)
   if (own != "does not fit in HBM" && own != "invalid workload.global_batch" &&
       !(slices > 1 && study_pipeline(base) > 1))
     return;
-  // Multislice: what the slices carry, data (1) or, instead, fsdp or the pipeline's stages
-  // (MaxText's dcn_fsdp_parallelism, dcn_pipeline_parallelism).
-  if (slices > 1 && base.has("parallelism.dcn_fsdp")) {
-    make_room(s, 2);
-    add_within_limit(s, {"parallelism.dcn_fsdp", {1, slices}});
-  }
   auto stages = dividing_powers(g.layers(), std::min(cores, 16));
   make_room(s, stages.size());
   add_within_limit(s, {"parallelism.pipeline", std::move(stages)});
-  if (slices > 1 && base.has("parallelism.dcn_pipeline")) {
-    make_room(s, 2);
-    add_within_limit(s, {"parallelism.dcn_pipeline", {1, slices}});
-  }
+  // Multislice: what the slices carry, data (1) or, instead, the pipeline's stages or fsdp
+  // (MaxText's dcn_pipeline_parallelism, dcn_fsdp_parallelism), in that order.
+  for (const char* path : {"parallelism.dcn_pipeline", "parallelism.dcn_fsdp"})
+    if (slices > 1 && base.has(path)) {
+      make_room(s, 2);
+      add_within_limit(s, {path, {1, slices}});
+    }
   add_within_limit(s, {"parallelism.pipeline_schedule", {"gpipe", "1f1b", "interleaved"}});
   for (const auto& a : s.axes)
     if (a.path == "workload.microbatches") {
