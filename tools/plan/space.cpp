@@ -15,6 +15,7 @@
 #include "models/model_builder.hpp"
 #include "models/parallelism/batch_norm_groups.hpp"
 #include "models/parallelism/layout.hpp"
+#include "models/parallelism/rules/axis_registry.hpp"
 #include "models/parallelism/spatial.hpp"
 #include "models/workload.hpp"
 #include "tools/plan/evaluate.hpp"
@@ -209,10 +210,11 @@ void make_room(SearchSpace& s, std::size_t values) {
   }
 }
 
-// The study's own parallelism.pipeline (1 when it has none).
+// The study's own pipeline degree (the registered "pipeline" axis; 1 when it has none).
 long long study_pipeline(const Config& base) {
-  const auto* v = json_at(base.json(), "parallelism.pipeline");
-  return v && v->is_number_integer() ? v->get<long long>() : 1;
+  for (const AxisSpec& a : registered_axes())
+    if (a.name == "pipeline" && a.degree) return a.degree->if_applies(base).value_or(1);
+  return 1;
 }
 
 // Issue 49's axes for a decoder (docs/pipeline.md, docs/experts.md), each only while the space
