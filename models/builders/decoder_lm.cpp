@@ -140,6 +140,11 @@ void read_mla(const Config& cfg, DecoderDims& d, ProblemList& problems) {
       problems.add(path, std::to_string(cfg.integer(path)) + " with " + what +
                              " (every head's key and value come from the latent; widths from "
                              "qk_nope_head_dim, qk_rope_head_dim, v_head_dim); allowed: 0");
+  if (d.flash)
+    problems.add(kDecoderLmAttention.path(),
+                 std::string("flash with ") + what +
+                     ": the splash kernel is built for global attention only (the latent "
+                     "attention's scores go through HBM); allowed: dot_product");
   if (!d.rotary)
     problems.add("workload.positions", std::string("learned with ") + what +
                                            ", whose qk_rope_head_dim part is rotated; allowed: "

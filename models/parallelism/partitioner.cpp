@@ -512,14 +512,24 @@ class Partitioner {
     return pg;
   }
 
-  using Snapshot = std::vector<std::pair<int, int>>;  // (graph op, program op)
+  // A unit's results kept for its backward: per graph op, its result and its compute op. Both
+  // come back with the microbatch, so that the lifetimes of its forward tensors are set by its
+  // own readers, not by those of the microbatches emitted since (which would keep every kept
+  // forward tensor, the ones remat drops too, alive until the latest forward unit).
+  struct Kept {
+    int op, result, compute;
+  };
+  using Snapshot = std::vector<Kept>;
   Snapshot snapshot(const std::vector<int>& ops) const {
     Snapshot out;
-    for (int v : ops) out.push_back({v, s_.result[v]});
+    for (int v : ops) out.push_back({v, s_.result[v], compute_op_[v]});
     return out;
   }
   void restore(const Snapshot& snap) {
-    for (const auto& [v, op] : snap) s_.result[v] = op;
+    for (const Kept& k : snap) {
+      s_.result[k.op] = k.result;
+      compute_op_[k.op] = k.compute;
+    }
   }
 
   void emit_group(const std::vector<int>& ops, bool last) {

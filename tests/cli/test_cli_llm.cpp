@@ -373,6 +373,10 @@ TEST_CASE("mixture-of-experts input that cannot be built is one line naming the 
           "workload.capacity_factor");
   refused({"workload.capacity_factor=-1"}, "workload.capacity_factor");
   refused({"workload.expert_imbalance=0.5"}, "workload.expert_imbalance");
+  // Experts that do not divide over the expert axis (16 devices, all on it: the study's fsdp 8
+  // and model 2 would not divide the replicas first).
+  refused({"parallelism.expert=16", "parallelism.fsdp=1", "parallelism.model=1"},
+          "parallelism.expert: 16 does not divide the 8 experts");
 }
 
 // Pipeline parallelism through the command (docs/pipeline.md): the bubble each stage waited in

@@ -6,6 +6,8 @@
 #include "tests/unit/model_study.hpp"
 #include "tools/plan/evaluate.hpp"
 #include "tools/plan/space.hpp"
+#include "tools/study/study.hpp"
+#include "topologies/topology.hpp"
 
 using namespace tpusim;
 using namespace tpusim::plan;
@@ -256,4 +258,88 @@ TEST_CASE("plan space: a multislice decoder on 3 x 2^k chips a slice gets valid 
                               c.study["parallelism"]["fsdp"].dump());
   // model 3: 4 replicas a slice (fsdp 1, 2, 4); model 6: 2 (fsdp 1, 2).
   CHECK(valid_model_fsdp == std::set<std::string>{"3x1", "3x2", "3x4", "6x1", "6x2"});
+}
+
+namespace {
+// A decoder of 8 layers on 2 slices of 2x2 TPU v3 chips (8 cores each, 16 in all), with
+// `batch` sequences.
+Config two_slice_decoder(long long batch) {
+  nlohmann::json w{
+      {"model", "decoder_lm"}, {"layers", 8},   {"d_model", 512}, {"heads", 2},
+      {"d_ff", 2048},          {"vocab", 4096}, {"seq_len", 256}, {"global_batch", batch}};
+  return load_config(
+      {{"topology",
+        {{"name", "two_2x2"}, {"dims", {2, 2}}, {"wrap", {false, false}}, {"slices", 2}}},
+       {"workload", w},
+       {"parallelism", {{"slices", 2}}}});
+}
+}  // namespace
+
+TEST_CASE("plan space: a multislice decoder searches what the slices carry, with the pipeline") {
+  // 16 sequences: the study's layout (8 data replicas a slice, data across the slices) is valid
+  // and fits: the slices stay data parallel, no pipeline axes.
+  const SearchSpace fits = default_space(two_slice_decoder(16), 16);
+  CHECK_FALSE(axis(fits, "parallelism.dcn_pipeline"));
+  CHECK_FALSE(axis(fits, "parallelism.dcn_fsdp"));
+  CHECK_FALSE(axis(fits, "parallelism.pipeline"));
+  // 2 sequences do not divide over the 16 replicas: the slices may carry fsdp or the pipeline's
+  // stages instead of data (1 or the 2 slices), and the pipeline's degrees include the slices.
+  const Config cfg = two_slice_decoder(2);
+  const SearchSpace s = default_space(cfg, 16);
+  REQUIRE(axis(s, "parallelism.dcn_pipeline"));
+  CHECK(axis(s, "parallelism.dcn_pipeline")->values == std::vector<nlohmann::json>{1, 2});
+  REQUIRE(axis(s, "parallelism.dcn_fsdp"));
+  CHECK(axis(s, "parallelism.dcn_fsdp")->values == std::vector<nlohmann::json>{1, 2});
+  REQUIRE(axis(s, "parallelism.pipeline"));
+  CHECK(axis(s, "parallelism.pipeline")->values == std::vector<nlohmann::json>{1, 2, 4, 8});
+  CHECK(product(s) <= kMaxPlanLayouts);
+  // The memory verdicts and the layout checks apply to each: some layouts with the stages
+  // across the slices are valid and fit (the slices then run one pipeline on the 2 sequences),
+  // and none with both dcn_pipeline and dcn_fsdp (the slices carry one or the other).
+  int across = 0;
+  for (const Candidate& c : enumerate(s, cfg.json())) {
+    const auto& par = c.study["parallelism"];
+    if (!cli::check_candidate(c.study).rejected_class.empty()) continue;
+    CHECK_FALSE((par["dcn_pipeline"] == 2 && par["dcn_fsdp"] == 2));
+    if (par["dcn_pipeline"] == 2) {
+      CHECK(par["pipeline"].get<int>() % 2 == 0);
+      ++across;
+    }
+  }
+  CHECK(across > 0);
+  // One slice: nothing to carry.
+  CHECK_FALSE(axis(default_space(small_decoder(2, 0), 8), "parallelism.dcn_pipeline"));
+}
+
+TEST_CASE("plan space: the shipped MoE studies search the expert axis") {
+  // The expert axis comes before the kernel switches: quantization, then the attention kernel,
+  // leave the default space (--space adds them back) when it would not fit otherwise.
+  for (const char* name : {"mixtral_8x7b_v5p_256", "deepseek_v3_v5p_256"}) {
+    CAPTURE(name);
+    const cli::Study study = cli::load_study_file(config_dir() + "/studies/" + name + ".json", {});
+    const int cores =
+        static_cast<int>(Topology(study.topology).num_chips() * study.hardware.devices_per_chip);
+    const SearchSpace s = default_space(study.config, cores);
+    REQUIRE(axis(s, "parallelism.expert"));
+    CHECK(axis(s, "parallelism.expert")->values.front() == 1);
+    CHECK(product(s) <= kMaxPlanLayouts);
+  }
+}
+
+TEST_CASE("plan space: the shipped pipelined multislice study searches the stages across slices") {
+  // GPT-3 175B with 16 stages across 2 v5p slices: the pipeline's degree and what the slices
+  // carry join the default space, the kernel switches making room for them.
+  const cli::Study study =
+      cli::load_study_file(config_dir() + "/studies/gpt3_175b_dcn_pipeline_v5p.json", {});
+  const int cores =
+      static_cast<int>(Topology(study.topology).num_chips() * study.hardware.devices_per_chip);
+  const SearchSpace s = default_space(study.config, cores);
+  std::string paths;
+  for (const auto& a : s.axes) paths += a.path + "(" + std::to_string(a.values.size()) + ") ";
+  INFO(paths);
+  REQUIRE(axis(s, "parallelism.pipeline"));
+  CHECK(axis(s, "parallelism.pipeline")->values == std::vector<nlohmann::json>{1, 2, 4, 8, 16});
+  REQUIRE(axis(s, "parallelism.dcn_pipeline"));
+  CHECK(axis(s, "parallelism.dcn_pipeline")->values == std::vector<nlohmann::json>{1, 2});
+  CHECK(product(s) <= kMaxPlanLayouts);
 }

@@ -263,6 +263,10 @@ TEST_CASE("mixture-of-experts and latent-attention input errors name their paths
   refused({{"attention_type", "mla"}}, {}, "workload.kv_heads");
   CHECK_THROWS_WITH(graph_of(lm_study("deepseek_v3", {{"positions", "learned"}}), 1),
                     Catch::Contains("workload.positions"));
+  // No flash kernel for the latent attention: refused, not silently run as dot_product.
+  CHECK_THROWS_WITH(
+      graph_of(lm_study("deepseek_v3", {{"attention", "flash"}}), 1),
+      Catch::Contains("workload.attention: flash with workload.attention_type = mla"));
 }
 
 TEST_CASE("over an expert axis the dispatch and combine all-to-alls carry each token's k rows") {

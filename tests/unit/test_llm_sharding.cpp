@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "model_study.hpp"
+#include "models/memory/memory_model.hpp"
 #include "models/parallelism/pipeline_schedule.hpp"
 #include "models/parallelism/rules/axis_registry.hpp"
 
@@ -141,7 +142,7 @@ namespace {
 constexpr long long kPipeD = 256, kPipeS = 128, kPipeL = 8;
 
 Config pipelined_lm(const std::string& topology, long long batch, nlohmann::json parallelism,
-                    long long microbatches) {
+                    long long microbatches, nlohmann::json extra = nlohmann::json::object()) {
   nlohmann::json w{{"model", "decoder_lm"},
                    {"global_batch", batch},
                    {"layers", kPipeL},
@@ -151,6 +152,7 @@ Config pipelined_lm(const std::string& topology, long long batch, nlohmann::json
                    {"vocab", 1024},
                    {"seq_len", kPipeS},
                    {"microbatches", microbatches}};
+  w.update(extra);
   return load_config({{"topology", topology}, {"workload", w}, {"parallelism", parallelism}});
 }
 
@@ -210,6 +212,34 @@ TEST_CASE("activations in flight: GPipe all m microbatches, 1F1B at most p") {
       CHECK(static_cast<double>(chunks) / v < p + 1.0 * p / v);
       CHECK(chunks < m * v);  // fewer than GPipe's
     }
+}
+
+TEST_CASE("full remat in a pipeline: a stage keeps its layers' inputs per microbatch in flight") {
+  // Full remat keeps each layer's input (b x kPipeS x kPipeD bf16 per microbatch of b
+  // sequences) and recomputes the rest before the layer's backward. 2x2 chips x 2 cores = 8
+  // cores: pipeline 2 x data 4, 4 x m x b sequences (b per microbatch and replica, enough for
+  // the activations to set the peak), kPipeL / p layers a stage; rotary positions, so that the
+  // token embedding is the first layer's input (a learned position table's backward reads the
+  // token lookup too). GPipe keeps all m microbatches' inputs at its first backward, 1F1B at
+  // most p: the activations at the peak grow by (kPipeL / p) x that per microbatch with GPipe
+  // and not at all with 1F1B, and without remat each microbatch keeps more than its inputs.
+  const int p = 2, b = 32;
+  const double per_microbatch = b * (kPipeL / p) * kPipeS * kPipeD * 2.0;
+  auto activations = [&](const std::string& schedule, int m, const std::string& remat) {
+    const Config cfg =
+        pipelined_lm("2x2", 4LL * m * b, {{"pipeline", p}, {"pipeline_schedule", schedule}}, m,
+                     {{"remat", remat}, {"positions", "rotary"}});
+    const MemoryProfile mem = analyze_memory(program_of(cfg), 1e18);
+    return mem.bytes_by_class[static_cast<int>(MemoryClass::Activations)];
+  };
+  CHECK(activations("gpipe", 8, "full") - activations("gpipe", 4, "full") ==
+        Approx(4 * per_microbatch));
+  CHECK(activations("1f1b", 8, "full") == Approx(activations("1f1b", 4, "full")));
+  // 1F1B keeps at most p microbatches (fewer at its peak, where the one in its backward has
+  // freed some of its inputs), GPipe all m.
+  CHECK(activations("gpipe", 8, "full") - activations("1f1b", 8, "full") >=
+        (8 - p) * per_microbatch);
+  CHECK(activations("gpipe", 8, "none") - activations("gpipe", 4, "none") > 4 * per_microbatch);
 }
 
 TEST_CASE("the bubble: p - 1 iterations each way on every stage") {

@@ -15,6 +15,7 @@
 #include "models/model_builder.hpp"
 #include "models/parallelism/batch_norm_groups.hpp"
 #include "models/parallelism/layout.hpp"
+#include "models/parallelism/rules/axis_registry.hpp"
 #include "models/parallelism/spatial.hpp"
 #include "models/workload.hpp"
 #include "tools/plan/evaluate.hpp"
@@ -54,6 +55,8 @@ const std::map<std::string, std::string>& short_names() {
                                                     {"parallelism.pipeline_schedule", "schedule"},
                                                     {"parallelism.pipeline_repeats", "repeats"},
                                                     {"parallelism.expert", "expert"},
+                                                    {"parallelism.dcn_pipeline", "dcn_pipeline"},
+                                                    {"parallelism.dcn_fsdp", "dcn_fsdp"},
                                                     {"workload.capacity_factor", "capacity"},
                                                     {"workload.microbatches", "microbatches"},
                                                     {"hardware.megacore", "megacore"},
@@ -194,13 +197,36 @@ std::vector<nlohmann::json> dividing_powers(long long n, long long up_to) {
   return v;
 }
 
+// Makes room for an axis of `values` values: removes the kernel switches (quantization, then
+// the attention kernel), one at a time, until it fits within kMaxPlanLayouts. The mesh axes of
+// issue 49 (the experts', the pipeline's, the slices') come before them; --space adds them back.
+void make_room(SearchSpace& s, std::size_t values) {
+  for (const char* path : {"workload.quantization", "workload.attention"}) {
+    if (space_size(s) * static_cast<long long>(values) <= static_cast<long long>(kMaxPlanLayouts))
+      return;
+    s.axes.erase(std::remove_if(s.axes.begin(), s.axes.end(),
+                                [&](const SpaceAxis& a) { return a.path == path; }),
+                 s.axes.end());
+  }
+}
+
+// The study's own pipeline degree (the registered "pipeline" axis; 1 when it has none).
+long long study_pipeline(const Config& base) {
+  for (const AxisSpec& a : registered_axes())
+    if (a.name == "pipeline" && a.degree) return a.degree->if_applies(base).value_or(1);
+  return 1;
+}
+
 // Issue 49's axes for a decoder (docs/pipeline.md, docs/experts.md), each only while the space
-// stays within kMaxPlanLayouts: with experts, the expert axis (powers of two dividing them) and,
-// with capacity dispatch, the capacity factor; when the study's own layout does not fit in HBM
-// or its batch does not divide over its replicas (too few sequences for the devices without a
-// pipeline), the pipeline: its degree (powers of two dividing the layers, up to 16), the
-// schedule, more microbatches to fill it (up to 32) and two chunks per stage. The model's
-// layers and experts are read from its op graph.
+// stays within kMaxPlanLayouts (the expert, slice and pipeline axes first making room, see
+// make_room): with experts, the expert axis (powers of two dividing them) and, with capacity
+// dispatch, the capacity factor; when the study's own layout does not fit in HBM or its batch
+// does not divide over its replicas (too few sequences for the devices without a pipeline), or
+// a multislice study is pipelined already: the pipeline's degree (powers of two dividing the
+// layers, up to 16), on multislice what the slices carry (parallelism.dcn_pipeline, then
+// parallelism.dcn_fsdp: 1 or the slices), the schedule, more microbatches to fill it (up to 32)
+// and two chunks per stage. The model's layers and experts are read from its op
+// graph.
 void add_pipeline_and_expert_axes(SearchSpace& s, const Config& base, int cores) {
   const OpGraph g = model_builder_for(base)->build(base, 1);
   std::int64_t experts = 0;
@@ -211,13 +237,27 @@ void add_pipeline_and_expert_axes(SearchSpace& s, const Config& base, int cores)
     capacity = capacity || n.name.find("moe.dispatch_einsum") != std::string::npos;
   }
   if (experts > 0) {
-    add_within_limit(s, {"parallelism.expert", dividing_powers(experts, cores)});
+    auto degrees = dividing_powers(experts, cores);
+    make_room(s, degrees.size());
+    add_within_limit(s, {"parallelism.expert", std::move(degrees)});
     if (capacity) add_within_limit(s, {"workload.capacity_factor", {1.0, 1.25, 2.0}});
   }
   if (g.layers() < 2) return;
+  const int slices = slices_of(base);
   const std::string own = cli::check_candidate(base.json()).rejected_class;
-  if (own != "does not fit in HBM" && own != "invalid workload.global_batch") return;
-  add_within_limit(s, {"parallelism.pipeline", dividing_powers(g.layers(), std::min(cores, 16))});
+  if (own != "does not fit in HBM" && own != "invalid workload.global_batch" &&
+      !(slices > 1 && study_pipeline(base) > 1))
+    return;
+  auto stages = dividing_powers(g.layers(), std::min(cores, 16));
+  make_room(s, stages.size());
+  add_within_limit(s, {"parallelism.pipeline", std::move(stages)});
+  // Multislice: what the slices carry, data (1) or, instead, the pipeline's stages or fsdp
+  // (MaxText's dcn_pipeline_parallelism, dcn_fsdp_parallelism), in that order.
+  for (const char* path : {"parallelism.dcn_pipeline", "parallelism.dcn_fsdp"})
+    if (slices > 1 && base.has(path)) {
+      make_room(s, 2);
+      add_within_limit(s, {path, {1, slices}});
+    }
   add_within_limit(s, {"parallelism.pipeline_schedule", {"gpipe", "1f1b", "interleaved"}});
   for (const auto& a : s.axes)
     if (a.path == "workload.microbatches") {
