@@ -132,6 +132,25 @@ TEST_CASE("multislice: the report counts every slice's chips and splits communic
   CHECK_THAT(text.out, Catch::Contains("over the data-center network"));
 }
 
+TEST_CASE("multislice: a layout out of memory and validate count every slice's chips too") {
+  // 4 slices of 2x2 v3 chips at 256 sequences per core: out of memory (exit 1), and the --json
+  // verdict (a sweep's row) counts the chips and cores of the 4 slices, as a run's report does.
+  auto r = run_tpusim(bert(4, "2x2", 32 * 256));
+  REQUIRE(r.exit_code == 1);
+  const json j = json::parse(r.out);
+  CHECK(j["out_of_memory"] == true);
+  CHECK(j["chips"] == 16);
+  CHECK(j["cores"] == 32);
+  std::vector<std::string> validate = bert(4);
+  validate[0] = "validate";
+  auto v = run_tpusim(validate);
+  INFO(v.err);
+  REQUIRE(v.exit_code == 0);
+  const json k = json::parse(v.out);
+  CHECK(k["chips"] == 16);
+  CHECK(k["cores"] == 32);
+}
+
 TEST_CASE("multislice: the symmetric and the full simulation agree") {
   auto runs = [](const std::string& mode) {
     auto r = run_tpusim(with_sets(bert(2, "4x4", 64), {"sim.symmetry=" + mode}));
