@@ -288,6 +288,18 @@ class Deriver {
     op.bytes_written = f.bytes_read;                     // dQ, dK, dV
     op.split = divided(f.split);
     op.shapes = f.shapes;
+    // K and V gathered over "sequence" (MaxText's context parallelism): read whole again (the
+    // forward's kept gathers, or the recomputed forward's), and dK, dV, partial sums over the
+    // sequence axis's queries, reduce-scattered back to their owners; dQ stays local.
+    for (const OperandGather& g : f.gathers) {
+      if (g.slot != 1 || ins.size() < 2) continue;
+      OperandGather again = g;
+      again.from = {saved(ins[1])};
+      op.gathers.push_back(std::move(again));
+      op.scatter_partial = true;  // over "sequence" (sequence_axis.cpp)
+      op.scatter_bytes += g.bytes;
+      op.scatter_divisors = g.divisors;
+    }
     std::vector<int> saved = ins;
     saved.push_back(v);
     const int b = add_backward(std::move(op), v, saved, false);

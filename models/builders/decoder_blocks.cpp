@@ -163,6 +163,23 @@ int add_attention_out(OpGraph& g, const std::string& p, const DecoderDims& d, in
   return g.add(std::move(out), {c});
 }
 
+// Sequence axis, sequence_attention = gather: each core's queries need the keys and values of the
+// whole sequence, K and V (input 1) all-gathered over "sequence" (`batch x kv heads x seq_len x
+// head_dim` bf16 each, divided by "model" where it splits the K/V heads and by "model2"), kept
+// for the backward pass, whose gradients are reduce-scattered back (training.cpp).
+void add_kv_gathers(OpNode& op, const DecoderDims& d, const char* k = "k", const char* v = "v") {
+  const double kv = static_cast<double>(d.batch) * d.kv_heads * d.seq * d.head_dim;
+  std::vector<std::string> divisors{"model2"};
+  if (d.kv_split_by_model()) divisors.push_back("model");
+  for (const char* name : {k, v}) {
+    if (!name) continue;
+    OperandGather gather = bf16_gather(kv, {"sequence"}, divisors, 1);
+    gather.name = name;
+    gather.keep = true;
+    op.gathers.push_back(std::move(gather));
+  }
+}
+
 // Online softmax of flash attention: the causal softmax plus, per element, the rescale of the
 // running sum and output by the new maximum (exp of the difference, multiply).
 constexpr double kFlashSoftmax = kCausalSoftmax + 2;
@@ -195,7 +212,11 @@ OpNode flash_attention(const std::string& name, const DecoderDims& d) {
   op.selective_remat = true;
   op.checkpoint_name = "context";
   split_rows_model2(op, d, SplitDim::Batch);
-  split_tokens(op, d, d.sequence_all_to_all ? SplitDim::Batch : SplitDim::M);
+  // A sequence axis divides the block products (each core its heads under all-to-all; with K
+  // and V gathered, its queries' blocks against the whole sequence's keys: load-balanced, as
+  // MaxText's context parallelism orders the sequence, 1/sequence of the causal blocks).
+  split_tokens(op, d, SplitDim::Batch);
+  if (d.sequence_degree > 1 && !d.sequence_all_to_all) add_kv_gathers(op, d);
   return op;
 }
 
@@ -275,17 +296,10 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
     split_tokens(*op, d, d.sequence_all_to_all ? SplitDim::Batch : SplitDim::M);
   }
   if (d.sequence_degree > 1 && !d.sequence_all_to_all) {
-    // Each core's queries need the keys and values of the whole sequence: K and V gathered
-    // over "sequence" (kept for the backward), their gradients reduce-scattered back.
-    const double kv = static_cast<double>(d.batch) * d.kv_heads * d.seq * hd;
-    std::vector<std::string> divisors{"model2"};
-    if (d.kv_split_by_model()) divisors.push_back("model");
-    for (auto [op, name] : {std::pair{&scores, "k"}, std::pair{&context, "v"}}) {
-      OperandGather gather = bf16_gather(kv, {"sequence"}, divisors, 1);
-      gather.name = name;
-      gather.keep = true;
-      op->gathers.push_back(std::move(gather));
-    }
+    // K before the scores, V before the context (kept for the backward, dK and dV
+    // reduce-scattered back).
+    add_kv_gathers(scores, d, "k", nullptr);
+    add_kv_gathers(context, d, nullptr, "v");
   }
   const int s = g.add(std::move(scores), {q_src, kv_src});
   const int probs = g.add(std::move(softmax), {s});

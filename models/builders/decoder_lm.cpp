@@ -224,11 +224,6 @@ DecoderDims read_dims(const Config& cfg, std::int64_t batch) {
     problems.add(kDecoderLmFlashBlock.path(), std::to_string(d.flash_block) +
                                                   " tokens; allowed: a multiple of 128 (the "
                                                   "MXU's and VMEM's tiles)");
-  if (d.flash && d.sequence_degree > 1)
-    problems.add(kDecoderLmAttention.path(),
-                 "flash with parallelism.sequence = " + std::to_string(d.sequence_degree) +
-                     ": flash attention over a sequence axis (ring attention) is not modelled; "
-                     "allowed: dot_product, or parallelism.sequence = 1");
   if (d.model2_degree > 1 && !d.shard_activations)
     problems.add("parallelism.model2",
                  std::to_string(d.model2_degree) +

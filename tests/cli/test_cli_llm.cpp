@@ -172,6 +172,14 @@ TEST_CASE("2D and sequence-axis layouts run - a degree that does not divide is o
   const json a2a = llm_json(small, {"--set", "parallelism.sequence=2", "--set",
                                     "parallelism.sequence_attention=all_to_all"});
   CHECK(a2a["collectives"]["all-to-all"]["count"].get<double>() > 0);
+  // Flash attention over the sequence axis (MaxText's context parallelism) runs: K and V
+  // gathered over it, dK and dV reduce-scattered, the model FLOPs those of any layout.
+  const json flash =
+      llm_json(small, {"--set", "parallelism.sequence=2", "--set", "workload.attention=flash"});
+  const json flash_plain = llm_json(small, {"--set", "workload.attention=flash"});
+  CHECK(flash["collectives_by_axis"]["sequence"]["bytes_per_core"].get<double>() > 0);
+  CHECK(flash["mfu"].get<double>() * flash["step_time_ms"].get<double>() ==
+        Approx(flash_plain["mfu"].get<double>() * flash_plain["step_time_ms"].get<double>()));
   // The model FLOPs of the step (MFU x step time x the same cores' peak) do not depend on the
   // layout.
   const json plain = llm_json(small);

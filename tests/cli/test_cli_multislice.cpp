@@ -132,6 +132,25 @@ TEST_CASE("multislice: the report counts every slice's chips and splits communic
   CHECK_THAT(text.out, Catch::Contains("over the data-center network"));
 }
 
+TEST_CASE("multislice: a layout out of memory and validate count every slice's chips too") {
+  // 4 slices of 2x2 v3 chips at 256 sequences per core: out of memory (exit 1), and the --json
+  // verdict (a sweep's row) counts the chips and cores of the 4 slices, as a run's report does.
+  auto r = run_tpusim(bert(4, "2x2", 32 * 256));
+  REQUIRE(r.exit_code == 1);
+  const json j = json::parse(r.out);
+  CHECK(j["out_of_memory"] == true);
+  CHECK(j["chips"] == 16);
+  CHECK(j["cores"] == 32);
+  std::vector<std::string> validate = bert(4);
+  validate[0] = "validate";
+  auto v = run_tpusim(validate);
+  INFO(v.err);
+  REQUIRE(v.exit_code == 0);
+  const json k = json::parse(v.out);
+  CHECK(k["chips"] == 16);
+  CHECK(k["cores"] == 32);
+}
+
 TEST_CASE("multislice: the symmetric and the full simulation agree") {
   auto runs = [](const std::string& mode) {
     auto r = run_tpusim(with_sets(bert(2, "4x4", 64), {"sim.symmetry=" + mode}));
@@ -147,6 +166,41 @@ TEST_CASE("multislice: the symmetric and the full simulation agree") {
     CHECK(a[k] == f[k]);
   CHECK(a["dcn"] == f["dcn"]);
   CHECK(a["links"] == f["links"]);
+}
+
+TEST_CASE(
+    "multislice: a hierarchical all-reduce's ICI halves move 2 (n-1)/n of the buffer per core") {
+  // 2 slices of 4x4 v3 chips (32 cores each), one all-reduce of B over all 64 cores: inside each
+  // slice a reduce-scatter and an all-gather over its n = 32 cores, each core sending (n-1)/n of
+  // B in each (any algorithm that sends each byte once: per dimension, rings), around the DCN
+  // ring of the shards. The links of a slice (ICI and on-chip; the other slice is its image)
+  // carry 2 (n-1) B in all; the DCN 2 (S-1)/S of each core's B/n shard.
+  char tmpl[] = "/tmp/tpusim_ici_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string csv = dir + "/links.csv";
+  const double b = 1024.0 * 1024, n = 32;
+  auto r = run_tpusim({"collective", "--op", "all-reduce", "--bytes", "1MiB", "--topology", "4x4",
+                       "--mesh", "data=32", "--axes", "data", "--set", "topology.slices=2", "--set",
+                       "sim.symmetry=off", "--json", "--links-csv", csv});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  std::istringstream in(slurp(csv));
+  double ici = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '"') line.erase(0, 1);
+    if (line.rfind("multipod.chip(", 0) != 0) continue;
+    const auto quote = line.find("\",");
+    REQUIRE(quote != std::string::npos);
+    std::stringstream cells(line.substr(quote + 2));
+    std::string bandwidth, bytes;
+    std::getline(cells, bandwidth, ',');
+    std::getline(cells, bytes, ',');
+    ici += std::stod(bytes);
+  }
+  CHECK(ici == Approx(2 * (n - 1) * b));
+  const double devices_per_chip = j["cores"].get<double>() / j["chips"].get<double>();
+  CHECK(j["dcn_bytes_per_chip"].get<double>() == Approx(2.0 * 1 / 2 * b / n * devices_per_chip));
 }
 
 TEST_CASE("multislice: bad slice counts are one error line with exit code 2") {

@@ -111,6 +111,23 @@ TEST_CASE("layouts that ran fit: MaxText's v5p 32B and 64B rows with minimal rem
   }
 }
 
+TEST_CASE("MLPerf GPT-3 layouts fit: the v5p meshes of the reference, the v5e and v6e studies") {
+  // Issue 47: none of the MLPerf GPT-3 layouts may be refused. v5p: data 12 x fsdp 16 x tensor 8
+  // on 8 x 12 x 16 and data 16 x fsdp 48 x tensor 8 on 8 x 16 x 48 (the reference page), int8,
+  // save_dot_except_logits_ffn1; v5e: 16 v5e-256 slices, fsdp 32 x tensor 8 in each; v6e: 8
+  // v6e-256 slices, likewise (docs/llm.md, MLPerf GPT-3 layouts).
+  const std::vector<std::pair<const char*, std::vector<std::string>>> runs{
+      {"mlperf_gpt3_175b_v5p_1536.json", {}},
+      {"mlperf_gpt3_175b_v5p_1536.json", {"topology=8x16x48", "parallelism.fsdp=48"}},
+      {"mlperf_gpt3_175b_v5e_4096.json", {}},
+      {"mlperf_gpt3_175b_v6e_2048.json", {}}};
+  for (const auto& [study, sets] : runs) {
+    const MemoryProfile m = memory_of(study, sets);
+    INFO(study << " " << sets.size() << " sets: " << m.peak_bytes / (1 << 30) << " GiB");
+    CHECK(m.fits());
+  }
+}
+
 TEST_CASE("TPU v3 verdicts stay those of the runs: 14 sequences per core fit, 256 do not") {
   // MLPerf TF2 BERT: 14 per core on 16 chips ran; 256 per core (issue 9's example) XLA refused.
   CHECK(memory_of("bert_large_16.json",

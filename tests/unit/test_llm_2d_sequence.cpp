@@ -184,6 +184,63 @@ TEST_CASE("sequence axis: K and V gathered over the sequence, dK and dV reduce-s
   CHECK(p.model_flops == Approx(lm({{"model", 4}}, 1, 2).model_flops).epsilon(1e-12));
 }
 
+TEST_CASE(
+    "flash attention over a sequence axis: K and V gathered, 1/sequence of the causal blocks, dK "
+    "and dV reduce-scattered") {
+  // MaxText's context parallelism: model 2 x sequence 2 (x data 2), one sequence of 1024 tokens
+  // per replica in flash blocks of 128: nb = 8 blocks a side, nb (nb + 1) / 2 = 36 on or below
+  // the diagonal. Load-balanced (each core 2 of the 2 x sequence chunks, i and 3 - i), each core
+  // runs exactly 36 / sequence of them against the gathered K and V.
+  const double m = 2, sp = 2, s = 1024, block = 128, nb = s / block, blocks = nb * (nb + 1) / 2;
+  const nlohmann::json flash{{"attention", "flash"}, {"seq_len", s}, {"flash_block", block}};
+  const nlohmann::json par{{"model", m}, {"sequence", sp}};
+  const Program p = program_of(lm_config(par, 1, 2, "none", flash));
+  const std::string a = "decoder.0.attention.flash_attention";
+  // K and V of the whole sequence for the core's 2 heads, bf16, each gathered over "sequence".
+  const double kv = kHeads / m * s * kHd * 2;
+  for (const char* name : {".k.all-gather", ".v.all-gather"}) {
+    const Op& g = op_named(p, a + name);
+    CHECK(g.collective.axes == kSeq);
+    CHECK(g.collective.bytes == kv);
+  }
+  // The forward: per core 2 block products (scores, context) of each of its heads' blocks.
+  const Op& f = op_named(p, a);
+  CHECK(f.compute.matmul->batch == 2 * (kHeads / m) * blocks / sp);
+  CHECK(f.compute.matmul->m == block);
+  CHECK(f.compute.matmul->n == block);
+  const double square = 4 * kHeads * s * s * kHd;  // scores and context, whole, one sequence
+  CHECK(f.compute.matmul->flops() == Approx(square / (m * sp) * (nb + 1) / (2 * nb)));
+  // The backward reads the forward's kept gathers (none again), its five block products per
+  // block, and reduce-scatters dK and dV (partial over every core's queries) back: 1/sequence
+  // kept. dQ stays local.
+  const Op& b = op_named(p, a + ".bwd");
+  CHECK(b.compute.matmul->flops() == Approx(2.5 * f.compute.matmul->flops()));
+  const Op& rs = op_named(p, a + ".bwd.reduce-scatter");
+  CHECK(rs.collective.axes == kSeq);
+  CHECK(rs.collective.bytes == 2 * kv);
+  CHECK(rs.output.bytes == 2 * kv / sp);
+  CHECK(count_over(p, CollectiveKind::AllGather, kSeq) == 2);
+  CHECK(count_over(p, CollectiveKind::ReduceScatter, kSeq) == 1);
+  const auto& deps = p.ops[index_of(p, a + ".bwd")].deps;
+  CHECK(std::find(deps.begin(), deps.end(), index_of(p, a + ".k.all-gather")) != deps.end());
+  // Memory: the gathered K and V stay live (activations) until the backward reads them.
+  CHECK(p.ops[index_of(p, a + ".k.all-gather")].output.last_use >= index_of(p, a + ".bwd"));
+  // Under full remat the recomputed forward gathers them again.
+  const Program full = program_of(lm_config(par, 1, 2, "full", flash));
+  CHECK(count_over(full, CollectiveKind::AllGather, kSeq) == 4);
+  CHECK(count_over(full, CollectiveKind::ReduceScatter, kSeq) == 1);
+  // All-to-all resharding: no gathers, each core its heads' blocks whole.
+  nlohmann::json a2a = par;
+  a2a["sequence_attention"] = "all_to_all";
+  const Program h = program_of(lm_config(a2a, 1, 2, "none", flash));
+  CHECK(count_over(h, CollectiveKind::AllGather, kSeq) == 0);
+  CHECK(op_named(h, a).compute.matmul->batch == 2 * (kHeads / m) * blocks / sp);
+  // The model FLOPs are any layout's.
+  CHECK(p.model_flops ==
+        Approx(program_of(lm_config({{"model", 4}}, 1, 2, "none", flash)).model_flops)
+            .epsilon(1e-12));
+}
+
 TEST_CASE("sequence axis with all-to-all resharding: Q, K, V to heads and the context back") {
   const double m = 2, sp = 2, T = kS;
   const Program p =

@@ -24,7 +24,8 @@ const CommandRegistrar kPlanRegister{[](CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--top", a->top, "layouts to list (and to keep out of the pruning)")
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--objective", a->objective, "step_time or examples_per_s_per_chip");
+  cmd->add_option("--objective", a->objective,
+                  "step_time, examples_per_s_per_chip, mfu or tokens_per_s_per_chip");
   cmd->add_option("--out", a->out_dir, "results store (default out/plan_<name of the study>)");
   cmd->add_option("--tie", a->tie_percent,
                   "flag layouts within this many percent of the winner as near ties (the "

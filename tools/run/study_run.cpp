@@ -29,7 +29,7 @@ int report_oom(const RunArgs& a, const Study& study, const Program& program,
   std::cerr << "tpusim: out of memory: " << describe_oom(memory.profile)
             << "; --allow-oom simulates anyway\n";
   if (a.json) {
-    const int chips = topology.num_chips();
+    const int chips = topology.num_chips() * topology.slices();  // every slice's, as a run's
     nlohmann::json j = {{"schema_version", kReportSchemaVersion},
                         {"tpusim_version", TPUSIM_VERSION},
                         {"study", study.source},

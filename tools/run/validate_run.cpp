@@ -19,18 +19,18 @@ int validate_study(const std::string& study_path, const std::vector<std::string>
   const TimedMemory memory = analyze_timed(program, study.hardware.hbm_bytes_per_core);
   const bool fits = memory.profile.fits();
   if (as_json) {
-    const nlohmann::json out = {
-        {"study", study_path},
-        {"model", program.model},
-        {"topology", topology.describe()},
-        {"chips", topology.num_chips()},
-        {"cores", static_cast<long long>(topology.num_chips()) * study.hardware.devices_per_chip},
-        {"layout", layout_string(program, study.config)},
-        {"ops", program.ops.size()},
-        {"collectives", program.num_collectives()},
-        {"fits_memory", fits},
-        {"memory", memory_json(memory.profile, memory.seconds)},
-        {"config", study.config.json()}};
+    const nlohmann::json out = {{"study", study_path},
+                                {"model", program.model},
+                                {"topology", topology.describe()},
+                                {"chips", topology.num_chips() * topology.slices()},
+                                {"cores", static_cast<long long>(topology.num_chips()) *
+                                              topology.slices() * study.hardware.devices_per_chip},
+                                {"layout", layout_string(program, study.config)},
+                                {"ops", program.ops.size()},
+                                {"collectives", program.num_collectives()},
+                                {"fits_memory", fits},
+                                {"memory", memory_json(memory.profile, memory.seconds)},
+                                {"config", study.config.json()}};
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << (fits ? "ok: " : "out of memory: ") << study_path << ": " << program.model

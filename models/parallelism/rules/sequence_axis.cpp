@@ -2,7 +2,8 @@
 // sequence (OpSplit::sequence). Attention needs the keys and values of the whole sequence: the
 // builder marks their all-gathers (OperandGather, kept for the backward pass) or the all-to-all
 // reshardings to heads (parallelism.sequence_attention); ops reducing over the tokens hold
-// partial sums over the axis (reduce-scattered where their readers take them sharded: dK, dV).
+// partial sums over the axis (reduce-scattered where their readers take them sharded: dK, dV,
+// also of flash attention's backward).
 // The weights are replicated over the axis and their gradients summed over it, as over "data".
 #include "models/parallelism/rules/sharding_rule.hpp"
 
@@ -13,7 +14,9 @@ class SequenceAxis final : public ShardingRule {
  public:
   bool live(const Layout& l) const override { return l.sequence > 1; }
   bool partial(const OpNode& n, const Layout& l) const override {
-    return n.split.sequence == SplitDim::K;
+    // Flash attention's backward with K and V gathered over the axis: its work is split by blocks
+    // (SplitDim::Batch), but dK and dV (scatter_bytes) sum every core's queries (training.cpp).
+    return n.split.sequence == SplitDim::K || (n.flash_attention && n.scatter_bytes > 0);
   }
   bool scatters() const override { return true; }
 };
