@@ -331,6 +331,7 @@ int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderD
   }
   OpNode qb =
       weight_matmul(p + (d.q_lora_rank > 0 ? "q_b" : "q"), tokens, q_in, d.heads * qk, false);
+  qb.checkpoint_name = "query_proj";  // MaxText's MLA names its projections as MHA's
   split_columns(qb);
   q = g.add(std::move(qb), {q});
   // kv_a also makes the shared rotary key part (qk_rope_head_dim) beside the latent.
@@ -343,6 +344,7 @@ int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderD
   const int kv_latent = g.add(std::move(kv_norm), {kv_a});
   OpNode kvb = weight_matmul(p + "kv_b", tokens, d.kv_lora_rank,
                              d.heads * (d.qk_nope_head_dim + d.v_head_dim), false);
+  kvb.checkpoint_name = "kv_proj";
   split_columns(kvb);
   const int kv = g.add(std::move(kvb), {kv_latent});
   // Rotary on the queries' rotary parts (split with the heads) and the shared key part.
@@ -363,8 +365,10 @@ int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderD
   }
   const int sc = g.add(std::move(scores), {qr, kv});
   const int probs = g.add(std::move(softmax), {sc});
+  context.checkpoint_name = "context";
   const int c = g.add(std::move(context), {probs, kv});
   OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * d.v_head_dim, d.d_model, false);
+  out.checkpoint_name = "out_proj";
   split_rows(out);
   return g.add(std::move(out), {c});
 }

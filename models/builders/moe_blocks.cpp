@@ -112,6 +112,7 @@ int add_expert_mlps(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   const std::int64_t width = d.swiglu ? 2 * d.expert_d_ff : d.expert_d_ff;
   OpNode in = grouped_matmul(p + "moe.experts.in", d.experts, rows.per_expert, d.d_model, width);
   in.model_flops_share = rows.model_share;
+  in.checkpoint_name = "mlpwi";  // MaxText's moe.py names its expert matmuls as the dense MLP's
   split_columns(in);
   const int i = g.add(std::move(in), {x});
   const double elements = static_cast<double>(d.experts) * rows.per_expert * d.expert_d_ff;
@@ -124,6 +125,7 @@ int add_expert_mlps(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   OpNode out =
       grouped_matmul(p + "moe.experts.out", d.experts, rows.per_expert, d.expert_d_ff, d.d_model);
   out.model_flops_share = rows.model_share;
+  out.checkpoint_name = "mlpwo";
   split_rows(out);
   return g.add(std::move(out), {a});
 }

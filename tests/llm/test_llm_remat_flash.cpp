@@ -112,3 +112,33 @@ TEST_CASE("a remat policy, attention kernel or block not allowed is one error na
   CHECK_THROWS_WITH(lm({{"attention", "flash"}, {"flash_block", 200}}),
                     Catch::Contains("workload.flash_block"));
 }
+
+TEST_CASE("MaxText's remat names reach the latent attention's and the experts' matmuls") {
+  // DeepSeek-style layers (docs/experts.md): the latent attention's q_b (query_proj), kv_b
+  // (kv_proj), context and attention_out (out_proj), and the experts' grouped matmuls (mlpwi,
+  // mlpwo) carry MaxText's checkpoint names. Per layer, bf16, one sequence of T tokens:
+  // query_proj H (nope + rope) features, kv_proj H (nope + v), context H v, out_proj d_model.
+  constexpr double kNope = 32, kRope = 16, kV = 32, kExpertFf = 256, kTopK = 2;
+  const nlohmann::json mla{{"attention_type", "mla"},   {"q_lora_rank", 64},
+                           {"kv_lora_rank", 32},        {"qk_nope_head_dim", kNope},
+                           {"qk_rope_head_dim", kRope}, {"v_head_dim", kV},
+                           {"positions", "rotary"}};
+  auto kept = [](nlohmann::json w, const char* policy) {
+    w["remat"] = policy;
+    return kept_at_loss(lm(w));
+  };
+  const double t = kRematS * 2;
+  const double qkv = kH * (kNope + kRope) * t + kH * (kNope + kV) * t, context = kH * kV * t,
+               out = kRematD * t, wi = kRematF * t;
+  const double full = kept(mla, "full");
+  CHECK(kept(mla, "save_qkv_proj") - full == Approx(kL * qkv));
+  CHECK(kept(mla, "save_out_proj") - full == Approx(kL * out));
+  CHECK(kept(mla, "minimal") - full == Approx(kL * (qkv + out + wi)));
+  CHECK(kept(mla, "minimal_with_context") - full == Approx(kL * (qkv + context + out + wi)));
+  // Routed experts, dropless, uniform routing: T k rows through the experts' in (expert_d_ff
+  // wide, GELU) and out (d_model wide, read by the combine's gradient) on every layer.
+  nlohmann::json moe = mla;
+  moe.update({{"experts", 4}, {"experts_per_token", kTopK}, {"expert_d_ff", kExpertFf}});
+  CHECK(kept(moe, "minimal") - kept(moe, "save_dot_except_mlp") ==
+        Approx(kL * kRematS * kTopK * (kExpertFf + kRematD) * 2));
+}
