@@ -16,10 +16,12 @@ constexpr std::int64_t kMinPrefillBucket = 16;
 // A sequence holding a slot.
 struct Seq {
   std::size_t id = 0;
-  std::int64_t prefilled = 0;  ///< prompt tokens in the cache
-  std::int64_t generated = 0;  ///< output tokens sampled
-  double reserved = 0;         ///< KV tokens reserved for it
-  std::int64_t hit = 0;        ///< prompt tokens found in the prefix cache
+  std::int64_t input = 0, output = 0;  ///< its request's tokens (kept here: read every step)
+  std::int64_t prefilled = 0;          ///< prompt tokens in the cache
+  std::int64_t generated = 0;          ///< output tokens sampled
+  double reserved = 0;                 ///< KV tokens reserved for it
+  std::int64_t hit = 0;                ///< prompt tokens found in the prefix cache
+  bool decoding() const { return prefilled >= input; }
 };
 
 // JetStream pads a prompt to its prefill bucket: the next power of two (at least 16).
@@ -67,6 +69,8 @@ class Engine {
   Seq admit() {
     Seq q;
     q.id = waiting.front();
+    q.input = req_[q.id].input;
+    q.output = req_[q.id].output;
     waiting.pop_front();
     q.reserved = reservation(q.id);
     q.hit = hit(q.id);
@@ -95,7 +99,9 @@ class Engine {
     ++out_.iterations;
   }
   void sample() {
-    out_.occupancy.push_back({t, id_, static_cast<std::int64_t>(running.size()), kv_used_});
+    const Occupancy o{t, id_, static_cast<std::int64_t>(running.size()), kv_used_};
+    if (id_ == 0) out_.occupancy_stats.add(o);
+    if (keep_) out_.occupancy.push_back(o);
   }
 
   // The prompts `fresh` were prefilled in the step that ended at t: their first tokens; those
@@ -105,7 +111,7 @@ class Engine {
       cache_prefix(q);
       q.generated = 1;
       out_.results[q.id].first_token_s = t;
-      if (req_[q.id].output <= 1)
+      if (q.output <= 1)
         finish(q);
       else
         running.push_back(q);
@@ -119,31 +125,28 @@ class Engine {
 
   // One decode step of every running sequence that has its prompt in the cache.
   void decode_step() {
-    std::int64_t b = 0;
-    double kv = 0;
-    for (const Seq& q : running)
-      if (q.prefilled >= req_[q.id].input) {
+    std::int64_t b = 0, kv = 0;  // the cached tokens summed exactly (a loop without a float)
+    bool done = false;
+    for (Seq& q : running)
+      if (q.decoding()) {
         ++b;
-        kv += static_cast<double>(q.prefilled + q.generated - 1);
+        kv += q.prefilled + q.generated - 1;
+        done |= ++q.generated >= q.output;
       }
     if (b == 0) return;
-    record("decode", times_.decode_s(b, kv / static_cast<double>(b)), b, 0);
-    advance_decoders();
+    record("decode", times_.decode_s(b, static_cast<double>(kv) / static_cast<double>(b)), b, 0);
+    if (done) retire();
   }
-  void advance_decoders() {
-    for (Seq& q : running)
-      if (q.prefilled >= req_[q.id].input && q.generated >= 1) ++q.generated;
-    retire();
-  }
+  // The sequences that have all their tokens leave, the others keep their order.
   void retire() {
-    std::vector<Seq> keep;
-    for (const Seq& q : running) {
-      if (q.generated >= req_[q.id].output)
-        finish(q);
+    auto kept = running.begin();
+    for (auto it = running.begin(); it != running.end(); ++it) {
+      if (it->generated >= it->output)
+        finish(*it);
       else
-        keep.push_back(q);
+        *kept++ = *it;
     }
-    running.swap(keep);
+    running.erase(kept, running.end());
   }
 
   // Prompts packed into one prefill step (continuous, disaggregated's prefill slice).
@@ -157,7 +160,7 @@ class Engine {
       fresh.push_back(admit());
       const std::int64_t step = padded ? prefill_bucket(n) : n;
       cached += static_cast<double>(fresh.back().hit) * static_cast<double>(step);
-      fresh.back().prefilled = req_[fresh.back().id].input;
+      fresh.back().prefilled = fresh.back().input;
       tokens += step;
     }
     if (!fresh.empty())
@@ -170,28 +173,34 @@ class Engine {
   // chunked_prefill: the decode tokens first, then prompt chunks in the budget left.
   void mixed_step() {
     const std::int64_t budget = s_.max_num_batched_tokens;
-    std::int64_t b = 0;
-    double kv = 0;
-    for (const Seq& q : running)
-      if (q.prefilled >= req_[q.id].input && b < budget) {
+    std::int64_t b = 0, kv = 0;
+    bool done = false;
+    std::size_t first_prefill = running.size();
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      Seq& q = running[i];
+      if (!q.decoding()) {
+        first_prefill = std::min(first_prefill, i);
+      } else if (b < budget) {  // its next token (sampled at the end of the step)
         ++b;
-        kv += static_cast<double>(q.prefilled + q.generated - 1);
+        kv += q.prefilled + q.generated - 1;
+        done |= ++q.generated >= q.output;
       }
+    }
     std::int64_t left = budget - b, chunk = 0, prefix = -1;
     while (can_admit()) running.push_back(admit());
-    std::vector<std::size_t> done_prefill;
-    for (std::size_t i = 0; i < running.size() && left > 0; ++i) {
+    done_prefill.clear();
+    for (std::size_t i = first_prefill; i < running.size() && left > 0; ++i) {
       Seq& q = running[i];
-      const std::int64_t need = req_[q.id].input - q.prefilled;
+      const std::int64_t need = q.input - q.prefilled;
       if (need <= 0) continue;
       const std::int64_t c = std::min(need, left);
       if (prefix < 0) prefix = q.prefilled;
       q.prefilled += c;
       chunk += c;
       left -= c;
-      if (q.prefilled >= req_[q.id].input) done_prefill.push_back(i);
+      if (q.decoding()) done_prefill.push_back(i);
     }
-    const double mean_kv = b > 0 ? kv / static_cast<double>(b) : 0;
+    const double mean_kv = b > 0 ? static_cast<double>(kv) / static_cast<double>(b) : 0;
     double dur = 0;
     if (chunk == 0) {
       dur = times_.decode_s(b, mean_kv);
@@ -203,20 +212,13 @@ class Engine {
       if (b > 0) dur += times_.decode_s(b, mean_kv) - times_.decode_s(b, 0);
     }
     record(chunk == 0 ? "decode" : "mixed", dur, b, chunk);
-    std::int64_t counted = 0;
-    for (Seq& q : running) {
-      const bool was_decoding = q.generated >= 1;
-      if (was_decoding && counted < b) {
-        ++q.generated;
-        ++counted;
-      }
-    }
     for (std::size_t i : done_prefill) {
       cache_prefix(running[i]);
       running[i].generated = 1;
+      done |= running[i].output <= 1;
       out_.results[running[i].id].first_token_s = t;
     }
-    retire();
+    if (done) retire();
   }
 
  private:
@@ -228,7 +230,8 @@ class Engine {
   bool keep_;
   int id_;
   double kv_used_ = 0;
-  std::set<std::int64_t> cached_;  ///< the prefixes in the cache
+  std::set<std::int64_t> cached_;         ///< the prefixes in the cache
+  std::vector<std::size_t> done_prefill;  ///< mixed_step's, kept to reuse its memory
 };
 
 // Requests that can never be served: counted, not dropped silently.
@@ -376,6 +379,7 @@ ServeRun run_scheduler(const std::vector<Request>& requests, const ServingConfig
         r.never.empty() ? (moved[k].output <= 1 ? r.first_token_s : dec.results[k].done_s) : -1;
   }
   out.iterations += dec.iterations;
+  out.occupancy_stats = dec.occupancy_stats;
   out.occupancy.insert(out.occupancy.end(), dec.occupancy.begin(), dec.occupancy.end());
   out.steps.insert(out.steps.end(), dec.steps.begin(), dec.steps.end());
   return out;

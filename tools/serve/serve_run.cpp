@@ -268,8 +268,9 @@ int run_serve(const ServeArgs& a) {
   check_outputs(a);
   const cli::Study study = cli::load_study_file(a.study, a.sets, cli::LayoutChecks::None);
   const ServingConfig s = read_serving(study.config);
-  const std::vector<Request> requests = make_requests(s);
+  // The step times first: their worker process is forked while the memory is small.
   StepTimes times(study, s);
+  const std::vector<Request> requests = make_requests(s);
   Progress progress;
   times.on_simulated = [&](int n) {
     progress.show(fmt::format("serve: {} step shapes simulated", n));
@@ -287,7 +288,8 @@ int run_serve(const ServeArgs& a) {
   if (a.find_rate) {
     j["find_rate"] = find_rate(requests, s, times, progress);
   } else {
-    j["metrics"] = run_once(requests, s, times, &run, !a.timeline.empty(), progress);
+    j["metrics"] =
+        run_once(requests, s, times, &run, !a.timeline.empty() || !a.out.empty(), progress);
     j["ttft_ms"] = j["metrics"]["ttft_ms"];
     j["tpot_ms"] = j["metrics"]["tpot_ms"];
     j["requests_per_s"] = j["metrics"]["requests_per_s"];
