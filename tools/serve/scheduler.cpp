@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <set>
 
 #include "sim/machine/dcn.hpp"
+#include "tools/serve/prefix_cache.hpp"
 #include "topologies/host_blocks.hpp"
 
 namespace tpusim::serve {
@@ -21,6 +21,7 @@ struct Seq {
   std::int64_t generated = 0;          ///< output tokens sampled
   double reserved = 0;                 ///< KV tokens reserved for it
   std::int64_t hit = 0;                ///< prompt tokens found in the prefix cache
+  bool uses_prefix = false;            ///< holds its prefix's cached blocks (until it finishes)
   bool decoding() const { return prefilled >= input; }
 };
 
@@ -36,7 +37,14 @@ class Engine {
  public:
   Engine(const std::vector<Request>& r, const ServingConfig& s, StepTimes& times, ServeRun& out,
          bool keep, int id)
-      : req_(r), s_(s), times_(times), cap_(times.capacity()), out_(out), keep_(keep), id_(id) {}
+      : req_(r),
+        s_(s),
+        times_(times),
+        cap_(times.capacity()),
+        out_(out),
+        keep_(keep),
+        id_(id),
+        prefixes_(cap_.page_tokens) {}
 
   double t = 0;
   std::deque<std::size_t> waiting;
@@ -53,7 +61,8 @@ class Engine {
     return std::min(r.prefix, r.input - 1) / cap_.page_tokens * cap_.page_tokens;
   }
   std::int64_t hit(std::size_t id) const {
-    return cached_.count(req_[id].prefix_id) > 0 ? shareable(id) : 0;
+    const std::int64_t n = shareable(id);
+    return n > 0 ? prefixes_.cached(req_[id].prefix_id, n) : 0;
   }
   // KV tokens a request holds: preallocated, the model length; paged, its pages (those of a
   // cached prefix are held once, by the cache).
@@ -62,9 +71,14 @@ class Engine {
     const std::int64_t n = req_[id].input + req_[id].output, p = cap_.page_tokens;
     return static_cast<double>((n + p - 1) / p * p - hit(id));
   }
+  // A slot is free and the KV cache holds the request, once prefixes no sequence uses are
+  // evicted if need be (not the one it would hit).
   bool can_admit() const {
-    return !waiting.empty() && static_cast<std::int64_t>(running.size()) < cap_.slots &&
-           kv_used_ + reservation(waiting.front()) <= cap_.pool_tokens;
+    if (waiting.empty() || static_cast<std::int64_t>(running.size()) >= cap_.slots) return false;
+    const std::size_t id = waiting.front();
+    const double room = cap_.pool_tokens - kv_used_ - reservation(id);
+    if (room >= 0) return true;
+    return prefix_caching && room + prefixes_.evictable(hit(id) > 0 ? req_[id].prefix_id : -1) >= 0;
   }
   Seq admit() {
     Seq q;
@@ -75,6 +89,12 @@ class Engine {
     q.reserved = reservation(q.id);
     q.hit = hit(q.id);
     q.prefilled = q.hit;
+    if (q.hit > 0) {
+      prefixes_.acquire(req_[q.id].prefix_id);
+      q.uses_prefix = true;
+    }
+    if (kv_used_ + q.reserved > cap_.pool_tokens)
+      kv_used_ -= prefixes_.evict(kv_used_ + q.reserved - cap_.pool_tokens);
     kv_used_ += q.reserved;
     out_.prompt_tokens += static_cast<double>(req_[q.id].input);
     if (prefix_caching && req_[q.id].prefix_id >= 0) {
@@ -85,13 +105,15 @@ class Engine {
     return q;
   }
   // A prompt's prefill has ended: its prefix's full blocks stay in the cache, held once (moved
-  // from its reservation to the cache's, no eviction).
+  // from its reservation to the cache's) until evicted.
   void cache_prefix(Seq& q) {
     const std::int64_t n = shareable(q.id);
-    if (n == 0 || cached_.count(req_[q.id].prefix_id) > 0) return;
-    cached_.insert(req_[q.id].prefix_id);
-    q.reserved -= static_cast<double>(n);
+    if (n == 0) return;
+    const std::int64_t moved = prefixes_.insert(req_[q.id].prefix_id, n, q.uses_prefix);
+    if (moved > 0) q.uses_prefix = true;
+    q.reserved -= static_cast<double>(moved);
   }
+  std::int64_t evicted_blocks() const { return prefixes_.evicted_blocks(); }
 
   void record(const char* kind, double dur, std::int64_t batch, std::int64_t tokens) {
     if (keep_) out_.steps.push_back({t, t + dur, id_, kind, batch, tokens});
@@ -120,6 +142,7 @@ class Engine {
   void finish(const Seq& q) {
     out_.results[q.id].done_s = t;
     kv_used_ -= q.reserved;
+    if (q.uses_prefix) prefixes_.release(req_[q.id].prefix_id);
     ++finished;
   }
 
@@ -230,7 +253,7 @@ class Engine {
   bool keep_;
   int id_;
   double kv_used_ = 0;
-  std::set<std::int64_t> cached_;         ///< the prefixes in the cache
+  PrefixCache prefixes_;                  ///< the cached prefixes (serving.prefix_caching)
   std::vector<std::size_t> done_prefill;  ///< mixed_step's, kept to reuse its memory
 };
 
@@ -332,6 +355,7 @@ ServeRun run_scheduler(const std::vector<Request>& requests, const ServingConfig
     Engine e(requests, s, times, out, keep_steps, 0);
     e.prefix_caching = s.prefix_caching;
     run_one_engine(requests, s, times, arrival, e, out, progress, false);
+    out.prefix_evicted_blocks = e.evicted_blocks();
     return out;
   }
   // Prefill slice: packed prefills only; each prompt's KV then moves to the decode slice, which
@@ -354,6 +378,7 @@ ServeRun run_scheduler(const std::vector<Request>& requests, const ServingConfig
     }
     pre.sample();
   }
+  out.prefix_evicted_blocks = pre.evicted_blocks();
   std::vector<std::size_t> order(requests.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),

@@ -69,9 +69,11 @@ struct ServeRun {
   std::vector<StepRecord> steps;       ///< every step (kept if asked)
   std::int64_t iterations = 0;
   // Prefix caching (serving.prefix_caching): admitted requests with a shared prefix, those whose
-  // prefix was cached, the prompt tokens they did not prefill and all admitted prompt tokens.
+  // prefix was cached, the prompt tokens they did not prefill, all admitted prompt tokens and
+  // the blocks evicted.
   std::int64_t prefix_lookups = 0, prefix_hits = 0;
   double prefix_cached_tokens = 0, prompt_tokens = 0;
+  std::int64_t prefix_evicted_blocks = 0;  ///< blocks evicted from the prefix cache
 };
 
 /// Runs the scheduler over `requests` (arrival order). `progress` is called now and then with

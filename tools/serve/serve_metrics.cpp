@@ -129,7 +129,9 @@ nlohmann::json serve_metrics(const std::vector<Request>& requests, const ServeRu
                                           : 0.0},
       {"cached_tokens", run.prefix_cached_tokens},
       {"token_hit_rate",
-       run.prompt_tokens > 0 ? run.prefix_cached_tokens / run.prompt_tokens : 0.0}};
+       run.prompt_tokens > 0 ? run.prefix_cached_tokens / run.prompt_tokens : 0.0},
+      {"evicted_blocks", run.prefix_evicted_blocks},
+      {"evicted_tokens", run.prefix_evicted_blocks * cap.page_tokens}};
   return j;
 }
 

@@ -135,12 +135,13 @@ void print_text(std::ostream& o, const nlohmann::json& j) {
   if (m["prefix_cache"]["enabled"].get<bool>())
     o << fmt::format(
         "  prefix      {} of {} lookups hit ({:.1f} %), {:.0f} prompt tokens cached "
-        "({:.1f} %)\n",
+        "({:.1f} %), {} blocks evicted\n",
         m["prefix_cache"]["hits"].get<std::int64_t>(),
         m["prefix_cache"]["lookups"].get<std::int64_t>(),
         100 * m["prefix_cache"]["hit_rate"].get<double>(),
         m["prefix_cache"]["cached_tokens"].get<double>(),
-        100 * m["prefix_cache"]["token_hit_rate"].get<double>());
+        100 * m["prefix_cache"]["token_hit_rate"].get<double>(),
+        m["prefix_cache"]["evicted_blocks"].get<std::int64_t>());
   const auto& sl = m["occupancy"]["slots"];
   const auto& kv = m["occupancy"]["kv_cache"];
   o << fmt::format("  slots       mean {:.1f}, max {:.0f} of {}\n", sl["mean"].get<double>(),

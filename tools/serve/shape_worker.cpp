@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -190,6 +191,12 @@ ShapeWorker::ShapeWorker(SimulateOne simulate_one) : simulate_one_(std::move(sim
   }
   if (pid_ == 0) {
     prctl(PR_SET_NAME, "tpusim-shapes");
+    // The worker takes a fresh arena too, and allocates from it once: jemalloc's paths that
+    // make and grow an arena bind their library calls here (lazily bound in libjemalloc), not
+    // again in every child.
+    use_fresh_arena();
+    void* volatile warm = std::malloc(1 << 16);
+    std::free(warm);
     close(req[1]);
     close(rep[0]);
     to_worker_ = req[0];    // in the worker: where the requests come from

@@ -9,6 +9,7 @@
 
 #include "compiler/compiler.hpp"
 #include "core/errors.hpp"
+#include "core/serving_params.hpp"
 #include "models/builders/decoder_params.hpp"
 #include "models/memory/memory_model.hpp"
 #include "models/parallelism/layout.hpp"
@@ -59,17 +60,6 @@ StepTimes::StepTimes(const cli::Study& study, const ServingConfig& s) : study_(s
   model2_ = l.model2;
   model_ = l.model;
   max_len_ = s.max_model_len;
-  // The worker is forked now, while this process's memory is small (shape_worker.hpp); its
-  // children see this object as it is here: study_ and max_len_ set.
-  worker_ = std::make_unique<ShapeWorker>([this](const StepShape& shape) {
-    const Topology t(study_.topology);
-    const Config cfg = variant(shape.decode, shape.batch, shape.tokens, shape.kv, false);
-    const Program p = compiled_program(cfg, t, study_.hardware,
-                                       shape.decode ? ProgramKind::Decode : ProgramKind::Prefill);
-    SimOptions o = SimOptions::from_config(cfg);
-    o.progress_interval_s = 0;
-    return tpusim::simulate(p, t, study_.hardware, o).step_time.seconds();
-  });
   for (std::int64_t b = unit_;; b *= 2) {
     batches_.push_back(b);
     if (b >= s.max_num_seqs) break;
@@ -89,6 +79,18 @@ StepTimes::StepTimes(const cli::Study& study, const ServingConfig& s) : study_(s
   decode_at_.assign(batches_.size() * kvs_.size(), unknown);
   prefill_at_.assign(tokens_.size() * kvs_.size(), unknown);
   measure_capacity(s);
+  // The worker is forked now, while this process's memory is small (shape_worker.hpp), and
+  // after a Program was built here (measure_capacity), so that the library functions building
+  // one takes are bound already. Its children see this object as it is here.
+  worker_ = std::make_unique<ShapeWorker>([this](const StepShape& shape) {
+    const Topology t(study_.topology);
+    const Config cfg = variant(shape.decode, shape.batch, shape.tokens, shape.kv, false);
+    const Program p = compiled_program(cfg, t, study_.hardware,
+                                       shape.decode ? ProgramKind::Decode : ProgramKind::Prefill);
+    SimOptions o = SimOptions::from_config(cfg);
+    o.progress_interval_s = 0;
+    return tpusim::simulate(p, t, study_.hardware, o).step_time.seconds();
+  });
 }
 
 Config StepTimes::variant(bool decode, std::int64_t batch, std::int64_t tokens, std::int64_t kv,
@@ -148,6 +150,24 @@ void StepTimes::measure_capacity(const ServingConfig& s) {
                           gib(c.static_bytes_core) +
                           "); allowed: a shorter model length, "
                           "workload.kv_cache_dtype = int8, or more model parallelism");
+  if (s.kv_cache_blocks > 0) {
+    const double asked = static_cast<double>(s.kv_cache_blocks * c.page_tokens);
+    if (asked > c.pool_tokens)
+      throw ConfigError(kServeKvCacheBlocks.path(),
+                        std::to_string(s.kv_cache_blocks) + " blocks of " +
+                            std::to_string(c.page_tokens) + " tokens: more than the " +
+                            std::to_string(static_cast<std::int64_t>(c.pool_tokens)) +
+                            " tokens the HBM holds beside the weights and activations; allowed: "
+                            "at most that, or 0 for all of it");
+    if (asked < static_cast<double>(max_len_))
+      throw ConfigError(kServeKvCacheBlocks.path(),
+                        std::to_string(s.kv_cache_blocks) + " blocks of " +
+                            std::to_string(c.page_tokens) +
+                            " tokens cannot hold one sequence of serving.max_model_len = " +
+                            std::to_string(max_len_) + " tokens; allowed: at least " +
+                            std::to_string((max_len_ + c.page_tokens - 1) / c.page_tokens));
+    c.pool_tokens = asked;
+  }
   c.slots = s.max_num_seqs;
   if (!c.paged)
     c.slots = std::min<std::int64_t>(
