@@ -29,4 +29,5 @@ extern const Param<double> kServeTpotLimit;
 extern const Param<std::int64_t> kServePrefixTokens;
 extern const Param<std::int64_t> kServePrefixes;
 extern const Param<bool> kServePrefixCaching;
+extern const Param<std::int64_t> kServeKvCacheBlocks;
 }  // namespace tpusim

@@ -1,7 +1,7 @@
 // tpusim serve beyond its core (docs/serving.md): int8 weights in the step programs against
-// their roofline bounds, prefix caching against the prefill of the uncached tokens, the serve
-// columns of results.csv in a sweep and in --out, latency-against-load plots, diff of two serve
-// reports, and their bad input.
+// their roofline bounds, prefix caching against the prefill of the uncached tokens and its LRU
+// eviction against closed forms, the serve columns of results.csv in a sweep and in --out,
+// latency-against-load plots, diff of two serve reports, and their bad input.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -167,6 +167,62 @@ TEST_CASE("Prefix caching: a shared prefix's KV blocks are held once") {
   REQUIRE(on["metrics"]["prefix_cache"]["hits"] == 1);
   CHECK(on["metrics"]["occupancy"]["kv_cache"]["max_tokens"].get<double>() == 1088);
   CHECK(off["metrics"]["occupancy"]["kv_cache"]["max_tokens"].get<double>() == 944 + 656);
+}
+
+TEST_CASE("Prefix caching: LRU eviction on a cache of one prefix, two prefixes alternating") {
+  SweepScratch s;
+  // Requests of 300 prompt tokens (256 of them a shared prefix: 16 blocks of 16) and 4 output
+  // tokens, 10 s apart (each done before the next arrives). A request that misses reserves
+  // 304 tokens (19 blocks), one that hits 304 - 256 = 48 (3 blocks). The model length is 304.
+  auto trace = [&](const std::string& name, const std::vector<int>& prefixes) {
+    std::ofstream t(s.path(name));
+    for (std::size_t i = 0; i < prefixes.size(); ++i)
+      t << json{{"input_tokens", 300},
+                {"output_tokens", 4},
+                {"prefix_id", prefixes[i]},
+                {"prefix_tokens", 256},
+                {"arrival_s", 10.0 * static_cast<double>(i)}}
+               .dump()
+        << "\n";
+    return s.path(name);
+  };
+  const std::string two = trace("two.jsonl", {0, 1, 0, 1, 0, 1, 0, 1});
+  const std::string three = trace("three.jsonl", {0, 1, 2, 0, 1, 2, 0, 1, 2});
+  auto serve = [&](const std::string& t, int blocks) {
+    return tpusim_json(
+        "serve",
+        {"--set", "workload.kv_cache=paged", "--set", "serving.prefix_caching=true", "--set",
+         "serving.max_model_len=304", "--set", "serving.requests.count=0", "--set",
+         "serving.requests.arrival=timestamps", "--set", "serving.requests.trace=" + t, "--set",
+         "serving.kv_cache_blocks=" + std::to_string(blocks)})["metrics"];
+  };
+  // 19 blocks: a finished request's prefix (16) stays cached, but the next request with the
+  // other prefix misses and needs 19 blocks, 16 more than are free: the cached prefix is evicted
+  // whole. Every request misses; each after the first evicts 16 blocks.
+  const json one = serve(two, 19);
+  CHECK(one["prefix_cache"]["lookups"] == 8);
+  CHECK(one["prefix_cache"]["hits"] == 0);
+  CHECK(one["prefix_cache"]["hit_rate"].get<double>() == 0);
+  CHECK(one["prefix_cache"]["evicted_blocks"] == 7 * 16);
+  CHECK(one["prefix_cache"]["evicted_tokens"] == 7 * 16 * 16);
+  CHECK(one["occupancy"]["kv_cache"]["capacity_tokens"].get<double>() == 19 * 16);
+  // 35 blocks hold both prefixes and a request's 3 others: the first two miss, the rest hit,
+  // nothing is evicted.
+  const json both = serve(two, 35);
+  CHECK(both["prefix_cache"]["hits"] == 6);
+  CHECK(both["prefix_cache"]["hit_rate"].get<double>() == Approx(6.0 / 8));
+  CHECK(both["prefix_cache"]["evicted_blocks"] == 0);
+  // Three prefixes in turn on the cache of two: least recently used is the one needed next,
+  // so LRU evicts it every time (from the third request on) and every request misses.
+  const json cycle = serve(three, 35);
+  CHECK(cycle["prefix_cache"]["hits"] == 0);
+  CHECK(cycle["prefix_cache"]["evicted_blocks"] == 7 * 16);
+  // A cache of fewer blocks than one sequence of the model length is refused.
+  check_bad_input(
+      run_tpusim(plus(plus({"serve"}, kOneV5e),
+                      {"--set", "workload.kv_cache=paged", "--set", "serving.max_model_len=304",
+                       "--set", "serving.kv_cache_blocks=18"})),
+      "serving.kv_cache_blocks");
 }
 
 TEST_CASE("Drawn requests share serving.requests.prefixes prefixes round robin") {

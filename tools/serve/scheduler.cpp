@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <set>
 
 #include "sim/machine/dcn.hpp"
+#include "tools/serve/prefix_cache.hpp"
 #include "topologies/host_blocks.hpp"
 
 namespace tpusim::serve {
@@ -16,10 +16,13 @@ constexpr std::int64_t kMinPrefillBucket = 16;
 // A sequence holding a slot.
 struct Seq {
   std::size_t id = 0;
-  std::int64_t prefilled = 0;  ///< prompt tokens in the cache
-  std::int64_t generated = 0;  ///< output tokens sampled
-  double reserved = 0;         ///< KV tokens reserved for it
-  std::int64_t hit = 0;        ///< prompt tokens found in the prefix cache
+  std::int64_t input = 0, output = 0;  ///< its request's tokens (kept here: read every step)
+  std::int64_t prefilled = 0;          ///< prompt tokens in the cache
+  std::int64_t generated = 0;          ///< output tokens sampled
+  double reserved = 0;                 ///< KV tokens reserved for it
+  std::int64_t hit = 0;                ///< prompt tokens found in the prefix cache
+  bool uses_prefix = false;            ///< holds its prefix's cached blocks (until it finishes)
+  bool decoding() const { return prefilled >= input; }
 };
 
 // JetStream pads a prompt to its prefill bucket: the next power of two (at least 16).
@@ -34,7 +37,14 @@ class Engine {
  public:
   Engine(const std::vector<Request>& r, const ServingConfig& s, StepTimes& times, ServeRun& out,
          bool keep, int id)
-      : req_(r), s_(s), times_(times), cap_(times.capacity()), out_(out), keep_(keep), id_(id) {}
+      : req_(r),
+        s_(s),
+        times_(times),
+        cap_(times.capacity()),
+        out_(out),
+        keep_(keep),
+        id_(id),
+        prefixes_(cap_.page_tokens) {}
 
   double t = 0;
   std::deque<std::size_t> waiting;
@@ -51,7 +61,8 @@ class Engine {
     return std::min(r.prefix, r.input - 1) / cap_.page_tokens * cap_.page_tokens;
   }
   std::int64_t hit(std::size_t id) const {
-    return cached_.count(req_[id].prefix_id) > 0 ? shareable(id) : 0;
+    const std::int64_t n = shareable(id);
+    return n > 0 ? prefixes_.cached(req_[id].prefix_id, n) : 0;
   }
   // KV tokens a request holds: preallocated, the model length; paged, its pages (those of a
   // cached prefix are held once, by the cache).
@@ -60,17 +71,30 @@ class Engine {
     const std::int64_t n = req_[id].input + req_[id].output, p = cap_.page_tokens;
     return static_cast<double>((n + p - 1) / p * p - hit(id));
   }
+  // A slot is free and the KV cache holds the request, once prefixes no sequence uses are
+  // evicted if need be (not the one it would hit).
   bool can_admit() const {
-    return !waiting.empty() && static_cast<std::int64_t>(running.size()) < cap_.slots &&
-           kv_used_ + reservation(waiting.front()) <= cap_.pool_tokens;
+    if (waiting.empty() || static_cast<std::int64_t>(running.size()) >= cap_.slots) return false;
+    const std::size_t id = waiting.front();
+    const double room = cap_.pool_tokens - kv_used_ - reservation(id);
+    if (room >= 0) return true;
+    return prefix_caching && room + prefixes_.evictable(hit(id) > 0 ? req_[id].prefix_id : -1) >= 0;
   }
   Seq admit() {
     Seq q;
     q.id = waiting.front();
+    q.input = req_[q.id].input;
+    q.output = req_[q.id].output;
     waiting.pop_front();
     q.reserved = reservation(q.id);
     q.hit = hit(q.id);
     q.prefilled = q.hit;
+    if (q.hit > 0) {
+      prefixes_.acquire(req_[q.id].prefix_id);
+      q.uses_prefix = true;
+    }
+    if (kv_used_ + q.reserved > cap_.pool_tokens)
+      kv_used_ -= prefixes_.evict(kv_used_ + q.reserved - cap_.pool_tokens);
     kv_used_ += q.reserved;
     out_.prompt_tokens += static_cast<double>(req_[q.id].input);
     if (prefix_caching && req_[q.id].prefix_id >= 0) {
@@ -81,13 +105,15 @@ class Engine {
     return q;
   }
   // A prompt's prefill has ended: its prefix's full blocks stay in the cache, held once (moved
-  // from its reservation to the cache's, no eviction).
+  // from its reservation to the cache's) until evicted.
   void cache_prefix(Seq& q) {
     const std::int64_t n = shareable(q.id);
-    if (n == 0 || cached_.count(req_[q.id].prefix_id) > 0) return;
-    cached_.insert(req_[q.id].prefix_id);
-    q.reserved -= static_cast<double>(n);
+    if (n == 0) return;
+    const std::int64_t moved = prefixes_.insert(req_[q.id].prefix_id, n, q.uses_prefix);
+    if (moved > 0) q.uses_prefix = true;
+    q.reserved -= static_cast<double>(moved);
   }
+  std::int64_t evicted_blocks() const { return prefixes_.evicted_blocks(); }
 
   void record(const char* kind, double dur, std::int64_t batch, std::int64_t tokens) {
     if (keep_) out_.steps.push_back({t, t + dur, id_, kind, batch, tokens});
@@ -95,7 +121,9 @@ class Engine {
     ++out_.iterations;
   }
   void sample() {
-    out_.occupancy.push_back({t, id_, static_cast<std::int64_t>(running.size()), kv_used_});
+    const Occupancy o{t, id_, static_cast<std::int64_t>(running.size()), kv_used_};
+    if (id_ == 0) out_.occupancy_stats.add(o);
+    if (keep_) out_.occupancy.push_back(o);
   }
 
   // The prompts `fresh` were prefilled in the step that ended at t: their first tokens; those
@@ -105,7 +133,7 @@ class Engine {
       cache_prefix(q);
       q.generated = 1;
       out_.results[q.id].first_token_s = t;
-      if (req_[q.id].output <= 1)
+      if (q.output <= 1)
         finish(q);
       else
         running.push_back(q);
@@ -114,36 +142,34 @@ class Engine {
   void finish(const Seq& q) {
     out_.results[q.id].done_s = t;
     kv_used_ -= q.reserved;
+    if (q.uses_prefix) prefixes_.release(req_[q.id].prefix_id);
     ++finished;
   }
 
   // One decode step of every running sequence that has its prompt in the cache.
   void decode_step() {
-    std::int64_t b = 0;
-    double kv = 0;
-    for (const Seq& q : running)
-      if (q.prefilled >= req_[q.id].input) {
+    std::int64_t b = 0, kv = 0;  // the cached tokens summed exactly (a loop without a float)
+    bool done = false;
+    for (Seq& q : running)
+      if (q.decoding()) {
         ++b;
-        kv += static_cast<double>(q.prefilled + q.generated - 1);
+        kv += q.prefilled + q.generated - 1;
+        done |= ++q.generated >= q.output;
       }
     if (b == 0) return;
-    record("decode", times_.decode_s(b, kv / static_cast<double>(b)), b, 0);
-    advance_decoders();
+    record("decode", times_.decode_s(b, static_cast<double>(kv) / static_cast<double>(b)), b, 0);
+    if (done) retire();
   }
-  void advance_decoders() {
-    for (Seq& q : running)
-      if (q.prefilled >= req_[q.id].input && q.generated >= 1) ++q.generated;
-    retire();
-  }
+  // The sequences that have all their tokens leave, the others keep their order.
   void retire() {
-    std::vector<Seq> keep;
-    for (const Seq& q : running) {
-      if (q.generated >= req_[q.id].output)
-        finish(q);
+    auto kept = running.begin();
+    for (auto it = running.begin(); it != running.end(); ++it) {
+      if (it->generated >= it->output)
+        finish(*it);
       else
-        keep.push_back(q);
+        *kept++ = *it;
     }
-    running.swap(keep);
+    running.erase(kept, running.end());
   }
 
   // Prompts packed into one prefill step (continuous, disaggregated's prefill slice).
@@ -157,7 +183,7 @@ class Engine {
       fresh.push_back(admit());
       const std::int64_t step = padded ? prefill_bucket(n) : n;
       cached += static_cast<double>(fresh.back().hit) * static_cast<double>(step);
-      fresh.back().prefilled = req_[fresh.back().id].input;
+      fresh.back().prefilled = fresh.back().input;
       tokens += step;
     }
     if (!fresh.empty())
@@ -170,28 +196,34 @@ class Engine {
   // chunked_prefill: the decode tokens first, then prompt chunks in the budget left.
   void mixed_step() {
     const std::int64_t budget = s_.max_num_batched_tokens;
-    std::int64_t b = 0;
-    double kv = 0;
-    for (const Seq& q : running)
-      if (q.prefilled >= req_[q.id].input && b < budget) {
+    std::int64_t b = 0, kv = 0;
+    bool done = false;
+    std::size_t first_prefill = running.size();
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      Seq& q = running[i];
+      if (!q.decoding()) {
+        first_prefill = std::min(first_prefill, i);
+      } else if (b < budget) {  // its next token (sampled at the end of the step)
         ++b;
-        kv += static_cast<double>(q.prefilled + q.generated - 1);
+        kv += q.prefilled + q.generated - 1;
+        done |= ++q.generated >= q.output;
       }
+    }
     std::int64_t left = budget - b, chunk = 0, prefix = -1;
     while (can_admit()) running.push_back(admit());
-    std::vector<std::size_t> done_prefill;
-    for (std::size_t i = 0; i < running.size() && left > 0; ++i) {
+    done_prefill.clear();
+    for (std::size_t i = first_prefill; i < running.size() && left > 0; ++i) {
       Seq& q = running[i];
-      const std::int64_t need = req_[q.id].input - q.prefilled;
+      const std::int64_t need = q.input - q.prefilled;
       if (need <= 0) continue;
       const std::int64_t c = std::min(need, left);
       if (prefix < 0) prefix = q.prefilled;
       q.prefilled += c;
       chunk += c;
       left -= c;
-      if (q.prefilled >= req_[q.id].input) done_prefill.push_back(i);
+      if (q.decoding()) done_prefill.push_back(i);
     }
-    const double mean_kv = b > 0 ? kv / static_cast<double>(b) : 0;
+    const double mean_kv = b > 0 ? static_cast<double>(kv) / static_cast<double>(b) : 0;
     double dur = 0;
     if (chunk == 0) {
       dur = times_.decode_s(b, mean_kv);
@@ -203,20 +235,13 @@ class Engine {
       if (b > 0) dur += times_.decode_s(b, mean_kv) - times_.decode_s(b, 0);
     }
     record(chunk == 0 ? "decode" : "mixed", dur, b, chunk);
-    std::int64_t counted = 0;
-    for (Seq& q : running) {
-      const bool was_decoding = q.generated >= 1;
-      if (was_decoding && counted < b) {
-        ++q.generated;
-        ++counted;
-      }
-    }
     for (std::size_t i : done_prefill) {
       cache_prefix(running[i]);
       running[i].generated = 1;
+      done |= running[i].output <= 1;
       out_.results[running[i].id].first_token_s = t;
     }
-    retire();
+    if (done) retire();
   }
 
  private:
@@ -228,7 +253,8 @@ class Engine {
   bool keep_;
   int id_;
   double kv_used_ = 0;
-  std::set<std::int64_t> cached_;  ///< the prefixes in the cache
+  PrefixCache prefixes_;                  ///< the cached prefixes (serving.prefix_caching)
+  std::vector<std::size_t> done_prefill;  ///< mixed_step's, kept to reuse its memory
 };
 
 // Requests that can never be served: counted, not dropped silently.
@@ -329,6 +355,7 @@ ServeRun run_scheduler(const std::vector<Request>& requests, const ServingConfig
     Engine e(requests, s, times, out, keep_steps, 0);
     e.prefix_caching = s.prefix_caching;
     run_one_engine(requests, s, times, arrival, e, out, progress, false);
+    out.prefix_evicted_blocks = e.evicted_blocks();
     return out;
   }
   // Prefill slice: packed prefills only; each prompt's KV then moves to the decode slice, which
@@ -351,6 +378,7 @@ ServeRun run_scheduler(const std::vector<Request>& requests, const ServingConfig
     }
     pre.sample();
   }
+  out.prefix_evicted_blocks = pre.evicted_blocks();
   std::vector<std::size_t> order(requests.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -376,6 +404,7 @@ ServeRun run_scheduler(const std::vector<Request>& requests, const ServingConfig
         r.never.empty() ? (moved[k].output <= 1 ? r.first_token_s : dec.results[k].done_s) : -1;
   }
   out.iterations += dec.iterations;
+  out.occupancy_stats = dec.occupancy_stats;
   out.occupancy.insert(out.occupancy.end(), dec.occupancy.begin(), dec.occupancy.end());
   out.steps.insert(out.steps.end(), dec.steps.begin(), dec.steps.end());
   return out;

@@ -10,19 +10,9 @@ namespace {
 
 // Time-weighted mean and maximum of the engine's slots and KV tokens after each step.
 nlohmann::json occupancy(const ServeRun& run, const KvCapacity& cap, double start, double end) {
-  double slots_area = 0, kv_area = 0, max_slots = 0, max_kv = 0, last_t = start;
-  const Occupancy* prev = nullptr;
-  for (const Occupancy& o : run.occupancy) {
-    if (o.engine != 0) continue;
-    if (prev) {
-      slots_area += static_cast<double>(prev->slots) * (o.t - last_t);
-      kv_area += prev->kv_tokens * (o.t - last_t);
-    }
-    last_t = o.t;
-    prev = &o;
-    max_slots = std::max(max_slots, static_cast<double>(o.slots));
-    max_kv = std::max(max_kv, o.kv_tokens);
-  }
+  const OccupancyStats& o = run.occupancy_stats;
+  const double slots_area = o.slots_area, kv_area = o.kv_area, max_slots = o.max_slots,
+               max_kv = o.max_kv;
   const double span = std::max(end - start, 1e-12);
   return {
       {"slots", {{"capacity", cap.slots}, {"mean", slots_area / span}, {"max", max_slots}}},
@@ -39,25 +29,34 @@ nlohmann::json occupancy(const ServeRun& run, const KvCapacity& cap, double star
                                                             cap.bytes_per_token_core}}}};
 }
 
+// The p-th percentile of `v` as percentile() has it, by selection instead of a sort (the same
+// two neighbouring ranks, so the same value); reorders `v`.
+double select_percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(rank));
+  const auto at = v.begin() + static_cast<std::ptrdiff_t>(lo);
+  std::nth_element(v.begin(), at, v.end());
+  // Every value after the selected one is at least it: the next rank is their minimum.
+  const double a = *at, b = lo + 1 < v.size() ? *std::min_element(at + 1, v.end()) : a;
+  return a + (b - a) * (rank - static_cast<double>(lo));
+}
+
 }  // namespace
 
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double rank = p / 100.0 * static_cast<double>(values.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(rank));
-  const std::size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
-}
+double percentile(std::vector<double> values, double p) { return select_percentile(values, p); }
 
 nlohmann::json summary(const std::vector<double>& values) {
   const double mean = values.empty() ? 0
                                      : std::accumulate(values.begin(), values.end(), 0.0) /
                                            static_cast<double>(values.size());
+  std::vector<double> v = values;  // reordered by the selections
+  const double p50 = select_percentile(v, 50), p90 = select_percentile(v, 90),
+               p99 = select_percentile(v, 99);
   return {{"mean", mean},
-          {"p50", percentile(values, 50)},
-          {"p90", percentile(values, 90)},
-          {"p99", percentile(values, 99)},
+          {"p50", p50},
+          {"p90", p90},
+          {"p99", p99},
           {"max", values.empty() ? 0 : *std::max_element(values.begin(), values.end())},
           {"count", values.size()}};
 }
@@ -72,7 +71,7 @@ nlohmann::json serve_metrics(const std::vector<Request>& requests, const ServeRu
     const Request& r = requests[i];
     const RequestResult& x = run.results[i];
     if (!x.never.empty()) {
-      ++never[x.never];
+      ++never[std::string(x.never)];
       continue;
     }
     first = first < 0 ? r.arrival_s : std::min(first, r.arrival_s);
@@ -130,7 +129,9 @@ nlohmann::json serve_metrics(const std::vector<Request>& requests, const ServeRu
                                           : 0.0},
       {"cached_tokens", run.prefix_cached_tokens},
       {"token_hit_rate",
-       run.prompt_tokens > 0 ? run.prefix_cached_tokens / run.prompt_tokens : 0.0}};
+       run.prompt_tokens > 0 ? run.prefix_cached_tokens / run.prompt_tokens : 0.0},
+      {"evicted_blocks", run.prefix_evicted_blocks},
+      {"evicted_tokens", run.prefix_evicted_blocks * cap.page_tokens}};
   return j;
 }
 

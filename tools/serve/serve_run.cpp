@@ -135,12 +135,13 @@ void print_text(std::ostream& o, const nlohmann::json& j) {
   if (m["prefix_cache"]["enabled"].get<bool>())
     o << fmt::format(
         "  prefix      {} of {} lookups hit ({:.1f} %), {:.0f} prompt tokens cached "
-        "({:.1f} %)\n",
+        "({:.1f} %), {} blocks evicted\n",
         m["prefix_cache"]["hits"].get<std::int64_t>(),
         m["prefix_cache"]["lookups"].get<std::int64_t>(),
         100 * m["prefix_cache"]["hit_rate"].get<double>(),
         m["prefix_cache"]["cached_tokens"].get<double>(),
-        100 * m["prefix_cache"]["token_hit_rate"].get<double>());
+        100 * m["prefix_cache"]["token_hit_rate"].get<double>(),
+        m["prefix_cache"]["evicted_blocks"].get<std::int64_t>());
   const auto& sl = m["occupancy"]["slots"];
   const auto& kv = m["occupancy"]["kv_cache"];
   o << fmt::format("  slots       mean {:.1f}, max {:.0f} of {}\n", sl["mean"].get<double>(),
@@ -268,8 +269,9 @@ int run_serve(const ServeArgs& a) {
   check_outputs(a);
   const cli::Study study = cli::load_study_file(a.study, a.sets, cli::LayoutChecks::None);
   const ServingConfig s = read_serving(study.config);
-  const std::vector<Request> requests = make_requests(s);
+  // The step times first: their worker process is forked while the memory is small.
   StepTimes times(study, s);
+  const std::vector<Request> requests = make_requests(s);
   Progress progress;
   times.on_simulated = [&](int n) {
     progress.show(fmt::format("serve: {} step shapes simulated", n));
@@ -287,7 +289,8 @@ int run_serve(const ServeArgs& a) {
   if (a.find_rate) {
     j["find_rate"] = find_rate(requests, s, times, progress);
   } else {
-    j["metrics"] = run_once(requests, s, times, &run, !a.timeline.empty(), progress);
+    j["metrics"] =
+        run_once(requests, s, times, &run, !a.timeline.empty() || !a.out.empty(), progress);
     j["ttft_ms"] = j["metrics"]["ttft_ms"];
     j["tpot_ms"] = j["metrics"]["tpot_ms"];
     j["requests_per_s"] = j["metrics"]["requests_per_s"];

@@ -39,6 +39,7 @@ ServingConfig read_serving(const Config& cfg) {
   s.prefix_tokens = kServePrefixTokens(cfg);
   s.prefixes = kServePrefixes(cfg);
   s.prefix_caching = kServePrefixCaching(cfg);
+  s.kv_cache_blocks = kServeKvCacheBlocks(cfg);
   ProblemList problems;
   if (s.prefix_caching && kDecoderLmKvCache(cfg) != "paged")
     problems.add(kServePrefixCaching.path(),

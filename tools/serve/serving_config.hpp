@@ -31,9 +31,10 @@ struct ServingConfig {
   std::string kv_transfer = "ici";  ///< disaggregated: ici or dcn
   double ttft_limit_ms = 0;         ///< 0: no limit
   double tpot_limit_ms = 0;
-  std::int64_t prefix_tokens = 0;  ///< the shared prefix of every drawn prompt (0 none)
-  std::int64_t prefixes = 1;       ///< distinct prefixes: request i carries i mod prefixes
-  bool prefix_caching = false;     ///< reuse a prefilled prefix's KV blocks (paged cache only)
+  std::int64_t prefix_tokens = 0;    ///< the shared prefix of every drawn prompt (0 none)
+  std::int64_t prefixes = 1;         ///< distinct prefixes: request i carries i mod prefixes
+  bool prefix_caching = false;       ///< reuse a prefilled prefix's KV blocks (paged cache only)
+  std::int64_t kv_cache_blocks = 0;  ///< the KV cache's blocks (0: all the HBM left)
 };
 
 /// serving.* of the study; max_model_len resolved. Throws ConfigError naming the path of a

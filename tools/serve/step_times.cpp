@@ -1,17 +1,15 @@
 #include "tools/serve/step_times.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <stdexcept>
+#include <limits>
+#include <memory>
 
 #include "compiler/compiler.hpp"
 #include "core/errors.hpp"
+#include "core/serving_params.hpp"
 #include "models/builders/decoder_params.hpp"
 #include "models/memory/memory_model.hpp"
 #include "models/parallelism/layout.hpp"
@@ -43,47 +41,6 @@ std::pair<std::size_t, double> bracket(const std::vector<std::int64_t>& grid, do
   const std::size_t i = grid.size() - 2;
   const double lo = static_cast<double>(grid[i]), hi = static_cast<double>(grid[i + 1]);
   return {i, (x - lo) / (hi - lo)};
-}
-
-// SystemC elaborates one design per process: each step shape is simulated in a child process
-// forked for it (the parent never elaborates), which sends back the step's seconds.
-double in_child(const std::function<double()>& simulate_one) {
-  int fd[2];
-  if (pipe(fd) != 0) throw std::runtime_error("tpusim serve: pipe failed");
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("tpusim serve: fork failed");
-  if (pid == 0) {
-    close(fd[0]);
-    int code = 0;
-    std::string message;
-    double t = 0;
-    try {
-      t = simulate_one();
-    } catch (const std::exception& e) {
-      message = e.what();
-      code = 3;
-    }
-    if (code == 0) {
-      if (write(fd[1], &t, sizeof t) != static_cast<ssize_t>(sizeof t)) code = 4;
-    } else if (write(fd[1], message.data(), message.size()) < 0) {
-      code = 4;
-    }
-    _exit(code);
-  }
-  close(fd[1]);
-  std::string got;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd[0], buf, sizeof buf)) > 0;)
-    got.append(buf, static_cast<std::size_t>(n));
-  close(fd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got.size() != sizeof(double))
-    throw std::runtime_error("tpusim serve: the simulation of a step failed: " +
-                             (WIFEXITED(status) && WEXITSTATUS(status) == 3 ? got : "no result"));
-  double t = 0;
-  std::memcpy(&t, got.data(), sizeof t);
-  return t;
 }
 
 double kv_class_bytes(const Program& p) {
@@ -118,7 +75,22 @@ StepTimes::StepTimes(const cli::Study& study, const ServingConfig& s) : study_(s
     if (t >= most) break;
   }
   if (tokens_.size() == 1) tokens_.push_back(2 * kMinPrefillTokens);
+  const double unknown = std::numeric_limits<double>::quiet_NaN();
+  decode_at_.assign(batches_.size() * kvs_.size(), unknown);
+  prefill_at_.assign(tokens_.size() * kvs_.size(), unknown);
   measure_capacity(s);
+  // The worker is forked now, while this process's memory is small (shape_worker.hpp), and
+  // after a Program was built here (measure_capacity), so that the library functions building
+  // one takes are bound already. Its children see this object as it is here.
+  worker_ = std::make_unique<ShapeWorker>([this](const StepShape& shape) {
+    const Topology t(study_.topology);
+    const Config cfg = variant(shape.decode, shape.batch, shape.tokens, shape.kv, false);
+    const Program p = compiled_program(cfg, t, study_.hardware,
+                                       shape.decode ? ProgramKind::Decode : ProgramKind::Prefill);
+    SimOptions o = SimOptions::from_config(cfg);
+    o.progress_interval_s = 0;
+    return tpusim::simulate(p, t, study_.hardware, o).step_time.seconds();
+  });
 }
 
 Config StepTimes::variant(bool decode, std::int64_t batch, std::int64_t tokens, std::int64_t kv,
@@ -178,26 +150,43 @@ void StepTimes::measure_capacity(const ServingConfig& s) {
                           gib(c.static_bytes_core) +
                           "); allowed: a shorter model length, "
                           "workload.kv_cache_dtype = int8, or more model parallelism");
+  if (s.kv_cache_blocks > 0) {
+    const double asked = static_cast<double>(s.kv_cache_blocks * c.page_tokens);
+    if (asked > c.pool_tokens)
+      throw ConfigError(kServeKvCacheBlocks.path(),
+                        std::to_string(s.kv_cache_blocks) + " blocks of " +
+                            std::to_string(c.page_tokens) + " tokens: more than the " +
+                            std::to_string(static_cast<std::int64_t>(c.pool_tokens)) +
+                            " tokens the HBM holds beside the weights and activations; allowed: "
+                            "at most that, or 0 for all of it");
+    if (asked < static_cast<double>(max_len_))
+      throw ConfigError(kServeKvCacheBlocks.path(),
+                        std::to_string(s.kv_cache_blocks) + " blocks of " +
+                            std::to_string(c.page_tokens) +
+                            " tokens cannot hold one sequence of serving.max_model_len = " +
+                            std::to_string(max_len_) + " tokens; allowed: at least " +
+                            std::to_string((max_len_ + c.page_tokens - 1) / c.page_tokens));
+    c.pool_tokens = asked;
+  }
   c.slots = s.max_num_seqs;
   if (!c.paged)
     c.slots = std::min<std::int64_t>(
         c.slots, static_cast<std::int64_t>(c.pool_tokens / static_cast<double>(max_len_)));
 }
 
-double StepTimes::simulate(bool decode, std::int64_t batch, std::int64_t tokens, std::int64_t kv) {
-  const auto key = std::make_tuple(decode, batch, tokens, kv);
-  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+StepTimes::~StepTimes() = default;
+
+double StepTimes::simulate(bool decode, std::size_t i, std::size_t k) {
+  double& t = (decode ? decode_at_ : prefill_at_)[i * kvs_.size() + k];
+  if (!std::isnan(t)) return t;
   const auto start = std::chrono::steady_clock::now();
-  const Topology topology(study_.topology);
-  const Config cfg = variant(decode, batch, tokens, kv, false);
-  const Program p = compiled_program(cfg, topology, study_.hardware,
-                                     decode ? ProgramKind::Decode : ProgramKind::Prefill);
-  const double t = in_child([&] {
-    SimOptions o = SimOptions::from_config(cfg);
-    o.progress_interval_s = 0;
-    return tpusim::simulate(p, topology, study_.hardware, o).step_time.seconds();
-  });
-  cache_.emplace(key, t);
+  StepShape shape;
+  shape.decode = decode;
+  shape.batch = decode ? batches_[i] : unit_;
+  shape.tokens = decode ? 1 : tokens_[i];
+  shape.kv = kvs_[k];
+  t = worker_->simulate(shape);
+  ++simulated_;
   sim_wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (on_simulated) on_simulated(simulated());
   return t;
@@ -209,7 +198,7 @@ double StepTimes::decode_s(std::int64_t batch, double mean_kv) {
   const auto k_at = bracket(kvs_, mean_kv);
   const std::size_t bi = b_at.first, ki = k_at.first;
   const double bw = b_at.second, kw = k_at.second;
-  auto at = [&](std::size_t b, std::size_t k) { return simulate(true, batches_[b], 1, kvs_[k]); };
+  auto at = [&](std::size_t b, std::size_t k) { return simulate(true, b, k); };
   auto row = [&](std::size_t b) {
     return (kw < 1 ? at(b, ki) * (1 - kw) : 0) + (kw > 0 ? at(b, ki + 1) * kw : 0);
   };
@@ -223,9 +212,7 @@ double StepTimes::prefill_s(double tokens, double prefix) {
   const auto p_at = bracket(kvs_, prefix);
   const std::size_t ti = t_at.first, pi = p_at.first;
   const double tw = t_at.second, pw = p_at.second;
-  auto at = [&](std::size_t t, std::size_t k) {
-    return simulate(false, unit_, tokens_[t], kvs_[k]);
-  };
+  auto at = [&](std::size_t t, std::size_t k) { return simulate(false, t, k); };
   // Past the last token point the weight exceeds 1 (extrapolated along the last interval).
   auto row = [&](std::size_t k) {
     return (tw != 1 ? at(ti, k) * (1 - tw) : 0) + (tw != 0 ? at(ti + 1, k) * tw : 0);

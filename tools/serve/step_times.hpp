@@ -12,11 +12,11 @@
 // Also the KV cache's size per token and the HBM left for it, from the built Programs' memory.
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <tuple>
+#include <memory>
 #include <vector>
 
 #include "tools/serve/serving_config.hpp"
+#include "tools/serve/shape_worker.hpp"
 #include "tools/study/study.hpp"
 
 namespace tpusim::serve {
@@ -40,6 +40,7 @@ class StepTimes {
   /// ConfigError naming serving.max_model_len (or parallelism.model when the weights alone do
   /// not fit).
   StepTimes(const cli::Study& study, const ServingConfig& s);
+  ~StepTimes();
 
   /// A decode step of `batch` sequences whose caches hold `mean_kv` tokens on average.
   double decode_s(std::int64_t batch, double mean_kv);
@@ -48,13 +49,14 @@ class StepTimes {
 
   const KvCapacity& capacity() const { return capacity_; }
   const cli::Study& study() const { return study_; }
-  int simulated() const { return static_cast<int>(cache_.size()); }
+  int simulated() const { return simulated_; }
   double simulate_seconds() const { return sim_wall_s_; }
   /// Called after each simulated shape (for a progress line).
   std::function<void(int)> on_simulated;
 
  private:
-  double simulate(bool decode, std::int64_t batch, std::int64_t tokens, std::int64_t kv);
+  /// The grid point (batch or tokens index i, cached-token index k), simulated once.
+  double simulate(bool decode, std::size_t i, std::size_t k);
   Config variant(bool decode, std::int64_t batch, std::int64_t tokens, std::int64_t kv,
                  bool paged_one) const;
   void measure_capacity(const ServingConfig& s);
@@ -65,7 +67,10 @@ class StepTimes {
   int model_ = 1;             ///< the model axis: the cores holding one sequence's cache
   std::int64_t max_len_ = 0;  ///< max_model_len
   std::vector<std::int64_t> batches_, kvs_, tokens_;
-  std::map<std::tuple<bool, std::int64_t, std::int64_t, std::int64_t>, double> cache_;
+  // The simulated grid points (NaN: not yet): decode [batch][kv], prefill [tokens][kv].
+  std::vector<double> decode_at_, prefill_at_;
+  int simulated_ = 0;
+  std::unique_ptr<ShapeWorker> worker_;
   KvCapacity capacity_;
   double sim_wall_s_ = 0;
 };
