@@ -369,13 +369,16 @@ void report_last_core(const Design& d, SimReport& r) {
 
 /// Every op's time per core per step (a collective's longest group), longest first.
 void report_ops(const Design& d, const Program& program, const HardwareSpec& hw, SimReport& r) {
-  // An op counts at most what its duration holds at peak (a replayed trace's FLOP count may
-  // claim more than its measured duration allows): the utilization never passes 100 %.
+  // An op counts at most what its duration holds at its operands' peak (a replayed trace's
+  // FLOP count may claim more than its measured duration allows): int8 and fp8 matmuls at
+  // hardware.mxu.int8_rate or fp8_rate times the bf16 peak, the rest at the bf16 peak.
   const double peak = hw.peak_flops_per_core();
   for (std::size_t i = 0; i < program.ops.size(); ++i)
-    if (!program.ops[i].is_collective)
+    if (!program.ops[i].is_collective) {
+      const ComputeCost& c = program.ops[i].compute;
       r.useful_flops_per_core +=
-          std::min(program.ops[i].compute.flops, peak * d.ctx.op_time[i].seconds());
+          std::min(c.flops, peak * mxu_rate(hw.mxu, c.mxu_dtype) * d.ctx.op_time[i].seconds());
+    }
   if (r.step_time > Duration{})
     r.mxu_utilization =
         r.useful_flops_per_core / (hw.peak_flops_per_core() * r.step_time.seconds());

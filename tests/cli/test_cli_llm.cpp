@@ -64,6 +64,15 @@ TEST_CASE("MFU of a compute-bound toy model equals the MXU efficiency, and HFU c
         Approx(s / (full["step_time_ms"].get<double>() * 1e-3)));
 }
 
+TEST_CASE("HFU counts an int8 matmul's FLOPs whole, at the int8 rate's peak") {
+  // Without remat the hardware runs the model's FLOPs, so HFU equals MFU; an int8 layer matmul
+  // runs at int8_rate x the bf16 peak, and HFU (over the bf16 peak) must not cap it there.
+  const json q =
+      llm_json(kToy, {"--set", "hardware.mxu.int8_rate=2", "--set", "workload.quantization=int8"});
+  CHECK(q["hfu"].get<double>() == Approx(q["mfu"].get<double>()).epsilon(1e-6));
+  CHECK(q["mfu"].get<double>() > llm_json(kToy)["mfu"].get<double>());
+}
+
 TEST_CASE("MaxText's TPU v5p rows run at the MFU published, minimal remat within 10 %") {
   // configs/studies/sweeps/maxtext_v5p_mfu.json: MaxText's published v5p table, one point per
   // single-slice row. Nothing is fitted to it: the v5p preset's MXU efficiency is the fraction
