@@ -240,7 +240,7 @@ std::vector<int> distinct_ops(const Program& program, const CollectivePlanner& p
   std::map<const void*, bool> seen;
   for (std::size_t op = 0; op < program.ops.size(); ++op) {
     if (!program.ops[op].is_collective) continue;
-    const auto& plans = planner.plans(static_cast<int>(op));
+    const auto& plans = planner.shapes(static_cast<int>(op));
     if (!seen.emplace(&plans, true).second) continue;
     std::size_t size = 0;
     for (const GroupPlan* plan : plans)
@@ -255,11 +255,25 @@ std::vector<int> distinct_ops(const Program& program, const CollectivePlanner& p
   return out;
 }
 
+/// True if the plans of groups `g` and `image` of collective `op` are the first group's plan
+/// moved (or that plan itself: shift 0) and `t` takes the first member of `g` to that of
+/// `image`. The plans are then one another's translation, route for route, unbuilt: moving a
+/// plan by a shift of the torus and then by `t` moves it by the sum of the two, and a
+/// translation of a torus is fixed by where it takes one chip (chip_shift holds its members'
+/// order, so the first members stand for the plans' origins).
+bool same_by_moving(const CollectivePlanner& planner, int op, std::size_t g, std::size_t image,
+                    const Translation& t) {
+  const GroupSet& gs = planner.groups(op);
+  const auto origin = [&](std::size_t k) { return k == 0 || planner.moved_by(op, k) != nullptr; };
+  return origin(g) && origin(image) && (planner.moved_by(op, g) || planner.moved_by(op, image)) &&
+         t.core[gs.groups[g].front()] == gs.groups[image].front();
+}
+
 /// True if every collective's groups and plans map onto themselves under `t`.
 bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, const Translation& t,
                Where& w) {
   for (int op : ops) {
-    const auto& plans = planner.plans(op);
+    const auto& shapes = planner.shapes(op);
     const GroupSet& gs = planner.groups(op);
     for (std::size_t g = 0; g < gs.groups.size(); ++g) {
       const auto& members = gs.groups[g];
@@ -268,8 +282,10 @@ bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, co
       if (image < 0 || gs.groups[image].size() != members.size()) return false;
       for (int m : members)
         if (gs.group_of_core[t.core[m]] != image) return false;
-      if (!plans[g] || !plans[image]) return false;
-      if (!same_plan(*plans[g], *plans[image], t, w)) return false;
+      if (!shapes[g] || !shapes[image]) return false;
+      if (same_by_moving(planner, op, g, static_cast<std::size_t>(image), t)) continue;
+      if (!same_plan(planner.plan(op, g), planner.plan(op, static_cast<std::size_t>(image)), t, w))
+        return false;
     }
   }
   return true;
@@ -280,7 +296,7 @@ std::vector<int> longest_routes(const std::vector<int>& ops, const Machine& m,
                                 const CollectivePlanner& planner) {
   std::vector<int> most(static_cast<std::size_t>(m.topology().num_dims()), 0);
   for (int op : ops) {
-    const std::vector<int> along = hops_along(m, planner.plans(op));
+    const std::vector<int> along = hops_along(m, planner.shapes(op));
     for (std::size_t d = 0; d < most.size(); ++d) most[d] = std::max(most[d], along[d]);
   }
   return most;
@@ -623,7 +639,7 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
   try {
     for (std::size_t op = 0; op < program.ops.size(); ++op) {
       if (!program.ops[op].is_collective) continue;
-      const auto& plans = planner.plans(static_cast<int>(op));
+      const auto& plans = planner.shapes(static_cast<int>(op));
       auto it = done.find(&plans);
       if (it != done.end()) {
         s->ops[op] = it->second;
@@ -645,7 +661,7 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
           if (stamp[cls[c]] != epoch)
             throw std::string("a group's members in the domain do not stand for all its members");
         ++g->played;
-        g->plans[k] = project(*plans[k], m, *s, cls, st);
+        g->plans[k] = project(planner.plan(static_cast<int>(op), k), m, *s, cls, st);
       }
       done.emplace(&plans, g.get());
       s->ops[op] = g.get();
