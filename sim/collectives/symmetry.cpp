@@ -255,23 +255,57 @@ std::vector<int> distinct_ops(const Program& program, const CollectivePlanner& p
   return out;
 }
 
-/// True if the plans of groups `g` and `image` of collective `op` are the first group's plan
-/// moved (or that plan itself: shift 0) and `t` takes the first member of `g` to that of
-/// `image`. The plans are then one another's translation, route for route, unbuilt: moving a
-/// plan by a shift of the torus and then by `t` moves it by the sum of the two, and a
-/// translation of a torus is fixed by where it takes one chip (chip_shift holds its members'
-/// order, so the first members stand for the plans' origins).
-bool same_by_moving(const CollectivePlanner& planner, int op, std::size_t g, std::size_t image,
-                    const Translation& t) {
-  const GroupSet& gs = planner.groups(op);
-  const auto origin = [&](std::size_t k) { return k == 0 || planner.moved_by(op, k) != nullptr; };
-  return origin(g) && origin(image) && (planner.moved_by(op, g) || planner.moved_by(op, image)) &&
-         t.core[gs.groups[g].front()] == gs.groups[image].front();
-}
+/// Groups whose plans are the first group's plan P0 moved (shifted_plan by their chip_shift; the
+/// first group's is P0 itself, shift 0), compared unbuilt. A translation t takes group g's plan
+/// onto group `image`'s exactly when u, t's shift plus g's less image's (round each dimension),
+/// maps P0 onto itself: translations of a torus commute and compose as sums of shifts. u = 0
+/// holds; every other u is checked once per collective on P0, route by route, and remembered.
+class MovedPlans {
+ public:
+  explicit MovedPlans(const Machine& m) : m_(m) {}
+  /// 1 or 0 when both groups' plans are P0 moved, else -1 (compare the plans themselves).
+  int same(const CollectivePlanner& planner, int op, std::size_t g, std::size_t image,
+           const Translation& t, Where& w) {
+    const std::vector<int>* from = planner.moved_by(op, g);
+    const std::vector<int>* to = planner.moved_by(op, image);
+    // Only where moved plans exist (a plain torus or grid, no failed link: there t is a shift
+    // of every coordinate, as Topology::shifted moves chips), and not for the first group alone.
+    if (!m_.routes_translate() || (!from && !to)) return -1;
+    if ((g != 0 && !from) || (image != 0 && !to)) return -1;
+    if (op != op_) known_.clear(), op_ = op;
+    const Topology& topo = m_.topology();
+    std::vector<int> u(static_cast<std::size_t>(topo.num_dims()));
+    bool zero = true;
+    for (int d = 0; d < topo.num_dims(); ++d) {
+      const int n = topo.dim(d);
+      int v = topo.coord(t.chip[0], d) + (from ? (*from)[d] : 0) - (to ? (*to)[d] : 0);
+      v = ((v % n) + n) % n;
+      u[static_cast<std::size_t>(d)] = v;
+      zero = zero && v == 0;
+    }
+    if (zero) return 1;
+    const auto known = known_.find(u);
+    if (known != known_.end()) return known->second;
+    std::vector<int> chips(static_cast<std::size_t>(topo.num_chips()));
+    for (int c = 0; c < topo.num_chips(); ++c) chips[c] = topo.shifted(c, u);
+    Translation shift;
+    if (!make_translation(m_, std::move(chips), shift)) return -1;
+    const GroupPlan& p0 = planner.plan(op, 0);
+    const int same = same_plan(p0, p0, shift, w) ? 1 : 0;
+    known_.emplace(u, same != 0);
+    return same;
+  }
+
+ private:
+  const Machine& m_;
+  int op_ = -1;
+  std::map<std::vector<int>, bool> known_;
+};
 
 /// True if every collective's groups and plans map onto themselves under `t`.
 bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, const Translation& t,
-               Where& w) {
+               Where& w, const Machine& m) {
+  MovedPlans moved(m);
   for (int op : ops) {
     const auto& shapes = planner.shapes(op);
     const GroupSet& gs = planner.groups(op);
@@ -283,7 +317,9 @@ bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, co
       for (int m : members)
         if (gs.group_of_core[t.core[m]] != image) return false;
       if (!shapes[g] || !shapes[image]) return false;
-      if (same_by_moving(planner, op, g, static_cast<std::size_t>(image), t)) continue;
+      const int same = moved.same(planner, op, g, static_cast<std::size_t>(image), t, w);
+      if (same == 0) return false;
+      if (same == 1) continue;
       if (!same_plan(planner.plan(op, g), planner.plan(op, static_cast<std::size_t>(image)), t, w))
         return false;
     }
@@ -322,7 +358,7 @@ int find_period(const std::vector<int>& ops, const Machine& m, const CollectiveP
     if (const Dcn* dcn = m.dcn(); dcn && p % dcn->blocks().extent[dim] != 0) continue;
     Translation t;
     if (!make_translation(m, shifted_chips(topo, dim, p), t)) return n;
-    if (invariant(ops, planner, t, w)) return p;
+    if (invariant(ops, planner, t, w, m)) return p;
   }
   return n;
 }
