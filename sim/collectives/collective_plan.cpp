@@ -115,7 +115,7 @@ class MovedLinks {
         if (c >= size[d]) c -= size[d];
         chip += c * stride[d];
       }
-      f(m_.link_at(chip, places_[e]));
+      f(m_.link_index_at(chip, places_[e]));
     }
   }
 
@@ -132,10 +132,12 @@ void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
   std::vector<const NetworkLink*> touched;
   std::size_t phases = 0;
   for (const GroupPlan* plan : plans) phases = std::max(phases, plan->phases.size());
-  const auto count = [&](const NetworkLink* link) {
-    if (scratch[link->index] == 0) touched.push_back(link);
-    scratch[link->index] += 1;
+  const auto count_index = [&](int index) {
+    if (scratch[static_cast<std::size_t>(index)] == 0)
+      touched.push_back(m.links()[static_cast<std::size_t>(index)]);
+    scratch[static_cast<std::size_t>(index)] += 1;
   };
+  const auto count = [&](const NetworkLink* link) { count_index(link->index); };
   MovedLinks origin(m);
   for (std::size_t k = 0; k < phases; ++k) {
     origin.clear();
@@ -144,7 +146,7 @@ void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
       if (k >= plan->phases.size()) continue;
       if (moved && !(*moved)[i].empty()) {
         if (origin.empty()) origin.add(plan->phases[k]);
-        origin.for_each_moved((*moved)[i], count);
+        origin.for_each_moved((*moved)[i], count_index);
         continue;
       }
       for (const Ring& ring : plan->phases[k].rings)
