@@ -14,7 +14,12 @@ namespace tpusim {
 std::vector<int> hops_along(const Machine& m, const std::vector<const GroupPlan*>& plans) {
   const int dims = m.topology().num_dims();
   std::vector<int> most(static_cast<std::size_t>(dims), 0), along(most.size());
-  for (const GroupPlan* plan : plans)
+  // A moved group's shape is the first group's plan (CollectivePlanner::shapes): each distinct
+  // plan once.
+  std::vector<const GroupPlan*> distinct(plans);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  for (const GroupPlan* plan : distinct)
     if (plan)
       for (const PlanPhase& ph : plan->phases)
         for (const Ring& r : ph.rings)
@@ -107,7 +112,7 @@ Duration CollectivePlanner::predicted(const Plans& plans, const CollectiveSpec& 
 
 Duration CollectivePlanner::expected_time(int op_index) const {
   const CollectiveSpec& spec = program_.ops[static_cast<std::size_t>(op_index)].collective;
-  return model_.predicted_time(plans(op_index), spec.bytes, spec.dtype);
+  return model_.predicted_time(shapes(op_index), spec.bytes, spec.dtype);
 }
 
 const std::vector<const GroupPlan*>& CollectivePlanner::choose(const CollectiveSpec& spec,

@@ -159,8 +159,8 @@ void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) 
   Running& run = runs_[ri];
   run = Running{};
   run.op_index = op_index;
-  run.plan =
-      symmetric_ ? symmetric_->ops[op_index]->plans[group].get() : planner_.plans(op_index)[group];
+  run.plan = symmetric_ ? symmetric_->ops[op_index]->plans[group].get()
+                        : &planner_.plan(op_index, static_cast<std::size_t>(group));
   run.members = &gs.groups[group];
   run.bytes = program_.ops[op_index].collective.bytes;
   run.dtype = program_.ops[op_index].collective.dtype;

@@ -77,22 +77,82 @@ Ring make_exchange(const Machine& m, const std::vector<int>& members,
   return r;
 }
 
+namespace {
+/// The links of one phase's routes as (chip coordinates, place), so that the links of the phase
+/// moved by a shift (shifted_plan) are found without building the moved plan: each coordinate
+/// moved round its dimension, the chip numbered as Topology numbers it (dimension 0 fastest).
+class MovedLinks {
+ public:
+  explicit MovedLinks(const Machine& m) : m_(m), dims_(m.topology().num_dims()) {}
+  void clear() { coords_.clear(), places_.clear(); }
+  bool empty() const { return places_.empty(); }
+  void add(const PlanPhase& phase) {
+    const Topology& topo = m_.topology();
+    for (const Ring& ring : phase.rings)
+      for (const auto* routes : {&ring.next, &ring.prev})
+        for (const Route& route : *routes)
+          for (const NetworkLink* link : route) {
+            const auto [chip, place] = m_.place_of(*link);
+            for (int d = 0; d < dims_; ++d) coords_.push_back(topo.coord(chip, d));
+            places_.push_back(place);
+          }
+  }
+  template <class F>
+  void for_each_moved(const std::vector<int>& by, F&& f) const {
+    const Topology& topo = m_.topology();
+    const auto n = static_cast<std::size_t>(dims_);
+    std::vector<int> moved(n), size(n), stride(n);
+    for (std::size_t d = 0, st = 1; d < n; ++d) {
+      size[d] = topo.dim(static_cast<int>(d));
+      moved[d] = ((by[d] % size[d]) + size[d]) % size[d];
+      stride[d] = static_cast<int>(st);
+      st *= static_cast<std::size_t>(size[d]);
+    }
+    for (std::size_t e = 0; e < places_.size(); ++e) {
+      int chip = 0;
+      for (std::size_t d = 0; d < n; ++d) {
+        int c = coords_[e * n + d] + moved[d];
+        if (c >= size[d]) c -= size[d];
+        chip += c * stride[d];
+      }
+      f(m_.link_index_at(chip, places_[e]));
+    }
+  }
+
+ private:
+  const Machine& m_;
+  int dims_;
+  std::vector<int> coords_, places_;
+};
+}  // namespace
+
 void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
-                   std::vector<double>& scratch) {
+                   std::vector<double>& scratch, const std::vector<std::vector<int>>* moved) {
   if (scratch.size() < m.links().size()) scratch.assign(m.links().size(), 0.0);
   std::vector<const NetworkLink*> touched;
   std::size_t phases = 0;
   for (const GroupPlan* plan : plans) phases = std::max(phases, plan->phases.size());
+  const auto count_index = [&](int index) {
+    if (scratch[static_cast<std::size_t>(index)] == 0)
+      touched.push_back(m.links()[static_cast<std::size_t>(index)]);
+    scratch[static_cast<std::size_t>(index)] += 1;
+  };
+  const auto count = [&](const NetworkLink* link) { count_index(link->index); };
+  MovedLinks origin(m);
   for (std::size_t k = 0; k < phases; ++k) {
-    for (const GroupPlan* plan : plans) {
+    origin.clear();
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const GroupPlan* plan = plans[i];
       if (k >= plan->phases.size()) continue;
+      if (moved && !(*moved)[i].empty()) {
+        if (origin.empty()) origin.add(plan->phases[k]);
+        origin.for_each_moved((*moved)[i], count_index);
+        continue;
+      }
       for (const Ring& ring : plan->phases[k].rings)
         for (const auto* routes : {&ring.next, &ring.prev})
           for (const Route& route : *routes)
-            for (const NetworkLink* link : route) {
-              if (scratch[link->index] == 0) touched.push_back(link);
-              scratch[link->index] += 1;
-            }
+            for (const NetworkLink* link : route) count(link);
     }
     double worst = 0;
     for (const NetworkLink* link : touched) {

@@ -78,9 +78,12 @@ Ring make_exchange(const Machine& m, const std::vector<int>& members,
 
 /// Fills each phase's link_s_per_byte and path_latency. The plans are of groups that run at the
 /// same time: phase k of every plan counts towards the link load of phase k. `scratch` is a
-/// reusable per-link table, all zero between calls (profile_plans leaves it so).
+/// reusable per-link table, all zero between calls (profile_plans leaves it so). `moved` (if
+/// given, one entry per plan): where an entry is not empty, that plan is plans[0] and stands for
+/// plans[0] moved by the entry (shifted_plan), which is counted without being built.
 void profile_plans(const Machine& m, const std::vector<GroupPlan*>& plans,
-                   std::vector<double>& scratch);
+                   std::vector<double>& scratch,
+                   const std::vector<std::vector<int>>* moved = nullptr);
 Ring make_ring(const Machine& m, const std::vector<int>& order, bool bidirectional,
                bool closed = true);
 

@@ -102,16 +102,21 @@ const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const Colle
   try {
     if (spec.kind == CollectiveKind::AllToAll) check_all_to_all_size(gs, name);
     std::vector<int> by;
+    set.by.assign(gs.groups.size(), {});
     for (const auto& members : gs.groups) {
-      auto plan = std::make_unique<GroupPlan>();
       const bool dcn_permute =
           spec.kind == CollectiveKind::CollectivePermute && options_.pipeline_across_slices;
-      // A group that is the first one moved takes its plan moved (chip_shift); not one that
-      // sends over the DCN (its DCN routes are built per group, as hierarchical_plan does).
+      // A group that is the first one moved takes its plan moved (chip_shift), built only when
+      // asked for (plan()); not one that sends over the DCN (its DCN routes are built per group,
+      // as hierarchical_plan does).
       if (!dcn_permute && !set.owned.empty() &&
-          chip_shift(machine_, gs.groups.front(), members, by))
-        *plan = shifted_plan(machine_, *set.owned.front(), by);
-      else if (dcn_permute)
+          chip_shift(machine_, gs.groups.front(), members, by)) {
+        set.by[set.owned.size()] = by;
+        set.owned.emplace_back();
+        continue;
+      }
+      auto plan = std::make_unique<GroupPlan>();
+      if (dcn_permute)
         *plan = dcn_permute_plan(machine_, members, spec.shift);
       else if (spec.kind == CollectiveKind::CollectivePermute)
         *plan = permute_plan(machine_, members, spec.shift, spec.wrap);
@@ -123,16 +128,34 @@ const std::vector<const GroupPlan*>* CollectivePlanner::cached_plans(const Colle
     }
   } catch (const ConfigError&) {
     set.owned.clear();
+    set.by.clear();
     if (!optional) throw;
     return nullptr;
   }
   std::vector<GroupPlan*> all;
   for (auto& p : set.owned) {
-    all.push_back(p.get());
-    set.plans.push_back(p.get());
+    all.push_back(p ? p.get() : set.owned.front().get());
+    set.plans.push_back(all.back());
   }
-  profile_plans(machine_, all, link_scratch_);
+  profile_plans(machine_, all, link_scratch_, &set.by);
+  set_of_[&set.plans] = &set;
   return &set.plans;
+}
+
+const CollectivePlanner::PlanSet& CollectivePlanner::set_of(int op_index) const {
+  return *op_sets_[static_cast<std::size_t>(op_index)];
+}
+
+const GroupPlan& CollectivePlanner::plan(int op_index, std::size_t group) const {
+  const PlanSet& set = set_of(op_index);
+  auto& own = set.owned[group];
+  if (!own) own = std::make_unique<GroupPlan>(shifted_plan(machine_, *set.plans[0], set.by[group]));
+  return *own;
+}
+
+const std::vector<int>* CollectivePlanner::moved_by(int op_index, std::size_t group) const {
+  const PlanSet& set = set_of(op_index);
+  return set.by[group].empty() ? nullptr : &set.by[group];
 }
 
 const GroupPlan* CollectivePlanner::cached_bound(const CollectiveSpec& spec, const GroupSet& gs,
@@ -184,13 +207,23 @@ const std::vector<const GroupPlan*>& CollectivePlanner::hierarchical(const Colle
                         "|" + st.algorithm];
   if (set.plans.empty()) {
     std::vector<GroupPlan*> all;
+    // The ICI halves' own plans (the moved groups' built now: their routes are copied in).
+    const auto own = [this](const std::vector<const GroupPlan*>* plans, std::size_t g) {
+      const PlanSet* part = plans ? set_of_.at(plans) : nullptr;
+      if (!part) return static_cast<const GroupPlan*>(nullptr);
+      auto& p = part->owned[g];
+      if (!p) p = std::make_unique<GroupPlan>(shifted_plan(machine_, *part->plans[0], part->by[g]));
+      return static_cast<const GroupPlan*>(p.get());
+    };
     for (std::size_t g = 0; g < gs.groups.size(); ++g) {
-      set.owned.push_back(std::make_unique<GroupPlan>(hierarchical_plan(
-          machine_, rs ? (*rs)[g] : nullptr, ag ? (*ag)[g] : nullptr, gs.groups[g])));
+      set.owned.push_back(std::make_unique<GroupPlan>(
+          hierarchical_plan(machine_, own(rs, g), own(ag, g), gs.groups[g])));
       all.push_back(set.owned.back().get());
       set.plans.push_back(all.back());
     }
+    set.by.assign(set.owned.size(), {});
     profile_plans(machine_, all, link_scratch_);
+    set_of_[&set.plans] = &set;
   }
   st.steps = 0;
   for (const auto& p : set.plans.front()->phases) st.steps += p.steps;
@@ -211,8 +244,17 @@ void CollectivePlanner::prepare(std::map<int, CollectiveOpStats>& stats) {
   keep_routes_short(stats);
   // The plans `auto` built and did not choose are not needed any more.
   std::set<const std::vector<const GroupPlan*>*> used(op_plans_.begin(), op_plans_.end());
-  for (auto it = plans_.begin(); it != plans_.end();)
-    it = used.count(&it->second.plans) ? std::next(it) : plans_.erase(it);
+  for (auto it = plans_.begin(); it != plans_.end();) {
+    if (used.count(&it->second.plans)) {
+      ++it;
+      continue;
+    }
+    set_of_.erase(&it->second.plans);
+    it = plans_.erase(it);
+  }
+  op_sets_.assign(op_plans_.size(), nullptr);
+  for (std::size_t i = 0; i < op_plans_.size(); ++i)
+    if (op_plans_[i]) op_sets_[i] = set_of_.at(op_plans_[i]);
 }
 
 }  // namespace tpusim

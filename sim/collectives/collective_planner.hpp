@@ -51,7 +51,17 @@ class CollectivePlanner {
   /// steps in `stats`.
   void prepare(std::map<int, CollectiveOpStats>& stats);
   const GroupSet& groups(int op_index) const { return *op_groups_[op_index]; }
-  const std::vector<const GroupPlan*>& plans(int op_index) const { return *op_plans_[op_index]; }
+  /// Per group, the plan its figures are read from: its own, or, for a group that is the first
+  /// group moved (chip_shift), the first group's plan, which has the same phases, steps,
+  /// predicted time and hops per dimension. Not its members or routes: those are plan().
+  const std::vector<const GroupPlan*>& shapes(int op_index) const { return *op_plans_[op_index]; }
+  /// Group `group`'s own plan. A moved group's is built from the first group's on first use
+  /// (shifted_plan): planning builds one plan per group shape, and a symmetric run moves only
+  /// those of the groups it plays.
+  const GroupPlan& plan(int op_index, std::size_t group) const;
+  /// The shift per dimension of a moved group's plan from the first group's (chip_shift), or
+  /// null for a group whose plan was built for it.
+  const std::vector<int>* moved_by(int op_index, std::size_t group) const;
   /// The cost model's time of collective `op_index` on its plans (after prepare), uncontended:
   /// what the progress line expects an op in flight to take.
   Duration expected_time(int op_index) const;
@@ -108,11 +118,17 @@ class CollectivePlanner {
   std::map<std::string, std::unique_ptr<GroupSet>> group_sets_;
   std::map<std::string, std::unique_ptr<CollectiveAlgorithm>> algorithms_;
   struct PlanSet {
-    std::vector<std::unique_ptr<GroupPlan>> owned;  ///< per group
-    std::vector<const GroupPlan*> plans;            ///< per group; empty: cannot serve
+    std::vector<const GroupPlan*> plans;  ///< per group, its shape (shapes()); empty: cannot serve
+    /// Per group: its own plan; null for a moved group's until plan() builds it.
+    mutable std::vector<std::unique_ptr<GroupPlan>> owned;
+    std::vector<std::vector<int>> by;  ///< per group: its shift (moved_by), empty if built
   };
-  std::map<std::string, PlanSet> plans_;  ///< by plan key
-  std::vector<double> link_scratch_;      ///< for profile_plans
+  /// The plan set whose `plans` an op's shapes are.
+  const PlanSet& set_of(int op_index) const;
+  std::map<std::string, PlanSet> plans_;          ///< by plan key
+  std::map<const void*, const PlanSet*> set_of_;  ///< by the address of a set's `plans`
+  std::vector<const PlanSet*> op_sets_;           ///< per op, after prepare: set_of
+  std::vector<double> link_scratch_;              ///< for profile_plans
   /// By plan key: made (first) and the bound plan (second; null: cannot serve).
   std::map<std::string, std::pair<bool, std::unique_ptr<GroupPlan>>> bounds_;
   /// auto's predicted times, by (plans or bound plan, bytes, dtype): the ops of a layer repeat

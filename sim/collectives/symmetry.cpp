@@ -240,7 +240,7 @@ std::vector<int> distinct_ops(const Program& program, const CollectivePlanner& p
   std::map<const void*, bool> seen;
   for (std::size_t op = 0; op < program.ops.size(); ++op) {
     if (!program.ops[op].is_collective) continue;
-    const auto& plans = planner.plans(static_cast<int>(op));
+    const auto& plans = planner.shapes(static_cast<int>(op));
     if (!seen.emplace(&plans, true).second) continue;
     std::size_t size = 0;
     for (const GroupPlan* plan : plans)
@@ -255,11 +255,59 @@ std::vector<int> distinct_ops(const Program& program, const CollectivePlanner& p
   return out;
 }
 
+/// Groups whose plans are the first group's plan P0 moved (shifted_plan by their chip_shift; the
+/// first group's is P0 itself, shift 0), compared unbuilt. A translation t takes group g's plan
+/// onto group `image`'s exactly when u, t's shift plus g's less image's (round each dimension),
+/// maps P0 onto itself: translations of a torus commute and compose as sums of shifts. u = 0
+/// holds; every other u is checked once per collective on P0, route by route, and remembered.
+class MovedPlans {
+ public:
+  explicit MovedPlans(const Machine& m) : m_(m) {}
+  /// 1 or 0 when both groups' plans are P0 moved, else -1 (compare the plans themselves).
+  int same(const CollectivePlanner& planner, int op, std::size_t g, std::size_t image,
+           const Translation& t, Where& w) {
+    const std::vector<int>* from = planner.moved_by(op, g);
+    const std::vector<int>* to = planner.moved_by(op, image);
+    // Only where moved plans exist (a plain torus or grid, no failed link: there t is a shift
+    // of every coordinate, as Topology::shifted moves chips), and not for the first group alone.
+    if (!m_.routes_translate() || (!from && !to)) return -1;
+    if ((g != 0 && !from) || (image != 0 && !to)) return -1;
+    if (op != op_) known_.clear(), op_ = op;
+    const Topology& topo = m_.topology();
+    std::vector<int> u(static_cast<std::size_t>(topo.num_dims()));
+    bool zero = true;
+    for (int d = 0; d < topo.num_dims(); ++d) {
+      const int n = topo.dim(d);
+      int v = topo.coord(t.chip[0], d) + (from ? (*from)[d] : 0) - (to ? (*to)[d] : 0);
+      v = ((v % n) + n) % n;
+      u[static_cast<std::size_t>(d)] = v;
+      zero = zero && v == 0;
+    }
+    if (zero) return 1;
+    const auto known = known_.find(u);
+    if (known != known_.end()) return known->second;
+    std::vector<int> chips(static_cast<std::size_t>(topo.num_chips()));
+    for (int c = 0; c < topo.num_chips(); ++c) chips[c] = topo.shifted(c, u);
+    Translation shift;
+    if (!make_translation(m_, std::move(chips), shift)) return -1;
+    const GroupPlan& p0 = planner.plan(op, 0);
+    const int same = same_plan(p0, p0, shift, w) ? 1 : 0;
+    known_.emplace(u, same != 0);
+    return same;
+  }
+
+ private:
+  const Machine& m_;
+  int op_ = -1;
+  std::map<std::vector<int>, bool> known_;
+};
+
 /// True if every collective's groups and plans map onto themselves under `t`.
 bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, const Translation& t,
-               Where& w) {
+               Where& w, const Machine& m) {
+  MovedPlans moved(m);
   for (int op : ops) {
-    const auto& plans = planner.plans(op);
+    const auto& shapes = planner.shapes(op);
     const GroupSet& gs = planner.groups(op);
     for (std::size_t g = 0; g < gs.groups.size(); ++g) {
       const auto& members = gs.groups[g];
@@ -268,8 +316,12 @@ bool invariant(const std::vector<int>& ops, const CollectivePlanner& planner, co
       if (image < 0 || gs.groups[image].size() != members.size()) return false;
       for (int m : members)
         if (gs.group_of_core[t.core[m]] != image) return false;
-      if (!plans[g] || !plans[image]) return false;
-      if (!same_plan(*plans[g], *plans[image], t, w)) return false;
+      if (!shapes[g] || !shapes[image]) return false;
+      const int same = moved.same(planner, op, g, static_cast<std::size_t>(image), t, w);
+      if (same == 0) return false;
+      if (same == 1) continue;
+      if (!same_plan(planner.plan(op, g), planner.plan(op, static_cast<std::size_t>(image)), t, w))
+        return false;
     }
   }
   return true;
@@ -280,7 +332,7 @@ std::vector<int> longest_routes(const std::vector<int>& ops, const Machine& m,
                                 const CollectivePlanner& planner) {
   std::vector<int> most(static_cast<std::size_t>(m.topology().num_dims()), 0);
   for (int op : ops) {
-    const std::vector<int> along = hops_along(m, planner.plans(op));
+    const std::vector<int> along = hops_along(m, planner.shapes(op));
     for (std::size_t d = 0; d < most.size(); ++d) most[d] = std::max(most[d], along[d]);
   }
   return most;
@@ -306,7 +358,7 @@ int find_period(const std::vector<int>& ops, const Machine& m, const CollectiveP
     if (const Dcn* dcn = m.dcn(); dcn && p % dcn->blocks().extent[dim] != 0) continue;
     Translation t;
     if (!make_translation(m, shifted_chips(topo, dim, p), t)) return n;
-    if (invariant(ops, planner, t, w)) return p;
+    if (invariant(ops, planner, t, w, m)) return p;
   }
   return n;
 }
@@ -623,7 +675,7 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
   try {
     for (std::size_t op = 0; op < program.ops.size(); ++op) {
       if (!program.ops[op].is_collective) continue;
-      const auto& plans = planner.plans(static_cast<int>(op));
+      const auto& plans = planner.shapes(static_cast<int>(op));
       auto it = done.find(&plans);
       if (it != done.end()) {
         s->ops[op] = it->second;
@@ -645,7 +697,7 @@ SymmetrySearch find_symmetry(const Program& program, const Machine& m,
           if (stamp[cls[c]] != epoch)
             throw std::string("a group's members in the domain do not stand for all its members");
         ++g->played;
-        g->plans[k] = project(*plans[k], m, *s, cls, st);
+        g->plans[k] = project(planner.plan(static_cast<int>(op), k), m, *s, cls, st);
       }
       done.emplace(&plans, g.get());
       s->ops[op] = g.get();

@@ -19,6 +19,13 @@ Machine::Machine(sc_core::sc_module_name name, const Topology& topology, const H
   const int cpc = hw_.devices_per_chip;
   onchip_.assign(static_cast<std::size_t>(topology.num_chips()) * cpc * cpc, nullptr);
   for (int c = 0; c < topology.num_chips(); ++c) build_links(c, parts);
+  // link_index_at: the links' indices by chip and place, read without touching the links.
+  const int places = topology.num_dims() * 2 + cpc * cpc;
+  index_at_.assign(static_cast<std::size_t>(topology.num_chips()) * places, -1);
+  for (int c = 0; c < topology.num_chips(); ++c)
+    for (int p = 0; p < places; ++p)
+      if (const NetworkLink* l = link_at(c, p))
+        index_at_[static_cast<std::size_t>(c) * places + p] = l->index;
   first_dcn_link_ = static_cast<int>(all_links_.size());
   if (topology.slices() > 1)
     dcn_ = std::make_unique<Dcn>(topology, topology.slices(), parts.dcn,

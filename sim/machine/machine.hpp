@@ -134,6 +134,12 @@ class Machine : public sc_core::sc_module, public StatGroup {
   std::pair<int, int> place_of(const NetworkLink& link) const { return place_[link.index]; }
   /// The link at `place` of `chip` (as place_of gives it), null where the chip has none.
   NetworkLink* link_at(int chip, int place) const;
+  /// The index (links()) of link_at(chip, place), -1 where the chip has none; a table lookup
+  /// that does not touch the link (for counting many routes' hops, profile_plans).
+  int link_index_at(int chip, int place) const {
+    const int places = topology_.num_dims() * 2 + hw_.devices_per_chip * hw_.devices_per_chip;
+    return index_at_[static_cast<std::size_t>(chip) * places + place];
+  }
   /// True for the data-center network's links (multislice).
   bool is_dcn_link(const NetworkLink& l) const { return dcn_ && l.index >= first_dcn_link_; }
   /// Every link, for statistics.
@@ -161,6 +167,7 @@ class Machine : public sc_core::sc_module, public StatGroup {
   std::vector<NetworkLink*> ici_;  ///< by topology link slot
   std::vector<NetworkLink*> all_links_;
   std::vector<std::pair<int, int>> place_;  ///< per link (all_links_ index): place_of
+  std::vector<int> index_at_;               ///< per chip and place: link_index_at
   bool any_failed_ = false;
   /// Appends the ICI links of `steps` hops from `chip` along `dim` in `dir`; false (and nothing
   /// appended) if one of them has failed.

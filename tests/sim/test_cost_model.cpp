@@ -195,3 +195,54 @@ TEST_CASE("a plan moved to a translated group is the plan built for that group")
     CHECK(v[1] == 0);
   }
 }
+
+// profile_plans counts a moved group's routes from the first group's plan and its shift, without
+// building the moved plan (CollectivePlanner keeps such groups unbuilt until a run plays them):
+// every phase's link load and path latency must be those of profiling the built plans.
+TEST_CASE("profiling moved groups unbuilt gives the profile of their built plans") {
+  for (const char* topology : {"4x4", "8x4:wrap=0,1", "4x4x4"}) {
+    INFO(topology);
+    // Out: phases compared, phases whose link load or path latency differ.
+    const auto v = in_child([&] {
+      const Config cfg = config_with({{"topology", topology}});
+      Topology topo(topology_from_json(cfg.json()["topology"]));
+      const HardwareSpec hw = HardwareSpec::from_config(cfg);
+      const int cores = topo.num_chips() * hw.devices_per_chip;
+      Machine machine("multipod", topo, hw);
+      double compared = 0, differ = 0;
+      std::vector<double> scratch;
+      DeviceMesh mesh(topo, hw.devices_per_chip, {{"a", 4}, {"b", cores / 4}});
+      for (const auto& ax : std::vector<std::vector<std::string>>{{"a"}, {"b"}}) {
+        const auto groups = mesh.groups(ax);
+        for (const auto& name : algorithm_names()) {
+          std::vector<GroupPlan> built;
+          try {
+            built.push_back(
+                make_algorithm(name, "test")->plan(machine, CollectiveKind::AllReduce, groups[0]));
+          } catch (const ConfigError&) {
+            continue;
+          }
+          GroupPlan unbuilt = built.front();
+          std::vector<std::vector<int>> moved(1);
+          std::vector<int> by;
+          for (std::size_t g = 1; g < groups.size(); ++g)
+            if (chip_shift(machine, groups.front(), groups[g], by)) {
+              built.push_back(shifted_plan(machine, built.front(), by));
+              moved.push_back(by);
+            }
+          std::vector<GroupPlan*> all, stand_ins(moved.size(), &unbuilt);
+          for (auto& p : built) all.push_back(&p);
+          profile_plans(machine, all, scratch);
+          profile_plans(machine, stand_ins, scratch, &moved);
+          for (std::size_t k = 0; k < unbuilt.phases.size(); ++k, ++compared)
+            differ += unbuilt.phases[k].link_s_per_byte != built[0].phases[k].link_s_per_byte ||
+                      unbuilt.phases[k].path_latency != built[0].phases[k].path_latency;
+        }
+      }
+      return std::vector<double>{compared, differ};
+    });
+    REQUIRE(v.size() == 2);
+    CHECK(v[0] > 0);
+    CHECK(v[1] == 0);
+  }
+}
