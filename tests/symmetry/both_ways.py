@@ -57,8 +57,9 @@ def run(binary, study, mode, level=None, command="run"):
         # Two layers per pipeline stage (and repeat), so a pipelined study keeps its stages.
         par = json.loads(text).get("parallelism", {})
         stages = par.get("pipeline", 1) * max(1, par.get("pipeline_repeats", 1))
-        # DeepSeek-V3's first 3 layers are dense: 4 layers keep one mixture-of-experts layer.
-        layers = 4 if "deepseek_" in text else 2 * stages
+        # DeepSeek-V3's first 3 layers are dense: at least 4 layers keep one mixture-of-experts
+        # layer (as many as the stages and repeats where those are more).
+        layers = stages * -(-4 // stages) if "deepseek_" in text else 2 * stages
         args += ["--set", f"workload.layers={layers}"]
     p = subprocess.run(args, capture_output=True, text=True)
     if p.returncode != 0:
