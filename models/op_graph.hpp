@@ -95,9 +95,14 @@ enum class RematAction {
 /// Which forward tensors a vector op's gradient reads besides dY (training.cpp): they stay live
 /// until it runs (docs/memory.md, What a gradient keeps).
 enum class GradReads {
-  InputsAndOutput,  ///< the general case (layer and batch norms, activations, pooling, ...)
-  Output,           ///< softmax: dx = y (dy - sum(dy y)) reads only its output y
-  None,             ///< a sum (a residual add): dx = dy for every input
+  InputsAndOutput,  ///< the general case (layer and batch norms, pooling, losses, ...)
+  /// A derivative that is a function of y alone: softmax, dx = y (dy - sum(dy y)); tanh,
+  /// dx = dy (1 - y^2); ReLU (also fused after a residual add), dx = dy [y > 0]
+  Output,
+  /// A derivative that is a function of x alone: GELU, dx = dy gelu'(x); SwiGLU,
+  /// d(gate) = dy up swish'(gate), d(up) = dy swish(gate)
+  Inputs,
+  None,  ///< a sum (a residual add): dx = dy for every input
 };
 
 struct OpNode {

@@ -222,8 +222,9 @@ class Deriver {
       if ((f.params > 0 || f.tied_to >= 0) && !ins.empty()) reads.push_back(ins[0]);
       return reads;
     }
-    if (f.flash_attention || f.grad_reads == GradReads::InputsAndOutput) reads = ins;
-    if (f.flash_attention || f.grad_reads != GradReads::None) reads.push_back(v);
+    const GradReads r = f.flash_attention ? GradReads::InputsAndOutput : f.grad_reads;
+    if (r == GradReads::InputsAndOutput || r == GradReads::Inputs) reads = ins;
+    if (r == GradReads::InputsAndOutput || r == GradReads::Output) reads.push_back(v);
     return reads;
   }
 

@@ -82,9 +82,10 @@ int add_mlm_head(OpGraph& g, int x, int word, std::int64_t rows, std::int64_t h,
                       vpu_ops::kGather, vpu_ops::kGather),
             {x});
   const int dense = g.add(weight_matmul("mlm.transform", rows, h, h, true), {gathered});
-  const int act = g.add(vector_op(OpKind::Elementwise, "mlm.gelu", static_cast<double>(rows) * h, 1,
-                                  vpu_ops::kGelu, vpu_ops::kGeluGrad),
-                        {dense});
+  OpNode gelu = vector_op(OpKind::Elementwise, "mlm.gelu", static_cast<double>(rows) * h, 1,
+                          vpu_ops::kGelu, vpu_ops::kGeluGrad);
+  gelu.grad_reads = GradReads::Inputs;  // gelu'(x)
+  const int act = g.add(std::move(gelu), {dense});
   const int mlm_ln =
       g.add(layer_norm("mlm.layer_norm", rows, h, 1, vpu_ops::kLayerNorm, vpu_ops::kLayerNormGrad),
             {act});
@@ -166,10 +167,10 @@ class BertLarge final : public ModelBuilder {
 
     // Next-sentence head on the first token: pooler dense + tanh, 2-way classifier.
     const int pooled = g.add(weight_matmul("nsp.pooler", batch, h, h, true), {x});
-    const int tanh =
-        g.add(vector_op(OpKind::Elementwise, "nsp.tanh", static_cast<double>(batch) * h, 1,
-                        vpu_ops::kTanh, vpu_ops::kTanhGrad),
-              {pooled});
+    OpNode tanh_op = vector_op(OpKind::Elementwise, "nsp.tanh", static_cast<double>(batch) * h, 1,
+                               vpu_ops::kTanh, vpu_ops::kTanhGrad);
+    tanh_op.grad_reads = GradReads::Output;  // 1 - y^2
+    const int tanh = g.add(std::move(tanh_op), {pooled});
     const int cls = g.add(weight_matmul("nsp.classifier", batch, h, 2, true), {tanh});
     g.add(cross_entropy_loss("nsp.loss", batch, 2), {cls});
 

@@ -30,11 +30,12 @@ MapRef CnnBlocks::conv_bn(const std::string& name, const MapRef& x, std::int64_t
       return {add_rows(std::move(c), {x.op}), out};
     }
     const int conv_v = add_rows(std::move(c), {x.op});
-    return {add_rows(map_op(OpKind::Elementwise, name + ".add_relu", out, 2,
-                            vpu_ops::kResidualAdd + (relu ? vpu_ops::kRelu : 0),
-                            relu ? vpu_ops::kReluGrad : 0),
-                     {conv_v, residual->op}),
-            out};
+    OpNode add =
+        map_op(OpKind::Elementwise, name + ".add_relu", out, 2,
+               vpu_ops::kResidualAdd + (relu ? vpu_ops::kRelu : 0), relu ? vpu_ops::kReluGrad : 0);
+    // d relu(a + b) = dy [y > 0] for both branches: the output's sign, not the summands.
+    add.grad_reads = relu ? GradReads::Output : GradReads::None;
+    return {add_rows(std::move(add), {conv_v, residual->op}), out};
   }
   const int conv_v = add_rows(std::move(c), {x.op});
   const int inputs = residual ? 2 : 1;

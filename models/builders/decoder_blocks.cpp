@@ -388,6 +388,7 @@ int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& 
                         : vector_op(OpKind::Elementwise, p + "mlp.gelu",
                                     static_cast<double>(tokens) * d.d_ff, 1, vpu_ops::kGelu,
                                     vpu_ops::kGeluGrad);
+  act.grad_reads = GradReads::Inputs;  // gelu'(x), swish'(gate) and up: not the output
   act.split.model = SplitDim::N;
   split_rows_model2(act, d);
   split_tokens(act, d);

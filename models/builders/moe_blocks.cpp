@@ -120,6 +120,7 @@ int add_expert_mlps(OpGraph& g, const std::string& p, int x, const DecoderDims& 
                                     kSwiglu, kSwigluGrad)
                         : vector_op(OpKind::Elementwise, p + "moe.experts.gelu", elements, 1,
                                     vpu_ops::kGelu, vpu_ops::kGeluGrad);
+  act.grad_reads = GradReads::Inputs;  // gelu'(x), swish'(gate) and up: not the output
   act.split.model = SplitDim::N;
   const int a = g.add(std::move(act), {i});
   OpNode out =

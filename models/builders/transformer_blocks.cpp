@@ -79,6 +79,8 @@ int add_feed_forward(OpGraph& g, const std::string& prefix, int x, std::int64_t 
   OpNode a = vector_op(
       OpKind::Elementwise, p + (gelu ? "gelu" : "relu"), static_cast<double>(tokens) * d.ffn, 1,
       gelu ? vpu_ops::kGelu : vpu_ops::kRelu, gelu ? vpu_ops::kGeluGrad : vpu_ops::kReluGrad);
+  // GELU's derivative is a function of its input, ReLU's of its output's sign (TF's ReluGrad).
+  a.grad_reads = gelu ? GradReads::Inputs : GradReads::Output;
   a.split.model = SplitDim::N;
   const int av = g.add(std::move(a), {i});
 

@@ -2,6 +2,7 @@
 // gradient keeps, what remat recomputes only when the backward reads it, every layout of the
 // references that ran fitting, and offloaded remat's PCIe copies against their closed form.
 #include <catch2/catch.hpp>
+#include <fstream>
 
 #include "compiler/compiler.hpp"
 #include "core/config.hpp"
@@ -126,6 +127,44 @@ TEST_CASE("MLPerf GPT-3 layouts fit: the v5p meshes of the reference, the v5e an
     INFO(study << " " << sets.size() << " sets: " << m.peak_bytes / (1 << 30) << " GiB");
     CHECK(m.fits());
   }
+}
+
+TEST_CASE("layouts that ran fit: MaxText's TPU v4 22B row and Mask R-CNN at 16 images per chip") {
+  // configs/studies/sweeps/maxtext_v4_mfu.json's 22B point (its first zipped values, fsdp over
+  // the slice's chips, pdbs per chip): the GELU's output is freed once the down projection's
+  // weight gradient has read it (it was 0.6 GiB over).
+  std::ifstream in(config_dir() + "/studies/sweeps/maxtext_v4_mfu.json");
+  const nlohmann::json sweep = nlohmann::json::parse(in);
+  nlohmann::json doc = sweep.at("base");
+  long long pdbs = 0;
+  for (const auto& axis : sweep.at("axes").at(0).at("zip")) {
+    if (axis.value("name", "") == "pdbs") pdbs = axis.at("values").at(0).get<long long>();
+    if (!axis.contains("path")) continue;
+    const std::string path = axis.at("path");
+    nlohmann::json* at = &doc;
+    for (std::size_t from = 0, dot = 0; dot != std::string::npos; from = dot + 1) {
+      dot = path.find('.', from);
+      at = &(*at)[path.substr(from, dot == std::string::npos ? dot : dot - from)];
+    }
+    *at = axis.at("values").at(0);
+  }
+  REQUIRE(pdbs > 0);
+  const int chips = Topology(parse_topology(doc.at("topology").get<std::string>())).num_chips();
+  doc["parallelism"]["fsdp"] = chips;
+  doc["workload"]["global_batch"] = pdbs * chips;
+  const Config cfg = load_config(doc);
+  const HardwareSpec hw = HardwareSpec::from_config(cfg);
+  const Topology topo(topology_from_json(cfg.json().at("topology")));
+  const MemoryProfile m = analyze_memory(compiled_program(cfg, topo, hw), hw.hbm_bytes_per_core);
+  INFO("22B: " << m.peak_bytes / (1 << 30) << " GiB");
+  CHECK(m.fits());
+
+  // MLPerf v1.0 TPU v4: the RPN's 3 scores and 12 box deltas per anchor take the layout that
+  // pads least, and a residual ReLU's gradient reads its output only (it was 229 MiB over).
+  const MemoryProfile r = memory_of(
+      "maskrcnn_16.json", {"preset=tpu_v4", "topology=v4-32", "workload.global_batch=256"});
+  INFO("Mask R-CNN: " << r.peak_bytes / (1 << 30) << " GiB");
+  CHECK(r.fits());
 }
 
 TEST_CASE("TPU v3 verdicts stay those of the runs: 14 sequences per core fit, 256 do not") {

@@ -282,3 +282,35 @@ TEST_CASE("compiler: VMEM bounds a fusion: one tile of every tensor it touches, 
   CHECK(fuse(two_ops(), 2 * 3 * tile).ops.size() == 1);
   CHECK(fuse(two_ops(), 2 * 3 * tile - 1).ops.size() == 2);
 }
+
+TEST_CASE("compiler: a 3-channel map no MXU op reads puts its width on the lanes") {
+  // Mask R-CNN's P2 objectness on one TPU v4 chip: [16, 208, 336, 3] bf16. Channels on the
+  // lanes pad 3 to 128; W (336 -> 384) on the lanes with H (208, a multiple of 16) on the rows
+  // pads least.
+  const std::vector<std::int64_t> map{16, 208, 336, 3};
+  CHECK(least_padded_elements(map, DType::BF16) == 16.0 * 3 * 208 * 384);
+  CHECK(padded_elements(map, DType::BF16, true) == 16.0 * 208 * 336 * 128);
+  // A [N, 64] matrix: 64 on the rows (a multiple of 16), N on the lanes, when N is a multiple
+  // of 128; [1000, 64] pads 64 to 128 on the lanes either way, N (1000 -> 1024) least.
+  CHECK(least_padded_elements({4096, 64}, DType::BF16) == 4096.0 * 64);
+  CHECK(least_padded_elements({1000, 64}, DType::F32) == 1024.0 * 64);
+
+  // The objectness conv's output read by a vector op whose output `then` reads.
+  auto program = [&](FusionRole then) {
+    const double bytes = 16.0 * 208 * 336 * 3 * 2;
+    Op conv = compute("objectness", FusionRole::Mxu, {}, bytes);
+    conv.out_shape = map;
+    conv.feature_map = true;
+    return program_from({conv, compute("sigmoid", FusionRole::Vector, {{0, bytes}}, bytes),
+                         compute("then", then, {{1, bytes}}, 100)});
+  };
+  CompilerOptions o = only_fusion(FusionMode::None);
+  o.tiled_layouts = true;
+  // Read by a loss or a top-k (opaque): nothing asks for the channels on the lanes.
+  const Program free = compile(program(FusionRole::Opaque), v3(), o);
+  CHECK(free.ops[0].output.bytes == Approx(16.0 * 3 * 208 * 384 * 2));
+  CHECK(free.ops[1].compute.bytes_read == Approx(16.0 * 3 * 208 * 384 * 2));
+  // A matmul behind the element-wise op: its operand's layout propagates back to the conv.
+  const Program kept = compile(program(FusionRole::Mxu), v3(), o);
+  CHECK(kept.ops[0].output.bytes == Approx(16.0 * 208 * 336 * 128 * 2));
+}

@@ -241,3 +241,45 @@ TEST_CASE("memory: a Program without sizes (a trace) is unknown, and fits") {
   CHECK(m.fits());
   CHECK(live_bytes_per_op(p).empty());
 }
+
+namespace {
+// in [m, h] x [h, f], a GELU over its [m, f] output (its gradient reading `reads`), out
+// [m, f] x [f, h], a loss; trained with SGD on one core.
+Program gelu_layer_program(std::int64_t m, std::int64_t h, std::int64_t f, GradReads reads) {
+  OpGraph g;
+  g.replica_batch = m;
+  const int in = g.add(weight_matmul("in", m, h, f, false));
+  OpNode gelu = vector_op(OpKind::Elementwise, "gelu", static_cast<double>(m) * f, 1,
+                          vpu_ops::kGelu, vpu_ops::kGeluGrad);
+  gelu.grad_reads = reads;
+  const int act = g.add(std::move(gelu), {in});
+  const int out = g.add(weight_matmul("out", m, f, h, false), {act});
+  g.add(cross_entropy_loss("loss", m, h), {out});
+  derive_training_graph(g, OptimizerKind::Sgd);
+  return partition(g, single_core());
+}
+}  // namespace
+
+TEST_CASE(
+    "memory: a GELU's gradient keeps its input, and its output only for the down projection") {
+  // gelu'(x) is a function of x: the [m, f] bf16 input stays until gelu.bwd, the output (2 m f
+  // bytes) only until out.bwd_weight reads it, which runs before gelu.bwd. During gelu.bwd the
+  // activations are the input alone: 2 m f bytes, where a gradient reading its output as well
+  // kept 4 m f.
+  const std::int64_t m = 4096, h = 256, f = 1024;
+  const Program p = gelu_layer_program(m, h, f, GradReads::Inputs);
+  const int gelu = test::index_of(p, "gelu");
+  CHECK(p.ops[gelu].output.bytes == 2.0 * m * f);
+  CHECK(p.ops[gelu].output.last_use == test::index_of(p, "out.bwd_weight"));
+  CHECK(test::index_of(p, "out.bwd_weight") < test::index_of(p, "gelu.bwd"));
+  CHECK(p.ops[test::index_of(p, "in")].output.last_use == test::index_of(p, "gelu.bwd"));
+  CHECK(test::activations_at(p, test::index_of(p, "gelu.bwd")) == 2.0 * m * f);
+
+  const Program both = gelu_layer_program(m, h, f, GradReads::InputsAndOutput);
+  CHECK(both.ops[gelu].output.last_use == test::index_of(both, "gelu.bwd"));
+  CHECK(test::activations_at(both, test::index_of(both, "gelu.bwd")) == 4.0 * m * f);
+  // The same work: only lifetimes move.
+  CHECK(p.ops.size() == both.ops.size());
+  CHECK(test::op_named(p, "gelu.bwd").compute.bytes_read ==
+        test::op_named(both, "gelu.bwd").compute.bytes_read);
+}
