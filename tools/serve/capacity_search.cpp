@@ -43,9 +43,22 @@ nlohmann::json value_json(const std::string& text) {
   return v.is_discarded() ? nlohmann::json(text) : v;
 }
 
+// The --set options but those of a path the space varies (its value comes from the space).
+std::vector<std::string> sets_without(const ServeArgs& a, const std::string& path) {
+  std::vector<std::string> sets;
+  for (const auto& s : a.sets)
+    if (s.substr(0, s.find('=')) != path) sets.push_back(s);
+  return sets;
+}
+
 std::vector<std::string> sets_of(const ServeArgs& a, const std::vector<CapacityAxis>& axes,
                                  const std::vector<std::size_t>& at) {
   std::vector<std::string> sets = a.sets;
+  for (const auto& axis : axes) {
+    ServeArgs kept;
+    kept.sets = std::move(sets);
+    sets = sets_without(kept, axis.path);
+  }
   for (std::size_t i = 0; i < axes.size(); ++i)
     sets.push_back(axes[i].path + "=" + axes[i].values[at[i]]);
   return sets;
@@ -135,7 +148,7 @@ std::vector<CapacityAxis> read_space(const ServeArgs& a) {
         throw ConfigError("--space " + option, "'" + axis.path + "' is given twice");
     // Each value alone on the study: a value its parameter refuses is an error, not a row.
     for (const std::string& v : axis.values) {
-      std::vector<std::string> sets = a.sets;
+      std::vector<std::string> sets = sets_without(a, axis.path);
       sets.push_back(axis.path + "=" + v);
       try {
         read_serving(cli::load_study_file(a.study, sets, cli::LayoutChecks::None).config);
@@ -212,13 +225,15 @@ void print_search(std::ostream& o, const nlohmann::json& j, std::size_t axes) {
       "tpusim serve --find-rate --space {}: {} configurations, limits p99 TTFT {} ms, TPOT {} ms\n",
       j["study"].get<std::string>(), j["rows"].size(), j["limits"]["ttft_ms_p99"].get<double>(),
       j["limits"]["tpot_ms_p99"].get<double>());
-  o << fmt::format("{:>4}  {:<40} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>10}\n", "rank",
-                   "configuration", "Server/s", "per chip", "TTFT p99", "TPOT p99", "Offline/s",
+  std::size_t w = 13;  // "configuration"
+  for (const auto& r : j["rows"]) w = std::max(w, r["configuration"].get<std::string>().size());
+  o << fmt::format("{:>4}  {:<{}} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>10}\n", "rank",
+                   "configuration", w, "Server/s", "per chip", "TTFT p99", "TPOT p99", "Offline/s",
                    "per chip", "out tok/s");
   for (const auto& r : j["rows"]) {
     const std::string name = r["configuration"].get<std::string>();
     if (r["status"] != "ok") {
-      o << fmt::format("{:>4}  {:<40} {}: {}\n", "-", name,
+      o << fmt::format("{:>4}  {:<{}} {}: {}\n", "-", name, w,
                        r["status"] == "does_not_fit" ? "does not fit" : "invalid",
                        r["error"].get<std::string>());
       continue;
@@ -227,8 +242,8 @@ void print_search(std::ostream& o, const nlohmann::json& j, std::size_t axes) {
     const auto& pc = r["per_chip"];
     const bool found = f["server"]["found"].get<bool>();
     o << fmt::format(
-        "{:>4}  {:<40} {:>10} {:>8} {:>9} {:>9} {:>10.2f} {:>8.3f} {:>10.0f}\n",
-        r["rank"].get<int>(), name,
+        "{:>4}  {:<{}} {:>10} {:>8} {:>9} {:>9} {:>10.2f} {:>8.3f} {:>10.0f}\n",
+        r["rank"].get<int>(), name, w,
         found ? fmt::format("{:.3f}", f["server"]["rate_per_s"].get<double>()) : "none",
         found ? fmt::format("{:.3f}", pc["server_rate_per_s"].get<double>()) : "",
         found ? fmt::format("{:.1f}", f["server"]["ttft_ms"]["p99"].get<double>()) : "",
