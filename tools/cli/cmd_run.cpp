@@ -72,6 +72,10 @@ const CommandRegistrar kServeRegister{[](CLI::App& app) {
   cmd->add_flag("--find-rate", a->find_rate,
                 "find the highest Poisson rate whose p99 TTFT and TPOT meet serving.limits "
                 "(MLPerf Server) and the throughput of all requests at once (Offline)");
+  cmd->add_option("--space", a->space,
+                  "with --find-rate: search the configurations PATH=V1,V2,... (one key each, e.g. "
+                  "serving.max_num_seqs=32,64 workload.quantization=int8,bf16) and "
+                  "rank them by Server rate, then Offline throughput (repeatable)");
   cmd->callback([a] { set_exit_code(serve::run_serve(*a)); });
 }};
 

@@ -13,6 +13,7 @@
 #include "models/model_builder.hpp"
 #include "models/parallelism/layout.hpp"
 #include "tools/report/run_report.hpp"
+#include "tools/serve/capacity_search.hpp"
 #include "tools/serve/requests.hpp"
 #include "tools/serve/scheduler.hpp"
 #include "tools/serve/serve_metrics.hpp"
@@ -32,8 +33,10 @@ constexpr int kSearchSteps = 12;  // --find-rate: bisections of the rate (1/4096
 // A progress line on a terminal (stderr), quiet when piped.
 class Progress {
  public:
-  Progress() : interval_(cli::progress_interval_s()), last_(Clock::now()) {}
-  void show(const std::string& what) {
+  explicit Progress(std::string prefix = "")
+      : prefix_(std::move(prefix)), interval_(cli::progress_interval_s()), last_(Clock::now()) {}
+  void show(const std::string& text) {
+    const std::string what = prefix_ + text;
     if (interval_ <= 0) return;
     const auto now = Clock::now();
     if (std::chrono::duration<double>(now - last_).count() < interval_) return;
@@ -46,6 +49,7 @@ class Progress {
   }
 
  private:
+  std::string prefix_;  ///< a capacity search's configuration and ETA
   double interval_;
   Clock::time_point last_;
   bool shown_ = false;
@@ -262,9 +266,39 @@ void check_outputs(const ServeArgs& a) {
                       "missing");
 }
 
+nlohmann::json report_head(const cli::Study& study, const ServingConfig& s) {
+  const Topology topology(study.topology);
+  return {{"schema_version", 1},
+          {"tpusim_version", TPUSIM_VERSION},
+          {"study", study.source},
+          {"model", kWorkloadModel(study.config)},
+          {"chips", topology.num_chips()},
+          {"cores", topology.num_chips() * study.hardware.devices_per_chip},
+          {"layout", "model=" + std::to_string(kParallelismModel(study.config))},
+          {"scheduler", s.scheduler}};
+}
+
 }  // namespace
 
+nlohmann::json find_rate_report(const cli::Study& study, const std::string& progress_prefix) {
+  const auto start = Clock::now();
+  const ServingConfig s = read_serving(study.config);
+  StepTimes times(study, s);
+  const std::vector<Request> requests = make_requests(s);
+  Progress progress(progress_prefix);
+  times.on_simulated = [&](int n) {
+    progress.show(fmt::format("serve: {} step shapes simulated", n));
+  };
+  nlohmann::json j = report_head(study, s);
+  j["find_rate"] = find_rate(requests, s, times, progress);
+  j["step_shapes_simulated"] = times.simulated();
+  j["simulate_wall_s"] = times.simulate_seconds();
+  j["wall_s"] = std::chrono::duration<double>(Clock::now() - start).count();
+  return j;
+}
+
 int run_serve(const ServeArgs& a) {
+  if (!a.space.empty()) return run_capacity_search(a);
   const auto start = Clock::now();
   check_outputs(a);
   const cli::Study study = cli::load_study_file(a.study, a.sets, cli::LayoutChecks::None);
@@ -276,15 +310,7 @@ int run_serve(const ServeArgs& a) {
   times.on_simulated = [&](int n) {
     progress.show(fmt::format("serve: {} step shapes simulated", n));
   };
-  const Topology topology(study.topology);
-  nlohmann::json j = {{"schema_version", 1},
-                      {"tpusim_version", TPUSIM_VERSION},
-                      {"study", study.source},
-                      {"model", kWorkloadModel(study.config)},
-                      {"chips", topology.num_chips()},
-                      {"cores", topology.num_chips() * study.hardware.devices_per_chip},
-                      {"layout", "model=" + std::to_string(kParallelismModel(study.config))},
-                      {"scheduler", s.scheduler}};
+  nlohmann::json j = report_head(study, s);
   ServeRun run;
   if (a.find_rate) {
     j["find_rate"] = find_rate(requests, s, times, progress);

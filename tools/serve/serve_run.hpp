@@ -14,6 +14,8 @@ struct ServeArgs {
   std::string timeline;    ///< Chrome trace of the steps and the occupancy counters
   std::string out;         ///< folder for serve.json, results.csv, requests.csv, occupancy.csv
   bool find_rate = false;  ///< the highest Poisson rate meeting the p99 limits, and Offline
+  /// --space PATH=V1,V2,...: with find_rate, the configurations searched (capacity_search.hpp)
+  std::vector<std::string> space;
 };
 
 /// Runs the serve and prints its report. Returns the exit code (0). Throws ConfigError on bad

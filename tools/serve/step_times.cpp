@@ -131,25 +131,25 @@ void StepTimes::measure_capacity(const ServingConfig& s) {
   c.bytes_per_token = c.bytes_per_token_core * model_;
   const double budget = c.hbm_bytes_core - c.static_bytes_core;
   if (budget <= 0)
-    throw ConfigError("parallelism.model",
-                      "the weights and activations of a decode step at " + std::to_string(batch) +
-                          " sequences take " + gib(c.static_bytes_core) +
-                          " per core, more than "
-                          "its " +
-                          gib(c.hbm_bytes_core) +
-                          " of HBM; allowed: more model "
-                          "parallelism (parallelism.model), a smaller serving.max_num_seqs");
+    throw DoesNotFit("parallelism.model",
+                     "the weights and activations of a decode step at " + std::to_string(batch) +
+                         " sequences take " + gib(c.static_bytes_core) +
+                         " per core, more than "
+                         "its " +
+                         gib(c.hbm_bytes_core) +
+                         " of HBM; allowed: more model "
+                         "parallelism (parallelism.model), a smaller serving.max_num_seqs");
   // Each replica's cores hold its share of the cache; the engine's replicas together.
   c.pool_tokens = std::floor(budget / c.bytes_per_token_core) * replicas;
   const double sequence = static_cast<double>(max_len_) * c.bytes_per_token_core;
   if (budget < sequence)
-    throw ConfigError("serving.max_model_len",
-                      std::to_string(max_len_) + " tokens: one sequence's KV cache (" +
-                          gib(sequence) + " per core) does not fit in the " + gib(budget) +
-                          " of HBM per core beside the weights and activations (" +
-                          gib(c.static_bytes_core) +
-                          "); allowed: a shorter model length, "
-                          "workload.kv_cache_dtype = int8, or more model parallelism");
+    throw DoesNotFit("serving.max_model_len",
+                     std::to_string(max_len_) + " tokens: one sequence's KV cache (" +
+                         gib(sequence) + " per core) does not fit in the " + gib(budget) +
+                         " of HBM per core beside the weights and activations (" +
+                         gib(c.static_bytes_core) +
+                         "); allowed: a shorter model length, "
+                         "workload.kv_cache_dtype = int8, or more model parallelism");
   if (s.kv_cache_blocks > 0) {
     const double asked = static_cast<double>(s.kv_cache_blocks * c.page_tokens);
     if (asked > c.pool_tokens)

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "tools/serve/serving_config.hpp"
 #include "tools/serve/shape_worker.hpp"
 #include "tools/study/study.hpp"
@@ -34,10 +35,17 @@ struct KvCapacity {
   double hbm_bytes_core = 0;
 };
 
+/// The memory verdict: the weights and activations, or one sequence's KV cache beside them, do
+/// not fit in HBM (a ConfigError: exit 2 in `tpusim serve`; a capacity search reports it).
+class DoesNotFit : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
 class StepTimes {
  public:
   /// Checks that the KV cache holds one sequence of max_model_len beside the weights; throws
-  /// ConfigError naming serving.max_model_len (or parallelism.model when the weights alone do
+  /// DoesNotFit naming serving.max_model_len (or parallelism.model when the weights alone do
   /// not fit).
   StepTimes(const cli::Study& study, const ServingConfig& s);
   ~StepTimes();
