@@ -84,7 +84,7 @@ TEST_CASE("plan bounds: collectives across the bisection, per direction") {
 }
 
 TEST_CASE("plan bounds: the critical path waits for an all-reduce between two ops") {
-  const HardwareSpec hw = tpu_v3();
+  HardwareSpec hw = tpu_v3();
   const Topology topo(parse_topology("4x4"));
   REQUIRE(hw.devices_per_chip == 2);
   Op a, b;
@@ -108,15 +108,21 @@ TEST_CASE("plan bounds: the critical path waits for an all-reduce between two op
   // Ingress: the chip's two cores receive 2 S over the two on-chip links into them.
   CHECK(bound.ingress_ms == Approx(comm));
   CHECK(bound.step_ms() == Approx(2 * ta + comm));
-  // Without the dependency, the all-reduce overlaps the second op.
+  // Without the dependency and with async collectives, the all-reduce overlaps the second op;
+  // without async collectives the core waits for it.
   b.deps = {};
+  REQUIRE_FALSE(hw.async_collectives);
+  CHECK(plan::step_lower_bound(program({{"data", 16}, {"model", 2}}, {a, c, b}), topo, hw)
+            .critical_ms == Approx(2 * ta + comm));
+  hw.async_collectives = true;
   const auto overlapped =
       plan::step_lower_bound(program({{"data", 16}, {"model", 2}}, {a, c, b}), topo, hw);
   CHECK(overlapped.critical_ms == Approx(ta + std::max(ta, comm)));
 }
 
 TEST_CASE("plan bounds: ingress counts what a chip receives over the links along the group") {
-  const HardwareSpec hw = tpu_v3();
+  HardwareSpec hw = tpu_v3();
+  hw.async_collectives = true;
   const Topology topo(parse_topology("4x4"));
   const double S = 64e6;
   // All-gathers over all 32 cores: each receives 31/32 S over the 4 ICI links into its chip

@@ -26,7 +26,7 @@ TEST_CASE("plan graph cache: every verdict equals the one built from scratch") {
   const plan::SearchSpace space = plan::default_space(cfg, 8);
   const auto all = plan::enumerate(space, cfg.json());
   REQUIRE(all.size() > 50);
-  OpGraphCache graphs(4);
+  OpGraphCache graphs(4), all_graphs(100000);  // one that drops graphs, one that keeps them
   std::size_t valid = 0, invalid = 0;
   for (const auto& c : all) {
     const cli::CandidateCheck fresh = cli::check_candidate(c.study);
@@ -37,12 +37,14 @@ TEST_CASE("plan graph cache: every verdict equals the one built from scratch") {
     CHECK(cached.peak_bytes == fresh.peak_bytes);
     CHECK(cached.program_fingerprint == fresh.program_fingerprint);
     CHECK(cached.bound.step_ms() == fresh.bound.step_ms());
+    CHECK(cli::check_candidate(c.study, &all_graphs).program_fingerprint ==
+          fresh.program_fingerprint);
     (fresh.rejected_class.empty() ? valid : invalid) += 1;
   }
   CHECK(valid > 0);
   CHECK(invalid > 0);
   // Layouts that differ in fsdp, microbatches or megacore only need graphs of a few batches.
-  CHECK(graphs.hits() > graphs.misses());
+  CHECK(all_graphs.hits() > all_graphs.misses());
 }
 
 TEST_CASE("plan graph cache: the builder's reads key the graph") {
