@@ -86,7 +86,7 @@ TEST_CASE("plan: simulated steps are never below their bound, top K, front and w
               {c["bound_compute_ms"].get<double>(), c["bound_bisection_ms"].get<double>(),
                c["bound_critical_ms"].get<double>(), c["bound_ingress_ms"].get<double>()})));
     // The memory verdict, made from the Program without simulating, is the simulated run's.
-    const json point = json::parse(slurp(s.path("out/points/" + id + ".json")));
+    const json point = point_report(s.path("out"), id);
     CHECK(c["peak_memory_bytes"].get<double>() ==
           Approx(point["memory"]["peak_bytes"].get<double>()));
     // examples/s/chip = batch / step / chips
