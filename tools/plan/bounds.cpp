@@ -73,7 +73,8 @@ Reach reach_of(const std::vector<std::vector<int>>& groups, const Topology& topo
 }
 
 /// Bytes per second into one core (`per_core`) or one chip over the links along `dims`.
-double capacity(unsigned dims, const Topology& topology, const HardwareSpec& hw, bool per_core) {
+double link_capacity(unsigned dims, const Topology& topology, const HardwareSpec& hw,
+                     bool per_core) {
   const int nd = topology.num_dims(), dpc = hw.devices_per_chip;
   double c = 0;
   for (int d = 0; d < nd; ++d)
@@ -173,7 +174,7 @@ double critical_path_ns(const Program& program, const std::vector<double>& compu
     }
     double least = 0;
     const Reach& r = g.reach[i];
-    const double cap = capacity(r.dims, topology, hw, true);
+    const double cap = link_capacity(r.dims, topology, hw, true);
     if (r.counted && cap > 0) least = received(op.collective, r.members).first / cap * 1e9;
     finish[i] = start + least;
     last = std::max(last, finish[i]);
@@ -200,7 +201,7 @@ double ingress_ns(const Program& program, const CollectiveGeometry& g, const Top
     double b = 0;
     for (const auto& [dims, v] : bytes)
       if ((dims & ~x) == 0) b += v;
-    const double cap = capacity(x, topology, hw, false);
+    const double cap = link_capacity(x, topology, hw, false);
     if (cap > 0) worst = std::max(worst, b / cap * 1e9);
     if (x == 0) break;
   }
