@@ -31,7 +31,7 @@
 //  element); reduce-scatter S/p (its piece's partial sum), (p-1)/p S on average (p-1 merges per
 //  piece); a permute S where it receives. The critical path uses each member's least, the
 //  ingress bound the average. Collectives across slices (the data-center network) count
-//  nothing.
+//  nothing in either.
 //  The bound is the largest of the four: each holds alone.
 #include "core/hardware.hpp"
 #include "models/program.hpp"
