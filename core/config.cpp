@@ -1,5 +1,6 @@
 #include "core/config.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdlib>
 #include <filesystem>
@@ -224,13 +225,34 @@ Config load_config_file(const std::string& path, const std::vector<std::string>&
   return load_config(read_json_file(path), sets);
 }
 
+// Where this thread records the paths it reads from any Config (null: not recording), in the
+// order first read, each once: what a result computed from a study depends on. Read by
+// models/workload.cpp's op-graph cache, which declares it; core/config.hpp, included by nearly
+// every file, is left alone.
+std::vector<std::string>*& config_read_record();
+std::vector<std::string>*& config_read_record() {
+  thread_local std::vector<std::string>* record = nullptr;
+  return record;
+}
+
+namespace {
+void note_read(const std::string& path) {
+  std::vector<std::string>* r = config_read_record();
+  if (r && std::find(r->begin(), r->end(), path) == r->end()) r->push_back(path);
+}
+}  // namespace
+
 const nlohmann::json& Config::at(const std::string& path) const {
+  note_read(path);
   const auto* v = json_at(doc_, path);
   assert(v && "parameter read but not declared or not filled");
   if (!v) throw std::logic_error("tpusim bug: parameter '" + path + "' read but not present");
   return *v;
 }
-bool Config::has(const std::string& path) const { return json_at(doc_, path) != nullptr; }
+bool Config::has(const std::string& path) const {
+  note_read(path);
+  return json_at(doc_, path) != nullptr;
+}
 double Config::number(const std::string& path) const { return at(path).get<double>(); }
 std::int64_t Config::integer(const std::string& path) const {
   return static_cast<std::int64_t>(at(path).get<double>());

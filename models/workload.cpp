@@ -118,6 +118,44 @@ void check_op_sizes(const Program& program, const std::string& batch_path, std::
                                     std::to_string(fit) + " examples, or more cores");
 }
 
+// The op graph of one replica's microbatch of `kind`, or the problems that stop it.
+BuiltGraph build_graph(const Config& cfg, const ModelBuilder& builder, ProgramKind kind,
+                       std::int64_t micro_batch, int micro) {
+  const bool eval = kind == ProgramKind::Eval;
+  const bool serving = kind == ProgramKind::Prefill || kind == ProgramKind::Decode;
+  BuiltGraph b;
+  try {
+    if (serving) {
+      b.graph = builder.build_serving(cfg, micro_batch, kind == ProgramKind::Decode);
+      if (!b.graph)
+        b.problems.add(kWorkloadProgram.path(), kWorkloadProgram(cfg) + ": " + kWorkloadModel(cfg) +
+                                                    " has no serving steps; allowed: train, eval "
+                                                    "(prefill and decode: decoder_lm)");
+    } else if (eval) {
+      b.graph = builder.build_eval(cfg, micro_batch);
+      // The study asked for the eval step (workload.program), or tpusim train needs the model's
+      // evaluation (the study did not say eval): name what the user wrote.
+      if (!b.graph && kWorkloadProgram(cfg) == "eval")
+        b.problems.add(kWorkloadProgram.path(), "eval: " + kWorkloadModel(cfg) +
+                                                    " has no evaluation program in this build; "
+                                                    "allowed: train");
+      else if (!b.graph)
+        b.problems.add(kWorkloadModel.path(),
+                       kWorkloadModel(cfg) +
+                           " has no evaluation program in this build, which tpusim train "
+                           "simulates at every evaluation; allowed with train: a model that has "
+                           "one (bert_large, resnet50, ssd, maskrcnn, transformer_big), or tpusim "
+                           "run for its step");
+    } else {
+      b.graph.emplace(builder.build(cfg, micro_batch));
+      b.graph->microbatches = micro;
+    }
+  } catch (const ConfigError& e) {
+    for (const auto& p : e.problems()) b.problems.add(p.where, p.what);
+  }
+  return b;
+}
+
 }  // namespace
 
 std::vector<MeshAxis> workload_mesh_axes(const Config& cfg, const Topology& topology,
@@ -138,12 +176,80 @@ std::int64_t step_examples(const Config& cfg, ProgramKind kind) {
   return kind == ProgramKind::Eval && eval > 0 ? eval : global_batch_param()(cfg);
 }
 
+// core/config.cpp: where this thread records the paths it reads from any Config.
+std::vector<std::string>*& config_read_record();
+
+namespace {
+/// Records the paths this thread reads from any Config while it lives (nested: the outer
+/// record resumes after). The builders read the study through Config's accessors (their Param
+/// handles), never the whole document, so the record is all a graph depends on.
+class ReadRecord {
+ public:
+  ReadRecord() : outer_(config_read_record()) { config_read_record() = &paths; }
+  ~ReadRecord() { config_read_record() = outer_; }
+  ReadRecord(const ReadRecord&) = delete;
+  ReadRecord& operator=(const ReadRecord&) = delete;
+  std::vector<std::string> paths;
+
+ private:
+  std::vector<std::string>* outer_;
+};
+
+// The values of `paths` in `cfg` after `key`, one string ("~" where a path is absent).
+std::string read_values(const Config& cfg, const std::vector<std::string>& paths,
+                        const std::string& key) {
+  std::string out = key;
+  for (const auto& p : paths) {
+    const nlohmann::json* v = json_at(cfg.json(), p);
+    out += '|';
+    out += v ? v->dump() : "~";
+  }
+  return out;
+}
+}  // namespace
+
+std::shared_ptr<const BuiltGraph> OpGraphCache::get(const Config& cfg, const std::string& key,
+                                                    const std::function<BuiltGraph()>& build) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& e : entries_)
+      if (e.values == read_values(cfg, e.paths, key)) {
+        e.used = ++clock_;
+        ++hits_;
+        return e.built;
+      }
+    ++misses_;
+  }
+  std::shared_ptr<const BuiltGraph> built;
+  std::vector<std::string> paths;
+  {
+    ReadRecord reads;
+    built = std::make_shared<const BuiltGraph>(build());
+    paths = std::move(reads.paths);
+  }
+  Entry e{paths, read_values(cfg, paths, key), built, 0};
+  std::lock_guard<std::mutex> lock(mutex_);
+  e.used = ++clock_;
+  entries_.push_back(std::move(e));
+  if (entries_.size() > capacity_)
+    entries_.erase(
+        std::min_element(entries_.begin(), entries_.end(),
+                         [](const Entry& a, const Entry& b) { return a.used < b.used; }));
+  return built;
+}
+
+std::vector<std::string> graph_read_paths(const Config& cfg) {
+  ReadRecord reads;
+  model_builder_for(cfg)->build(cfg, 1);
+  return std::move(reads.paths);
+}
+
 Program build_program(const Config& cfg, const Topology& topology, const HardwareSpec& hw) {
   return build_program_of(cfg, topology, hw, program_kind(cfg));
 }
 
 Program build_program_of(const Config& cfg, const Topology& topology, const HardwareSpec& hw,
-                         ProgramKind kind) {
+                         ProgramKind kind, OpGraphCache* cache) {
   const Layout layout = read_layout(cfg, num_cores(topology, hw));
   const auto builder = model_builder_for(cfg);
   ProblemList problems;
@@ -170,36 +276,15 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
   const std::int64_t micro_batch = std::max<std::int64_t>(1, replica_batch / micro);
   if (layout.model > 1 && !builder->supports_model_parallel()) problems.throw_if_any();
   if (layout.spatial > 1 && !builder->supports_spatial()) problems.throw_if_any();
-  std::optional<OpGraph> graph;
-  try {
-    if (serving) {
-      graph = builder->build_serving(cfg, micro_batch, kind == ProgramKind::Decode);
-      if (!graph)
-        problems.add(kWorkloadProgram.path(), kWorkloadProgram(cfg) + ": " + kWorkloadModel(cfg) +
-                                                  " has no serving steps; allowed: train, eval "
-                                                  "(prefill and decode: decoder_lm)");
-    } else if (eval) {
-      graph = builder->build_eval(cfg, micro_batch);
-      // The study asked for the eval step (workload.program), or tpusim train needs the model's
-      // evaluation (the study did not say eval): name what the user wrote.
-      if (!graph && kWorkloadProgram(cfg) == "eval")
-        problems.add(kWorkloadProgram.path(), "eval: " + kWorkloadModel(cfg) +
-                                                  " has no evaluation program in this build; "
-                                                  "allowed: train");
-      else if (!graph)
-        problems.add(kWorkloadModel.path(),
-                     kWorkloadModel(cfg) +
-                         " has no evaluation program in this build, which tpusim train "
-                         "simulates at every evaluation; allowed with train: a model that has "
-                         "one (bert_large, resnet50, ssd, maskrcnn, transformer_big), or tpusim "
-                         "run for its step");
-    } else {
-      graph.emplace(builder->build(cfg, micro_batch));
-      graph->microbatches = micro;
-    }
-  } catch (const ConfigError& e) {
-    for (const auto& p : e.problems()) problems.add(p.where, p.what);
-  }
+  const std::shared_ptr<const BuiltGraph> built =
+      cache ? cache->get(cfg,
+                         std::to_string(static_cast<int>(kind)) + "/" +
+                             std::to_string(micro_batch) + "/" + std::to_string(micro),
+                         [&] { return build_graph(cfg, *builder, kind, micro_batch, micro); })
+            : std::make_shared<const BuiltGraph>(
+                  build_graph(cfg, *builder, kind, micro_batch, micro));
+  for (const auto& p : built->problems.items()) problems.add(p.where, p.what);
+  const std::optional<OpGraph>& graph = built->graph;
   if (graph) check_constraints(*graph, layout, problems);
   if (graph)
     for (const auto& a : registered_axes())

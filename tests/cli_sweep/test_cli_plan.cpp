@@ -1,6 +1,7 @@
 // tpusim plan as a user runs it: a small BERT slice searched end to end; the rules it must keep
 // (bounds below simulated times, pruning that never drops a top-K layout, the winner reproduces,
 // reruns simulate nothing new); bad input.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -80,8 +81,14 @@ TEST_CASE("plan: simulated steps are never below their bound, top K, front and w
   }
   for (const auto& [id, c] : out["candidates"].items()) {
     CHECK(c["step_time_ms"].get<double>() >= c["bound_ms"].get<double>());
-    CHECK(c["bound_ms"].get<double>() == Approx(std::max(c["bound_compute_ms"].get<double>(),
-                                                         c["bound_bisection_ms"].get<double>())));
+    CHECK(c["bound_ms"].get<double>() ==
+          Approx(std::max(
+              {c["bound_compute_ms"].get<double>(), c["bound_bisection_ms"].get<double>(),
+               c["bound_critical_ms"].get<double>(), c["bound_ingress_ms"].get<double>()})));
+    // The memory verdict, made from the Program without simulating, is the simulated run's.
+    const json point = point_report(s.path("out"), id);
+    CHECK(c["peak_memory_bytes"].get<double>() ==
+          Approx(point["memory"]["peak_bytes"].get<double>()));
     // examples/s/chip = batch / step / chips
     CHECK(c["examples_per_s_per_chip"].get<double>() ==
           Approx(16 / (c["step_time_ms"].get<double>() * 1e-3) / 4));

@@ -82,3 +82,56 @@ TEST_CASE("plan bounds: collectives across the bisection, per direction") {
       bisection({{"data", 16}, {"model", 2}}, collective(CollectiveKind::AllReduce, S, {"data"})) ==
       Approx(2 * S / cut_Bps * 1e3));
 }
+
+TEST_CASE("plan bounds: the critical path waits for an all-reduce between two ops") {
+  HardwareSpec hw = tpu_v3();
+  const Topology topo(parse_topology("4x4"));
+  REQUIRE(hw.devices_per_chip == 2);
+  Op a, b;
+  a.name = "a";
+  a.compute.matmul = MatmulShape{1, 1024, 1024, 1024};
+  a.compute.flops = a.compute.matmul->flops();
+  b = a;
+  b.name = "b";
+  const double S = 64e6;
+  Op c = collective(CollectiveKind::AllReduce, S, {"model"});
+  c.deps = {0};
+  b.deps = {1};
+  // "model" is the innermost axis: its groups are the two cores of a chip, joined by the on-chip
+  // path alone. Each core must receive 2 (p-1)/p S = S of it over that path.
+  const auto bound =
+      plan::step_lower_bound(program({{"data", 16}, {"model", 2}}, {a, c, b}), topo, hw);
+  const double ta = compute_op_time(hw, a.compute).total.ns() * 1e-6;
+  const double comm = S / hw.onchip_bandwidth.bytes_per_s() * 1e3;
+  CHECK(bound.compute_ms == Approx(2 * ta));
+  CHECK(bound.critical_ms == Approx(2 * ta + comm));
+  // Ingress: the chip's two cores receive 2 S over the two on-chip links into them.
+  CHECK(bound.ingress_ms == Approx(comm));
+  CHECK(bound.step_ms() == Approx(2 * ta + comm));
+  // Without the dependency and with async collectives, the all-reduce overlaps the second op;
+  // without async collectives the core waits for it.
+  b.deps = {};
+  REQUIRE_FALSE(hw.async_collectives);
+  CHECK(plan::step_lower_bound(program({{"data", 16}, {"model", 2}}, {a, c, b}), topo, hw)
+            .critical_ms == Approx(2 * ta + comm));
+  hw.async_collectives = true;
+  const auto overlapped =
+      plan::step_lower_bound(program({{"data", 16}, {"model", 2}}, {a, c, b}), topo, hw);
+  CHECK(overlapped.critical_ms == Approx(ta + std::max(ta, comm)));
+}
+
+TEST_CASE("plan bounds: ingress counts what a chip receives over the links along the group") {
+  HardwareSpec hw = tpu_v3();
+  hw.async_collectives = true;
+  const Topology topo(parse_topology("4x4"));
+  const double S = 64e6;
+  // All-gathers over all 32 cores: each receives 31/32 S over the 4 ICI links into its chip
+  // and the on-chip link from its neighbour; the chip's two cores share them.
+  Op g = collective(CollectiveKind::AllGather, S, {"data"});
+  const auto bound = plan::step_lower_bound(program({{"data", 32}}, {g, g}), topo, hw);
+  const double chip_in = 4 * hw.ici_bandwidth.bytes_per_s() + 2 * hw.onchip_bandwidth.bytes_per_s();
+  CHECK(bound.ingress_ms == Approx(2 * 2 * (31.0 / 32) * S / chip_in * 1e3));
+  // The critical path: the two gathers at once, each at a core's least time.
+  const double core_in = 4 * hw.ici_bandwidth.bytes_per_s() + hw.onchip_bandwidth.bytes_per_s();
+  CHECK(bound.critical_ms == Approx((31.0 / 32) * S / core_in * 1e3));
+}

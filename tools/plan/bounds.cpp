@@ -1,6 +1,7 @@
 #include "tools/plan/bounds.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "sim/collectives/cost_model.hpp"
@@ -41,38 +42,200 @@ class Cut {
   std::vector<bool> side_;  ///< per chip: true on side A
 };
 
+/// Where a collective's groups reach: a bit per torus dimension along which members differ, and
+/// bit num_dims for members on different cores of a chip; the smallest group.
+struct Reach {
+  unsigned dims = 0;
+  double members = 0;
+  bool counted = true;  ///< false: across slices (the data-center network), counted as nothing
+};
+
+Reach reach_of(const std::vector<std::vector<int>>& groups, const Topology& topology, int dpc) {
+  Reach r;
+  const int nd = topology.num_dims();
+  r.members = groups.empty() ? 0 : static_cast<double>(groups.front().size());
+  for (const auto& g : groups) {
+    r.members = std::min(r.members, static_cast<double>(g.size()));
+    for (int core : g) {
+      const int chip = core / dpc, first = g.front() / dpc;
+      if (chip >= topology.num_chips() || first >= topology.num_chips()) {
+        r.counted = false;
+        return r;
+      }
+      for (int d = 0; d < nd; ++d)
+        if (topology.coord(chip, d) != topology.coord(first, d)) r.dims |= 1u << d;
+      if (core % dpc != g.front() % dpc) r.dims |= 1u << nd;
+    }
+  }
+  // A twisted torus's wrap links land shifted: its routes may use any dimension.
+  if (topology.twisted_dim() >= 0 && (r.dims & ((1u << nd) - 1)) != 0) r.dims |= (1u << nd) - 1;
+  return r;
+}
+
+/// Bytes per second into one core (`per_core`) or one chip over the links along `dims`.
+double link_capacity(unsigned dims, const Topology& topology, const HardwareSpec& hw,
+                     bool per_core) {
+  const int nd = topology.num_dims(), dpc = hw.devices_per_chip;
+  double c = 0;
+  for (int d = 0; d < nd; ++d)
+    if (dims & (1u << d)) c += 2 * hw.ici_bandwidth.bytes_per_s();  // one link from each side
+  if (dims & (1u << nd)) c += (per_core ? 1 : dpc) * (dpc - 1) * hw.onchip_bandwidth.bytes_per_s();
+  return c;
+}
+
+/// Bytes a member must receive of collective `c` over groups of `p`: {each member's least,
+/// the members' average} (bounds.hpp).
+std::pair<double, double> received(const CollectiveSpec& c, double p) {
+  if (p < 2) return {0, 0};
+  const double s = c.bytes, others = (p - 1) / p * s;
+  switch (c.kind) {
+    case CollectiveKind::AllReduce:
+      return {s, 2 * others};
+    case CollectiveKind::ReduceScatter:
+      return {s / p, others};
+    case CollectiveKind::AllGather:
+    case CollectiveKind::AllToAll:
+      return {others, others};
+    case CollectiveKind::CollectivePermute: {
+      const double k = std::min<double>(std::abs(c.shift), p);
+      if (k == 0 || (c.wrap && static_cast<long long>(k) % static_cast<long long>(p) == 0))
+        return {0, 0};
+      return {c.wrap ? s : 0, c.wrap ? s : (p - k) / p * s};
+    }
+  }
+  return {0, 0};
+}
+
+/// The mesh axes that stay inside a slice on a multislice topology (layout.hpp: data, and fsdp
+/// or pipeline where the study says so, span the slices).
+bool inside_slice(const std::vector<std::string>& axes) {
+  for (const auto& a : axes)
+    if (a != "model" && a != "model2" && a != "sequence" && a != "spatial") return false;
+  return !axes.empty();
+}
+
+/// Per collective op: where its groups reach (bisection shares alongside), found once per set
+/// of axes.
+struct CollectiveGeometry {
+  std::vector<Reach> reach;  ///< per op (collectives only)
+  std::vector<CutShares> cut;
+};
+
+CollectiveGeometry geometry(const Program& program, const Topology& topology,
+                            const HardwareSpec& hw) {
+  CollectiveGeometry g;
+  g.reach.resize(program.ops.size());
+  g.cut.resize(program.ops.size());
+  const DeviceMesh mesh(topology, hw.devices_per_chip, program.mesh);
+  const std::vector<int> placed = placed_cores(mesh, topology);  // as the simulation places it
+  const Cut cut(topology, hw.devices_per_chip);
+  std::map<std::vector<std::string>, std::pair<Reach, CutShares>> by_axes;
+  const bool multislice = topology.slices() > 1;
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    if (!op.is_collective) continue;
+    const CollectiveSpec& c = op.collective;
+    std::pair<Reach, CutShares> rc;
+    if (!c.replica_groups.empty()) {
+      rc = {reach_of(c.replica_groups, topology, hw.devices_per_chip),
+            cut.shares(c.replica_groups)};
+      rc.first.counted = rc.first.counted && !multislice;
+    } else {
+      auto it = by_axes.find(c.axes);
+      if (it == by_axes.end()) {
+        const auto groups = placed_groups(mesh, placed, c.axes);
+        Reach r = reach_of(groups, topology, hw.devices_per_chip);
+        r.counted = r.counted && (!multislice || inside_slice(c.axes));
+        it = by_axes.emplace(c.axes, std::pair{r, cut.shares(groups)}).first;
+      }
+      rc = it->second;
+    }
+    g.reach[i] = rc.first;
+    g.cut[i] = rc.second;
+  }
+  return g;
+}
+
+/// The ops in program order, compute ops one at a time, each collective at its members' least
+/// time (bounds.hpp, "Critical path"); in ns.
+double critical_path_ns(const Program& program, const std::vector<double>& compute_ns,
+                        const CollectiveGeometry& g, const Topology& topology,
+                        const HardwareSpec& hw) {
+  std::vector<double> finish(program.ops.size(), 0.0);
+  double core = 0, last = 0;
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    double ready = 0;
+    for (int d : op.deps) ready = std::max(ready, finish[d]);
+    const double start = std::max(core, ready);
+    if (!op.is_collective) {
+      core = finish[i] = start + compute_ns[i];
+      continue;
+    }
+    double least = 0;
+    const Reach& r = g.reach[i];
+    const double cap = link_capacity(r.dims, topology, hw, true);
+    if (r.counted && cap > 0) least = received(op.collective, r.members).first / cap * 1e9;
+    finish[i] = start + least;
+    last = std::max(last, finish[i]);
+    // Without async collectives a core waits for each collective it issues.
+    if (!hw.async_collectives) core = finish[i];
+  }
+  return std::max(core, last);
+}
+
+/// What a chip's cores receive over the links into it (bounds.hpp, "Ingress"); in ns.
+double ingress_ns(const Program& program, const CollectiveGeometry& g, const Topology& topology,
+                  const HardwareSpec& hw) {
+  std::map<unsigned, double> bytes;  // per set of dimensions, what a chip receives on average
+  unsigned all = 0;
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    const Reach& r = g.reach[i];
+    if (!op.is_collective || !r.counted || r.dims == 0) continue;
+    bytes[r.dims] += hw.devices_per_chip * received(op.collective, r.members).second;
+    all |= r.dims;
+  }
+  double worst = 0;
+  for (unsigned x = all;; x = (x - 1) & all) {  // every subset of the dimensions used
+    double b = 0;
+    for (const auto& [dims, v] : bytes)
+      if ((dims & ~x) == 0) b += v;
+    const double cap = link_capacity(x, topology, hw, false);
+    if (cap > 0) worst = std::max(worst, b / cap * 1e9);
+    if (x == 0) break;
+  }
+  return worst;
+}
+
 }  // namespace
+
+double StepBound::step_ms() const {
+  return std::max({compute_ms, bisection_ms, critical_ms, ingress_ms});
+}
 
 StepBound step_lower_bound(const Program& program, const Topology& topology,
                            const HardwareSpec& hw) {
   StepBound b;
-  double compute_ns = 0;
-  for (const Op& op : program.ops)
-    if (!op.is_collective) compute_ns += compute_op_time(hw, op.compute).total.ns();
-  b.compute_ms = compute_ns * 1e-6;
+  std::vector<double> compute_ns(program.ops.size(), 0.0);
+  double compute_sum = 0;
+  for (std::size_t i = 0; i < program.ops.size(); ++i)
+    if (!program.ops[i].is_collective)
+      compute_sum += compute_ns[i] = compute_op_time(hw, program.ops[i].compute).total.ns();
+  b.compute_ms = compute_sum * 1e-6;
 
+  const CollectiveGeometry g = geometry(program, topology, hw);
+  b.critical_ms = critical_path_ns(program, compute_ns, g, topology, hw) * 1e-6;
+  b.ingress_ms = ingress_ns(program, g, topology, hw) * 1e-6;
   const double cut_bytes_per_s = topology.bisection_links() * hw.ici_bandwidth.bytes_per_s();
   if (cut_bytes_per_s <= 0) return b;
-  const DeviceMesh mesh(topology, hw.devices_per_chip, program.mesh);
-  const std::vector<int> placed = placed_cores(mesh, topology);  // as the simulation places it
-  const Cut cut(topology, hw.devices_per_chip);
-  std::map<std::vector<std::string>, CutShares> by_axes;  // groups along the same axes repeat
   double a_to_b = 0, b_to_a = 0;
-  for (const Op& op : program.ops) {
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
     if (!op.is_collective) continue;
-    const CollectiveSpec& c = op.collective;
-    CutShares s;
-    if (!c.replica_groups.empty()) {
-      s = cut.shares(c.replica_groups);
-    } else {
-      auto it = by_axes.find(c.axes);
-      if (it == by_axes.end())
-        it = by_axes.emplace(c.axes, cut.shares(placed_groups(mesh, placed, c.axes))).first;
-      s = it->second;
-    }
-    const auto [ab, ba] = crossing_per_byte(c.kind, s);
-    a_to_b += ab * c.bytes;
-    b_to_a += ba * c.bytes;
+    const auto [ab, ba] = crossing_per_byte(op.collective.kind, g.cut[i]);
+    a_to_b += ab * op.collective.bytes;
+    b_to_a += ba * op.collective.bytes;
   }
   b.bisection_ms = std::max(a_to_b, b_to_a) / cut_bytes_per_s * 1e3;
   return b;

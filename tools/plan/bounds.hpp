@@ -5,6 +5,13 @@
 //  - Compute: a core runs its compute ops one after the other, each taking at least the
 //    TensorCore cost formula's time (sim/tensor_core_cost.hpp, the same formula the executor
 //    uses), so the step takes at least their sum. Collective reductions and waiting only add.
+//  - Critical path: a core issues the Program's ops in order (sim/core/tensor_core.hpp): a
+//    compute op starts once the core is free and its inputs are done; a collective starts once
+//    its inputs are done and takes at least the time its members need to receive what they must
+//    (below) over the links its group can use. Played in program order with those times, the
+//    core's last op and last collective end no earlier than in the simulation: the step takes
+//    at least that. This is where the collectives a layout cannot hide count (Megatron's
+//    all-reduces between the matmuls of a layer, an FSDP gather nothing can overlap).
 //  - Bisection: cut the largest grid dimension in half. A collective group with members on both
 //    sides must move bytes across the cut in each direction (N members, n_A and n_B on the two
 //    sides, S bytes per member): all-reduce S (each side's contribution to the other side's
@@ -13,7 +20,19 @@
 //    n_A n_B S / N. Each direction of the cut carries at most bisection links x link bandwidth,
 //    and every collective's crossing bytes share those links, so the step takes at least the
 //    larger direction's bytes over that rate. Collective-permutes count nothing (a valid bound).
-//  The bound is max(compute, bisection): both can overlap, neither can be beaten.
+//  - Ingress: what a chip's cores must receive over the step, over the links into the chip.
+//    A group whose members differ only along some torus dimensions (and the cores of a chip)
+//    is routed along those only (dimension-order routes; on a twisted torus every dimension
+//    counts), so for every set X of those dimensions the collectives confined to X share the
+//    links along X.
+//  What a member must receive of a collective of S bytes over p members: all-gather and
+//  all-to-all (p-1)/p S (the others' shards or pieces); all-reduce S (every element's sum needs
+//  one value from elsewhere), 2 (p-1)/p S on average (one-way gossip takes 2 (p-1) messages per
+//  element); reduce-scatter S/p (its piece's partial sum), (p-1)/p S on average (p-1 merges per
+//  piece); a permute S where it receives. The critical path uses each member's least, the
+//  ingress bound the average. Collectives across slices (the data-center network) count
+//  nothing in either.
+//  The bound is the largest of the four: each holds alone.
 #include "core/hardware.hpp"
 #include "models/program.hpp"
 #include "topologies/topology.hpp"
@@ -23,7 +42,9 @@ namespace tpusim::plan {
 struct StepBound {
   double compute_ms = 0;    ///< sum of the compute ops' formula times on one core
   double bisection_ms = 0;  ///< bytes across the bisection over its capacity
-  double step_ms() const { return compute_ms > bisection_ms ? compute_ms : bisection_ms; }
+  double critical_ms = 0;   ///< the ops in program order with least collective times
+  double ingress_ms = 0;    ///< bytes into a chip over the links they can use
+  double step_ms() const;
 };
 
 StepBound step_lower_bound(const Program& program, const Topology& topology,

@@ -6,6 +6,8 @@
 #include <map>
 #include <thread>
 
+#include "core/config.hpp"
+#include "models/workload.hpp"
 #include "tools/sweep/csv_table.hpp"
 #include "tools/sweep/expand.hpp"
 
@@ -45,17 +47,55 @@ void note_oom_peak(std::vector<plan::AxisPeaks>& peaks, const std::vector<nlohma
   }
 }
 
-/// check_candidate of every candidate, `jobs` threads taking the next unchecked one.
-std::vector<CandidateCheck> check_all(const std::vector<plan::Candidate>& all, int jobs) {
+/// The order to check candidates in: those whose op graphs are alike next to each other, so
+/// that the graph cache keeps what the next ones need. The axes the model's builder reads
+/// (graph_read_paths: a build of the study's own graph; e.g. parallelism.model,
+/// workload.remat) vary slowest; the others (fsdp, microbatches, megacore: they change only the
+/// batch a graph is built for) within. Any order gives the same checks.
+std::vector<std::size_t> check_order(const plan::SearchSpace& space,
+                                     const std::vector<plan::Candidate>& all,
+                                     const nlohmann::json& base) {
+  std::vector<std::size_t> order(all.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<std::string> read;
+  try {
+    read = graph_read_paths(Config(base));
+  } catch (const ConfigError&) {
+    return order;  // the study's own layout is invalid: enumeration order
+  }
+  std::vector<std::size_t> graph_axes;
+  for (std::size_t k = 0; k < space.axes.size(); ++k)
+    if (std::find(read.begin(), read.end(), space.axes[k].path) != read.end())
+      graph_axes.push_back(k);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    for (std::size_t k : graph_axes) {
+      const std::string va = all[a].values[k].dump(), vb = all[b].values[k].dump();
+      if (va != vb) return va < vb;
+    }
+    return false;
+  });
+  return order;
+}
+
+/// check_candidate of every candidate, `jobs` threads taking the next unchecked one (in
+/// check_order), sharing one op-graph cache.
+std::vector<CandidateCheck> check_all(const plan::SearchSpace& space,
+                                      const std::vector<plan::Candidate>& all,
+                                      const nlohmann::json& base, int jobs) {
   std::vector<CandidateCheck> checks(all.size());
+  const std::vector<std::size_t> order = check_order(space, all, base);
+  OpGraphCache graphs;
   std::atomic<std::size_t> next{0};
   std::vector<std::exception_ptr> failed(all.size());  // a bug's exception, rethrown in order
   auto work = [&] {
-    for (std::size_t i = next++; i < all.size(); i = next++) try {
-        checks[i] = check_candidate(all[i].study);
+    for (std::size_t n = next++; n < all.size(); n = next++) {
+      const std::size_t i = order[n];
+      try {
+        checks[i] = check_candidate(all[i].study, &graphs);
       } catch (...) {
         failed[i] = std::current_exception();
       }
+    }
   };
   const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(all.size())));
   std::vector<std::thread> pool;
@@ -80,7 +120,7 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
   r.total = all.size();
   for (const auto& axis : space.axes)
     r.oom_peaks.push_back({axis.path, axis.values, std::vector<double>(axis.values.size(), 0.0)});
-  const std::vector<CandidateCheck> checks = check_all(all, jobs);
+  const std::vector<CandidateCheck> checks = check_all(space, all, base, jobs);
   std::vector<Survivor> out;
   for (std::size_t n = 0; n < all.size(); ++n) {
     Survivor s{std::move(all[n]), {}, "", "", false};

@@ -9,13 +9,15 @@
 
 namespace tpusim::cli {
 
-CandidateCheck check_candidate(const nlohmann::json& study) {
+CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs) {
   CandidateCheck c;
   try {
     Study s = load_study(study, {}, "(plan candidate)");
     c.resolved = s.config.json();
     const Topology topology(s.topology);
-    const Program program = compiled_program(s.config, topology, s.hardware);
+    const Program program =
+        compile(build_program_of(s.config, topology, s.hardware, program_kind(s.config), graphs),
+                s.hardware, compiler_options(s.config));
     const MemoryProfile memory = analyze_memory(program, s.hardware.hbm_bytes_per_core, 3);
     c.peak_bytes = memory.peak_bytes;
     c.capacity_bytes = memory.capacity_bytes;

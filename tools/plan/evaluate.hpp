@@ -8,6 +8,7 @@
 #include <string>
 
 #include "models/program.hpp"
+#include "models/workload.hpp"
 #include "tools/plan/bounds.hpp"
 
 namespace tpusim::cli {
@@ -34,8 +35,8 @@ struct CandidateCheck {
 /// collective (kind, bytes, dtype, axes or groups, shift) and dependencies.
 std::string program_fingerprint(const Program& program);
 
-/// Checks one candidate's study.
-CandidateCheck check_candidate(const nlohmann::json& study);
+/// Checks one candidate's study; with `graphs`, op graphs are taken from (and kept in) it.
+CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs = nullptr);
 
 /// Rejected candidates grouped by class: count and the first example.
 struct RejectedClass {

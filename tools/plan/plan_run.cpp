@@ -241,6 +241,8 @@ nlohmann::json candidate_json(const PlanArgs& a, const plan::SearchSpace& space,
           {"bound_ms", e.bound_ms},
           {"bound_compute_ms", s.check.bound.compute_ms},
           {"bound_bisection_ms", s.check.bound.bisection_ms},
+          {"bound_critical_ms", s.check.bound.critical_ms},
+          {"bound_ingress_ms", s.check.bound.ingress_ms},
           {"study_file", sweep::study_file(a.out_dir, s.id)}};
 }
 
