@@ -311,6 +311,14 @@ TEST_CASE("plan space: a multislice decoder searches what the slices carry, with
   CHECK_FALSE(axis(default_space(small_decoder(2, 0), 8), "parallelism.dcn_pipeline"));
 }
 
+TEST_CASE("plan counts every slice's chips in a multislice layout's rates") {
+  // 2 slices of 2 x 2 chips: a layout's per-chip rates divide by the 8 chips of both slices,
+  // as `run` counts them (it counted one slice's 4).
+  const Topology one(topology_from_json(two_slice_decoder(16).json().at("topology")));
+  CHECK(cli::check_candidate(two_slice_decoder(16).json()).chips == one.num_chips() * one.slices());
+  CHECK(one.num_chips() * one.slices() == 8);
+}
+
 TEST_CASE("plan space: the shipped MoE studies search the expert axis") {
   // The expert axis comes before the kernel switches: quantization, then the attention kernel,
   // leave the default space (--space adds them back) when it would not fit otherwise.

@@ -22,7 +22,7 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
     c.peak_bytes = memory.peak_bytes;
     c.capacity_bytes = memory.capacity_bytes;
     c.examples_per_step = static_cast<double>(program.examples_per_step);
-    c.chips = topology.num_chips();
+    c.chips = topology.num_chips() * topology.slices();  // every slice's, as a run's
     c.tokens_per_step = static_cast<double>(program.examples_per_step) *
                         static_cast<double>(program.tokens_per_example);
     c.model_flops = program.model_flops;

@@ -348,7 +348,9 @@ int run_plan(PlanArgs a) {
     throw ConfigError("--tie", "must be a percentage from 0 to 100, e.g. --tie 2");
   const Study study = load_study_file(a.study_file, a.sets);
   const nlohmann::json& base = study.config.json();
-  const long long chips = static_cast<long long>(Topology(study.topology).num_chips());
+  // Every slice's chips, as a run counts them (a multislice study's rates are per chip of all).
+  const Topology topology(study.topology);
+  const long long chips = static_cast<long long>(topology.num_chips()) * topology.slices();
   const int cores = static_cast<int>(chips * study.hardware.devices_per_chip);
   plan::SearchSpace space = plan::default_space(study.config, cores);
   if (!a.batch_per_chip.empty()) {
