@@ -90,3 +90,18 @@ inline TpusimResult run_tpusim(const std::vector<std::string>& args,
                                const std::string& stdin_text = "") {
   return run_tpusim_env("", args);
 }
+
+/// The serving tests' machine: the ~1.1 B decoder (20 layers, d_model 2048, d_ff 8192, GELU,
+/// vocabulary 32768, tied) on one TPU v5e chip (int8 at twice the bf16 rate), collectives
+/// synchronous. `tpusim COMMAND` with that study and its sets, then `extra`.
+inline std::vector<std::string> one_v5e_decoder(const std::string& command,
+                                                const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{command, "configs/studies/decoder_1b_16.json",
+                                "--set", "preset=tpu_v5e",
+                                "--set", "topology=1x1",
+                                "--set", "parallelism.model=1",
+                                "--set", "parallelism.fsdp=1",
+                                "--set", "hardware.async_collectives=false"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}

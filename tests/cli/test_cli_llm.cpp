@@ -241,24 +241,8 @@ TEST_CASE("2D and sequence-axis layouts run - a degree that does not divide is o
 namespace {
 using json = nlohmann::json;
 
-// The ~1.1 B decoder (20 layers, d_model 2048, d_ff 8192, GELU, vocabulary 32768, tied) on one
-// TPU v5e chip.
-const std::vector<std::string> kServeChip = {"configs/studies/decoder_1b_16.json",
-                                             "--set",
-                                             "preset=tpu_v5e",
-                                             "--set",
-                                             "topology=1x1",
-                                             "--set",
-                                             "parallelism.model=1",
-                                             "--set",
-                                             "parallelism.fsdp=1",
-                                             "--set",
-                                             "hardware.async_collectives=false"};
-
 json serve_json(const std::string& command, const std::vector<std::string>& extra) {
-  std::vector<std::string> args{command};
-  args.insert(args.end(), kServeChip.begin(), kServeChip.end());
-  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<std::string> args = one_v5e_decoder(command, extra);
   args.push_back("--json");
   const TpusimResult r = run_tpusim(args);
   INFO(r.err);
@@ -358,10 +342,7 @@ TEST_CASE("Requests longer than the model length are counted as never served, no
 
 TEST_CASE("Bad serving input: one error line naming the path, exit 2") {
   auto bad = [](std::vector<std::string> extra, const std::string& named) {
-    std::vector<std::string> args{"serve"};
-    args.insert(args.end(), kServeChip.begin(), kServeChip.end());
-    args.insert(args.end(), extra.begin(), extra.end());
-    check_bad(args, named);
+    check_bad(one_v5e_decoder("serve", extra), named);
   };
   // More tokens than the model has positions for.
   bad({"--set", "serving.max_model_len=4096"}, "serving.max_model_len");
@@ -370,11 +351,9 @@ TEST_CASE("Bad serving input: one error line naming the path, exit 2") {
   bad({"--set", "serving.requests.rate_per_s=0"}, "serving.requests.rate_per_s");
   bad({"--set", "serving.requests.trace=/nonexistent/trace.jsonl"}, "serving.requests.trace");
   // A decode step with no room for its token.
-  std::vector<std::string> run{"run"};
-  run.insert(run.end(), kServeChip.begin(), kServeChip.end());
-  for (const char* s : {"--set", "workload.program=decode", "--set", "workload.kv_length=2048"})
-    run.push_back(s);
-  check_bad(run, "workload.kv_length");
+  check_bad(one_v5e_decoder(
+                "run", {"--set", "workload.program=decode", "--set", "workload.kv_length=2048"}),
+            "workload.kv_length");
 }
 
 TEST_CASE("mixture-of-experts input that cannot be built is one line naming the path, exit 2") {

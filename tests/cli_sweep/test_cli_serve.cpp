@@ -14,24 +14,8 @@
 namespace {
 using json = nlohmann::json;
 
-// The ~1.1 B decoder (20 layers, d_model 2048, d_ff 8192, GELU, vocabulary 32768, tied) on one
-// TPU v5e chip (int8 at twice the bf16 rate).
-const std::vector<std::string> kOneV5e = {"configs/studies/decoder_1b_16.json",
-                                          "--set",
-                                          "preset=tpu_v5e",
-                                          "--set",
-                                          "topology=1x1",
-                                          "--set",
-                                          "parallelism.model=1",
-                                          "--set",
-                                          "parallelism.fsdp=1",
-                                          "--set",
-                                          "hardware.async_collectives=false"};
-
 json tpusim_json(const std::string& command, const std::vector<std::string>& extra) {
-  std::vector<std::string> args{command};
-  args.insert(args.end(), kOneV5e.begin(), kOneV5e.end());
-  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<std::string> args = one_v5e_decoder(command, extra);
   args.push_back("--json");
   const TpusimResult r = run_tpusim(args);
   INFO(r.err);
@@ -218,11 +202,10 @@ TEST_CASE("Prefix caching: LRU eviction on a cache of one prefix, two prefixes a
   CHECK(cycle["prefix_cache"]["hits"] == 0);
   CHECK(cycle["prefix_cache"]["evicted_blocks"] == 7 * 16);
   // A cache of fewer blocks than one sequence of the model length is refused.
-  check_bad_input(
-      run_tpusim(plus(plus({"serve"}, kOneV5e),
-                      {"--set", "workload.kv_cache=paged", "--set", "serving.max_model_len=304",
-                       "--set", "serving.kv_cache_blocks=18"})),
-      "serving.kv_cache_blocks");
+  check_bad_input(run_tpusim(one_v5e_decoder("serve", {"--set", "workload.kv_cache=paged", "--set",
+                                                       "serving.max_model_len=304", "--set",
+                                                       "serving.kv_cache_blocks=18"})),
+                  "serving.kv_cache_blocks");
 }
 
 TEST_CASE("Drawn requests share serving.requests.prefixes prefixes round robin") {
@@ -247,17 +230,16 @@ TEST_CASE("Drawn requests share serving.requests.prefixes prefixes round robin")
 }
 
 TEST_CASE("Bad prefix-caching input: one error line naming the path, exit 2") {
-  check_bad_input(
-      run_tpusim(plus(plus({"serve"}, kOneV5e), {"--set", "serving.prefix_caching=true"})),
-      "serving.prefix_caching");
+  check_bad_input(run_tpusim(one_v5e_decoder("serve", {"--set", "serving.prefix_caching=true"})),
+                  "serving.prefix_caching");
   SweepScratch s;
   std::ofstream(s.path("t.jsonl"))
       << R"({"input_tokens": 100, "output_tokens": 2, "prefix_id": 1, "prefix_tokens": 200})"
       << "\n";
   check_bad_input(
-      run_tpusim(plus(plus({"serve"}, kOneV5e),
-                      {"--set", "workload.kv_cache=paged", "--set", "serving.prefix_caching=true",
-                       "--set", "serving.requests.trace=" + s.path("t.jsonl")})),
+      run_tpusim(one_v5e_decoder(
+          "serve", {"--set", "workload.kv_cache=paged", "--set", "serving.prefix_caching=true",
+                    "--set", "serving.requests.trace=" + s.path("t.jsonl")})),
       "serving.requests.trace");
 }
 
@@ -314,9 +296,9 @@ TEST_CASE("diff of two serve reports: the latency percentiles side by side") {
                                           "--set", "serving.requests.count=40",
                                           "--set", "serving.requests.input_tokens=256",
                                           "--set", "serving.requests.output_tokens=16"};
-  auto a = run_tpusim(plus(plus({"serve"}, kOneV5e), plus(small, {"--json"})));
-  auto b = run_tpusim(plus(plus({"serve"}, kOneV5e),
-                           plus(small, {"--set", "serving.requests.rate_per_s=50", "--json"})));
+  auto a = run_tpusim(one_v5e_decoder("serve", plus(small, {"--json"})));
+  auto b = run_tpusim(
+      one_v5e_decoder("serve", plus(small, {"--set", "serving.requests.rate_per_s=50", "--json"})));
   REQUIRE(a.exit_code == 0);
   REQUIRE(b.exit_code == 0);
   std::ofstream(s.path("a.json")) << a.out;

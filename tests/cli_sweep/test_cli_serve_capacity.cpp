@@ -13,31 +13,14 @@
 namespace {
 using json = nlohmann::json;
 
-// The ~1.1 B decoder on one TPU v5e chip, 24 short requests: a find-rate takes well under a
-// second.
-const std::vector<std::string> kCapacityStudy = {"configs/studies/decoder_1b_16.json",
-                                                 "--set",
-                                                 "preset=tpu_v5e",
-                                                 "--set",
-                                                 "topology=1x1",
-                                                 "--set",
-                                                 "parallelism.model=1",
-                                                 "--set",
-                                                 "parallelism.fsdp=1",
-                                                 "--set",
-                                                 "hardware.async_collectives=false",
-                                                 "--set",
-                                                 "serving.requests.count=24",
-                                                 "--set",
-                                                 "serving.requests.input_tokens=128",
-                                                 "--set",
-                                                 "serving.requests.output_tokens=16",
-                                                 "--set",
-                                                 "workload.seq_len=512"};
+// The serving tests' machine (one_v5e_decoder), 24 short requests: a find-rate takes well under
+// a second.
+const std::vector<std::string> kCapacityRequests = {
+    "--set", "serving.requests.count=24",         "--set", "serving.requests.input_tokens=128",
+    "--set", "serving.requests.output_tokens=16", "--set", "workload.seq_len=512"};
 
 TpusimResult capacity_serve(const std::vector<std::string>& extra) {
-  std::vector<std::string> args{"serve"};
-  args.insert(args.end(), kCapacityStudy.begin(), kCapacityStudy.end());
+  std::vector<std::string> args = one_v5e_decoder("serve", kCapacityRequests);
   args.push_back("--find-rate");
   args.insert(args.end(), extra.begin(), extra.end());
   return run_tpusim(args);
@@ -150,8 +133,7 @@ TEST_CASE("serve --space: bad space input is one error line naming the path, exi
   bad({"--space", "serving.max_num_seqs=4", "--space", "serving.max_num_seqs=8"},
       "serving.max_num_seqs");
   // Without --find-rate: the option named.
-  std::vector<std::string> args{"serve"};
-  args.insert(args.end(), kCapacityStudy.begin(), kCapacityStudy.end());
+  std::vector<std::string> args = one_v5e_decoder("serve", kCapacityRequests);
   for (const char* s : {"--space", "serving.max_num_seqs=2,4"}) args.push_back(s);
   check_bad(args, "--space");
 }
