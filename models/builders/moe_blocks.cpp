@@ -99,8 +99,10 @@ ExpertRows expert_rows(const DecoderDims& d) {
     return r;
   }
   // Dropless: every core waits for the busiest device of the expert axis.
-  const double busiest =
-      moe_device_imbalance(d.experts, d.experts / d.expert_degree, d.expert_imbalance);
+  // An expert axis that does not divide the experts is refused by the layout's check
+  // (rules/expert_axis.cpp), after this graph is built: at least one expert a device until then.
+  const double busiest = moe_device_imbalance(
+      d.experts, std::max<std::int64_t>(1, d.experts / d.expert_degree), d.expert_imbalance);
   r.per_expert = static_cast<std::int64_t>(std::ceil(mean * busiest));
   r.model_share = mean / static_cast<double>(r.per_expert);
   return r;
