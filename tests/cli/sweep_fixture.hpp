@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for the sweep CLI tests: a scratch directory, sweep files written into it, reading
 // results.csv and point files back.
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -41,6 +42,15 @@ inline nlohmann::json point_report(const std::string& out_dir, const std::string
 
 inline tpusim::sweep::CsvTable results_of(const std::string& out_dir) {
   return tpusim::sweep::read_csv(out_dir + "/results.csv");
+}
+
+/// Runs a shipped sweep file (`tpusim sweep FILE -j 2 --out SCRATCH/out`), requires it to exit 0
+/// and returns its results.csv; the points are under s.path("out/points").
+inline tpusim::sweep::CsvTable run_shipped_sweep(const SweepScratch& s, const std::string& file) {
+  const TpusimResult r = run_tpusim({"sweep", file, "-j", "2", "--out", s.path("out")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return results_of(s.path("out"));
 }
 
 /// The chart of `plot`'s manifest (charts.json) written to `file`, or null.

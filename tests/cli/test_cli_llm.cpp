@@ -81,11 +81,7 @@ TEST_CASE("MaxText's TPU v5p rows run at the MFU published, minimal remat within
   // 1024B on 1024 chips, the same work per chip, is 4 % high), so they are held to 15 %. Points the
   // memory model refuses (status oom) have no MFU to compare.
   SweepScratch s;
-  const TpusimResult r = run_tpusim(
-      {"sweep", "configs/studies/sweeps/maxtext_v5p_mfu.json", "-j", "2", "--out", s.path("out")});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto t = results_of(s.path("out"));
+  const auto t = run_shipped_sweep(s, "configs/studies/sweeps/maxtext_v5p_mfu.json");
   REQUIRE(t.rows.size() == 8);
   int checked = 0;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
@@ -107,11 +103,7 @@ TEST_CASE("MaxText's TPU v4 rows are the models their names say: 22 B and 52 B p
   // / tokens = 6 N + 12 L s (heads x head_dim), N without the input embedding (a lookup, not a
   // matmul: 32000 x d_model of the named size).
   SweepScratch s;
-  const TpusimResult r = run_tpusim(
-      {"sweep", "configs/studies/sweeps/maxtext_v4_mfu.json", "-j", "2", "--out", s.path("out")});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto t = results_of(s.path("out"));
+  const auto t = run_shipped_sweep(s, "configs/studies/sweeps/maxtext_v4_mfu.json");
   REQUIRE(t.rows.size() == 2);
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const json j = llm_json(

@@ -62,11 +62,7 @@ TEST_CASE("the shipped evaluation sweep: the host metric costs its last evaluati
   // At 96 cores the earlier metrics cost the pipeline nothing (one core of 96), so on the host
   // the run is the device-metric run plus the last metric in one thread: its CPU work.
   SweepScratch s;
-  auto r = run_tpusim({"sweep", "configs/studies/sweeps/maskrcnn_eval_metric.json", "-j", "2",
-                       "--out", s.path("out")});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto t = results_of(s.path("out"));
+  const auto t = run_shipped_sweep(s, "configs/studies/sweeps/maskrcnn_eval_metric.json");
   REQUIRE(t.rows.size() == 9);
   std::map<std::pair<std::string, std::string>, std::size_t> row;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {

@@ -21,6 +21,22 @@ class NoCores : public CollectiveListener {
   CoreResources& resources(int) override { throw std::logic_error("no cores in this test"); }
 };
 
+/// A TPU v3 machine of `topology` (the sim tests' defaults otherwise), with its topology,
+/// hardware and cores; members in the order they are built (the machine reads the others).
+struct CostModelMachine {
+  explicit CostModelMachine(const char* topology)
+      : cfg(config_with({{"topology", topology}})),
+        topo(topology_from_json(cfg.json()["topology"])),
+        hw(HardwareSpec::from_config(cfg)),
+        cores(topo.num_chips() * hw.devices_per_chip),
+        machine("multipod", topo, hw) {}
+  const Config cfg;
+  const Topology topo;
+  const HardwareSpec hw;
+  const int cores;
+  Machine machine;
+};
+
 std::vector<std::string> preference_order() {
   std::vector<std::string> out = {"per_dimension", "bidirectional_ring", "ring"};
   for (const auto& name : algorithm_names())
@@ -150,41 +166,37 @@ TEST_CASE("a plan moved to a translated group is the plan built for that group")
     INFO(topology);
     // Out: plans compared, moved plans that differ from the built ones, groups not translations.
     const auto v = in_child([&] {
-      const Config cfg = config_with({{"topology", topology}});
-      Topology topo(topology_from_json(cfg.json()["topology"]));
-      const HardwareSpec hw = HardwareSpec::from_config(cfg);
-      const int cores = topo.num_chips() * hw.devices_per_chip;
-      Machine machine("multipod", topo, hw);
+      CostModelMachine m(topology);
       double compared = 0, differ = 0, not_moved = 0;
       for (const std::vector<MeshAxis>& axes :
-           std::vector<std::vector<MeshAxis>>{{{"a", 4}, {"b", cores / 4}},
-                                              {{"a", cores / 8}, {"b", 8}},
-                                              {{"a", 2}, {"b", 2}, {"c", cores / 4}}}) {
-        DeviceMesh mesh(topo, hw.devices_per_chip, axes);
+           std::vector<std::vector<MeshAxis>>{{{"a", 4}, {"b", m.cores / 4}},
+                                              {{"a", m.cores / 8}, {"b", 8}},
+                                              {{"a", 2}, {"b", 2}, {"c", m.cores / 4}}}) {
+        DeviceMesh mesh(m.topo, m.hw.devices_per_chip, axes);
         for (const auto& ax : std::vector<std::vector<std::string>>{{"a"}, {"b"}}) {
           const auto groups = mesh.groups(ax);
           auto plans_of = [&](const std::vector<int>& g) {
             std::vector<GroupPlan> out;
             for (const auto& name : algorithm_names()) try {
                 out.push_back(
-                    make_algorithm(name, "test")->plan(machine, CollectiveKind::AllReduce, g));
+                    make_algorithm(name, "test")->plan(m.machine, CollectiveKind::AllReduce, g));
               } catch (const ConfigError&) {
               }
             for (const auto& name : all_to_all_names())
-              out.push_back(all_to_all_plan(machine, g, name));
-            out.push_back(permute_plan(machine, g, 1, true));
+              out.push_back(all_to_all_plan(m.machine, g, name));
+            out.push_back(permute_plan(m.machine, g, 1, true));
             return out;
           };
           const auto first = plans_of(groups.front());
           for (std::size_t g = 1; g < groups.size(); ++g) {
             std::vector<int> by;
-            if (!chip_shift(machine, groups.front(), groups[g], by)) {
+            if (!chip_shift(m.machine, groups.front(), groups[g], by)) {
               ++not_moved;
               continue;
             }
             const auto built = plans_of(groups[g]);
             for (std::size_t i = 0; i < first.size(); ++i, ++compared)
-              differ += !same_plan(shifted_plan(machine, first[i], by), built[i]);
+              differ += !same_plan(shifted_plan(m.machine, first[i], by), built[i]);
           }
         }
       }
@@ -204,21 +216,17 @@ TEST_CASE("profiling moved groups unbuilt gives the profile of their built plans
     INFO(topology);
     // Out: phases compared, phases whose link load or path latency differ.
     const auto v = in_child([&] {
-      const Config cfg = config_with({{"topology", topology}});
-      Topology topo(topology_from_json(cfg.json()["topology"]));
-      const HardwareSpec hw = HardwareSpec::from_config(cfg);
-      const int cores = topo.num_chips() * hw.devices_per_chip;
-      Machine machine("multipod", topo, hw);
+      CostModelMachine m(topology);
       double compared = 0, differ = 0;
       std::vector<double> scratch;
-      DeviceMesh mesh(topo, hw.devices_per_chip, {{"a", 4}, {"b", cores / 4}});
+      DeviceMesh mesh(m.topo, m.hw.devices_per_chip, {{"a", 4}, {"b", m.cores / 4}});
       for (const auto& ax : std::vector<std::vector<std::string>>{{"a"}, {"b"}}) {
         const auto groups = mesh.groups(ax);
         for (const auto& name : algorithm_names()) {
           std::vector<GroupPlan> built;
           try {
-            built.push_back(
-                make_algorithm(name, "test")->plan(machine, CollectiveKind::AllReduce, groups[0]));
+            built.push_back(make_algorithm(name, "test")
+                                ->plan(m.machine, CollectiveKind::AllReduce, groups[0]));
           } catch (const ConfigError&) {
             continue;
           }
@@ -226,14 +234,14 @@ TEST_CASE("profiling moved groups unbuilt gives the profile of their built plans
           std::vector<std::vector<int>> moved(1);
           std::vector<int> by;
           for (std::size_t g = 1; g < groups.size(); ++g)
-            if (chip_shift(machine, groups.front(), groups[g], by)) {
-              built.push_back(shifted_plan(machine, built.front(), by));
+            if (chip_shift(m.machine, groups.front(), groups[g], by)) {
+              built.push_back(shifted_plan(m.machine, built.front(), by));
               moved.push_back(by);
             }
           std::vector<GroupPlan*> all, stand_ins(moved.size(), &unbuilt);
           for (auto& p : built) all.push_back(&p);
-          profile_plans(machine, all, scratch);
-          profile_plans(machine, stand_ins, scratch, &moved);
+          profile_plans(m.machine, all, scratch);
+          profile_plans(m.machine, stand_ins, scratch, &moved);
           for (std::size_t k = 0; k < unbuilt.phases.size(); ++k, ++compared)
             differ += unbuilt.phases[k].link_s_per_byte != built[0].phases[k].link_s_per_byte ||
                       unbuilt.phases[k].path_latency != built[0].phases[k].path_latency;
