@@ -56,6 +56,15 @@ std::vector<int> standard_slice_shape(long long chips, int num_dims) {
   auto largest = std::max_element(dims.rbegin(), dims.rend());  // the last of the largest
   if (*largest % 4 != 0) return {};
   *largest = *largest / 4 * 3;
+  // A 3D slice of 64 chips or more is made of whole 4x4x4 cubes, every side a multiple of 4
+  // (ISCA 2023; shared/reference/tpu-v4-and-later.md). Where the cut side is not (192 and 384
+  // chips: 4x8x6, 8x8x6), the slice is the shape of a third as many chips with its (first)
+  // smallest side tripled, sides ascending: 4x4x12 (v4-384), 4x8x12.
+  if (num_dims == 3 && chips >= 64 && *largest % 4 != 0) {
+    dims = doubling_shape(chips / 3, num_dims);
+    *std::min_element(dims.begin(), dims.end()) *= 3;
+    std::sort(dims.begin(), dims.end());
+  }
   return dims;
 }
 

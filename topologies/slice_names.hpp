@@ -19,7 +19,9 @@ std::vector<bool> optical_slice_wrap(const std::vector<int>& dims);
 /// dimension, each doubling doubles the last of the smallest dimensions, dimensions of 1 kept last
 /// (2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4, 4x4x8, ...; 1x2, 2x2, 2x4, 4x4, ... in 2D); a count of 3 x
 /// 2^k takes the shape of 4/3 as many chips with its (last) largest dimension times 3/4 (8x8x12,
-/// 16x16x24). Empty if `chips` is neither.
+/// 16x16x24), or, in 3D from 64 chips on where that side is no multiple of 4, the shape of 1/3 as
+/// many chips with its smallest dimension tripled (4x4x12, 4x8x12): the slices of whole 4x4x4
+/// cubes. Empty if `chips` is neither.
 std::vector<int> standard_slice_shape(long long chips, int num_dims);
 
 /// True if `text` has the form of a Cloud slice name (v4-N, v5p-N, v5litepod-N, v5e-N); then

@@ -168,10 +168,11 @@ TEST_CASE("a Cloud slice name maps to the standard slice shape") {
   // v4 and v5p count TensorCores (2 per chip), v5e chips; the shapes of the rule in
   // topologies/slice_names.hpp.
   const Row rows[] = {
-      {"v4-8", {2, 2, 1}},     {"v4-16", {2, 2, 2}},        {"v4-32", {2, 2, 4}},
-      {"v4-64", {2, 4, 4}},    {"v4-128", {4, 4, 4}},       {"v4-256", {4, 4, 8}},
-      {"v4-1536", {8, 8, 12}}, {"v4-8192", {16, 16, 16}},   {"v5p-12288", {16, 16, 24}},
-      {"v5litepod-8", {2, 4}}, {"v5litepod-256", {16, 16}}, {"v5e-32", {4, 8}}};
+      {"v4-8", {2, 2, 1}},         {"v4-16", {2, 2, 2}},      {"v4-32", {2, 2, 4}},
+      {"v4-64", {2, 4, 4}},        {"v4-128", {4, 4, 4}},     {"v4-256", {4, 4, 8}},
+      {"v4-1536", {8, 8, 12}},     {"v4-8192", {16, 16, 16}}, {"v5p-12288", {16, 16, 24}},
+      {"v4-384", {4, 4, 12}},      {"v5p-768", {4, 8, 12}},   {"v5litepod-8", {2, 4}},
+      {"v5litepod-256", {16, 16}}, {"v5e-32", {4, 8}}};
   for (const auto& r : rows) {
     INFO(r.name);
     const TopologySpec s = parse_topology(r.name);
