@@ -32,8 +32,8 @@ describe() {
     network) echo "docs/network.md: Core resources (the table of the three studies); docs/calibration.md and docs/network.md: SSD's batch-norm all-reduces" ;;
     collectives) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
     kernels) echo "docs/kernels.md: the measured kernels and collectives against tpusim (TPU v7 GEMM curve, v5e all-gathers, v7 all-gather bus bandwidth)" ;;
-    mfu) echo "docs/llm.md: MaxText's TPU v5p MFU table and TPU v5e table, PaLM; docs/kernels.md: One MXU efficiency from TPU v4 to v7 (MaxText's v4 rows, PaLM), What separates TPU v4 (the candidate terms)" ;;
-    cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies), Gradient dtype (bf16 and f32 steps)" ;;
+    mfu) echo "docs/llm.md: MaxText's TPU v5p MFU table and TPU v5e table, PaLM; docs/kernels.md: One MXU efficiency from TPU v4 to v7 (MaxText's v4 rows, PaLM), What separates TPU v4 (the candidate terms, the v4 points audited); docs/llm.md: Auditing the PaLM study" ;;
+    cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies, batch norm over groups), Gradient dtype (bf16 and f32 steps); docs/kernels.md: The old gaps, revisited (collectives without their fixed costs)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
     train) echo "README.md: Five studies by task (time to train); docs/train.md: In short (the table); docs/train.md: Host input pipelines (what the studies' pipelines cost, training and eval), The hosts in the report (the infeed-thread example), Where the hosts become the limit (the host-cores sweep)" ;;
     metric) echo "docs/train.md: The evaluation metric on the host (What it changes, the v0.6 periods before and after, the distributed-evaluation what-ifs, the evaluation sweep); docs/train.md: In short (host evaluation column)" ;;
@@ -185,6 +185,23 @@ sec_mfu() {  # every point of the MaxText sweeps, run with --allow-oom (the memo
     done
     echo "$line, HFU $(q '.hfu * 1000 | round / 10' run configs/studies/palm_540b_6144.json "${args[@]}")"
   done
+  # docs/llm.md, Auditing the PaLM study; docs/kernels.md, The v4 points audited
+  local palm=configs/studies/palm_540b_6144.json row='"\(.step_time_ms / 10 | round / 100) s, MFU \(.mfu * 10000 | round / 100) %, HFU \(.hfu * 10000 | round / 100) %, DCN \(.communication_dcn_ms * 10 | round / 10) ms"'
+  echo "PaLM audit (tpusim run $palm --json --set ...):"
+  for set in workload.global_batch=512 workload.global_batch=1024 dcn.host_nics=2 hardware.ici.bandwidth_GBps=50 \
+    hardware.cmem.MiB_per_chip=0; do
+    echo "  $set: $(q "$row" run $palm --set "$set")"
+  done
+  echo "MaxText v4 rows audit (tpusim run POINT --json --allow-oom --set ...; 22B then 52B):"
+  for set in workload.attention=dot_product hardware.cmem.MiB_per_chip=0; do
+    for f in $(for i in $v4; do echo "$tmp/maxtext_v4_mfu/points/$i.study.json"; done); do
+      echo "  $set: $(q '"MFU \(.mfu * 10000 | round / 100) %, peak \(.memory.peak_bytes / 1073741824 * 10 | round / 10) GiB"' \
+        run "$f" --allow-oom --set "$set")"
+    done
+  done
+  f=$tmp/maxtext_v4_mfu/points/$(echo $v4 | cut -d' ' -f1).study.json
+  echo "  22B on 8 slices: $(q "$row" run "$f" --allow-oom --set topology.slices=8 --set parallelism.slices=8 \
+    --set workload.global_batch=7680 --set dcn.host_nics=2)"
 }
 sec_network() {
   local s a b c
@@ -255,6 +272,16 @@ sec_cnn() {
     echo "| $s | $(q '.step_time_ms * 100 | round / 100' run configs/studies/$s.json \
       --set parallelism.grad_dtype=bf16) | $(q '.step_time_ms * 100 | round / 100' run \
       configs/studies/$s.json) |"
+  done
+  echo "Batch norm over groups of cores (step ms with --set parallelism.bn_group_cores=0, 2, 4, 8):"
+  for s in 256 512 1024; do
+    echo "| resnet50_$s | $(for g in 0 2 4 8; do printf '%s ' "$(q '.step_time_ms * 100 | round / 100' run \
+      configs/studies/resnet50_$s.json --set parallelism.bn_group_cores=$g)"; done)|"
+  done
+  echo "Collectives without their fixed costs (step ms, share; --set hardware.calibration.collective_step_overhead_ns=0 hardware.ici.latency_ns=0 hardware.calibration.collective_launch_ns=0):"
+  for s in bert_large_4096 resnet50_256 resnet50_512 resnet50_1024 resnet50_4096; do
+    echo "  $s: $(q "$step_share" run configs/studies/$s.json --set hardware.calibration.collective_step_overhead_ns=0 \
+      --set hardware.ici.latency_ns=0 --set hardware.calibration.collective_launch_ns=0)"
   done
 }
 
