@@ -25,7 +25,13 @@ sc_core::sc_time to_sc(Duration d) {
   return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(d.ps()));
 }
 
-EventQueue::EventQueue(sc_core::sc_module_name name) : sc_core::sc_module(name) {
+EventQueue::EventQueue(sc_core::sc_module_name name)
+    : sc_core::sc_module(name), StatGroup("queue") {
+  add_stat("typed_events", "events",
+           "typed events run (the networks', the collective engine's and the hosts')",
+           [this] { return static_cast<double>(callbacks_); });
+  add_stat("activations", "activations", "activations of the queue's SC_METHOD (distinct instants)",
+           [this] { return static_cast<double>(activations_); });
   SC_METHOD(fire);
   sensitive << wake_;
   dont_initialize();

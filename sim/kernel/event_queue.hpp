@@ -11,6 +11,7 @@
 
 #include "core/units.hpp"
 #include "sim/kernel/radix_queue.hpp"
+#include "sim/kernel/stats.hpp"
 
 namespace tpusim {
 
@@ -33,7 +34,7 @@ class EventTarget {
   ~EventTarget() = default;
 };
 
-class EventQueue : public sc_core::sc_module {
+class EventQueue : public sc_core::sc_module, public StatGroup {
  public:
   SC_HAS_PROCESS(EventQueue);
   explicit EventQueue(sc_core::sc_module_name name);

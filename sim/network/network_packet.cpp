@@ -5,8 +5,11 @@
 // Packet trains keep this affordable at scale. A message's full-size packets travel as one
 // train: one event per hop carries the head's arrival time, the spacing of the packets behind it
 // and their count, and the link computes every departure in closed form (FIFO service of evenly
-// spaced arrivals). The last, shorter packet travels alone. A train is optimistic: when another
-// packet reaches a link while a train is still arriving there, the train is cut at that instant.
+// spaced arrivals). The last, shorter packet (the tail) rides in the same event: the block
+// carries its arrival, and the link serves it right after the block's last packet. A train is
+// optimistic: when another packet reaches a link while a train is still arriving there, the train
+// is cut at that instant; a tail still to come at a link that anything else reaches first
+// leaves its train there and goes on alone from that hop (drop_tail), as it always did before.
 // The packets that arrived before the cut keep their departures; the link and every downstream
 // hop of the train forget the rest (busy time, bytes, pending arrivals), and the rest re-enter
 // that link one event per packet, so they interleave with the newcomer exactly as single packets
@@ -75,6 +78,10 @@ class PacketNetwork : public Network, private EventTarget {
       if (tr.full > 0) {
         const Index b = blocks_.take();
         blocks_[b] = Block{ti, 0, tr.full, now, spacing};
+        if (trains_[ti].tail_bytes > 0) {  // the tail rides with the block
+          blocks_[b].tail = true;
+          blocks_[b].tail_at = now + times(spacing, trains_[ti].full);
+        }
         trains_[ti].first_block = b;
         // Trains that start on the same link at the same instant (in any batch) form a group
         // admitted together.
@@ -85,8 +92,7 @@ class PacketNetwork : public Network, private EventTarget {
           queue_.at(now, *this, kGroup, b);
         tail = GroupTail{now, b};
       }
-      if (trains_[ti].tail_bytes > 0)
-        schedule_single(ti, 0, trains_[ti].full, now + times(spacing, trains_[ti].full));
+      if (trains_[ti].tail_bytes > 0 && trains_[ti].full == 0) schedule_single(ti, 0, 0, now);
     }
     if (batches_[bi].pending == 0) finish(bi);
   }
@@ -135,6 +141,11 @@ class PacketNetwork : public Network, private EventTarget {
     Index group_next = kNone;  ///< the next block admitted with this one (injection group)
     std::size_t log_mark = 0;  ///< busy_log size before this block was logged
     bool interleaved = false;  ///< admitted into the gaps of the blocks open at its link
+    /// The train's tail rides with this block: it reaches the link at tail_at and, once the
+    /// block is admitted, leaves at tail_dep; the link was busy until tail_busy_before then.
+    bool tail = false;
+    Duration tail_at, tail_dep, tail_busy_before;
+    std::size_t tail_log_mark = 0;
   };
   /// One packet (k) of a train arriving at a hop; void if a later cut upstream re-sends it.
   struct Single {
@@ -175,6 +186,7 @@ class PacketNetwork : public Network, private EventTarget {
     for (Index b = head; b != kNone; b = blocks_[b].group_next) group.push_back(b);
     const Duration now = sim_now();
     NetworkLink& link = *trains_[blocks_[head].train].route->front();
+    if (opts_.contention) settle_tails(link, now, trains_[blocks_[head].train].seq);
     if (opts_.contention && merge_with_open(link, now)) return;
     bool equal = group.size() > 1 && opts_.contention;
     for (const Index b : group) equal = equal && blocks_[b].count == blocks_[head].count;
@@ -209,6 +221,7 @@ class PacketNetwork : public Network, private EventTarget {
       account(link, blk, blk.count, 1);
     }
     link.busy_until = start + Duration::ps(s.ps() * k * blocks_[group.front()].count);
+    for (const Index b : group) admit_tail(link, b);
     open_block(link) = group.front();
     for (const Index b : group) forward(b, link);
   }
@@ -256,7 +269,10 @@ class PacketNetwork : public Network, private EventTarget {
     if (k * s_ps < d_ps + 1) return false;  // the link would idle between rounds
     for (std::int64_t pos = 0; pos < k; ++pos)
       if (plan[static_cast<std::size_t>(pos)].base > start + Duration::ps(pos * s_ps)) return false;
-    // Commit: cut the open blocks; their rest continues as new trains.
+    // Commit: the newcomers' tails go alone (a newcomer longer than the group continues as a
+    // train of its own); cut the open blocks; their rest continues as new trains.
+    for (const Index b : group_scratch_)
+      if (blocks_[b].tail) drop_tail(b);
     for (Stream& st : plan) {
       if (st.keep < 0) continue;
       const Block o = blocks_[st.block];
@@ -361,6 +377,7 @@ class PacketNetwork : public Network, private EventTarget {
 
   // Admits block b into the gaps of the blocks open at its link (fits_gaps held).
   void admit_into_gaps(NetworkLink& link, Index b) {
+    if (blocks_[b].tail) drop_tail(b);  // the gaps are for the full packets
     const Index head = open_block(link);
     Index last = head;
     while (blocks_[last].group_next != kNone) last = blocks_[last].group_next;
@@ -386,6 +403,7 @@ class PacketNetwork : public Network, private EventTarget {
     const Train& tr = trains_[blocks_[b].train];
     NetworkLink& link = *(*tr.route)[blocks_[b].hop];
     if (blocks_[b].count == 0) return;  // cut upstream before its head got here
+    if (opts_.contention) settle_tails(link, now, tr.seq);
     if (opts_.contention && fits_gaps(link, b)) {
       admit_into_gaps(link, b);
       return;
@@ -397,6 +415,7 @@ class PacketNetwork : public Network, private EventTarget {
     const auto s_ps = static_cast<double>(s.ps());
     if (backlog && blk.d > s_ps) {
       // Slower arrivals behind a backlog leave unevenly: go packet by packet at this hop.
+      if (blk.tail) drop_tail(b);
       const Index ti = blk.train;
       const std::uint32_t hop = blk.hop;
       const std::int64_t count = blk.count;
@@ -419,6 +438,7 @@ class PacketNetwork : public Network, private EventTarget {
       link.busy_until = blk.dep0 + times(blk.spacing, blk.count - 1);
       open_block(link) = b;
     }
+    admit_tail(link, b);
     forward(b, link);
   }
 
@@ -427,14 +447,80 @@ class PacketNetwork : public Network, private EventTarget {
     const Block& blk = blocks_[b];
     const Train& tr = trains_[blk.train];
     if (blk.hop + 1 < tr.route->size()) {
-      const Block next{blk.train, blk.hop + 1, blk.count, blk.dep0 + link.latency, blk.spacing};
+      Block next{blk.train, blk.hop + 1, blk.count, blk.dep0 + link.latency, blk.spacing};
+      next.tail = blk.tail;
+      next.tail_at = blk.tail_dep + link.latency;
       const Index nb = blocks_.take();  // may move blocks_: no references held past here
       blocks_[nb] = next;
       blocks_[b].next = nb;
       queue_.at(next.a0, *this, kBlock, nb);
     } else {
-      arrive(tr.batch, blk.count, blk.dep0 + times(blk.spacing, blk.count - 1) + link.latency);
+      Duration last = blk.dep0 + times(blk.spacing, blk.count - 1);
+      if (blk.tail) last = max(last, blk.tail_dep);  // without contention a tail may overtake
+      arrive(tr.batch, blk.count + (blk.tail ? 1 : 0), last + link.latency);
     }
+  }
+
+  // Serves the tail riding with block b, just admitted at `link`: it arrives at tail_at and
+  // leaves behind what the link holds (nothing reaches the link before it, settle_tails).
+  void admit_tail(NetworkLink& link, Index b) {
+    Block& blk = blocks_[b];
+    if (!blk.tail) return;
+    const double bytes = trains_[blk.train].tail_bytes;
+    const Duration serialise = link.bandwidth.time_for(bytes);
+    const Duration start = opts_.contention ? max(blk.tail_at, link.busy_until) : blk.tail_at;
+    blk.tail_busy_before = link.busy_until;
+    blk.tail_dep = start + serialise;
+    blk.tail_log_mark = link.busy_log ? link.busy_log->size() : 0;
+    if (opts_.contention) link.busy_until = blk.tail_dep;
+    link.record_busy(start, blk.tail_dep);
+    link.bytes += bytes;
+    link.busy_time += serialise;
+    ++link.transfers;
+    ++packet_hops_;
+  }
+
+  // The tail riding with block b leaves its train at b's hop and goes on alone from there, one
+  // event per hop from its arrival (tail_at), as the last packet of a train always did before
+  // tails rode with their trains; b's link and the hops downstream forget it (the tail is the
+  // last thing each of them took, settle_tails). A tail already sent on alone downstream is void.
+  void drop_tail(Index b) {
+    const Index ti = blocks_[b].train;
+    const std::uint32_t hop = blocks_[b].hop;
+    const Duration at = blocks_[b].tail_at;
+    const Train& tr = trains_[ti];
+    trains_[ti].cuts.push_back(Cut{hop, tr.full, ++epoch_});
+    for (Index k = b; k != kNone && blocks_[k].tail; k = blocks_[k].next) {
+      Block& blk = blocks_[k];
+      blk.tail = false;
+      if (!blk.admitted) break;
+      NetworkLink& link = *(*tr.route)[blk.hop];
+      link.bytes -= tr.tail_bytes;
+      link.busy_time -= link.bandwidth.time_for(tr.tail_bytes);
+      --link.transfers;
+      --packet_hops_;
+      if (opts_.contention) link.busy_until = blk.tail_busy_before;
+      if (link.busy_log) link.busy_log->resize(blk.tail_log_mark);
+      if (blk.hop + 1 == tr.route->size()) batches_[tr.batch].pending += 1;
+    }
+    schedule_single(ti, hop, tr.full, at);
+  }
+
+  // Something reaches `link` now (from the train numbered `seq`): a tail riding with a block
+  // open there that has not arrived yet leaves its train (drop_tail), so that the link holds
+  // what it would if every tail travelled alone. At the same instant the older train goes first.
+  void settle_tails(const NetworkLink& link, Duration now, std::uint64_t seq) {
+    const auto at = static_cast<std::size_t>(link.index);
+    if (at >= open_.size()) return;
+    std::vector<Index>& late = tail_scratch_;
+    late.clear();
+    for (Index o = open_[at]; o != kNone; o = blocks_[o].group_next) {
+      const Block& blk = blocks_[o];
+      if (blk.tail && (blk.tail_at > now || (blk.tail_at == now && seq < trains_[blk.train].seq)))
+        late.push_back(o);
+    }
+    // Last first: a group's tails left the link in its order, each restoring what was before it.
+    for (auto it = late.rbegin(); it != late.rend(); ++it) drop_tail(*it);
   }
 
   // Adds (sign 1) or removes (sign -1) packets 0..count-1 of an admitted block to the link's
@@ -542,6 +628,8 @@ class PacketNetwork : public Network, private EventTarget {
   // Keeps only packets 0..keep-1 of block b and of the train's blocks downstream of it.
   void truncate(Index b, std::int64_t keep) {
     while (b != kNone) {
+      if (blocks_[b].tail)  // settle_tails sends a tail on alone before anything is cut
+        throw std::logic_error("tpusim bug: packet network cuts a train whose tail rides with it");
       Block& blk = blocks_[b];
       if (blk.count <= keep) return;
       const std::int64_t removed = blk.count - keep;
@@ -584,6 +672,7 @@ class PacketNetwork : public Network, private EventTarget {
     if (tr.gen != s.gen || is_void(tr, s)) return;
     NetworkLink& link = *(*tr.route)[s.hop];
     const Duration now = sim_now();
+    if (opts_.contention) settle_tails(link, now, tr.seq);
     if (opts_.contention) cut_open_train(link, now, tr.seq);
     const double size = packet_size(tr, s.k);
     const Duration serialise = link.bandwidth.time_for(size);
@@ -666,7 +755,7 @@ class PacketNetwork : public Network, private EventTarget {
   Pool<Single> singles_;
   std::vector<Index> open_;  ///< per link index: the block admitted last, maybe still arriving
   std::vector<GroupTail> group_tails_;  ///< per link index
-  std::vector<Index> group_scratch_, merge_scratch_;
+  std::vector<Index> group_scratch_, merge_scratch_, tail_scratch_;
 };
 
 const NetworkRegistrar kNetworkPacketRegister{

@@ -99,3 +99,59 @@ TEST_CASE(
   Run pkt = simulate_child(ar, make("packet"));
   CHECK(pkt.step_s == Approx(flow.step_s).epsilon(0.03));
 }
+
+TEST_CASE("packet level: the short last packets of two trains that start together follow them") {
+  // Chip 0 sends n P + t bytes to chip h twice at once. Link 0->1 serves the full packets
+  // round-robin until 2n s, then the first message's tail (t/B) and the second's. On each
+  // further link the first tail arrives while the second message's last full packet is being
+  // sent, so both tails leave one s later per hop: the first message ends at
+  // (2n + h - 1) s + t/B + h L + O, the second t/B later.
+  const double n = 64;
+  for (int h : {1, 2, 5}) {
+    auto cfg = line_cfg("packet", h + 1);
+    auto p = params_of(cfg);
+    const double P = static_cast<double>(cfg.integer("network.packet_bytes"));
+    const double s = P / p.B, t = P / 4;
+    Program prog;
+    prog.mesh = {{"all", h + 1}};
+    prog.ops = {send(0, h, h + 1, n * P + t), send(0, h, h + 1, n * P + t)};
+    Run r = simulate_child(prog, cfg);
+    INFO("h = " << h);
+    const double first = (2 * n + h - 1) * s + t / p.B + h * p.L + p.O;
+    CHECK(r.op_end_s[0] == Approx(first).epsilon(1e-9));
+    CHECK(r.op_end_s[1] == Approx(first + t / p.B).epsilon(1e-9));
+  }
+}
+
+namespace {
+/// The typed events (the event queue's statistic) of a run in which chip 0 sends `bytes` to chip
+/// h on a line of h + 1 chips at the packet level.
+double tail_test_typed_events(int h, double bytes) {
+  const Config cfg = line_cfg("packet", h + 1);
+  return in_child([&] {
+           Program prog;
+           prog.mesh = {{"all", h + 1}};
+           prog.ops = {send(0, h, h + 1, bytes)};
+           Topology topo(topology_from_json(cfg.json()["topology"]));
+           SimOptions options = SimOptions::from_config(cfg);
+           options.stats = true;
+           const SimReport r = simulate(prog, topo, HardwareSpec::from_config(cfg), options);
+           for (const auto& [name, value] : r.stats.values)
+             if (name == "events.typed_events") return std::vector<double>{value};
+           return std::vector<double>{-1};
+         })
+      .at(0);
+}
+}  // namespace
+
+TEST_CASE("packet level: a message's short last packet travels in its train's events") {
+  // One event per hop carries the train's full packets and its tail: a message with a tail
+  // costs the events of one without (it cost one event more per hop when the tail went alone).
+  const double P = static_cast<double>(line_cfg("packet", 2).integer("network.packet_bytes"));
+  for (int h : {1, 4}) {
+    INFO("h = " << h);
+    const double whole = tail_test_typed_events(h, 16 * P);
+    CHECK(whole > h);
+    CHECK(tail_test_typed_events(h, 16 * P + P / 3) == whole);
+  }
+}
