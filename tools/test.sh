@@ -3,8 +3,9 @@
 # fails stops the run (exit status non-zero). Add a step as one more block below.
 #   1. install what is missing (tools/install-deps.sh)
 #   2. Release build (gcc) of the binary and the Python module, and the tests that need the
-#      optimised binary users run: the regression goldens, pytest, Slurm, the parameter-effect,
-#      Multipod-scale and input-limit command tests, the tree's structure
+#      optimised binary users run: the regression goldens (the sweeps' and the Programs'),
+#      pytest, Slurm, the parameter-effect, Multipod-scale and input-limit command tests, the
+#      tree's structure
 #   3. clang-format of every tracked C++ file
 #   4. one clang build with AddressSanitizer + UndefinedBehaviorSanitizer that also holds the
 #      libFuzzer targets: every test but the goldens, the parameter-effect and the Multipod-scale
