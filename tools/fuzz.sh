@@ -8,7 +8,8 @@
 # one ended.
 # First every saved input of tests/fuzz/regressions/NAME/ is replayed: an input that once crashed
 # a target stays a test. A crash lands in BUILD/fuzz/artifacts/; copy it into the regressions.
-# Usage: tools/fuzz.sh [BUILD_DIR] [SECONDS]          (defaults: build-san 15)
+# Usage: tools/fuzz.sh [BUILD_DIR] [SECONDS] [TARGET...]  (defaults: build-san 15, every target;
+#   the sanitizer build's ctest runs each target so: its test "fuzz: TARGET", tests/fuzz)
 #        tools/fuzz.sh --grow [BUILD_DIR] [SECONDS]   (defaults: build-san 120) fuzzes each target
 #   for SECONDS from the seeds and its grown corpus, then writes tests/fuzz/corpus/grown/NAME.tar.gz
 #   anew: the smallest set of all those inputs that covers what they cover (libFuzzer's
@@ -22,7 +23,8 @@ if [ "${1:-}" = "--grow" ]; then
 fi
 build=${1:-build-san}
 seconds=${2:-$([ $grow -eq 1 ] && echo 120 || echo 15)}
-targets=$(cd "$build/bin" && ls fuzz_* 2>/dev/null || true)
+shift $(($# < 2 ? $# : 2))
+targets=${*:-$(cd "$build/bin" && ls fuzz_* 2>/dev/null || true)}
 if [ -z "$targets" ]; then
   echo "fuzz.sh: no fuzz_* targets in $build/bin (configure with -DTPUSIM_SANITIZE=ON -DTPUSIM_FUZZ=ON)" >&2
   exit 2

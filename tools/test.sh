@@ -3,15 +3,16 @@
 # fails stops the run (exit status non-zero). Add a step as one more block below.
 #   1. install what is missing (tools/install-deps.sh)
 #   2. Release build (gcc) of the binary and the Python module, and the tests that need the
-#      optimised binary users run: the regression goldens, pytest, Slurm, the parameter-effect,
-#      Multipod-scale and input-limit command tests, the tree's structure
+#      optimised binary users run: the regression goldens (the sweeps' and the Programs'),
+#      pytest, Slurm, the parameter-effect, Multipod-scale and input-limit command tests, the
+#      tree's structure
 #   3. clang-format of every tracked C++ file
 #   4. one clang build with AddressSanitizer + UndefinedBehaviorSanitizer that also holds the
 #      libFuzzer targets: every test but the goldens, the parameter-effect and the Multipod-scale
 #      tests (those two are not built there; the library
 #      tests, tests/unit, sim and plan, and the command tests run here: once, under the
-#      sanitizers), then every fuzz target for TPUSIM_FUZZ_SECONDS (default 15) seconds from its
-#      corpus in tests/fuzz/corpus/
+#      sanitizers), and in the same ctest run every fuzz target for TPUSIM_FUZZ_SECONDS (default
+#      15) seconds from its corpus in tests/fuzz/corpus/ (ctest tests "fuzz: TARGET")
 # Both builds use precompiled headers and unity batches, with ccache off (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,13 +73,16 @@ fi
 trap - EXIT
 tail -n 3 "$san_build_log"
 
-step "ASan + UBSan tests"
-# Goldens check outputs (the Release run has them), not memory.
+step "ASan + UBSan tests and fuzz targets, ${TPUSIM_FUZZ_SECONDS:-15} s each"
+# Goldens check outputs (the Release run has them), not memory. The fuzz targets are ctest tests
+# of this build (tests/fuzz/CMakeLists.txt), run beside the others, longest first (COST).
 (cd build-san && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
    ctest --output-on-failure -j"$jobs" -E "^golden:" | tee "$san_log")
-
-step "fuzz targets, ${TPUSIM_FUZZ_SECONDS:-15} s each"
-tools/fuzz.sh build-san "${TPUSIM_FUZZ_SECONDS:-15}"
+# ctest keeps a passing test's output to itself: each fuzz target's inputs run, from its log.
+for f in build-san/fuzz/fuzz_*.log; do
+  case $f in *.regress.log | *.merge.log | *"*"*) continue ;; esac
+  echo "$(basename "$f" .log): $(grep -o 'executed_units: *[0-9]*' "$f" | grep -o '[0-9]*$') inputs run"
+done
 
 step "done"
 # The closing lines CI reads: the totals of the Release run and of the sanitizer run.

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "tests/cli/sweep_fixture.hpp"
@@ -33,14 +34,35 @@ TpusimResult plan_small(const SweepScratch& s, int jobs, int top, const std::str
                      s.path(out)});
 }
 
-/// The folder a run killed after the first `n` layouts of `whole` (in its store's order) leaves:
-/// their results and studies copied into `killed`.
-void keep_first_layouts(const SweepScratch& s, const json& store, int n) {
+/// A plan of the small space that several cases read: run once per process (the searches are
+/// this file's cost), its folder in a scratch that lives as long as the process. A case that
+/// writes into a plan's folder copies it first.
+struct SharedPlan {
+  TpusimResult result;
+  std::string out;  // the --out folder
+};
+const SharedPlan& shared_plan(int jobs, int top) {
+  static const SweepScratch scratch;
+  static std::map<std::pair<int, int>, SharedPlan> plans;
+  auto it = plans.find({jobs, top});
+  if (it == plans.end()) {
+    const std::string out = "j" + std::to_string(jobs) + "_top" + std::to_string(top);
+    it = plans
+             .emplace(std::pair{jobs, top},
+                      SharedPlan{plan_small(scratch, jobs, top, out), scratch.path(out)})
+             .first;
+  }
+  return it->second;
+}
+
+/// The folder a run killed after the first `n` layouts of the plan in `whole` (in its store's
+/// order) leaves: their results and studies copied into s.path("killed").
+void keep_first_layouts(const SweepScratch& s, const std::string& whole, const json& store, int n) {
   std::filesystem::create_directories(s.path("killed/points"));
   for (int k = 0; k < n; ++k) {
     const std::string id = store["points"][k]["id"];
     for (const char* suffix : {".json", ".study.json"}) {
-      const std::string from = s.path("whole/points/" + id + suffix);
+      const std::string from = whole + "/points/" + id + suffix;
       if (std::filesystem::exists(from))
         std::filesystem::copy_file(from, s.path("killed/points/" + id + suffix));
     }
@@ -60,13 +82,11 @@ void check_same_decisions(const TpusimResult& rerun, const json& w, int cached) 
 }  // namespace
 
 TEST_CASE("plan: simulated steps are never below their bound, top K, front and winner agree") {
-  SweepScratch s;
-  const auto study = s.write("bert.json", plan_study());
-  auto r = run_tpusim({"plan", study, "-j", "2", "--top", "3", "--out", s.path("out"), "--json",
-                       "--space", kSmallSpace});
-  REQUIRE(r.exit_code == 0);
-  const json out = json::parse(r.out);
-  CHECK(out == plan_json(s.path("out")));
+  const SharedPlan& plan = shared_plan(2, 3);
+  INFO(plan.result.err);
+  REQUIRE(plan.result.exit_code == 0);
+  const json out = json::parse(plan.result.out);
+  CHECK(out == plan_json(plan.out));
   const auto& n = out["counts"];
   CHECK(n["candidates"] == 4 * 2 * 3 * 2);  // model 1..8 (8 cores) x wus x bucket x dtype
   CHECK(n["candidates"].get<int>() == n["invalid"].get<int>() + n["oom"].get<int>() +
@@ -86,7 +106,7 @@ TEST_CASE("plan: simulated steps are never below their bound, top K, front and w
               {c["bound_compute_ms"].get<double>(), c["bound_bisection_ms"].get<double>(),
                c["bound_critical_ms"].get<double>(), c["bound_ingress_ms"].get<double>()})));
     // The memory verdict, made from the Program without simulating, is the simulated run's.
-    const json point = point_report(s.path("out"), id);
+    const json point = point_report(plan.out, id);
     CHECK(c["peak_memory_bytes"].get<double>() ==
           Approx(point["memory"]["peak_bytes"].get<double>()));
     // examples/s/chip = batch / step / chips
@@ -112,8 +132,7 @@ TEST_CASE("plan: simulated steps are never below their bound, top K, front and w
 TEST_CASE("plan: pruning by bound keeps the same top K as simulating everything") {
   SweepScratch s;
   const auto study = s.write("bert.json", plan_study());
-  auto pruned = run_tpusim({"plan", study, "-j", "2", "--top", "2", "--out", s.path("a"), "--json",
-                            "--space", kSmallSpace});
+  const TpusimResult& pruned = shared_plan(2, 2).result;
   // --top larger than the space: nothing can be skipped.
   auto all = run_tpusim({"plan", study, "-j", "2", "--top", "1000", "--out", s.path("b"), "--json",
                          "--space", kSmallSpace});
@@ -152,14 +171,14 @@ TEST_CASE("plan: a rerun simulates nothing new, a wider space only the new layou
 
 TEST_CASE("plan: killed and rerun, it prunes and simulates what one uninterrupted run does") {
   SweepScratch s;
-  auto whole = plan_small(s, 2, 2, "whole");
-  REQUIRE(whole.exit_code == 0);
-  const json w = json::parse(whole.out);
+  const SharedPlan& whole = shared_plan(2, 2);
+  REQUIRE(whole.result.exit_code == 0);
+  const json w = json::parse(whole.result.out);
   REQUIRE(w["counts"]["pruned"].get<int>() > 0);
   // A run killed in its second wave of two: the first three layouts it simulated are on disk.
-  const json store = json::parse(slurp(s.path("whole/sweep.json")));
+  const json store = json::parse(slurp(whole.out + "/sweep.json"));
   REQUIRE(store["points"].size() > 3);
-  keep_first_layouts(s, store, 3);
+  keep_first_layouts(s, whole.out, store, 3);
   check_same_decisions(plan_small(s, 2, 2, "killed"), w, 3);
 }
 
@@ -186,7 +205,7 @@ TEST_CASE("plan: killed in its first wave, the rerun does not prune that wave by
                                 c["peak_memory_bytes"] >= cand[first]["peak_memory_bytes"];
   }
   REQUIRE(wave_holds_a_worse_bound);
-  keep_first_layouts(s, store, 1);
+  keep_first_layouts(s, s.path("whole"), store, 1);
   check_same_decisions(plan_small(s, 13, 1, "killed"), w, 1);
 }
 
@@ -271,10 +290,11 @@ TEST_CASE("plan: when nothing fits in HBM it says so with the smallest peak and 
 TEST_CASE("plan: the winner is explained: its margin, the axes it differs in, what bounds it") {
   SweepScratch s;
   const auto study = s.write("bert.json", plan_study());
-  auto r = run_tpusim({"plan", study, "-j", "2", "--top", "3", "--out", s.path("out"), "--json",
-                       "--space", kSmallSpace});
-  REQUIRE(r.exit_code == 0);
-  const json out = json::parse(r.out);
+  const SharedPlan& plan = shared_plan(2, 3);
+  REQUIRE(plan.result.exit_code == 0);
+  const json out = json::parse(plan.result.out);
+  // The text run below reuses the plan's results from a copy of its folder.
+  std::filesystem::copy(plan.out, s.path("out"), std::filesystem::copy_options::recursive);
   const auto& c = out["candidates"];
   const auto& w = c[out["winner"]["id"].get<std::string>()];
   const auto& e = out["winner"]["explanation"];

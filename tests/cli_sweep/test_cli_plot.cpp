@@ -32,19 +32,26 @@ json topology_by_ici_sweep_doc() {
            {{{"path", "topology"}, {"values", {"2x2", "4x2"}}},
             {{"name", "ici"}, {"path", "hardware.ici.bandwidth_GBps"}, {"values", {50, 100}}}}}};
 }
-std::string topology_by_ici_sweep(const SweepScratch& s) {
-  return s.write("s.json", topology_by_ici_sweep_doc());
+/// That sweep's folder, swept once per process (`-j 2`): the cases that plot its results.csv
+/// as it is, or an edited copy of it, share it (plot writes only into its own --out).
+const std::string& topology_by_ici_results() {
+  static const SweepScratch scratch;
+  static const std::string out = [] {
+    auto r = run_tpusim({"sweep", scratch.write("s.json", topology_by_ici_sweep_doc()), "-j", "2",
+                         "--out", scratch.path("out")});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return scratch.path("out");
+  }();
+  return out;
 }
 
 }  // namespace
 
 TEST_CASE("plot writes SVG and PNG scaling curves with one line per series") {
   SweepScratch s;
-  const auto sweep = topology_by_ici_sweep(s);
-  auto r = run_tpusim({"sweep", sweep, "-j", "2", "--out", s.path("out")});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  auto p = run_tpusim({"plot", "--dpi", "96", s.path("out/results.csv"), "--out", s.path("plots")});
+  auto p = run_tpusim({"plot", "--dpi", "96", topology_by_ici_results() + "/results.csv", "--out",
+                       s.path("plots")});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   CHECK_THAT(p.err, Catch::Contains("x = chips, 2 series"));
@@ -236,9 +243,7 @@ TEST_CASE("plot marks points that did not succeed, with or without a value") {
 
 TEST_CASE("plot skips a standard metric a kind of report leaves empty and draws time to train") {
   SweepScratch s;
-  REQUIRE(run_tpusim({"sweep", topology_by_ici_sweep(s), "-j", "2", "--out", s.path("out")})
-              .exit_code == 0);
-  auto t = results_of(s.path("out"));
+  auto t = results_of(topology_by_ici_results());
   // As a sweep of `tpusim train` writes it: no communication share, a time to train (the column
   // is in every results.csv, empty for sweeps of `tpusim run`).
   REQUIRE(t.column("time_to_train_s") >= 0);
@@ -259,18 +264,12 @@ TEST_CASE("plot skips a standard metric a kind of report leaves empty and draws 
 
 TEST_CASE("plot bad --x or --y: one line naming the option, exit code 2") {
   SweepScratch s;
-  const auto sweep = s.write(
-      "s.json",
-      {{"base", small_bert_study()},
-       {"axes",
-        {{{"name", "ici"}, {"path", "hardware.ici.bandwidth_GBps"}, {"values", {50, 100}}}}}});
-  REQUIRE(run_tpusim({"sweep", sweep, "--out", s.path("out")}).exit_code == 0);
+  const std::string csv = topology_by_ici_results() + "/results.csv";
   for (const auto& [args, names] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--x", "nosuch"}, "--x nosuch"},
            {{"--y", "model"}, "--y model"},
            {{"--y", "nosuch_ms"}, "--y nosuch_ms"}}) {
-    std::vector<std::string> cmd{"plot",  "--dpi",    "96", s.path("out/results.csv"),
-                                 "--out", s.path("p")};
+    std::vector<std::string> cmd{"plot", "--dpi", "96", csv, "--out", s.path("p")};
     cmd.insert(cmd.end(), args.begin(), args.end());
     auto r = run_tpusim(cmd);
     INFO(r.err);

@@ -53,13 +53,26 @@ std::string one_series_sweep(const SweepScratch& s, bool async) {
         {{{"name", "ici"}, {"path", "hardware.ici.bandwidth_GBps"}, {"values", {25, 100}}}}}});
 }
 
+/// The synchronous one-series sweep's folder, swept once per process: every case plots its
+/// results.csv (plot writes only into its own --out).
+const std::string& synchronous_sweep() {
+  static const SweepScratch scratch;
+  static const std::string out = [] {
+    const auto r = run_tpusim(
+        {"sweep", one_series_sweep(scratch, false), "-j", "2", "--out", scratch.path("out")});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return scratch.path("out");
+  }();
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("plot for a paper: times from zero, other axes with a break, one series no legend") {
   SweepScratch s;
-  REQUIRE(run_tpusim({"sweep", one_series_sweep(s, false), "-j", "2", "--out", s.path("out")})
-              .exit_code == 0);
-  auto p = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("plots")});
+  const std::string csv = synchronous_sweep() + "/results.csv";
+  auto p = run_tpusim({"plot", csv, "--out", s.path("plots")});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   const json m = json::parse(slurp(s.path("plots/charts.json")));
@@ -77,22 +90,20 @@ TEST_CASE("plot for a paper: times from zero, other axes with a break, one serie
   CHECK(rate["y_axis"]["from"].get<double>() > 0);
   CHECK(rate["y_axis"]["break"] == true);
   // --y-fitted fits the times too (and breaks their axis); it excludes --y-from-zero.
-  auto fitted = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("fitted"), "--y",
-                            "step_time_ms", "--y-fitted"});
+  auto fitted =
+      run_tpusim({"plot", csv, "--out", s.path("fitted"), "--y", "step_time_ms", "--y-fitted"});
   REQUIRE(fitted.exit_code == 0);
   const json f = json::parse(slurp(s.path("fitted/charts.json")))["charts"][0];
   CHECK(f["y_axis"]["from"].get<double>() > 0);
   CHECK(f["y_axis"]["break"] == true);
-  CHECK(run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("x"), "--y-fitted",
-                    "--y-from-zero"})
-            .exit_code == 2);
+  CHECK(run_tpusim({"plot", csv, "--out", s.path("x"), "--y-fitted", "--y-from-zero"}).exit_code ==
+        2);
 }
 
 TEST_CASE("plot for a paper: SVG text is text, PNG at 300 dpi by default and at --dpi") {
   SweepScratch s;
-  REQUIRE(run_tpusim({"sweep", one_series_sweep(s, false), "--out", s.path("out")}).exit_code == 0);
-  REQUIRE(run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("p"), "--title", "T&x"})
-              .exit_code == 0);
+  const std::string csv = synchronous_sweep() + "/results.csv";
+  REQUIRE(run_tpusim({"plot", csv, "--out", s.path("p"), "--title", "T&x"}).exit_code == 0);
   const std::string svg = slurp(s.path("p/step_time.svg"));
   // The title, the axis labels and the ticks as <text> elements, escaped; no glyph outlines.
   CHECK_THAT(svg, Catch::Contains(">Step time against ici: T&amp;x</text>"));
@@ -106,14 +117,13 @@ TEST_CASE("plot for a paper: SVG text is text, PNG at 300 dpi by default and at 
   CHECK(hi.unit == 1);
   CHECK(hi.x_per_metre == static_cast<std::uint32_t>(std::lround(300 / 0.0254)));
   CHECK(hi.y_per_metre == hi.x_per_metre);
-  REQUIRE(run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("q"), "--dpi", "96"})
-              .exit_code == 0);
+  REQUIRE(run_tpusim({"plot", csv, "--out", s.path("q"), "--dpi", "96"}).exit_code == 0);
   const PngInfo one = png_info(slurp(s.path("q/step_time.png")));
   CHECK(one.width == 900);
   CHECK(one.height == 540);
   CHECK(one.x_per_metre == static_cast<std::uint32_t>(std::lround(96 / 0.0254)));
   for (const char* bad : {"0", "5000", "nan"}) {
-    auto r = run_tpusim({"plot", s.path("out/results.csv"), "--out", s.path("r"), "--dpi", bad});
+    auto r = run_tpusim({"plot", csv, "--out", s.path("r"), "--dpi", bad});
     CHECK(r.exit_code == 2);
     CHECK(r.err_lines() == 1);
     CHECK_THAT(r.err, Catch::Contains("--dpi"));
@@ -149,12 +159,9 @@ TEST_CASE("plot for a paper: where collectives overlap compute, the exposed shar
                   .epsilon(1e-8));
   CHECK(std::filesystem::exists(s.path("plots/exposed_comm_share.svg")));
   // Synchronous collectives: the share of time with a collective in flight, as before.
-  SweepScratch s2;
-  REQUIRE(run_tpusim({"sweep", one_series_sweep(s2, false), "--out", s2.path("out")}).exit_code ==
-          0);
-  REQUIRE(run_tpusim({"plot", s2.path("out/results.csv"), "--out", s2.path("plots")}).exit_code ==
-          0);
-  const json m2 = json::parse(slurp(s2.path("plots/charts.json")));
+  REQUIRE(run_tpusim({"plot", synchronous_sweep() + "/results.csv", "--out", s.path("plots2")})
+              .exit_code == 0);
+  const json m2 = json::parse(slurp(s.path("plots2/charts.json")));
   CHECK(chart_named(m2, "comm_share").is_object());
   CHECK(chart_named(m2, "exposed_comm_share").is_null());
 }
