@@ -421,8 +421,10 @@ TEST_CASE(
   CHECK(j["dcn"] == full["dcn"]);
   CHECK(j["links"] == full["links"]);
   const json flow = hybrid(4, 16, {"parallelism.dcn_fsdp=2", "network.fidelity=flow"});
-  CHECK(flow["dcn"]["bytes_per_chip"] == j["dcn"]["bytes_per_chip"]);
-  CHECK(flow["links"]["total_bytes"] == j["links"]["total_bytes"]);
+  CHECK(flow["dcn"]["bytes_per_chip"].get<double>() ==
+        Approx(j["dcn"]["bytes_per_chip"].get<double>()).epsilon(1e-9));
+  CHECK(flow["links"]["total_bytes"].get<double>() ==
+        Approx(j["links"]["total_bytes"].get<double>()).epsilon(1e-9));
 }
 
 TEST_CASE(
