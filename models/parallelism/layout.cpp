@@ -21,7 +21,7 @@ const Param<std::int64_t> kParallelismSequence{{"parallelism.sequence", T::Integ
 const Param<std::int64_t> kParallelismSpatial{{"parallelism.spatial", T::Integer, "cores", 1, "spatial-partitioning degree: cores that split each image along H (convolutional models)", 1, 1 << 20}};
 const Param<std::int64_t> kParallelismSlices{{"parallelism.slices", T::Integer, "slices", 1, "multislice data parallelism: the data axis spans this many slices (it must equal topology.slices); each slice runs global_batch / slices examples and the gradient all-reduces are hierarchical (reduce-scatter over ICI, all-reduce of each shard across the slices over the data-center network, all-gather over ICI)", 1, 64}};
 const Param<std::int64_t> kParallelismFsdp{{"parallelism.fsdp", T::Integer, "cores", 1, "fully sharded data parallelism: data replicas that shard the weights, gradients and optimizer state among them (an 'fsdp' mesh axis inside 'data'); weights are all-gathered before use, gradients reduce-scattered", 1, 1 << 20}};
-const Param<std::int64_t> kParallelismDcnFsdp{{"parallelism.dcn_fsdp", T::Integer, "slices", 1, "fsdp across slices (MaxText's dcn_fsdp_parallelism): 1, the slices are data parallel (dcn_data_parallelism); parallelism.slices, the slices carry fsdp instead: weights, gradients and optimizer state sharded over parallelism.fsdp x slices, each weight all-gathered over the data-center network then over ICI, each gradient reduce-scattered over ICI then over the data-center network", 1, 64}};
+const Param<std::int64_t> kParallelismDcnFsdp{{"parallelism.dcn_fsdp", T::Integer, "slices", 1, "fsdp across slices (MaxText's dcn_fsdp_parallelism): a divisor of parallelism.slices, the slices of a group that shard the weights among them; the data axis spans the groups (dcn_data_parallelism = slices / dcn_fsdp). Weights, gradients and optimizer state sharded over parallelism.fsdp x dcn_fsdp, each weight all-gathered over the data-center network among a group's slices then over ICI, each gradient reduce-scattered over ICI then over the data-center network among them, its shard then all-reduced over the data-center network among the dcn_data slices holding it; 1: data across all the slices", 1, 64}};
 const Param<std::int64_t> kParallelismDcnPipeline{{"parallelism.dcn_pipeline", T::Integer, "slices", 1, "pipeline across slices (MaxText's dcn_pipeline_parallelism): 1, the slices are data parallel; parallelism.slices, the slices carry pipeline stages instead: parallelism.pipeline stages in all (a multiple of the slices), pipeline / slices in each slice, the collective-permutes between the slices' boundary stages over the data-center network, and data parallelism only inside each slice", 1, 64}};
 const Param<bool> kParallelismWeightUpdateSharding{{"parallelism.weight_update_sharding", T::Boolean, "", false, "shard the optimizer over the data replicas (Xu et al. 2020): gradient reduce-scatter, update of 1/N of the weights, all-gather of the bf16 weights"}};
 // 32 MiB: of the order of XLA's all-reduce combiner threshold; a study can sweep it.
@@ -71,6 +71,25 @@ void read_dcn_pipeline(const Config& cfg, Layout& l) {
                           std::to_string(n) + " (the stages of each slice times the slices)");
   l.registered["pipeline"] = p / static_cast<int>(n);
   l.pipeline_slices = static_cast<int>(n);
+}
+
+// parallelism.dcn_fsdp: a divisor of the slices (MaxText's hybrid mesh: dcn_data x dcn_fsdp
+// slices), with fsdp inside each slice.
+void read_dcn_fsdp(const Config& cfg, Layout& l) {
+  const std::int64_t n = kParallelismDcnFsdp(cfg);
+  if (n == 1) return;
+  const std::string what =
+      std::to_string(n) + " with parallelism.slices = " + std::to_string(l.slices);
+  if (l.slices % n != 0)
+    throw ConfigError(kParallelismDcnFsdp.path(),
+                      what + "; allowed: a divisor of " + std::to_string(l.slices) +
+                          " (the slices that carry fsdp; the data axis spans slices / dcn_fsdp)");
+  if (l.fsdp == 1)
+    throw ConfigError(kParallelismDcnFsdp.path(),
+                      std::to_string(n) +
+                          " with parallelism.fsdp = 1; allowed: 1, or fsdp across the slices "
+                          "with parallelism.fsdp > 1 inside each");
+  l.dcn_fsdp = static_cast<int>(n);
 }
 
 void check_registered(const Layout& l, int cores, long long inner, ProblemList& problems) {
@@ -197,7 +216,6 @@ Layout read_layout(const Config& cfg, int cores) {
   l.cores = cores;
   l.model = static_cast<int>(kParallelismModel(cfg));
   l.slices = static_cast<int>(kParallelismSlices(cfg));
-  l.dcn_fsdp = kParallelismDcnFsdp(cfg) > 1;
   l.spatial = static_cast<int>(kParallelismSpatial(cfg));
   l.model2 = static_cast<int>(kParallelismModel2.if_applies(cfg).value_or(1));
   l.sequence = static_cast<int>(kParallelismSequence.if_applies(cfg).value_or(1));
@@ -245,17 +263,7 @@ Layout read_layout(const Config& cfg, int cores) {
   for (const auto& a : registered_axes())
     if (a.splits_batch) l.data /= l.registered_degree(a.name);
   l.fsdp = read_fsdp(cfg, l);
-  const std::int64_t dcn_fsdp = kParallelismDcnFsdp(cfg);
-  if (dcn_fsdp > 1 && dcn_fsdp != l.slices)
-    throw ConfigError(kParallelismDcnFsdp.path(),
-                      std::to_string(dcn_fsdp) + " with parallelism.slices = " +
-                          std::to_string(l.slices) + "; allowed: 1 (data across the slices) or " +
-                          std::to_string(l.slices) + " (fsdp across all of them)");
-  if (dcn_fsdp > 1 && l.fsdp == 1)
-    throw ConfigError(kParallelismDcnFsdp.path(),
-                      std::to_string(dcn_fsdp) +
-                          " with parallelism.fsdp = 1; allowed: 1, or fsdp across the slices "
-                          "with parallelism.fsdp > 1 inside each");
+  read_dcn_fsdp(cfg, l);
   l.bn_group = read_bn_group(cfg, l);
   l.spatial_w = read_spatial_w(cfg, l);
   return l;

@@ -18,12 +18,14 @@ struct Layout {
   int data = 1;
   /// Slices the data axis spans (multislice; parallelism.slices): data x slices replicas in all.
   int slices = 1;
-  /// The slices carry fsdp instead of data (parallelism.dcn_fsdp, MaxText's
-  /// dcn_fsdp_parallelism): weights, gradients and optimizer state are sharded over fsdp x
-  /// slices; weights are all-gathered and gradients reduce-scattered over the DCN too.
-  bool dcn_fsdp = false;
-  /// The fsdp shards in all: fsdp, times the slices with dcn_fsdp.
-  int fsdp_shards() const { return dcn_fsdp ? fsdp * slices : fsdp; }
+  /// Of the slices, how many carry fsdp (parallelism.dcn_fsdp, MaxText's
+  /// dcn_fsdp_parallelism; a divisor of the slices): weights, gradients and optimizer state are
+  /// sharded over fsdp x dcn_fsdp; weights are all-gathered and gradients reduce-scattered over
+  /// the DCN too, among the dcn_fsdp slices of a group. The rest, slices / dcn_fsdp
+  /// (dcn_data_slices), carry data: the gradient shards are all-reduced among them.
+  int dcn_fsdp = 1;
+  /// The fsdp shards in all: fsdp, times the slices that carry fsdp.
+  int fsdp_shards() const { return fsdp * dcn_fsdp; }
   /// Slices the pipeline spans (parallelism.dcn_pipeline, MaxText's dcn_pipeline_parallelism):
   /// 1, or the slices, which then carry pipeline stages instead of data: the pipeline axis of
   /// each slice holds parallelism.pipeline / slices of the stages (its registered degree).
@@ -32,6 +34,9 @@ struct Layout {
   int pipeline_stages() const { return registered_degree("pipeline") * pipeline_slices; }
   /// Slices that split the batch: the slices, or 1 when they carry the pipeline.
   int batch_slices() const { return pipeline_slices > 1 ? 1 : slices; }
+  /// Slices the data axis spans (MaxText's dcn_data_parallelism): those that split the batch
+  /// over their data replicas, batch_slices / dcn_fsdp.
+  int dcn_data_slices() const { return batch_slices() / dcn_fsdp; }
   int model = 1;  ///< Megatron-style split of each layer, innermost mesh axis
   /// The second model axis of 2D weight-stationary sharding (decoder_lm: weights split on
   /// d_model over it, on d_ff and heads over "model"); outside "model".

@@ -38,7 +38,7 @@ CollectiveOptions CollectiveOptions::from_config(const Config& c) {
   o.dma_hbm_traffic = kCollectivesDmaHbmTraffic(c);
   o.reduce_on_arrival = kCollectivesReduceOnArrival(c);
   o.auto_resolution = kCollectivesAutoResolution(c);
-  o.fsdp_across_slices = kParallelismDcnFsdp(c) > 1;
+  o.dcn_fsdp = static_cast<int>(kParallelismDcnFsdp(c));
   o.pipeline_across_slices = kParallelismDcnPipeline(c) > 1;
   return o;
 }

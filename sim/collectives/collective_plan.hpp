@@ -125,17 +125,19 @@ LinkFloor link_floor(const HardwareSpec& hw, bool offchip, double sharing = 1);
 /// Either may hold (a group whose members' placement is not known in advance).
 LinkFloor any_link_floor(const HardwareSpec& hw);
 
-/// Multislice (hierarchical_plan.cpp): the all-reduce of a group whose data axis spans the
-/// machine's S slices, as JAX multislice does it: `reduce_scatter` inside the slice over ICI
+/// Multislice (hierarchical_plan.cpp): the all-reduce of a group whose data axis spans S
+/// slices (all the machine's, or with parallelism.dcn_fsdp the slices / dcn_fsdp that hold the
+/// same fsdp shard), as JAX multislice does it: `reduce_scatter` inside the slice over ICI
 /// (each of the N members then holds 1/N of the buffer), the all-reduce of that shard over
 /// the S images of the member as a ring across the slices over the data-center network (S-1
 /// reduce-scatter then S-1 all-gather steps of 1/(N S) of the buffer, over the member's DCN
 /// route: 2 (S-1)/S of the shard each way), then `all_gather` inside the slice. fsdp across
-/// slices (parallelism.dcn_fsdp) passes one half: a reduce-scatter (`all_gather` null) is the
-/// ICI reduce-scatter then S-1 DCN reduce-scatter steps, leaving 1/(N S) on each core; an
-/// all-gather (`reduce_scatter` null) is S-1 DCN all-gather steps of the 1/(N S) shard, then the
-/// ICI all-gather.
+/// slices (parallelism.dcn_fsdp, S its dcn_fsdp slices) passes one half: a reduce-scatter
+/// (`all_gather` null) is the ICI reduce-scatter then S-1 DCN reduce-scatter steps, leaving
+/// 1/(N S) on each core; an all-gather (`reduce_scatter` null) is S-1 DCN all-gather steps of
+/// the 1/(N S) shard, then the ICI all-gather.
 GroupPlan hierarchical_plan(const Machine& m, const GroupPlan* reduce_scatter,
-                            const GroupPlan* all_gather, const std::vector<int>& members);
+                            const GroupPlan* all_gather, const std::vector<int>& members,
+                            int slices);
 
 }  // namespace tpusim

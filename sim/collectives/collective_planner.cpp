@@ -40,6 +40,12 @@ CollectivePlanner::CollectivePlanner(const Program& program, const DeviceMesh& m
                                      const CollectiveCostModel& model)
     : program_(program), mesh_(mesh), machine_(machine), options_(options), model_(model) {
   if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
+  // The layout checks it for a study; `tpusim collective` reaches here with it unchecked.
+  if (options_.dcn_fsdp < 1 || machine_.slices() % options_.dcn_fsdp != 0)
+    throw ConfigError("parallelism.dcn_fsdp", std::to_string(options_.dcn_fsdp) + " with " +
+                                                  std::to_string(machine_.slices()) +
+                                                  " slices; allowed: a divisor of " +
+                                                  std::to_string(machine_.slices()));
 }
 
 CollectivePlanner::~CollectivePlanner() = default;
@@ -173,25 +179,33 @@ const GroupPlan* CollectivePlanner::cached_bound(const CollectiveSpec& spec, con
   return slot.second.get();
 }
 
-bool CollectivePlanner::spans_slices(const CollectiveSpec& spec) const {
-  if (machine_.slices() <= 1 || !spec.replica_groups.empty()) return false;
+int CollectivePlanner::slices_spanned(const CollectiveSpec& spec) const {
+  if (machine_.slices() <= 1 || !spec.replica_groups.empty()) return 1;
   // The slices carry the pipeline (parallelism.dcn_pipeline): only its permutes cross them.
-  if (options_.pipeline_across_slices) return false;
+  if (options_.pipeline_across_slices) return 1;
   auto has = [&](const char* axis) {
     return std::find(spec.axes.begin(), spec.axes.end(), axis) != spec.axes.end();
   };
-  // fsdp across slices (parallelism.dcn_fsdp): the weights' all-gathers and the gradients'
-  // reduce-scatters over "fsdp" cross; "data" is only inside each slice.
-  if (options_.fsdp_across_slices)
-    return has("fsdp") &&
-           (spec.kind == CollectiveKind::AllGather || spec.kind == CollectiveKind::ReduceScatter);
-  return spec.kind == CollectiveKind::AllReduce && has("data");
+  // MaxText's hybrid mesh: dcn_data x dcn_fsdp slices (parallelism.dcn_fsdp of them carry fsdp,
+  // the rest data). The weights' all-gathers and the gradients' reduce-scatters over "fsdp"
+  // span a group of dcn_fsdp slices; an all-reduce spans the slices of each DCN axis it names
+  // (over "data", the dcn_data slices that hold the same fsdp shard).
+  const int fsdp = options_.dcn_fsdp, data = machine_.slices() / fsdp;
+  if (spec.kind == CollectiveKind::AllGather || spec.kind == CollectiveKind::ReduceScatter)
+    return has("fsdp") ? fsdp : 1;
+  if (spec.kind != CollectiveKind::AllReduce) return 1;
+  return (has("data") ? data : 1) * (has("fsdp") ? fsdp : 1);
+}
+
+bool CollectivePlanner::spans_slices(const CollectiveSpec& spec) const {
+  return slices_spanned(spec) > 1;
 }
 
 const std::vector<const GroupPlan*>& CollectivePlanner::hierarchical(const CollectiveSpec& spec,
                                                                      const GroupSet& gs,
                                                                      CollectiveOpStats& st) {
   CollectiveSpec part = spec;
+  const int ring = slices_spanned(spec);
   const bool reduce = spec.kind != CollectiveKind::AllGather;
   const bool gather = spec.kind != CollectiveKind::ReduceScatter;
   // The ICI halves the collective needs: a reduce-scatter before the DCN ring (all-reduce,
@@ -204,7 +218,7 @@ const std::vector<const GroupPlan*>& CollectivePlanner::hierarchical(const Colle
   st.algorithm = (reduce ? rs_stats.algorithm + " + " : std::string()) + "dcn_ring" +
                  (gather ? " + " + ag_stats.algorithm : std::string());
   PlanSet& set = plans_[std::string("hierarchical|") + to_string(spec.kind) + "|" + axes_key(spec) +
-                        "|" + st.algorithm];
+                        "|" + std::to_string(ring) + "|" + st.algorithm];
   if (set.plans.empty()) {
     std::vector<GroupPlan*> all;
     // The ICI halves' own plans (the moved groups' built now: their routes are copied in).
@@ -217,7 +231,7 @@ const std::vector<const GroupPlan*>& CollectivePlanner::hierarchical(const Colle
     };
     for (std::size_t g = 0; g < gs.groups.size(); ++g) {
       set.owned.push_back(std::make_unique<GroupPlan>(
-          hierarchical_plan(machine_, own(rs, g), own(ag, g), gs.groups[g])));
+          hierarchical_plan(machine_, own(rs, g), own(ag, g), gs.groups[g], ring)));
       all.push_back(set.owned.back().get());
       set.plans.push_back(all.back());
     }

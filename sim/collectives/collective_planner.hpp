@@ -101,9 +101,12 @@ class CollectivePlanner {
   /// changes stays within auto_resolution of the compute ops' sum (algorithm_choice.cpp).
   /// The same in a symmetric and a full run: it looks at the plans, not at the domain.
   void keep_routes_short(std::map<int, CollectiveOpStats>& stats);
-  /// Multislice: an all-reduce over the data axis sums over every slice's replicas; with fsdp
-  /// across slices (CollectiveOptions::fsdp_across_slices) the all-gathers and reduce-scatters
-  /// over "fsdp" span the slices instead.
+  /// Multislice: the slices whose images a collective's DCN ring joins (1: it stays inside the
+  /// slice). An all-reduce over the data axis sums over the replicas of the slices that carry
+  /// data (all of them, or slices / dcn_fsdp); with fsdp across slices
+  /// (CollectiveOptions::dcn_fsdp) the all-gathers and reduce-scatters over "fsdp" span a group
+  /// of dcn_fsdp slices.
+  int slices_spanned(const CollectiveSpec& spec) const;
   bool spans_slices(const CollectiveSpec& spec) const;
   /// Its plans: the chosen reduce-scatter and (or) all-gather inside the slice around the ring
   /// across the slices (hierarchical_plan).

@@ -30,9 +30,11 @@ struct CollectiveOptions {
   /// compute ops' sum, that `auto` may give up over all collectives so that no collective's
   /// routes alone set the symmetric domain's extent (collectives.auto_resolution).
   double auto_resolution = 0;
-  /// Multislice with parallelism.dcn_fsdp: the slices carry fsdp, not data. Every all-gather and
-  /// reduce-scatter over "fsdp" also spans the slices (hierarchical_plan); no all-reduce does.
-  bool fsdp_across_slices = false;
+  /// Multislice, parallelism.dcn_fsdp: of the slices, how many carry fsdp (a divisor of them;
+  /// the data axis spans the rest, slices / dcn_fsdp: MaxText's hybrid mesh). Every all-gather
+  /// and reduce-scatter over "fsdp" also spans a group of dcn_fsdp slices, an all-reduce over
+  /// "data" the slices / dcn_fsdp slices holding the same shard (hierarchical_plan).
+  int dcn_fsdp = 1;
   /// Multislice with parallelism.dcn_pipeline: the slices carry pipeline stages, not data. The
   /// collective-permutes over "pipeline" send from the stages at the slice's ends to the next
   /// (previous) slice over the DCN; no collective over "data" spans the slices.

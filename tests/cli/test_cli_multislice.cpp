@@ -276,7 +276,7 @@ namespace {
 // The 1 B decoder, 2 layers of 256 tokens, fsdp over each 16-chip slice (v4 megacore devices)
 // and data parallel across `slices` slices: a hybrid mesh as MaxText builds it (ici_fsdp 16,
 // dcn_data `slices`).
-json hybrid(int slices, int fsdp = 16, const std::string& more = "") {
+json hybrid(int slices, int fsdp = 16, const std::vector<std::string>& more = {}) {
   std::vector<std::string> args = {"run",
                                    "configs/studies/decoder_1b_16.json",
                                    "--json",
@@ -294,7 +294,7 @@ json hybrid(int slices, int fsdp = 16, const std::string& more = "") {
                                    "parallelism.slices=" + std::to_string(slices),
                                    "--set",
                                    "workload.global_batch=" + std::to_string(16 * slices)};
-  if (!more.empty()) args.insert(args.end(), {"--set", more});
+  for (const auto& m : more) args.insert(args.end(), {"--set", m});
   auto r = run_tpusim(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -349,7 +349,7 @@ TEST_CASE(
   for (int s : {2, 4}) {
     INFO("slices " << s);
     const json d = hybrid(s);  // data across the slices
-    const json j = hybrid(s, 16, "parallelism.dcn_fsdp=" + std::to_string(s));
+    const json j = hybrid(s, 16, {"parallelism.dcn_fsdp=" + std::to_string(s)});
     CHECK_THAT(j["layout"].get<std::string>(), Catch::Contains("dcn_fsdp=" + std::to_string(s)));
     // No all-reduce: the slices hold fsdp shards, not replicas.
     CHECK(!j["collectives"].contains("all-reduce"));
@@ -377,7 +377,91 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("multislice: parallelism.dcn_fsdp other than 1 or the slices is one error line") {
+TEST_CASE(
+    "multislice: data and fsdp mixed across slices (dcn_data 2 x dcn_fsdp 2) - the closed forms "
+    "of the ICI and DCN bytes") {
+  // 4 slices of 16 chips, fsdp 16 inside each: slices {0,1} and {2,3} share the fsdp shards
+  // (dcn_fsdp 2), slices {0,2} and {1,3} hold the same shard (dcn_data 2), as MaxText's hybrid
+  // mesh orders them. F = 16, f = 2, d = 2.
+  const double n = 16, f = 2, d = 2;
+  const json data = hybrid(4);
+  const json j = hybrid(4, 16, {"parallelism.dcn_fsdp=2"});
+  CHECK_THAT(j["layout"].get<std::string>(), Catch::Contains("dcn_fsdp=2"));
+  // Per core the whole gradient G reduce-scattered and the whole weights W gathered, as with
+  // data across the slices; then the G / (F f) shard all-reduced over "data".
+  const double g = j["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>();
+  const double w = j["collectives"]["all-gather"]["bytes_per_core"].get<double>();
+  CHECK(g == Approx(data["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>()));
+  CHECK(w == Approx(data["collectives"]["all-gather"]["bytes_per_core"].get<double>()));
+  const double shard = j["collectives"]["all-reduce"]["bytes_per_core"].get<double>();
+  CHECK(shard == Approx(g / (n * f)));
+  // DCN: (f-1)/(F f) of G and of W (the fsdp rings over 2 slices), and 2 (d-1)/d of the shard
+  // (the data ring over 2 slices; the all-reduce's group in a slice is one device).
+  const double per_chip = j["cores"].get<double>() / j["chips"].get<double>();
+  const double dcn = (f - 1) / (n * f) * (g + w) + 2 * (d - 1) / d * shard;
+  CHECK(j["dcn"]["bytes_per_chip"].get<double>() == Approx(dcn * per_chip).epsilon(0.001));
+  // ICI: the slice's links carry the ICI halves alone, (F-1) G and (F-1) W over the slice's one
+  // fsdp group (each step to a neighbour); the data all-reduce adds nothing (its group in a
+  // slice is one device).
+  CHECK(j["links"]["total_bytes"].get<double>() == Approx((n - 1) * (g + w)).epsilon(1e-6));
+  // Memory: master weights and optimizer state 1/f of the data-parallel layout's.
+  for (const char* cls : {"master_weights", "optimizer_state"}) {
+    INFO(cls);
+    CHECK(j["memory"]["bytes_by_class"][cls].get<double>() ==
+          Approx(data["memory"]["bytes_by_class"][cls].get<double>() / f).epsilon(1e-9));
+  }
+  // The symmetric and the full simulation agree figure for figure, and the flow level sends the
+  // same bytes over the same links (one model of the rings at every level).
+  const json full = hybrid(4, 16, {"parallelism.dcn_fsdp=2", "sim.symmetry=off"});
+  CHECK_THAT(j["simulation"].get<std::string>(), Catch::StartsWith("symmetric:"));
+  CHECK_THAT(full["simulation"].get<std::string>(), Catch::StartsWith("full:"));
+  for (const char* k : {"step_time_ms", "communication_ms", "communication_dcn_ms",
+                        "communication_ici_ms", "exposed_communication_ms"})
+    CHECK(j[k] == full[k]);
+  CHECK(j["dcn"] == full["dcn"]);
+  CHECK(j["links"] == full["links"]);
+  const json flow = hybrid(4, 16, {"parallelism.dcn_fsdp=2", "network.fidelity=flow"});
+  CHECK(flow["dcn"]["bytes_per_chip"].get<double>() ==
+        Approx(j["dcn"]["bytes_per_chip"].get<double>()).epsilon(1e-9));
+  CHECK(flow["links"]["total_bytes"].get<double>() ==
+        Approx(j["links"]["total_bytes"].get<double>()).epsilon(1e-9));
+}
+
+TEST_CASE(
+    "multislice: the data x fsdp mix's step lies between pure data and pure fsdp across the "
+    "slices where the DCN sets it") {
+  // DCN bytes per core (closed forms above, F = 16, S = 4): data 2 (S-1)/S G/F, fsdp
+  // (S-1)/(F S) (G + W), the mix (G + W)/(2F) + G/(2F). Here W > G, so data < mix < fsdp; with
+  // interfaces of 0.5 GB/s and no DCN latency the DCN sets each step (many times the compute).
+  const std::vector<std::string> slow = {"dcn.nic_bandwidth_GBps=0.5", "dcn.latency_us=0"};
+  auto with = [&](const std::string& f) {
+    auto sets = slow;
+    sets.push_back("parallelism.dcn_fsdp=" + f);
+    return hybrid(4, 16, sets);
+  };
+  const json d = with("1"), m = with("2"), f = with("4");
+  const double g = d["collectives"]["reduce-scatter"]["bytes_per_core"].get<double>();
+  const double w = d["collectives"]["all-gather"]["bytes_per_core"].get<double>();
+  REQUIRE(w > g);
+  const double per_chip = d["cores"].get<double>() / d["chips"].get<double>();
+  const double bytes_d = 1.5 * g / 16, bytes_m = (2 * g + w) / 32, bytes_f = 0.75 * (g + w) / 16;
+  CHECK(d["dcn"]["bytes_per_chip"].get<double>() == Approx(bytes_d * per_chip).epsilon(0.001));
+  CHECK(m["dcn"]["bytes_per_chip"].get<double>() == Approx(bytes_m * per_chip).epsilon(0.001));
+  CHECK(f["dcn"]["bytes_per_chip"].get<double>() == Approx(bytes_f * per_chip).epsilon(0.001));
+  const double step_d = d["step_time_ms"].get<double>(), step_m = m["step_time_ms"].get<double>(),
+               step_f = f["step_time_ms"].get<double>();
+  CHECK(step_d < step_m);
+  CHECK(step_m < step_f);
+  // Each step is its DCN term, a host's 4 chips (v4's host block) sending their bytes through
+  // its interfaces at 0.5 GB/s, and a little more (the ICI halves, compute).
+  for (const json* r : {&d, &m, &f}) {
+    const double term = 4 * (*r)["dcn"]["bytes_per_chip"].get<double>() / 0.5e9 * 1e3;
+    CHECK((*r)["step_time_ms"].get<double>() >= term);
+    CHECK((*r)["step_time_ms"].get<double>() <= 1.05 * term);
+  }
+}
+
+TEST_CASE("multislice: parallelism.dcn_fsdp that does not divide the slices is one error line") {
   const std::string study = "configs/studies/decoder_1b_16.json";
   check_bad({"run", study, "--set", "topology.slices=2", "--set", "parallelism.slices=2", "--set",
              "workload.global_batch=32", "--set", "parallelism.dcn_fsdp=3"},

@@ -261,30 +261,30 @@ TEST_CASE("plan space: a multislice decoder on 3 x 2^k chips a slice gets valid 
 }
 
 namespace {
-// A decoder of 8 layers on 2 slices of 2x2 TPU v3 chips (8 cores each, 16 in all), with
-// `batch` sequences.
-Config two_slice_decoder(long long batch) {
+// A decoder of 8 layers on `slices` slices of 2x2 TPU v3 chips (8 cores each), with `batch`
+// sequences.
+Config sliced_decoder(long long batch, int slices = 2) {
   nlohmann::json w{
       {"model", "decoder_lm"}, {"layers", 8},   {"d_model", 512}, {"heads", 2},
       {"d_ff", 2048},          {"vocab", 4096}, {"seq_len", 256}, {"global_batch", batch}};
   return load_config(
       {{"topology",
-        {{"name", "two_2x2"}, {"dims", {2, 2}}, {"wrap", {false, false}}, {"slices", 2}}},
+        {{"name", "two_2x2"}, {"dims", {2, 2}}, {"wrap", {false, false}}, {"slices", slices}}},
        {"workload", w},
-       {"parallelism", {{"slices", 2}}}});
+       {"parallelism", {{"slices", slices}}}});
 }
 }  // namespace
 
 TEST_CASE("plan space: a multislice decoder searches what the slices carry, with the pipeline") {
   // 16 sequences: the study's layout (8 data replicas a slice, data across the slices) is valid
   // and fits: the slices stay data parallel, no pipeline axes.
-  const SearchSpace fits = default_space(two_slice_decoder(16), 16);
+  const SearchSpace fits = default_space(sliced_decoder(16), 16);
   CHECK_FALSE(axis(fits, "parallelism.dcn_pipeline"));
   CHECK_FALSE(axis(fits, "parallelism.dcn_fsdp"));
   CHECK_FALSE(axis(fits, "parallelism.pipeline"));
   // 2 sequences do not divide over the 16 replicas: the slices may carry fsdp or the pipeline's
   // stages instead of data (1 or the 2 slices), and the pipeline's degrees include the slices.
-  const Config cfg = two_slice_decoder(2);
+  const Config cfg = sliced_decoder(2);
   const SearchSpace s = default_space(cfg, 16);
   REQUIRE(axis(s, "parallelism.dcn_pipeline"));
   CHECK(axis(s, "parallelism.dcn_pipeline")->values == std::vector<nlohmann::json>{1, 2});
@@ -310,6 +310,10 @@ TEST_CASE("plan space: a multislice decoder searches what the slices carry, with
     across += valid;
   }
   CHECK(across > 0);
+  // Four slices: fsdp over 1, 2 (a pair of slices, data over the pairs) or all 4 of them.
+  const SearchSpace four = default_space(sliced_decoder(2, 4), 32);
+  REQUIRE(axis(four, "parallelism.dcn_fsdp"));
+  CHECK(axis(four, "parallelism.dcn_fsdp")->values == std::vector<nlohmann::json>{1, 2, 4});
   // One slice: nothing to carry.
   CHECK_FALSE(axis(default_space(small_decoder(2, 0), 8), "parallelism.dcn_pipeline"));
 }
@@ -317,8 +321,8 @@ TEST_CASE("plan space: a multislice decoder searches what the slices carry, with
 TEST_CASE("plan counts every slice's chips in a multislice layout's rates") {
   // 2 slices of 2 x 2 chips: a layout's per-chip rates divide by the 8 chips of both slices,
   // as `run` counts them (it counted one slice's 4).
-  const Topology one(topology_from_json(two_slice_decoder(16).json().at("topology")));
-  CHECK(cli::check_candidate(two_slice_decoder(16).json()).chips == one.num_chips() * one.slices());
+  const Topology one(topology_from_json(sliced_decoder(16).json().at("topology")));
+  CHECK(cli::check_candidate(sliced_decoder(16).json()).chips == one.num_chips() * one.slices());
   CHECK(one.num_chips() * one.slices() == 8);
 }
 

@@ -223,10 +223,10 @@ long long study_pipeline(const Config& base) {
 // dispatch, the capacity factor; when the study's own layout does not fit in HBM or its batch
 // does not divide over its replicas (too few sequences for the devices without a pipeline), or
 // a multislice study is pipelined already: the pipeline's degree (powers of two dividing the
-// layers, up to 16), on multislice what the slices carry (parallelism.dcn_pipeline, then
-// parallelism.dcn_fsdp: 1 or the slices), the schedule, more microbatches to fill it (up to 32)
-// and two chunks per stage. The model's layers and experts are read from its op
-// graph.
+// layers, up to 16), on multislice what the slices carry (parallelism.dcn_pipeline: 1 or the
+// slices, then parallelism.dcn_fsdp: the powers of two dividing the slices, and the slices),
+// the schedule, more microbatches to fill it (up to 32) and two chunks per stage. The model's
+// layers and experts are read from its op graph.
 void add_pipeline_and_expert_axes(SearchSpace& s, const Config& base, int cores) {
   const OpGraph g = model_builder_for(base)->build(base, 1);
   std::int64_t experts = 0;
@@ -251,12 +251,18 @@ void add_pipeline_and_expert_axes(SearchSpace& s, const Config& base, int cores)
   auto stages = dividing_powers(g.layers(), std::min(cores, 16));
   make_room(s, stages.size());
   add_within_limit(s, {"parallelism.pipeline", std::move(stages)});
-  // Multislice: what the slices carry, data (1) or, instead, the pipeline's stages or fsdp
-  // (MaxText's dcn_pipeline_parallelism, dcn_fsdp_parallelism), in that order.
+  // Multislice: what the slices carry, data (1) or, instead, the pipeline's stages, or fsdp
+  // over some or all of them, data over the rest (MaxText's dcn_pipeline_parallelism,
+  // dcn_fsdp_parallelism x dcn_data_parallelism), in that order.
   for (const char* path : {"parallelism.dcn_pipeline", "parallelism.dcn_fsdp"})
     if (slices > 1 && base.has(path)) {
-      make_room(s, 2);
-      add_within_limit(s, {path, {1, slices}});
+      std::vector<nlohmann::json> carried = {1, slices};
+      if (std::string(path) == "parallelism.dcn_fsdp") {
+        carried = dividing_powers(slices, slices / 2);
+        carried.push_back(slices);
+      }
+      make_room(s, carried.size());
+      add_within_limit(s, {path, std::move(carried)});
     }
   add_within_limit(s, {"parallelism.pipeline_schedule", {"gpipe", "1f1b", "interleaved"}});
   for (const auto& a : s.axes)

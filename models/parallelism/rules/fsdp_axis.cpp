@@ -9,11 +9,13 @@
 // shard all-reduced over the data-center network; no all-gather, the weights stay sharded).
 // Within a pipeline stage (docs/pipeline.md) the same happens per unit: each unit gathers its
 // chunk's weights and reduce-scatters their gradients, as MaxText's pipeline does per iteration.
-// With parallelism.dcn_fsdp the slices carry fsdp instead of data (MaxText's
-// dcn_fsdp_parallelism): every shard is 1/(fsdp x slices) of the weights, each all-gather also
-// spans the slices (over the DCN first, then ICI) and each reduce-scatter too (ICI first, then
-// the DCN): the collective planner spans the slices with every all-gather and reduce-scatter over
-// "fsdp" (CollectiveOptions::fsdp_across_slices), and with no all-reduce.
+// With parallelism.dcn_fsdp the slices carry fsdp too (MaxText's dcn_fsdp_parallelism, a hybrid
+// mesh of dcn_data x dcn_fsdp slices): every shard is 1/(fsdp x dcn_fsdp) of the weights, each
+// all-gather also spans the dcn_fsdp slices of a group (over the DCN first, then ICI) and each
+// reduce-scatter too (ICI first, then the DCN): the collective planner spans them with every
+// all-gather and reduce-scatter over "fsdp" (CollectiveOptions::dcn_fsdp). The shard's sum is
+// then all-reduced over "data" among the dcn_data slices that hold the same shard (none when
+// dcn_fsdp is all the slices).
 #include <map>
 #include <utility>
 
@@ -69,11 +71,11 @@ class FsdpAxis final : public ShardingRule {
     s.program.ops[b.collective].output = {b.grad_bytes / l.fsdp_shards(), l.grad_dtype,
                                           MemoryClass::GradientBuckets, -1};
     std::vector<std::string> others;
-    // Multislice: "data" spans the slices even when each slice holds one data replica (fsdp
-    // over the whole slice), so the shard's sum crosses the data-center network; not when the
-    // slices carry fsdp or the pipeline (then "data" is only inside each slice).
+    // Multislice: "data" spans the slices that carry data even when each slice holds one data
+    // replica (fsdp over the whole slice), so the shard's sum crosses the data-center network;
+    // not when the slices carry only fsdp or the pipeline (then "data" is inside each slice).
     for (const auto& a : b.axes)
-      if (a != "fsdp" && (l.degree(a) > 1 || (a == "data" && l.batch_slices() > 1 && !l.dcn_fsdp)))
+      if (a != "fsdp" && (l.degree(a) > 1 || (a == "data" && l.dcn_data_slices() > 1)))
         others.push_back(a);
     if (others.empty() || !s.last_microbatch) return;  // the shards' sum is all-reduced once
     const int rs = b.collective;
