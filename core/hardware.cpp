@@ -51,6 +51,14 @@ const Param<double> kHwCalibrationCollectiveLaunchNs{{"hardware.calibration.coll
 const Param<double> kHwCalibrationLoopIterationNs{{"hardware.calibration.loop_iteration_ns", T::Number, "ns", 1000.0, "fixed cost of one device-loop iteration, paid by its infeed op: the while loop's condition and the infeed dequeue on the core's scalar unit (assumed: as an op launch, about 1 us; no public figure)", 0, 1e9}};
 const Param<double> kHwVmemMiBPerCore{{"hardware.vmem.MiB_per_core", T::Number, "MiB", 16.0, "vector memory of a TensorCore: bounds the tiles a fusion keeps on chip (about 32 MiB per TPU v3 chip, a third-party figure)", 0.001, 1e6}};
 const Param<double> kHwCmemMiBPerChip{{"hardware.cmem.MiB_per_chip", T::Number, "MiB", 0.0, "common memory of a chip that XLA places buffers in instead of HBM (TPU v4: 128 MiB, ISCA 2023; TPU v3: none)", 0, 1e6}};
+// The host's links, read by sim/machine/dcn.cpp, sim/machine/host.cpp and tools/serve: declared
+// here so that every reader of a study, and every chip preset, may set them. The PCIe figure is
+// about 15 GB/s per chip (the scaling book's TPU chapter); the presets set their generation's.
+const Param<std::int64_t> kDcnHostNics{{"dcn.host_nics", T::Integer, "interfaces", 1, "multislice: data-center network interfaces of each host (one: an assumption for TPU v3 and v7, as a server of the era; the v4, v5p, v5e and v6e presets set their generation's per-chip figure: docs/reference.md)", 1, 64}};
+const Param<double> kDcnNicBandwidthGBps{{"dcn.nic_bandwidth_GBps", T::Number, "GB/s", 12.5, "multislice: bandwidth of one host network interface, each way (assumption, docs/reference.md: 100 Gb/s Ethernet, the common data-center line rate of 2020-2022 servers; no published Cloud TPU host figure)", 1e-3, 1e6}};
+const Param<double> kDcnBisectionBandwidthGBps{{"dcn.bisection_bandwidth_GBps", T::Number, "GB/s", 162500, "multislice: the switch fabric's bisection, both ways together, shared equally by the cross-slice flows (Jupiter's 1.3 Pb/s, Singh et al., SIGCOMM 2015: a whole data-center fabric, an upper bound for what a job gets)", 1e-3, 1e9}};
+const Param<double> kDcnLatencyUs{{"dcn.latency_us", T::Number, "us", 10.0, "multislice: one-way latency of the data-center network, interface to interface (assumption, docs/reference.md: a few switch hops and the hosts' network stacks)", 0, 1e6}};
+const Param<double> kHardwareHostPcieGBps{{"hardware.host.pcie_GBps", T::Number, "GB/s", 15.0, "host-to-chip PCIe bandwidth per chip, for infeed (tpusim train)", 1e-6, 1e6}};
 // clang-format on
 
 namespace {

@@ -198,7 +198,7 @@ sec_mfu() {  # every point of the MaxText sweeps, run with --allow-oom (the memo
   # docs/llm.md, Auditing the PaLM study; docs/kernels.md, The v4 points audited
   local palm=configs/studies/palm_540b_6144.json row='"\(.step_time_ms / 10 | round / 100) s, MFU \(.mfu * 10000 | round / 100) %, HFU \(.hfu * 10000 | round / 100) %, DCN \(.communication_dcn_ms * 10 | round / 10) ms"'
   echo "PaLM audit (tpusim run $palm --json --set ...):"
-  for set in workload.global_batch=512 workload.global_batch=1024 dcn.host_nics=2 hardware.ici.bandwidth_GBps=50 \
+  for set in workload.global_batch=512 workload.global_batch=1024 dcn.host_nics=1 hardware.ici.bandwidth_GBps=50 \
     hardware.cmem.MiB_per_chip=0; do
     echo "  $set: $(q "$row" run $palm --set "$set")"
   done
@@ -211,7 +211,7 @@ sec_mfu() {  # every point of the MaxText sweeps, run with --allow-oom (the memo
   done
   f=$tmp/maxtext_v4_mfu/points/$(echo $v4 | cut -d' ' -f1).study.json
   echo "  22B on 8 slices: $(q "$row" run "$f" --allow-oom --set topology.slices=8 --set parallelism.slices=8 \
-    --set workload.global_batch=7680 --set dcn.host_nics=2)"
+    --set workload.global_batch=7680)"
 }
 sec_network() {
   local s a b c

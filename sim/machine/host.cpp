@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/hardware.hpp"
 #include "core/param_handle.hpp"
 #include "sim/kernel/event_queue.hpp"
 #include "sim/kernel/failure.hpp"
@@ -18,8 +19,6 @@ using T = ParamType;
 // here for the 8-chip host. A core here is one vCPU of the speed measured by
 // tools/bench/host_ops.cpp (docs/train.md).
 const Param<std::int64_t> kHardwareHostCpuCores{{"hardware.host.cpu_cores", T::Integer, "cores", 96, "CPU cores (vCPUs) of one host that run its input pipeline in parallel (tpusim train)", 1, 1 << 20}};
-// About 15 GB/s per chip: the scaling book's TPU chapter (PCIe host link).
-const Param<double> kHardwareHostPcieGBps{{"hardware.host.pcie_GBps", T::Number, "GB/s", 15.0, "host-to-chip PCIe bandwidth per chip, for infeed (tpusim train)", 1e-6, 1e6}};
 // 8: ASSUMPTION. The mlperf07 code feeds the infeed queues from a pool of infeed threads
 // whose size the reference does not give; one thread per chip of the 4x2 host keeps a
 // host's copies side by side. A copy holds its thread for its PCIe transfer.
