@@ -25,12 +25,11 @@ CompilerOptions compiler_options(const Config& cfg) {
   return o;
 }
 
-Program compile(const Program& program, const HardwareSpec& hw, const CompilerOptions& options) {
-  if (!program.has_memory) return program;
-  Program p = program;
-  if (options.spmd_copies) p = insert_spmd_copies(p);
+Program compile(Program p, const HardwareSpec& hw, const CompilerOptions& options) {
+  if (!p.has_memory) return p;
+  if (options.spmd_copies) p = insert_spmd_copies(std::move(p));
   if (options.tiled_layouts) apply_tiled_layouts(p);
-  if (options.fusion == FusionMode::Xla) p = fuse(p, hw.vmem_bytes_per_core);
+  if (options.fusion == FusionMode::Xla) p = fuse(std::move(p), hw.vmem_bytes_per_core);
   if (hw.cmem_bytes_per_chip > 0) place_in_cmem(p, hw.cmem_bytes_per_chip / hw.devices_per_chip);
   p.validate();
   return p;

@@ -27,8 +27,9 @@ struct CompilerOptions {
 /// Reads the compiler.* parameters of a validated study.
 CompilerOptions compiler_options(const Config& cfg);
 
-/// Runs the passes `options` enables over `program` for the chip `hw`.
-Program compile(const Program& program, const HardwareSpec& hw, const CompilerOptions& options);
+/// Runs the passes `options` enables over `program` for the chip `hw`. Taken by value: a caller
+/// that moves its Program in (`compile(build_program(...), ...)`) is not copied.
+Program compile(Program program, const HardwareSpec& hw, const CompilerOptions& options);
 
 /// build_program_of() then compile() with the study's compiler options.
 Program compiled_program(const Config& cfg, const Topology& topology, const HardwareSpec& hw,

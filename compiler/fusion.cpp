@@ -32,7 +32,7 @@ double input_tile_bytes(const Program& p, const Op& op) {
 
 class FusionPass {
  public:
-  FusionPass(const Program& p, double vmem) : p_(p), vmem_(vmem), group_(p.ops.size(), -1) {}
+  FusionPass(Program& p, double vmem) : p_(p), vmem_(vmem), group_(p.ops.size(), -1) {}
 
   Program run() {
     for (std::size_t i = 0; i < p_.ops.size(); ++i) place(static_cast<int>(i));
@@ -56,7 +56,8 @@ class FusionPass {
   void place(int i) {
     const Op& op = p_.ops[i];
     if (barrier(op)) {
-      for (Fusion& f : groups_) f.open = false;
+      for (int g : opened_) groups_[g].open = false;
+      opened_.clear();
       return;
     }
     std::vector<int> inputs = inputs_of(op);
@@ -76,6 +77,7 @@ class FusionPass {
     if (join < 0) {
       join = static_cast<int>(groups_.size());
       groups_.emplace_back();
+      opened_.push_back(join);
     }
     Fusion& f = groups_[join];
     f.members.push_back(i);
@@ -95,8 +97,6 @@ class FusionPass {
 
   Program rebuild() {
     readers_ = readers_of(p_);
-    Program out = p_;
-    out.ops.clear();
     std::vector<int> new_index(p_.ops.size(), -1);
     std::vector<int> source;  // per new op: the fusion (>= 0) or -1 - old index
     for (std::size_t i = 0; i < p_.ops.size(); ++i) {
@@ -110,18 +110,26 @@ class FusionPass {
         source.push_back(-1 - static_cast<int>(i));
       }
     }
-    for (std::size_t n = 0; n < source.size(); ++n) {
-      Op op = source[n] >= 0 ? fused_op(groups_[source[n]]) : p_.ops[-1 - source[n]];
-      remap_indices(op, new_index, static_cast<int>(n));
-      out.ops.push_back(std::move(op));
-    }
+    // Fused ops read their members, which may come later than an unfused op: all are built
+    // first, then the unfused ops are moved (each is read by no fused op, being in none).
+    std::vector<Op> fused(source.size());
+    for (std::size_t n = 0; n < source.size(); ++n)
+      if (source[n] >= 0) fused[n] = fused_op(groups_[source[n]]);
+    for (std::size_t n = 0; n < source.size(); ++n)
+      if (source[n] < 0) fused[n] = std::move(p_.ops[-1 - source[n]]);
+    for (std::size_t n = 0; n < source.size(); ++n)
+      remap_indices(fused[n], new_index, static_cast<int>(n));
+    Program out;
+    p_.ops.swap(fused);
+    std::swap(out, p_);  // every field of the input, with the new ops
     return out;
   }
 
-  const Program& p_;
+  Program& p_;
   double vmem_;
   std::vector<int> group_;  ///< per old op: its fusion, or -1
   std::vector<Fusion> groups_;
+  std::vector<int> opened_;  ///< fusions opened since the last barrier (some closed since)
   std::vector<std::vector<int>> readers_;
 };
 
@@ -181,8 +189,6 @@ double tile_bytes(const Op& op) {
          dtype_bytes(d);
 }
 
-Program fuse(const Program& program, double vmem_bytes) {
-  return FusionPass(program, vmem_bytes).run();
-}
+Program fuse(Program program, double vmem_bytes) { return FusionPass(program, vmem_bytes).run(); }
 
 }  // namespace tpusim

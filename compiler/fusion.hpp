@@ -21,7 +21,8 @@
 namespace tpusim {
 
 /// The fused Program. `vmem_bytes` bounds each fusion's tiles (HardwareSpec::vmem_bytes_per_core).
-Program fuse(const Program& program, double vmem_bytes);
+/// By value: the ops that stay unfused are moved, not copied, when the caller moves `program` in.
+Program fuse(Program program, double vmem_bytes);
 
 /// Bytes of one tile (second-minor tile rows x the padded minor dimension) of `op`'s output:
 /// what a fusion holds of it in VMEM at a time.

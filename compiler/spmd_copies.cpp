@@ -51,7 +51,7 @@ Op halo_concat(const Program& p, int w) {
 
 }  // namespace
 
-Program insert_spmd_copies(const Program& p) {
+Program insert_spmd_copies(Program p) {
   std::vector<bool> copy(p.ops.size(), false);
   std::vector<int> new_index(p.ops.size());
   int next = 0;
@@ -63,8 +63,11 @@ Program insert_spmd_copies(const Program& p) {
     new_index[i] = next++;
   }
   if (next == static_cast<int>(p.ops.size())) return p;
-  Program out = p;
-  out.ops.clear();
+  // The new Program takes every field but the ops from `p`, which keeps its ops to read from.
+  Program out;
+  std::swap(out.ops, p.ops);
+  std::swap(out, p);
+  out.ops.reserve(static_cast<std::size_t>(next));
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const int n = new_index[i];
     if (copy[i]) {
@@ -73,7 +76,7 @@ Program insert_spmd_copies(const Program& p) {
       c.output.last_use = n;
       out.ops.push_back(std::move(c));
     }
-    Op op = p.ops[i];
+    Op op = p.ops[i];  // copied: later copies read earlier ops' halos
     remap_indices(op, new_index, n);
     if (copy[i]) op.deps.push_back(n - 1);
     out.ops.push_back(std::move(op));

@@ -11,6 +11,7 @@ namespace tpusim {
 inline constexpr const char* kSpmdCopyKind = "copy";
 
 /// The Program with a halo-concatenation copy before every op that waits for halo exchanges.
-Program insert_spmd_copies(const Program& program);
+/// By value: a Program moved in is returned without a copy when nothing waits for halos.
+Program insert_spmd_copies(Program program);
 
 }  // namespace tpusim

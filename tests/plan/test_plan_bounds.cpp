@@ -135,3 +135,22 @@ TEST_CASE("plan bounds: ingress counts what a chip receives over the links along
   const double core_in = 4 * hw.ici_bandwidth.bytes_per_s() + hw.onchip_bandwidth.bytes_per_s();
   CHECK(bound.critical_ms == Approx((31.0 / 32) * S / core_in * 1e3));
 }
+
+TEST_CASE("plan bounds: an all-reduce on the critical path takes what every algorithm delivers") {
+  HardwareSpec hw = tpu_v3();
+  const Topology topo(parse_topology("4x4"));
+  const double S = 64e6;
+  // Groups of 4 along "model". Each member of an all-gather receives 3/4 S; every all-reduce
+  // tpusim simulates gives each member 2 x 3/4 S (rings, per-dimension rings, halving-doubling;
+  // one-shot and recursive doubling more), every reduce-scatter 3/4 S: over the same links, the
+  // all-reduce's least time is twice the gather's and the reduce-scatter's equals it.
+  const std::vector<MeshAxis> mesh{{"data", 8}, {"model", 4}};
+  auto critical = [&](CollectiveKind kind) {
+    return plan::step_lower_bound(program(mesh, {collective(kind, S, {"model"})}), topo, hw)
+        .critical_ms;
+  };
+  const double gather = critical(CollectiveKind::AllGather);
+  REQUIRE(gather > 0);
+  CHECK(critical(CollectiveKind::AllReduce) == Approx(2 * gather));
+  CHECK(critical(CollectiveKind::ReduceScatter) == Approx(gather));
+}

@@ -83,16 +83,16 @@ double link_capacity(unsigned dims, const Topology& topology, const HardwareSpec
   return c;
 }
 
-/// Bytes a member must receive of collective `c` over groups of `p`: {each member's least,
-/// the members' average} (bounds.hpp).
+/// Bytes a member receives of collective `c` over groups of `p`: {each member's least under
+/// every algorithm tpusim simulates, the members' average under any} (bounds.hpp).
 std::pair<double, double> received(const CollectiveSpec& c, double p) {
   if (p < 2) return {0, 0};
   const double s = c.bytes, others = (p - 1) / p * s;
   switch (c.kind) {
     case CollectiveKind::AllReduce:
-      return {s, 2 * others};
+      return {2 * others, 2 * others};
     case CollectiveKind::ReduceScatter:
-      return {s / p, others};
+      return {others, others};
     case CollectiveKind::AllGather:
     case CollectiveKind::AllToAll:
       return {others, others};

@@ -26,13 +26,17 @@
 //    counts), so for every set X of those dimensions the collectives confined to X share the
 //    links along X.
 //  What a member must receive of a collective of S bytes over p members: all-gather and
-//  all-to-all (p-1)/p S (the others' shards or pieces); all-reduce S (every element's sum needs
-//  one value from elsewhere), 2 (p-1)/p S on average (one-way gossip takes 2 (p-1) messages per
-//  element); reduce-scatter S/p (its piece's partial sum), (p-1)/p S on average (p-1 merges per
-//  piece); a permute S where it receives. The critical path uses each member's least, the
-//  ingress bound the average. Collectives across slices (the data-center network) count
-//  nothing in either.
-//  The bound is the largest of the four: each holds alone.
+//  all-to-all (p-1)/p S (the others' shards or pieces); all-reduce 2 (p-1)/p S on average under
+//  any algorithm (one-way gossip takes 2 (p-1) messages per element); reduce-scatter (p-1)/p S
+//  on average (p-1 merges per piece); a permute S where it receives. The ingress bound uses the
+//  average. The critical path uses what each member receives under every algorithm tpusim
+//  simulates (sim/collectives/algorithms): the rings, per-dimension rings and recursive
+//  halving-doubling give every member 2 (p-1)/p S of an all-reduce and (p-1)/p S of a
+//  reduce-scatter, one-shot more, (p-1) S and (p-1)/p S. (Any algorithm must give a member
+//  only S and S/p: every element's sum needs one value from elsewhere; an algorithm that gave
+//  some members less than the average would make this bound unsafe for it.) Collectives across
+//  slices (the data-center network) count nothing in either. The bound is the largest of the four:
+//  each holds alone.
 #include "core/hardware.hpp"
 #include "models/program.hpp"
 #include "topologies/topology.hpp"

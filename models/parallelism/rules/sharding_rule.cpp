@@ -62,7 +62,9 @@ bool RuleSet::all_scatter(const std::vector<std::string>& names) const {
 }
 
 PartitionState::PartitionState(const OpGraph& g, const Layout& l, const RuleSet& rules)
-    : graph(g), layout(l), result(g.size(), -1), rules_(rules) {}
+    : graph(g), layout(l), result(g.size(), -1), rules_(rules) {
+  program.ops.reserve(2 * g.size());  // an op per node and some collectives: fewer regrowths
+}
 
 int PartitionState::push(Op op) {
   program.ops.push_back(std::move(op));
