@@ -432,8 +432,10 @@ TEST_CASE(
     "slices where the DCN sets it") {
   // DCN bytes per core (closed forms above, F = 16, S = 4): data 2 (S-1)/S G/F, fsdp
   // (S-1)/(F S) (G + W), the mix (G + W)/(2F) + G/(2F). Here W > G, so data < mix < fsdp; with
-  // interfaces of 0.5 GB/s and no DCN latency the DCN sets each step (many times the compute).
-  const std::vector<std::string> slow = {"dcn.nic_bandwidth_GBps=0.5", "dcn.latency_us=0"};
+  // one interface of 0.5 GB/s a host and no DCN latency the DCN sets each step (many times the
+  // compute).
+  const std::vector<std::string> slow = {"dcn.nic_bandwidth_GBps=0.5", "dcn.host_nics=1",
+                                         "dcn.latency_us=0"};
   auto with = [&](const std::string& f) {
     auto sets = slow;
     sets.push_back("parallelism.dcn_fsdp=" + f);
