@@ -12,7 +12,7 @@
 #      tests (those two are not built there; the library
 #      tests, tests/unit, sim and plan, and the command tests run here: once, under the
 #      sanitizers), and in the same ctest run every fuzz target for TPUSIM_FUZZ_SECONDS (default
-#      15) seconds from its corpus in tests/fuzz/corpus/ (ctest tests "fuzz: TARGET")
+#      10) seconds from its corpus in tests/fuzz/corpus/ (ctest tests "fuzz: TARGET")
 # Both builds use precompiled headers and unity batches, with ccache off (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,7 +73,7 @@ fi
 trap - EXIT
 tail -n 3 "$san_build_log"
 
-step "ASan + UBSan tests and fuzz targets, ${TPUSIM_FUZZ_SECONDS:-15} s each"
+step "ASan + UBSan tests and fuzz targets, ${TPUSIM_FUZZ_SECONDS:-10} s each"
 # Goldens check outputs (the Release run has them), not memory. The fuzz targets are ctest tests
 # of this build (tests/fuzz/CMakeLists.txt), run beside the others, longest first (COST).
 (cd build-san && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

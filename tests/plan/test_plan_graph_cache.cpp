@@ -23,7 +23,11 @@ Config graph_cache_study() {
 
 TEST_CASE("plan graph cache: every verdict equals the one built from scratch") {
   const Config cfg = graph_cache_study();
-  const plan::SearchSpace space = plan::default_space(cfg, 8);
+  plan::SearchSpace space = plan::default_space(cfg, 8);
+  // Three values of each axis at most (fsdp, microbatches, remat, ... still vary, and the
+  // space still holds valid layouts and refused ones): each layout is checked three times.
+  for (auto& a : space.axes)
+    if (a.values.size() > 3) a.values.resize(3);
   const auto all = plan::enumerate(space, cfg.json());
   REQUIRE(all.size() > 50);
   OpGraphCache graphs(4), all_graphs(100000);  // one that drops graphs, one that keeps them
