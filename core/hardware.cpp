@@ -58,7 +58,7 @@ const Param<std::int64_t> kDcnHostNics{{"dcn.host_nics", T::Integer, "interfaces
 const Param<double> kDcnNicBandwidthGBps{{"dcn.nic_bandwidth_GBps", T::Number, "GB/s", 12.5, "multislice: bandwidth of one host network interface, each way (assumption, docs/reference.md: 100 Gb/s Ethernet, the common data-center line rate of 2020-2022 servers; no published Cloud TPU host figure)", 1e-3, 1e6}};
 const Param<double> kDcnBisectionBandwidthGBps{{"dcn.bisection_bandwidth_GBps", T::Number, "GB/s", 162500, "multislice: the switch fabric's bisection, both ways together, shared equally by the cross-slice flows (Jupiter's 1.3 Pb/s, Singh et al., SIGCOMM 2015: a whole data-center fabric, an upper bound for what a job gets)", 1e-3, 1e9}};
 const Param<double> kDcnLatencyUs{{"dcn.latency_us", T::Number, "us", 10.0, "multislice: one-way latency of the data-center network, interface to interface (assumption, docs/reference.md: a few switch hops and the hosts' network stacks)", 0, 1e6}};
-const Param<double> kHardwareHostPcieGBps{{"hardware.host.pcie_GBps", T::Number, "GB/s", 15.0, "host-to-chip PCIe bandwidth per chip, for infeed (tpusim train)", 1e-6, 1e6}};
+const Param<double> kHardwareHostPcieGBps{{"hardware.host.pcie_GBps", T::Number, "GB/s", 15.0, "host-to-chip PCIe bandwidth per chip: infeed (tpusim train) and the copies of the offloading remat policies (workload.remat *_offloaded)", 1e-6, 1e6}};
 // clang-format on
 
 namespace {

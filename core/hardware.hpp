@@ -23,14 +23,16 @@ struct MxuSpec {
 /// Hardware parameters other layers read directly (hardware.cpp declares them): the chip's name,
 /// the systolic array's side, the TensorCores per chip, megacore.
 extern const Param<std::string> kHwName;
-extern const Param<std::int64_t> kDcnHostNics;  ///< the host's links (dcn.*, PCIe)
+extern const Param<std::int64_t> kHwMxuDim;
+extern const Param<std::int64_t> kHwCoresPerChip;
+extern const Param<bool> kHwMegacore;
+/// The host's links (hardware.cpp declares them; sim/machine and tools/serve read them): its
+/// data-center network interfaces (dcn.*) and its PCIe link per chip.
+extern const Param<std::int64_t> kDcnHostNics;
 extern const Param<double> kDcnNicBandwidthGBps;
 extern const Param<double> kDcnBisectionBandwidthGBps;
 extern const Param<double> kDcnLatencyUs;
 extern const Param<double> kHardwareHostPcieGBps;
-extern const Param<std::int64_t> kHwMxuDim;
-extern const Param<std::int64_t> kHwCoresPerChip;
-extern const Param<bool> kHwMegacore;
 
 struct HardwareSpec {
   std::string name;

@@ -78,12 +78,7 @@ void read_dcn_pipeline(const Config& cfg, Layout& l) {
 void read_dcn_fsdp(const Config& cfg, Layout& l) {
   const std::int64_t n = kParallelismDcnFsdp(cfg);
   if (n == 1) return;
-  const std::string what =
-      std::to_string(n) + " with parallelism.slices = " + std::to_string(l.slices);
-  if (l.slices % n != 0)
-    throw ConfigError(kParallelismDcnFsdp.path(),
-                      what + "; allowed: a divisor of " + std::to_string(l.slices) +
-                          " (the slices that carry fsdp; the data axis spans slices / dcn_fsdp)");
+  check_dcn_fsdp_divides(n, l.slices);
   if (l.fsdp == 1)
     throw ConfigError(kParallelismDcnFsdp.path(),
                       std::to_string(n) +
@@ -145,6 +140,15 @@ std::string Layout::replica_shape() const {
     if (!a.splits_batch && registered_degree(a.name) > 1)
       replica += " x " + a.name + " " + std::to_string(registered_degree(a.name));
   return replica;
+}
+
+void check_dcn_fsdp_divides(std::int64_t dcn_fsdp, int slices) {
+  if (dcn_fsdp >= 1 && slices % dcn_fsdp == 0) return;
+  throw ConfigError(kParallelismDcnFsdp.path(),
+                    std::to_string(dcn_fsdp) +
+                        " with parallelism.slices = " + std::to_string(slices) +
+                        "; allowed: a divisor of " + std::to_string(slices) +
+                        " (the slices that carry fsdp; the data axis spans slices / dcn_fsdp)");
 }
 
 std::string Layout::describe() const {

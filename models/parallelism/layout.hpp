@@ -103,4 +103,8 @@ extern const Param<bool> kParallelismWeightUpdateSharding;
 /// does not divide the cores or the replica needs more cores than there are.
 Layout read_layout(const Config& cfg, int cores);
 
+/// Throws the ConfigError of parallelism.dcn_fsdp unless it divides the `slices` (read_layout's
+/// check, and the collective planner's for `tpusim collective`, which reads no layout).
+void check_dcn_fsdp_divides(std::int64_t dcn_fsdp, int slices);
+
 }  // namespace tpusim

@@ -5,6 +5,7 @@
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "models/parallelism/layout.hpp"
 #include "sim/machine/machine.hpp"
 #include "topologies/mesh_placement.hpp"
 
@@ -41,11 +42,7 @@ CollectivePlanner::CollectivePlanner(const Program& program, const DeviceMesh& m
     : program_(program), mesh_(mesh), machine_(machine), options_(options), model_(model) {
   if (options_.algorithm != "auto") make_algorithm(options_.algorithm, "collectives.algorithm");
   // The layout checks it for a study; `tpusim collective` reaches here with it unchecked.
-  if (options_.dcn_fsdp < 1 || machine_.slices() % options_.dcn_fsdp != 0)
-    throw ConfigError("parallelism.dcn_fsdp", std::to_string(options_.dcn_fsdp) + " with " +
-                                                  std::to_string(machine_.slices()) +
-                                                  " slices; allowed: a divisor of " +
-                                                  std::to_string(machine_.slices()));
+  check_dcn_fsdp_divides(options_.dcn_fsdp, machine_.slices());
 }
 
 CollectivePlanner::~CollectivePlanner() = default;

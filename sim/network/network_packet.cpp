@@ -466,18 +466,24 @@ class PacketNetwork : public Network, private EventTarget {
   void admit_tail(NetworkLink& link, Index b) {
     Block& blk = blocks_[b];
     if (!blk.tail) return;
-    const double bytes = trains_[blk.train].tail_bytes;
-    const Duration serialise = link.bandwidth.time_for(bytes);
-    const Duration start = opts_.contention ? max(blk.tail_at, link.busy_until) : blk.tail_at;
     blk.tail_busy_before = link.busy_until;
-    blk.tail_dep = start + serialise;
     blk.tail_log_mark = link.busy_log ? link.busy_log->size() : 0;
-    if (opts_.contention) link.busy_until = blk.tail_dep;
-    link.record_busy(start, blk.tail_dep);
+    blk.tail_dep = serve_one(link, trains_[blk.train].tail_bytes, blk.tail_at);
+  }
+
+  // Serves one packet of `bytes` that reaches `link` at `at`: FIFO behind what the link holds
+  // (with contention), its busy interval and statistics recorded. Returns its departure.
+  Duration serve_one(NetworkLink& link, double bytes, Duration at) {
+    const Duration serialise = link.bandwidth.time_for(bytes);
+    const Duration start = opts_.contention ? max(at, link.busy_until) : at;
+    const Duration dep = start + serialise;
+    if (opts_.contention) link.busy_until = dep;
+    link.record_busy(start, dep);
     link.bytes += bytes;
     link.busy_time += serialise;
     ++link.transfers;
     ++packet_hops_;
+    return dep;
   }
 
   // The tail riding with block b leaves its train at b's hop and goes on alone from there, one
@@ -674,16 +680,7 @@ class PacketNetwork : public Network, private EventTarget {
     const Duration now = sim_now();
     if (opts_.contention) settle_tails(link, now, tr.seq);
     if (opts_.contention) cut_open_train(link, now, tr.seq);
-    const double size = packet_size(tr, s.k);
-    const Duration serialise = link.bandwidth.time_for(size);
-    const Duration start = opts_.contention ? max(now, link.busy_until) : now;
-    const Duration dep = start + serialise;
-    if (opts_.contention) link.busy_until = dep;
-    link.record_busy(start, dep);
-    link.bytes += size;
-    link.busy_time += serialise;
-    ++link.transfers;
-    ++packet_hops_;
+    const Duration dep = serve_one(link, packet_size(tr, s.k), now);
     if (s.hop + 1 < tr.route->size())
       schedule_single(s.train, s.hop + 1, s.k, dep + link.latency);
     else

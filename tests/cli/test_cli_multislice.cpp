@@ -39,6 +39,17 @@ std::vector<std::string> bert(int slices, const std::string& topology = "2x2", i
           "--set",
           "parallelism.weight_update_sharding=false"};
 }
+
+// A symmetric run `sym` and a full run `full` of one study agree figure for figure.
+void check_symmetric_equals_full(const json& sym, const json& full) {
+  CHECK_THAT(sym["simulation"].get<std::string>(), Catch::StartsWith("symmetric:"));
+  CHECK_THAT(full["simulation"].get<std::string>(), Catch::StartsWith("full:"));
+  for (const char* k : {"step_time_ms", "communication_ms", "communication_dcn_ms",
+                        "communication_ici_ms", "exposed_communication_ms"})
+    CHECK(sym[k] == full[k]);
+  CHECK(sym["dcn"] == full["dcn"]);
+  CHECK(sym["links"] == full["links"]);
+}
 }  // namespace
 
 TEST_CASE(
@@ -158,14 +169,7 @@ TEST_CASE("multislice: the symmetric and the full simulation agree") {
     REQUIRE(r.exit_code == 0);
     return json::parse(r.out);
   };
-  const json a = runs("auto"), f = runs("off");
-  CHECK_THAT(a["simulation"].get<std::string>(), Catch::StartsWith("symmetric:"));
-  CHECK_THAT(f["simulation"].get<std::string>(), Catch::StartsWith("full:"));
-  for (const char* k : {"step_time_ms", "communication_ms", "communication_dcn_ms",
-                        "communication_ici_ms", "exposed_communication_ms"})
-    CHECK(a[k] == f[k]);
-  CHECK(a["dcn"] == f["dcn"]);
-  CHECK(a["links"] == f["links"]);
+  check_symmetric_equals_full(runs("auto"), runs("off"));
 }
 
 TEST_CASE(
@@ -412,14 +416,7 @@ TEST_CASE(
   }
   // The symmetric and the full simulation agree figure for figure, and the flow level sends the
   // same bytes over the same links (one model of the rings at every level).
-  const json full = hybrid(4, 16, {"parallelism.dcn_fsdp=2", "sim.symmetry=off"});
-  CHECK_THAT(j["simulation"].get<std::string>(), Catch::StartsWith("symmetric:"));
-  CHECK_THAT(full["simulation"].get<std::string>(), Catch::StartsWith("full:"));
-  for (const char* k : {"step_time_ms", "communication_ms", "communication_dcn_ms",
-                        "communication_ici_ms", "exposed_communication_ms"})
-    CHECK(j[k] == full[k]);
-  CHECK(j["dcn"] == full["dcn"]);
-  CHECK(j["links"] == full["links"]);
+  check_symmetric_equals_full(j, hybrid(4, 16, {"parallelism.dcn_fsdp=2", "sim.symmetry=off"}));
   const json flow = hybrid(4, 16, {"parallelism.dcn_fsdp=2", "network.fidelity=flow"});
   CHECK(flow["dcn"]["bytes_per_chip"].get<double>() ==
         Approx(j["dcn"]["bytes_per_chip"].get<double>()).epsilon(1e-9));

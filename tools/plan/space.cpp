@@ -254,16 +254,16 @@ void add_pipeline_and_expert_axes(SearchSpace& s, const Config& base, int cores)
   // Multislice: what the slices carry, data (1) or, instead, the pipeline's stages, or fsdp
   // over some or all of them, data over the rest (MaxText's dcn_pipeline_parallelism,
   // dcn_fsdp_parallelism x dcn_data_parallelism), in that order.
-  for (const char* path : {"parallelism.dcn_pipeline", "parallelism.dcn_fsdp"})
-    if (slices > 1 && base.has(path)) {
-      std::vector<nlohmann::json> carried = {1, slices};
-      if (std::string(path) == "parallelism.dcn_fsdp") {
-        carried = dividing_powers(slices, slices / 2);
-        carried.push_back(slices);
+  if (slices > 1) {
+    std::vector<nlohmann::json> fsdp_slices = dividing_powers(slices, slices / 2);
+    fsdp_slices.push_back(slices);
+    for (SpaceAxis carried : {SpaceAxis{"parallelism.dcn_pipeline", {1, slices}},
+                              SpaceAxis{"parallelism.dcn_fsdp", fsdp_slices}})
+      if (base.has(carried.path)) {
+        make_room(s, carried.values.size());
+        add_within_limit(s, std::move(carried));
       }
-      make_room(s, carried.size());
-      add_within_limit(s, {path, std::move(carried)});
-    }
+  }
   add_within_limit(s, {"parallelism.pipeline_schedule", {"gpipe", "1f1b", "interleaved"}});
   for (const auto& a : s.axes)
     if (a.path == "workload.microbatches") {
