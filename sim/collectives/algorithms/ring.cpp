@@ -2,12 +2,13 @@
 // boustrophedon order through its sub-grid (core within chip fastest, then X, then Y, each
 // row reversing), so consecutive members are neighbours; groups that are not sub-grids go in
 // mesh order. The outermost (slowest) dimension of that order is the last the group spans,
-// unless that one does not go round its torus ring and another does (an even number of members
-// evenly spaced all round a wrapping dimension): then that one is outermost. The ring then
-// closes over that dimension's wrap link, and shifting the group by two of its steps along that
-// dimension maps the ring onto itself, which is what keeps the symmetric simulation's domain
-// small (docs/network.md, "Symmetric simulation": a 32-core model axis on 8 x 2 chips; with X
-// inner and Y outer the row turns at X = 0 and X = 7 break every shift along X).
+// unless that one does not go round its torus ring and another does (an even number, at least
+// four, of coordinates evenly spaced all round a wrapping dimension): then that one is
+// outermost. The ring then closes over that dimension's wrap link, and shifting the group by two
+// of its steps along that dimension maps the ring onto itself, which keeps the symmetric
+// simulation's domain small (docs/network.md, "A ring's walk and the domain": model groups of
+// 8 x 2 chips, walked with X inner and Y outer, turned at X = 0 and X = 7, which no shift along
+// X below 8 keeps).
 #include <algorithm>
 
 #include "sim/collectives/collective_algorithm.hpp"
