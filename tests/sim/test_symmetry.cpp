@@ -265,3 +265,36 @@ TEST_CASE("symmetry: a tiny collective's long routes do not set the domain off t
   // cost model does not predict: a margin of 1 %).
   CHECK(std::abs(chosen[2] - exact[2]) <= 0.005 * exact[3] + 0.01 * exact[2]);
 }
+
+TEST_CASE("symmetry: a ring over a model axis of 8 x 2 chips keeps the domain 2 chips along X") {
+  // data x model on an 8x4 torus with model = 32 cores: each model group is a block of 8 x 2
+  // chips, whole along X. Its one ring, walked with X inner and Y outer, turned at X = 0 and
+  // X = 7, so no shift along X below 8 mapped it onto itself and the domain was 8 x 2 chips (32
+  // of 64 cores). Walked with X outer (it goes round the X ring: 8 positions, closed by the wrap
+  // link), shifting by 2 along X maps it onto itself: 2 x 2 chips, and the full simulation
+  // agrees figure for figure. At 8 x 2, a shift by 1 cannot do it: a ring on 16 chips invariant
+  // under it would step from (x, 0) through (x, 1) to (x + 1, 0), not a link.
+  Program p;
+  p.mesh = {{"data", 2}, {"model", 32}};
+  p.ops.push_back(matmul_op({1, 1024, 1024, 1024}));
+  p.ops.push_back(collective_op(CollectiveKind::AllReduce, kSymBytes, {"model"}));
+  p.ops.back().deps = {0};
+  p.ops.push_back(matmul_op({1, 1024, 1024, 1024}));
+  p.ops.back().deps = {0};
+  p.ops.push_back(collective_op(CollectiveKind::AllReduce, kSymBytes, {"data"}));
+  p.ops.back().deps = {2};
+  const nlohmann::json extra = {{"topology", "8x4"},
+                                {"hardware", {{"cores_per_chip", 2}}},
+                                {"collectives", {{"algorithm", "bidirectional_ring"}}}};
+  nlohmann::json off = extra;
+  off["sim"] = {{"symmetry", "off"}};
+  const std::string domain = "symmetric: 8 of 64 cores simulated (a domain of 2 x 2 chips)";
+  const SymRun sym = sym_run(p, sym_cfg(extra), domain);
+  const SymRun full = sym_run(p, sym_cfg(off), "full: sim.symmetry=off");
+  CHECK(sym.mode == domain);
+  REQUIRE(sym.figures.size() == full.figures.size());
+  for (std::size_t i = 0; i < sym.figures.size(); ++i) {
+    INFO("figure " << i);
+    CHECK(sym.figures[i] == full.figures[i]);
+  }
+}
