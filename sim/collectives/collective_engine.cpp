@@ -129,10 +129,19 @@ CollectiveEngine::~CollectiveEngine() = default;
 void CollectiveEngine::arrive(int op_index, int core) {
   auto& state = pending_[op_index];
   if (!state) {
-    state = std::make_unique<OpState>();
+    // A finished op's record, if any: its arrived_at is not cleared (a core's entry is written
+    // when it arrives, before anything reads it), which spares a pass over every core of the
+    // machine per collective op.
+    if (spare_states_.empty()) {
+      state = std::make_unique<OpState>();
+      state->arrived_at.resize(static_cast<std::size_t>(machine_.num_cores()));
+    } else {
+      state = std::move(spare_states_.back());
+      spare_states_.pop_back();
+    }
     state->set = &planner_.groups(op_index);
     state->arrived.assign(state->set->groups.size(), 0);
-    state->arrived_at.assign(machine_.num_cores(), Duration{});
+    state->groups_done = 0;
   }
   state->arrived_at[core] = sim_now();
   const int g = state->set->group_of_core[core];
@@ -335,7 +344,10 @@ void CollectiveEngine::finish_group(PoolIndex ri) {
     if (!played || symmetric_->active[core]) listener_.collective_done(core, run.op_index);
   const int groups =
       played ? played->played : static_cast<int>(planner_.groups(run.op_index).groups.size());
-  if (it != pending_.end() && ++it->second->groups_done == groups) pending_.erase(it);
+  if (it != pending_.end() && ++it->second->groups_done == groups) {
+    spare_states_.push_back(std::move(it->second));
+    pending_.erase(it);
+  }
 }
 
 void CollectiveEngine::expand_symmetric_stats() {

@@ -123,6 +123,7 @@ class CollectiveEngine final : public CollectivePort, private EventTarget {
   CollectiveCostModel model_;
   CollectivePlanner planner_;
   std::map<int, std::unique_ptr<OpState>> pending_;
+  std::vector<std::unique_ptr<OpState>> spare_states_;  ///< finished ops' records, for reuse
   std::map<int, CollectiveOpStats> stats_;
   std::vector<CommSplit> split_;        ///< per core
   std::vector<int> dcn_depth_;          ///< per core: its groups in a DCN phase now
