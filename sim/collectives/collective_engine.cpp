@@ -54,6 +54,9 @@ struct CollectiveEngine::Running {
   int op_index = 0;
   const GroupPlan* plan = nullptr;
   const std::vector<int>* members = nullptr;
+  /// The members the run simulates: all of them, or in a symmetric run those in its domain
+  /// (active_members), in the same order.
+  const std::vector<int>* active = nullptr;
   double bytes = 0;
   DType dtype = DType::BF16;
   std::size_t phase = 0;
@@ -129,10 +132,19 @@ CollectiveEngine::~CollectiveEngine() = default;
 void CollectiveEngine::arrive(int op_index, int core) {
   auto& state = pending_[op_index];
   if (!state) {
-    state = std::make_unique<OpState>();
+    // A finished op's record, if any: its arrived_at is not cleared (a core's entry is written
+    // when it arrives, before anything reads it), which spares a pass over every core of the
+    // machine per collective op.
+    if (spare_states_.empty()) {
+      state = std::make_unique<OpState>();
+      state->arrived_at.resize(static_cast<std::size_t>(machine_.num_cores()));
+    } else {
+      state = std::move(spare_states_.back());
+      spare_states_.pop_back();
+    }
     state->set = &planner_.groups(op_index);
     state->arrived.assign(state->set->groups.size(), 0);
-    state->arrived_at.assign(machine_.num_cores(), Duration{});
+    state->groups_done = 0;
   }
   state->arrived_at[core] = sim_now();
   const int g = state->set->group_of_core[core];
@@ -162,13 +174,12 @@ void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) 
   run.plan = symmetric_ ? symmetric_->ops[op_index]->plans[group].get()
                         : &planner_.plan(op_index, static_cast<std::size_t>(group));
   run.members = &gs.groups[group];
+  run.active = &active_members(*run.members);
   run.bytes = program_.ops[op_index].collective.bytes;
   run.dtype = program_.ops[op_index].collective.dtype;
   run.started = sim_now();
   const OpState& state = *pending_[op_index];
-  for (int core : *run.members)
-    if (!symmetric_ || symmetric_->active[core])
-      split_[core].waiting += run.started - state.arrived_at[core];
+  for (int core : *run.active) split_[core].waiting += run.started - state.arrived_at[core];
   auto& st = stats_[op_index];
   if (st.groups == 0 || run.started < st.first_start) st.first_start = run.started;
   ++st.groups;
@@ -177,6 +188,17 @@ void CollectiveEngine::start_group(int op_index, int group, const GroupSet& gs) 
     queue_.at(run.started + hw_.collective_launch, *this, kRunPhase, ri);
   else
     run_phase(ri);
+}
+
+const std::vector<int>& CollectiveEngine::active_members(const std::vector<int>& members) {
+  if (!symmetric_) return members;
+  auto& slot = active_of_[&members];
+  if (!slot) {
+    slot = std::make_unique<std::vector<int>>();
+    for (int core : members)
+      if (symmetric_->active[core]) slot->push_back(core);
+  }
+  return *slot;
 }
 
 void CollectiveEngine::run_phase(PoolIndex ri) {
@@ -308,8 +330,7 @@ void CollectiveEngine::retry_dma_waiting() {
 
 void CollectiveEngine::count_dcn(const Running& run, int delta) {
   const Duration now = sim_now();
-  for (int core : *run.members) {
-    if (symmetric_ && !symmetric_->active[core]) continue;
+  for (int core : *run.active) {
     if (delta > 0 && dcn_depth_[core]++ == 0) dcn_since_[core] = now;
     if (delta < 0 && --dcn_depth_[core] == 0) split_[core].dcn += now - dcn_since_[core];
   }
@@ -325,17 +346,18 @@ void CollectiveEngine::finish_group(PoolIndex ri) {
   st.longest = max(st.longest, now - run.started);
   const Duration sync = hw_.collective_step_overhead * run.steps_run + hw_.collective_launch;
   const auto* played = symmetric_ ? symmetric_->ops[run.op_index] : nullptr;
-  for (int core : *run.members) {
-    if (played && !symmetric_->active[core]) continue;
+  for (int core : *run.active) {
     split_[core].synchronisation += sync;
     split_[core].transfer += now - run.started - sync;
   }
   auto it = pending_.find(run.op_index);
-  for (int core : *run.members)
-    if (!played || symmetric_->active[core]) listener_.collective_done(core, run.op_index);
+  for (int core : *run.active) listener_.collective_done(core, run.op_index);
   const int groups =
       played ? played->played : static_cast<int>(planner_.groups(run.op_index).groups.size());
-  if (it != pending_.end() && ++it->second->groups_done == groups) pending_.erase(it);
+  if (it != pending_.end() && ++it->second->groups_done == groups) {
+    spare_states_.push_back(std::move(it->second));
+    pending_.erase(it);
+  }
 }
 
 void CollectiveEngine::expand_symmetric_stats() {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/config.hpp"
@@ -82,6 +83,10 @@ class CollectiveEngine final : public CollectivePort, private EventTarget {
   struct StepWaves;  // one ring's step in flight, its streams issued in waves
 
   void start_group(int op_index, int group, const GroupSet& gs);
+  /// A group's members that the run simulates (`members` itself without symmetry, else those in
+  /// the domain, in order), found once per group: a symmetric run's groups may span far more
+  /// cores than its domain holds.
+  const std::vector<int>& active_members(const std::vector<int>& members);
   /// Starts the groups that became ready at this instant, after the cores running now, in
   /// (op, group) order: not in the order the kernel happens to run their last members, so where
   /// groups share links or a core's HBM port, who goes first is the same in a symmetric run as
@@ -123,6 +128,7 @@ class CollectiveEngine final : public CollectivePort, private EventTarget {
   CollectiveCostModel model_;
   CollectivePlanner planner_;
   std::map<int, std::unique_ptr<OpState>> pending_;
+  std::vector<std::unique_ptr<OpState>> spare_states_;  ///< finished ops' records, for reuse
   std::map<int, CollectiveOpStats> stats_;
   std::vector<CommSplit> split_;        ///< per core
   std::vector<int> dcn_depth_;          ///< per core: its groups in a DCN phase now
@@ -134,6 +140,9 @@ class CollectiveEngine final : public CollectivePort, private EventTarget {
   Pool<StepWaves> waves_;               ///< ring steps in flight
   const SymmetricRun* symmetric_ = nullptr;
   std::vector<std::pair<int, int>> ready_;  ///< (op, group) ready at this instant, not started
+  /// active_members, by the address of a group's members (the planner's group sets live as
+  /// long as the engine).
+  std::unordered_map<const std::vector<int>*, std::unique_ptr<std::vector<int>>> active_of_;
 };
 
 }  // namespace tpusim

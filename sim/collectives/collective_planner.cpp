@@ -244,13 +244,31 @@ const std::vector<const GroupPlan*>& CollectivePlanner::hierarchical(const Colle
 void CollectivePlanner::prepare(std::map<int, CollectiveOpStats>& stats) {
   op_groups_.assign(program_.ops.size(), nullptr);
   op_plans_.assign(program_.ops.size(), {});
+  // The ops of a layer repeat the same collective on the same groups many times: choose() once
+  // per (groups, kind, shift, wrap, size, dtype), which is all it reads of an op.
+  using ChoiceKey = std::tuple<const GroupSet*, int, int, bool, double, int>;
+  std::map<ChoiceKey, std::size_t> chosen;  // -> the first op of that choice
   for (std::size_t i = 0; i < program_.ops.size(); ++i) {
     if (!program_.ops[i].is_collective) continue;
     const GroupSet& gs = groups_for(program_.ops[i].collective);
     op_groups_[i] = &gs;
     const CollectiveSpec& spec = program_.ops[i].collective;
     auto& st = stats[static_cast<int>(i)];
-    op_plans_[i] = spans_slices(spec) ? &hierarchical(spec, gs, st) : &choose(spec, gs, st);
+    if (spans_slices(spec)) {
+      op_plans_[i] = &hierarchical(spec, gs, st);
+      continue;
+    }
+    const ChoiceKey key{&gs,        static_cast<int>(spec.kind), spec.shift, spec.wrap,
+                        spec.bytes, static_cast<int>(spec.dtype)};
+    const auto [at, added] = chosen.emplace(key, i);
+    if (added) {
+      op_plans_[i] = &choose(spec, gs, st);
+      continue;
+    }
+    const CollectiveOpStats& same = stats[static_cast<int>(at->second)];
+    st.algorithm = same.algorithm;
+    st.steps = same.steps;
+    op_plans_[i] = op_plans_[at->second];
   }
   keep_routes_short(stats);
   // The plans `auto` built and did not choose are not needed any more.

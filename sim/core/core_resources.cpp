@@ -54,9 +54,10 @@ Duration CoreResource::grant(Duration from, Duration work) {
     t = std::max(t, iv_[i].second);
     ++i;
   }
-  // Merge adjacent intervals in the touched range.
+  // Merge adjacent intervals in the touched range [lo, touched).
+  const std::size_t touched = std::min(iv_.size(), i + 2);
   std::size_t w = lo;
-  for (std::size_t r = lo + 1; r < iv_.size() && r <= i + 1; ++r) {
+  for (std::size_t r = lo + 1; r < touched; ++r) {
     if (iv_[r].first <= iv_[w].second) {
       iv_[w].second = std::max(iv_[w].second, iv_[r].second);
       iv_[r].first = iv_[r].second = Duration::ps(-1);  // merged away
@@ -64,9 +65,11 @@ Duration CoreResource::grant(Duration from, Duration work) {
       w = r;
     }
   }
-  iv_.erase(std::remove_if(iv_.begin() + static_cast<std::ptrdiff_t>(lo), iv_.end(),
+  // Only the touched range holds merged-away entries; what follows it moves down once.
+  const auto end = iv_.begin() + static_cast<std::ptrdiff_t>(touched);
+  iv_.erase(std::remove_if(iv_.begin() + static_cast<std::ptrdiff_t>(lo), end,
                            [](const auto& v) { return v.first == Duration::ps(-1); }),
-            iv_.end());
+            end);
   return t;
 }
 
