@@ -56,29 +56,3 @@ TEST_CASE("a train sweep checks every point's train.* facts before running, exit
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("command"));
 }
-
-TEST_CASE("the shipped evaluation sweep: the host metric costs its last evaluation in full") {
-  // configs/studies/sweeps/maskrcnn_eval_metric.json: where the metric runs x the hosts' cores.
-  // At 96 cores the earlier metrics cost the pipeline nothing (one core of 96), so on the host
-  // the run is the device-metric run plus the last metric in one thread: its CPU work.
-  SweepScratch s;
-  const auto t = run_shipped_sweep(s, "configs/studies/sweeps/maskrcnn_eval_metric.json");
-  REQUIRE(t.rows.size() == 9);
-  std::map<std::pair<std::string, std::string>, std::size_t> row;
-  for (std::size_t i = 0; i < t.rows.size(); ++i) {
-    CHECK(t.cell(i, "status") == "ok");
-    row[{t.cell(i, "train.eval_metric_on"), t.cell(i, "hardware.host.cpu_cores")}] = i;
-  }
-  auto ttt = [&](const char* on, const char* cores) {
-    return *t.number(row.at({on, cores}), "time_to_train_s");
-  };
-  const auto host = point_report(s.path("out"), t.cell(row.at({"host", "96"}), "id"));
-  const double x = host["eval_metric"]["busiest_host_cpu_s"].get<double>();
-  CHECK(host["eval_metric"]["metric_s"].get<double>() == Approx(x));
-  CHECK(ttt("host", "96") - ttt("device", "96") == Approx(x).epsilon(1e-6));
-  for (const char* cores : {"4", "16", "96"}) {
-    CAPTURE(cores);
-    CHECK(ttt("device", cores) < ttt("all_hosts", cores));
-    CHECK(ttt("all_hosts", cores) < ttt("host", cores));
-  }
-}
