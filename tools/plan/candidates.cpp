@@ -107,6 +107,23 @@ std::vector<CandidateCheck> check_all(const plan::SearchSpace& space,
   return checks;
 }
 
+/// The layouts the memory screen rejected are built whole where their figures are shown: the
+/// first that does not fit (the example plan.json gives with its reason), and every one when
+/// none passed (the error then names the smallest peak and what would fit).
+void rebuild_what_is_shown(const std::vector<plan::Candidate>& all,
+                           std::vector<CandidateCheck>& checks) {
+  const bool none_passed = std::none_of(checks.begin(), checks.end(), [](const CandidateCheck& c) {
+    return c.rejected_class.empty();
+  });
+  auto shown = [&](const CandidateCheck& c) {
+    return !none_passed && c.rejected_class == "does not fit in HBM";
+  };
+  for (std::size_t n = 0; n < checks.size(); ++n) {
+    if (checks[n].screened) checks[n] = check_candidate(all[n].study, nullptr, false);
+    if (shown(checks[n])) break;  // the example; the others' figures are not shown
+  }
+}
+
 }  // namespace
 
 CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,
@@ -120,7 +137,8 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
   r.total = all.size();
   for (const auto& axis : space.axes)
     r.oom_peaks.push_back({axis.path, axis.values, std::vector<double>(axis.values.size(), 0.0)});
-  const std::vector<CandidateCheck> checks = check_all(space, all, base, jobs);
+  std::vector<CandidateCheck> checks = check_all(space, all, base, jobs);
+  rebuild_what_is_shown(all, checks);
   std::vector<Survivor> out;
   for (std::size_t n = 0; n < all.size(); ++n) {
     Survivor s{std::move(all[n]), {}, "", "", false};

@@ -1,7 +1,12 @@
 #include "tools/plan/evaluate.hpp"
 
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
 #include "compiler/compiler.hpp"
 #include "core/errors.hpp"
+#include "core/units.hpp"
 #include "models/memory/memory_model.hpp"
 #include "models/workload.hpp"
 #include "tools/study/study.hpp"
@@ -9,12 +14,75 @@
 
 namespace tpusim::cli {
 
-CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs) {
+namespace {
+
+/// The memory screen (docs/plan.md, "Memory") builds a decoder at these depths.
+constexpr std::int64_t kScreenDepths[2] = {1, 2};
+
+std::int64_t json_int(const nlohmann::json& doc, const char* section, const char* key,
+                      std::int64_t otherwise) {
+  if (!doc.contains(section) || !doc[section].contains(key)) return otherwise;
+  const auto& v = doc[section][key];
+  return v.is_number_integer() ? v.get<std::int64_t>() : otherwise;
+}
+
+MemoryProfile memory_at_depth(const Study& s, const Topology& topology, std::int64_t layers,
+                              OpGraphCache* graphs) {
+  nlohmann::json doc = s.config.json();
+  doc["workload"]["layers"] = layers;
+  const Config cfg(std::move(doc));
+  HardwareSpec hw = s.hardware;
+  hw.cmem_bytes_per_chip = 0;  // CMEM's greedy placement is not linear in the depth
+  return analyze_memory(compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs), hw,
+                                compiler_options(cfg)),
+                        hw.hbm_bytes_per_core, 3);
+}
+
+}  // namespace
+
+std::optional<double> screened_resident_bytes(const Study& s, const Topology& topology,
+                                              OpGraphCache* graphs) {
+  const nlohmann::json& doc = s.config.json();
+  const std::int64_t layers = json_int(doc, "workload", "layers", 0);
+  const bool decoder =
+      doc.contains("workload") && doc["workload"].value("model", "") == "decoder_lm";
+  if (!decoder || program_kind(s.config) != ProgramKind::Train || layers <= kScreenDepths[1] ||
+      json_int(doc, "parallelism", "pipeline", 1) != 1 ||
+      json_int(doc, "parallelism", "dcn_pipeline", 1) != 1 ||
+      json_int(doc, "workload", "first_dense_layers", 0) != 0)
+    return std::nullopt;
+  try {
+    const MemoryProfile a = memory_at_depth(s, topology, kScreenDepths[0], graphs);
+    const MemoryProfile b = memory_at_depth(s, topology, kScreenDepths[1], graphs);
+    if (!a.known || !b.known) return std::nullopt;
+    const double more = static_cast<double>(layers - kScreenDepths[1]);
+    return b.resident_bytes + more * (b.resident_bytes - a.resident_bytes);
+  } catch (const ConfigError&) {
+    return std::nullopt;  // the whole build says why
+  }
+}
+
+CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs, bool screen) {
   CandidateCheck c;
   try {
     Study s = load_study(study, {}, "(plan candidate)");
     c.resolved = s.config.json();
     const Topology topology(s.topology);
+    if (screen) {
+      // The resident buffers are live at the peak; CMEM holds at most its size of them.
+      const auto resident = screened_resident_bytes(s, topology, graphs);
+      const double hbm = s.hardware.hbm_bytes_per_core;
+      if (resident && *resident - s.hardware.cmem_bytes_per_chip > hbm * (1 + 1e-9)) {
+        c.peak_bytes = *resident;
+        c.capacity_bytes = hbm;
+        c.rejected_class = "does not fit in HBM";
+        c.reason = "the resident buffers alone (weights, optimizer state, infeed) take " +
+                   format_bytes(*resident) + " per core, more than the " + format_bytes(hbm) +
+                   " of HBM";
+        c.screened = true;
+        return c;
+      }
+    }
     const Program program =
         compile(build_program_of(s.config, topology, s.hardware, program_kind(s.config), graphs),
                 s.hardware, compiler_options(s.config));
@@ -42,41 +110,77 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
   return c;
 }
 
+namespace {
+
+/// FNV-1a over what it is fed: strings by their bytes (and a separator), numbers by the bytes of
+/// their double (equal doubles, equal bytes; no text formatting, which cost more than building
+/// the Program).
+class Fnv1a {
+ public:
+  void bytes(const void* p, std::size_t n) {
+    const auto* c = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) {
+      h_ ^= c[i];
+      h_ *= 1099511628211ull;
+    }
+  }
+  void text(const std::string& s) { bytes(s.c_str(), s.size() + 1); }  // with its NUL
+  void text(const char* s) { bytes(s, std::strlen(s) + 1); }
+  void num(double v) { bytes(&v, sizeof v); }
+  std::string hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
+    return buf;
+  }
+
+ private:
+  std::uint64_t h_ = 14695981039346656037ull;
+};
+
+}  // namespace
+
 std::string program_fingerprint(const Program& program) {
-  std::string text;
-  auto num = [&](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g,", v);
-    text += buf;
-  };
-  for (const auto& a : program.mesh) text += a.name + "=" + std::to_string(a.size) + ",";
-  num(static_cast<double>(program.examples_per_step));
+  Fnv1a h;
+  for (const auto& a : program.mesh) {
+    h.text(a.name);
+    h.num(a.size);
+  }
+  h.num(static_cast<double>(program.examples_per_step));
   for (const Op& op : program.ops) {
-    text += "|" + op.kind + (op.is_collective ? "C" : "c") + to_string(op.dtype) +
-            to_string(op.phase) + ",";
-    for (int d : op.deps) num(d);
+    h.text(op.kind);
+    h.text(op.is_collective ? "C" : "c");
+    h.text(to_string(op.dtype));
+    h.text(to_string(op.phase));
+    h.num(static_cast<double>(op.deps.size()));
+    for (int d : op.deps) h.num(d);
     if (op.is_collective) {
       const CollectiveSpec& c = op.collective;
-      text += std::string(to_string(c.kind)) + to_string(c.dtype) + (c.wrap ? "w" : "o");
-      num(c.bytes);
-      num(c.shift);
-      for (const auto& axis : c.axes) text += axis + ",";
+      h.text(to_string(c.kind));
+      h.text(to_string(c.dtype));
+      h.text(c.wrap ? "w" : "o");
+      h.num(c.bytes);
+      h.num(c.shift);
+      h.num(static_cast<double>(c.axes.size()));
+      for (const auto& axis : c.axes) h.text(axis);
+      h.num(static_cast<double>(c.replica_groups.size()));
       for (const auto& g : c.replica_groups) {
-        text += "[";
-        for (int m : g) num(m);
+        h.num(static_cast<double>(g.size()));
+        for (int m : g) h.num(m);
       }
       continue;
     }
     const ComputeCost& k = op.compute;
+    h.num(k.matmul ? 1 : 0);
     if (k.matmul)
       for (double v :
            {double(k.matmul->batch), double(k.matmul->m), double(k.matmul->k), double(k.matmul->n)})
-        num(v);
+        h.num(v);
     for (double v : {k.vpu_elements, k.vpu_ops_per_element, k.bytes_read, k.bytes_written, k.flops})
-      num(v);
-    if (k.measured_ns) num(*k.measured_ns);
+      h.num(v);
+    h.num(k.measured_ns ? 1 : 0);
+    if (k.measured_ns) h.num(*k.measured_ns);
   }
-  return sweep::fnv1a_hex(text);
+  return h.hex();
 }
 
 void add_rejection(Rejections& r, const std::string& cls, const std::string& label,

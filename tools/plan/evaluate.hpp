@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "models/memory/memory_model.hpp"
 #include "models/program.hpp"
 #include "models/workload.hpp"
 #include "tools/plan/bounds.hpp"
@@ -29,14 +30,30 @@ struct CandidateCheck {
   /// Identifies the Program (program_fingerprint): two layouts with the same fingerprint run
   /// the same Program on the same machine, so one simulation serves both.
   std::string program_fingerprint;
+  /// True: rejected on the memory screen (screened_resident_bytes), the whole Program not
+  /// built; peak_bytes is the resident bytes, below the peak.
+  bool screened = false;
 };
 
 /// A hash of everything the simulation reads from a Program: the mesh, every op's kind, costs,
 /// collective (kind, bytes, dtype, axes or groups, shift) and dependencies.
 std::string program_fingerprint(const Program& program);
 
-/// Checks one candidate's study; with `graphs`, op graphs are taken from (and kept in) it.
-CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs = nullptr);
+/// Checks one candidate's study; with `graphs`, op graphs are taken from (and kept in) it. With
+/// `screen`, a decoder whose resident buffers (screened_resident_bytes) less the chip's CMEM
+/// exceed the HBM is rejected without building its whole Program.
+CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs = nullptr,
+                               bool screen = true);
+
+struct Study;
+/// The memory screen of `tpusim plan` (docs/plan.md, "Memory"): for a decoder language model's
+/// training step (no pipeline, every layer alike), the per-core bytes of the resident buffers
+/// (weights, optimizer state, infeed: live through the whole step, so at the peak too) of its
+/// compiled Program without CMEM, from the Programs of 1 and 2 layers: each layer adds the same
+/// buffers, so r(L) = r(2) + (L - 2) (r(2) - r(1)). std::nullopt for any other study, or when a
+/// shallow build fails (the whole build says why).
+std::optional<double> screened_resident_bytes(const Study& s, const Topology& topology,
+                                              OpGraphCache* graphs = nullptr);
 
 /// Rejected candidates grouped by class: count and the first example.
 struct RejectedClass {

@@ -83,7 +83,8 @@ class BoundOrderSearch {
         checked_(checked),
         rejected_(checked.rejected),
         pruner_(objective, static_cast<std::size_t>(a.top)),
-        point_of_(checked.survivors.size(), 0) {
+        point_of_(checked.survivors.size(), 0),
+        finished_(checked.survivors.size(), false) {
     // Best bound first: what is most likely to win is simulated first and tightens the pruning.
     std::vector<plan::Evaluated>& evals = result_.evals;
     for (std::size_t i = 0; i < survivors_.size(); ++i)
@@ -106,8 +107,9 @@ class BoundOrderSearch {
       const Survivor& s = survivors_[i];
       if (sweep::read_outcome(a_.out_dir, s.id).state == sweep::PointState::Ok) cached.push_back(i);
     }
-    // A cached result joins the pruner only when its wave ends, as in the run that computed it:
-    // a killed and rerun plan makes the same pruning decisions as one uninterrupted run.
+    // A cached result joins the pruner at the same place in the start order as in the run that
+    // computed it: a killed and rerun plan makes the same pruning decisions as one uninterrupted
+    // run.
     for (std::size_t i : cached) result_.from_cache[i] = true;
     const std::size_t to_check = survivors_.size() - cached.size();
     if (!cached.empty())
@@ -115,11 +117,18 @@ class BoundOrderSearch {
                 << a_.out_dir << ", reusing them\n";
     SweepProgress progress(to_check, 0, ::isatty(STDERR_FILENO) == 1);
     result_.cached = cached.size();
-    for (std::size_t next = 0; next < order_.size();) {
-      const std::vector<std::size_t> wave = next_wave(next, progress);
-      if (wave.empty()) break;
-      if (!simulate_wave(wave, progress)) return result_;
+    const RunnerSummary summary = run_points_fed(
+        store_, [&] { return next_point(progress); }, {a_.out_dir, a_.jobs}, progress,
+        [&](std::size_t point) { finished_[survivor_of_point_[point]] = true; });
+    if (summary.interrupted) {
+      progress.close();
+      write_results(a_.out_dir, store_);
+      std::cerr << "tpusim plan: interrupted; simulated layouts are kept in " << a_.out_dir
+                << ", rerun the same command to go on\n";
+      result_.interrupted = true;
+      return result_;
     }
+    join(0);
     progress.close();
     write_plan(a_.out_dir, store_);
     write_results(a_.out_dir, store_);
@@ -129,6 +138,7 @@ class BoundOrderSearch {
  private:
   void add_point(std::size_t i) {
     point_of_[i] = store_.points.size();
+    survivor_of_point_.push_back(i);
     store_.points.push_back(
         {store_.points.size(), survivors_[i].id, survivors_[i].candidate.values});
   }
@@ -146,55 +156,55 @@ class BoundOrderSearch {
     pruner_.add_simulated(result_.evals[i]);
   }
 
-  /// Up to -j survivors from `next` on that the bound does not rule out (cached ones included:
-  /// they hold a wave's place as they did when they were simulated).
-  std::vector<std::size_t> next_wave(std::size_t& next, SweepProgress& progress) {
-    std::vector<std::size_t> wave;
-    while (next < order_.size() && static_cast<int>(wave.size()) < a_.jobs) {
-      const std::size_t i = order_[next++];
-      if (result_.from_cache[i]) {
-        wave.push_back(i);
-        continue;
-      }
-      const plan::Evaluated& e = result_.evals[i];
-      const auto dominator = survivors_[i].is_study ? std::nullopt : pruner_.dominated_by(e);
-      if (!dominator) {
-        wave.push_back(i);
-        continue;
-      }
-      ++result_.pruned;
-      progress.skipped(1);
-      const plan::Evaluated& d = pruner_.simulated()[*dominator];
-      add_rejection(rejected_, "skipped by bound", survivors_[i].label,
-                    "lower bound " + ms_text(e.bound_ms) + "; at least " + std::to_string(a_.top) +
-                        " simulated layouts are better, and " + survivors_[d.candidate].label +
-                        " takes " + ms_text(*d.step_ms) + " with no more memory");
-    }
-    return wave;
+  /// Gives the pruner the results of the started layouts in start order, all but the last
+  /// `lag` started, as far as they have finished; true if all those have.
+  bool join(std::size_t lag) {
+    const std::size_t upto = started_.size() > lag ? started_.size() - lag : 0;
+    while (joined_ < upto && finished_[started_[joined_]]) take_result(started_[joined_++]);
+    return joined_ >= upto;
   }
 
-  /// Runs one wave; false if interrupted (the results so far are written).
-  bool simulate_wave(const std::vector<std::size_t>& wave, SweepProgress& progress) {
-    std::vector<std::size_t> indices;
-    for (std::size_t i : wave) {
+  /// The next layout to simulate, for the runner. Each is decided with the results of every
+  /// layout started before it but the last -j - 1 (those may still run): whatever order the
+  /// simulations end in, the same layouts are pruned, and both workers stay busy unless the
+  /// older of the running two is the slower. Layouts the bound rules out are skipped; cached ones
+  /// take their place in the start order without running.
+  NextPoint next_point(SweepProgress& progress) {
+    const std::size_t lag = static_cast<std::size_t>(std::max(1, a_.jobs) - 1);
+    while (next_ < order_.size()) {
+      if (!join(lag)) return {};  // waits for the older running layout
+      const std::size_t i = order_[next_];
+      if (!result_.from_cache[i] && pruned(i, progress)) {
+        ++next_;
+        continue;
+      }
+      ++next_;
       add_point(i);
-      if (result_.from_cache[i]) continue;
-      indices.push_back(point_of_[i]);
+      started_.push_back(i);
+      if (result_.from_cache[i]) {
+        finished_[i] = true;
+        continue;
+      }
       write_output_file(sweep::study_file(a_.out_dir, survivors_[i].id),
                         survivors_[i].check.resolved.dump(1) + "\n");
+      write_plan(a_.out_dir, store_);
+      return {point_of_[i], false};
     }
-    write_plan(a_.out_dir, store_);
-    const RunnerSummary summary =
-        run_points(store_, indices, {a_.out_dir, a_.jobs}, progress, [](std::size_t) {});
-    if (summary.interrupted) {
-      progress.close();
-      write_results(a_.out_dir, store_);
-      std::cerr << "tpusim plan: interrupted; simulated layouts are kept in " << a_.out_dir
-                << ", rerun the same command to go on\n";
-      result_.interrupted = true;
-      return false;
-    }
-    for (std::size_t i : wave) take_result(i);
+    return {std::nullopt, true};
+  }
+
+  /// True (counted and listed) if the bound rules survivor `i` out.
+  bool pruned(std::size_t i, SweepProgress& progress) {
+    const plan::Evaluated& e = result_.evals[i];
+    const auto dominator = survivors_[i].is_study ? std::nullopt : pruner_.dominated_by(e);
+    if (!dominator) return false;
+    ++result_.pruned;
+    progress.skipped(1);
+    const plan::Evaluated& d = pruner_.simulated()[*dominator];
+    add_rejection(rejected_, "skipped by bound", survivors_[i].label,
+                  "lower bound " + ms_text(e.bound_ms) + "; at least " + std::to_string(a_.top) +
+                      " simulated layouts are better, and " + survivors_[d.candidate].label +
+                      " takes " + ms_text(*d.step_ms) + " with no more memory");
     return true;
   }
 
@@ -206,7 +216,12 @@ class BoundOrderSearch {
   std::vector<std::size_t> order_;
   sweep::Plan store_;
   plan::Pruner pruner_;
-  std::vector<std::size_t> point_of_;  // survivor -> store point
+  std::vector<std::size_t> point_of_;           // survivor -> store point
+  std::vector<std::size_t> survivor_of_point_;  // store point -> survivor
+  std::vector<std::size_t> started_;            // survivors in the order they started
+  std::vector<bool> finished_;                  // per survivor: its result is in the store
+  std::size_t joined_ = 0;                      // started_[0, joined_) are in the pruner
+  std::size_t next_ = 0;                        // order_[next_] is the next to decide
 };
 
 SearchResult simulate_in_bound_order(const PlanArgs& a, plan::Objective objective,

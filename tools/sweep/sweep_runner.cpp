@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "core/output_file.hpp"
@@ -161,9 +162,22 @@ void stop_running(const std::map<pid_t, Running>& running, Finish& finish) {
 RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo,
                          const RunnerOptions& options, SweepProgress& progress,
                          const std::function<void(std::size_t)>& on_finish) {
+  std::deque<std::size_t> queue(todo.begin(), todo.end());
+  auto next = [&queue]() -> NextPoint {
+    if (queue.empty()) return {std::nullopt, true};
+    const std::size_t i = queue.front();
+    queue.pop_front();
+    return {i, false};
+  };
+  return run_points_fed(plan, next, options, progress, on_finish);
+}
+
+RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPoint()>& next,
+                             const RunnerOptions& options, SweepProgress& progress,
+                             const std::function<void(std::size_t)>& on_finish) {
   StopSignals signals;
   RunnerSummary summary;
-  std::deque<std::size_t> queue(todo.begin(), todo.end());
+  bool done = false;
   std::map<pid_t, Running> running;
   const std::string& dir = options.out_dir;
   auto tmp_out = [&](const std::string& id) { return dir + "/points/" + id + ".out.tmp"; };
@@ -207,15 +221,21 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
     on_finish(r.index);
   };
 
-  while ((!queue.empty() || !running.empty()) && !g_stop_signal) {
-    while (!queue.empty() && static_cast<int>(running.size()) < options.jobs) {
-      std::size_t idx = queue.front();
-      queue.pop_front();
+  while (!g_stop_signal) {
+    while (!done && static_cast<int>(running.size()) < options.jobs) {
+      const NextPoint n = next();
+      done = n.done;
+      if (!n.index) break;
+      const std::size_t idx = *n.index;
       const auto& p = plan.points[idx];
       pid_t pid =
           spawn(options.command, sweep::study_file(dir, p.id), tmp_out(p.id), tmp_err(p.id));
       if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
       running[pid] = {idx, std::chrono::steady_clock::now()};
+    }
+    if (running.empty()) {
+      if (done) break;
+      throw std::logic_error("tpusim bug: a sweep's feeder waits for a result with none running");
     }
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);

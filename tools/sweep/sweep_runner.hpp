@@ -5,6 +5,7 @@
 // SIGHUP stop the running children and keep what finished; children die with the runner
 // (PR_SET_PDEATHSIG) even if it is killed outright.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,18 @@ struct RunnerSummary {
 RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo,
                          const RunnerOptions& options, SweepProgress& progress,
                          const std::function<void(std::size_t)>& on_finish);
+
+/// What the feeder of run_points_fed answers when a process slot is free.
+struct NextPoint {
+  std::optional<std::size_t> index;  ///< a point of plan.points to start now
+  bool done = false;                 ///< no more points will be given
+};
+
+/// Runs points as `next` gives them (tpusim plan decides each from the results so far): `next`
+/// is asked whenever fewer than options.jobs run, and again after each point finishes when it
+/// gave none (it may give none only while a point runs). `next` may append to plan.points.
+RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPoint()>& next,
+                             const RunnerOptions& options, SweepProgress& progress,
+                             const std::function<void(std::size_t)>& on_finish);
 
 }  // namespace tpusim::cli
