@@ -61,6 +61,16 @@ SymRun sym_run(const Program& program, const Config& cfg, const std::string& exp
   return s;
 }
 
+/// Every figure of a symmetric run equals the full run's, exactly: the same arithmetic on each
+/// class of cores.
+void check_same_figures(const SymRun& sym, const SymRun& full) {
+  REQUIRE(sym.figures.size() == full.figures.size());
+  for (std::size_t i = 0; i < sym.figures.size(); ++i) {
+    INFO("figure " << i);
+    CHECK(sym.figures[i] == full.figures[i]);
+  }
+}
+
 Config sym_cfg(const nlohmann::json& extra) {
   nlohmann::json j = {{"topology", "4x4"},
                       {"hardware", {{"async_collectives", true}}},
@@ -98,11 +108,7 @@ TEST_CASE("symmetry: a data-parallel step on a torus simulates one chip and agre
       sym_run(p, sym_cfg({{"sim", {{"symmetry", "off"}}}}), "full: sim.symmetry=off");
   CHECK(sym.mode == domain);
   CHECK(full.mode == "full: sim.symmetry=off");
-  REQUIRE(sym.figures.size() == full.figures.size());
-  for (std::size_t i = 0; i < sym.figures.size(); ++i) {
-    INFO("figure " << i);
-    CHECK(sym.figures[i] == full.figures[i]);  // exactly: the same arithmetic on each class
-  }
+  check_same_figures(sym, full);
 }
 
 TEST_CASE("symmetry: shift doubling keeps a ring's domain one chip wide at the message level") {
@@ -137,11 +143,7 @@ TEST_CASE("symmetry: shift doubling keeps a ring's domain one chip wide at the m
     const SymRun full = sym_run(p, sym_cfg(off), "full: sim.symmetry=off");
     INFO(level);
     CHECK(sym.mode == domain);
-    REQUIRE(sym.figures.size() == full.figures.size());
-    for (std::size_t i = 0; i < sym.figures.size(); ++i) {
-      INFO("figure " << i);
-      CHECK(sym.figures[i] == full.figures[i]);
-    }
+    check_same_figures(sym, full);
   }
 }
 
@@ -157,11 +159,7 @@ TEST_CASE("symmetry: model groups of two chips make a domain of two chips") {
   const SymRun sym = sym_run(p, cfg, domain);
   const SymRun full = sym_run(p, sym_cfg({{"sim", {{"symmetry", "off"}}}}), "full:");
   CHECK(sym.mode == domain);
-  REQUIRE(sym.figures.size() == full.figures.size());
-  for (std::size_t i = 0; i < sym.figures.size(); ++i) {
-    INFO("figure " << i);
-    CHECK(sym.figures[i] == full.figures[i]);
-  }
+  check_same_figures(sym, full);
 }
 
 TEST_CASE("symmetry: anything that breaks it runs the full simulation and says why") {
@@ -207,11 +205,7 @@ TEST_CASE("symmetry: a data-parallel step on a twisted torus simulates one chip 
   const SymRun sym = sym_run(p, cfg, domain);
   const SymRun full = sym_run(p, sym_cfg(off), "full: sim.symmetry=off");
   CHECK(sym.mode == domain);
-  REQUIRE(sym.figures.size() == full.figures.size());
-  for (std::size_t i = 0; i < sym.figures.size(); ++i) {
-    INFO("figure " << i);
-    CHECK(sym.figures[i] == full.figures[i]);
-  }
+  check_same_figures(sym, full);
 }
 
 TEST_CASE("symmetry: a tiny collective's long routes do not set the domain off the message level") {
@@ -292,9 +286,5 @@ TEST_CASE("symmetry: a ring over a model axis of 8 x 2 chips keeps the domain 2 
   const SymRun sym = sym_run(p, sym_cfg(extra), domain);
   const SymRun full = sym_run(p, sym_cfg(off), "full: sim.symmetry=off");
   CHECK(sym.mode == domain);
-  REQUIRE(sym.figures.size() == full.figures.size());
-  for (std::size_t i = 0; i < sym.figures.size(); ++i) {
-    INFO("figure " << i);
-    CHECK(sym.figures[i] == full.figures[i]);
-  }
+  check_same_figures(sym, full);
 }
