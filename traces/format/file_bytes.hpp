@@ -13,7 +13,9 @@ bool is_gzip(const std::string& bytes);
 /// input in errors. Throws ConfigError on a truncated or corrupt stream, or if the output would
 /// exceed kMaxTraceFileBytes (core/limits.hpp); it stops inflating there.
 std::string gunzip(const std::string& bytes, const std::string& name);
-/// Compresses `bytes` as one gzip member.
+/// Compresses `bytes` as one gzip member, at zlib's fastest level (Z_BEST_SPEED: a timeline or
+/// trace is written once per run, and level 6 took half of a PaLM timeline's cost for a file 30 %
+/// smaller).
 std::string gzip(const std::string& bytes);
 
 /// The file's contents, decompressed if they start with the gzip magic bytes. A file or its
