@@ -4,6 +4,7 @@
 #include "core/config.hpp"
 #include "core/hardware.hpp"
 #include "sim/core/tensor_core_cost.hpp"
+#include "tests/sim/sim_fixture.hpp"
 #include "tools/plan/bounds.hpp"
 
 using namespace tpusim;
@@ -131,9 +132,46 @@ TEST_CASE("plan bounds: ingress counts what a chip receives over the links along
   const auto bound = plan::step_lower_bound(program({{"data", 32}}, {g, g}), topo, hw);
   const double chip_in = 4 * hw.ici_bandwidth.bytes_per_s() + 2 * hw.onchip_bandwidth.bytes_per_s();
   CHECK(bound.ingress_ms == Approx(2 * 2 * (31.0 / 32) * S / chip_in * 1e3));
-  // The critical path: the two gathers at once, each at a core's least time.
+  // The critical path: the two gathers at once, each at its least time: the larger of a core's
+  // 31/32 S over the 4 ICI links and the on-chip link, and its chip's 15/16 S (the other 15
+  // chips' shards) over the 4 ICI links alone.
   const double core_in = 4 * hw.ici_bandwidth.bytes_per_s() + hw.onchip_bandwidth.bytes_per_s();
-  CHECK(bound.critical_ms == Approx((31.0 / 32) * S / core_in * 1e3));
+  const double chip_ici = 4 * hw.ici_bandwidth.bytes_per_s();
+  CHECK(bound.critical_ms ==
+        Approx(std::max((31.0 / 32) * S / core_in, (15.0 / 16) * S / chip_ici) * 1e3));
+}
+
+TEST_CASE("plan bounds: a group of cores on several chips takes what its chips must take in") {
+  // data 4 x model 8 on a 4x4 TPU v3 torus: each model group is 8 cores, 2 on each of 4 chips
+  // along X. A core alone would need 2 x 7/8 S of an all-reduce over 2 ICI links and the on-chip
+  // path; the chip's two cores share the 2 ICI links and must take in 2 x 3/4 S over them
+  // (bounds.hpp). The larger is the least time, and no algorithm simulated beats it.
+  const double S = 16e6;
+  const Config cfg0 = load_config({{"preset", "tpu_v3"}, {"topology", "4x4"}});
+  const HardwareSpec hw = HardwareSpec::from_config(cfg0);
+  const Topology topo(parse_topology("4x4"));
+  REQUIRE(hw.devices_per_chip == 2);
+  const Program p =
+      program({{"data", 4}, {"model", 8}}, {collective(CollectiveKind::AllReduce, S, {"model"})});
+  const double ici = hw.ici_bandwidth.bytes_per_s(), onchip = hw.onchip_bandwidth.bytes_per_s();
+  const double core_ms = 2 * (7.0 / 8) * S / (2 * ici + onchip) * 1e3;
+  const double chip_ms = 2 * (3.0 / 4) * S / (2 * ici) * 1e3;
+  REQUIRE(chip_ms > core_ms);
+  const double bound = plan::step_lower_bound(p, topo, hw).critical_ms;
+  CHECK(bound == Approx(chip_ms));
+  for (const char* algorithm : {"ring", "bidirectional_ring", "per_dimension", "halving_doubling",
+                                "recursive_doubling", "one_shot"}) {
+    INFO(algorithm);
+    const Config cfg = load_config(
+        {{"preset", "tpu_v3"}, {"topology", "4x4"}, {"collectives", {{"algorithm", algorithm}}}});
+    const std::vector<double> step = test::in_child([&] {
+      const SimReport r =
+          simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+      return std::vector<double>{r.step_time.seconds() * 1e3};
+    });
+    REQUIRE(step.size() == 1);
+    CHECK(step[0] >= bound * (1 - 1e-9));
+  }
 }
 
 TEST_CASE("plan bounds: an all-reduce on the critical path takes what every algorithm delivers") {

@@ -47,13 +47,29 @@ class Cut {
 struct Reach {
   unsigned dims = 0;
   double members = 0;
+  /// Chips the first group spans if it holds the same number of cores on each, else 0: what
+  /// the chip-level least time needs (critical_path_ns; any one group's least time bounds the
+  /// collective's).
+  double chips = 0;
+  double cores_per_chip = 0;  ///< the first group's cores on each of its chips
   bool counted = true;  ///< false: across slices (the data-center network), counted as nothing
 };
+
+/// Chips `g` spans if it holds the same number of cores on each, else 0.
+double uniform_chips(const std::vector<int>& g, int dpc) {
+  std::map<int, int> per_chip;
+  for (int core : g) ++per_chip[core / dpc];
+  for (const auto& [chip, n] : per_chip)
+    if (n != per_chip.begin()->second) return 0;
+  return static_cast<double>(per_chip.size());
+}
 
 Reach reach_of(const std::vector<std::vector<int>>& groups, const Topology& topology, int dpc) {
   Reach r;
   const int nd = topology.num_dims();
   r.members = groups.empty() ? 0 : static_cast<double>(groups.front().size());
+  r.chips = groups.empty() ? 0 : uniform_chips(groups.front(), dpc);
+  if (r.chips > 0) r.cores_per_chip = static_cast<double>(groups.front().size()) / r.chips;
   for (const auto& g : groups) {
     r.members = std::min(r.members, static_cast<double>(g.size()));
     for (int core : g) {
@@ -104,6 +120,27 @@ std::pair<double, double> received(const CollectiveSpec& c, double p) {
     }
   }
   return {0, 0};
+}
+
+/// Bytes a chip must take in (or send out) over its ICI links for collective `c` over groups of
+/// `g` cores on each of `chips` chips (bounds.hpp, "Critical path"): all-reduce 2 (P-1)/P S,
+/// reduce-scatter and all-gather (P-1)/P S, all-to-all g (P-1)/P S, with P the chips; a permute
+/// nothing.
+double chip_received(const CollectiveSpec& c, double g, double chips) {
+  if (chips < 2) return 0;
+  const double s = c.bytes, others = (chips - 1) / chips * s;
+  switch (c.kind) {
+    case CollectiveKind::AllReduce:
+      return 2 * others;
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllGather:
+      return others;
+    case CollectiveKind::AllToAll:
+      return g * others;
+    case CollectiveKind::CollectivePermute:
+      return 0;
+  }
+  return 0;
 }
 
 /// The mesh axes that stay inside a slice on a multislice topology (layout.hpp: data, and fsdp
@@ -176,6 +213,12 @@ double critical_path_ns(const Program& program, const std::vector<double>& compu
     const Reach& r = g.reach[i];
     const double cap = link_capacity(r.dims, topology, hw, true);
     if (r.counted && cap > 0) least = received(op.collective, r.members).first / cap * 1e9;
+    // The chip's cores share its ICI links: what the chip as a whole must take in over them.
+    const unsigned torus = r.dims & ((1u << topology.num_dims()) - 1);
+    const double chip_cap = link_capacity(torus, topology, hw, false);
+    if (r.counted && chip_cap > 0)
+      least =
+          std::max(least, chip_received(op.collective, r.cores_per_chip, r.chips) / chip_cap * 1e9);
     finish[i] = start + least;
     last = std::max(last, finish[i]);
     // Without async collectives a core waits for each collective it issues.

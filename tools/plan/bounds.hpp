@@ -32,7 +32,18 @@
 //  average. The critical path uses what each member receives under every algorithm tpusim
 //  simulates (sim/collectives/algorithms): the rings, per-dimension rings and recursive
 //  halving-doubling give every member 2 (p-1)/p S of an all-reduce and (p-1)/p S of a
-//  reduce-scatter, one-shot more, (p-1) S and (p-1)/p S. (Any algorithm must give a member
+//  reduce-scatter, one-shot more, (p-1) S and (p-1)/p S. A chip's cores share its ICI links, so
+//  the critical path also takes, for a group of p cores on P chips with the same number on each,
+//  what the chip as a whole must take in over them (2 links a torus dimension the group spans;
+//  the cores' on-chip path does not count): of an all-reduce 2 (P-1)/P S (every algorithm tpusim
+//  simulates: a ring through each chip's cores in turn carries 2 (p-1)/p S into it; per-dimension
+//  rings and the on-chip algorithm reduce on the chip and carry 2 (P-1)/P of the chip's share
+//  in; halving-doubling and recursive doubling exchange with the chip's partner on the chip once
+//  and the rest over its links), of a reduce-scatter or all-gather (P-1)/P S (the other chips'
+//  shards must enter, or this chip's contributions to theirs leave, once), of an all-to-all
+//  p/P (P-1)/P S (the pieces from the other chips' cores). Without megacore this is the larger:
+//  a model group of 16 cores on 8 chips takes 1.75 S over 2 links, where a core's share alone
+//  counted 1.875 S over 2 links and the on-chip path. (Any algorithm must give a member
 //  only S and S/p: every element's sum needs one value from elsewhere; an algorithm that gave
 //  some members less than the average would make this bound unsafe for it.) Collectives across
 //  slices (the data-center network) count nothing in either. The bound is the largest of the four:
