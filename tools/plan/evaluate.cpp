@@ -1,7 +1,6 @@
 #include "tools/plan/evaluate.hpp"
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 
 #include "compiler/compiler.hpp"
@@ -112,35 +111,20 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
 
 namespace {
 
-/// FNV-1a over what it is fed: strings by their bytes (and a separator), numbers by the bytes of
-/// their double (equal doubles, equal bytes; no text formatting, which cost more than building
-/// the Program).
-class Fnv1a {
+/// The Program fingerprint's hash (sweep::Fnv1a): strings by their bytes (and a separator),
+/// numbers by the bytes of their double (equal doubles, equal bytes; no text formatting, which
+/// cost more than building the Program).
+class FingerprintHash : public sweep::Fnv1a {
  public:
-  void bytes(const void* p, std::size_t n) {
-    const auto* c = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) {
-      h_ ^= c[i];
-      h_ *= 1099511628211ull;
-    }
-  }
   void text(const std::string& s) { bytes(s.c_str(), s.size() + 1); }  // with its NUL
   void text(const char* s) { bytes(s, std::strlen(s) + 1); }
   void num(double v) { bytes(&v, sizeof v); }
-  std::string hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
-    return buf;
-  }
-
- private:
-  std::uint64_t h_ = 14695981039346656037ull;
 };
 
 }  // namespace
 
 std::string program_fingerprint(const Program& program) {
-  Fnv1a h;
+  FingerprintHash h;
   for (const auto& a : program.mesh) {
     h.text(a.name);
     h.num(a.size);

@@ -91,15 +91,24 @@ std::string point_label(const SweepSpec& spec, const SweepPoint& point) {
   return out;
 }
 
-std::string fnv1a_hex(const std::string& text) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
+void Fnv1a::bytes(const void* p, std::size_t n) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    h_ ^= c[i];
+    h_ *= 1099511628211ull;
   }
+}
+
+std::string Fnv1a::hex() const {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
   return buf;
+}
+
+std::string fnv1a_hex(const std::string& text) {
+  Fnv1a h;
+  h.bytes(text.data(), text.size());
+  return h.hex();
 }
 
 std::vector<std::size_t> shard_indices(std::size_t n, int shard, int count) {

@@ -48,6 +48,17 @@ std::string value_text(const nlohmann::json& v);
 /// "topology=4x4 workload.global_batch=64"
 std::string point_label(const SweepSpec& spec, const SweepPoint& point);
 
+/// FNV-1a 64-bit, fed piece by piece (plan's Program fingerprint feeds it numbers' bytes).
+class Fnv1a {
+ public:
+  void bytes(const void* p, std::size_t n);
+  /// The hash so far as 16 lowercase hex digits.
+  std::string hex() const;
+
+ private:
+  std::uint64_t h_ = 14695981039346656037ull;
+};
+
 /// FNV-1a 64-bit of `text` as 16 lowercase hex digits.
 std::string fnv1a_hex(const std::string& text);
 
