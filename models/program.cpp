@@ -107,34 +107,35 @@ const char* to_string(MemoryClass c) {
 void Program::validate() const {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
-    const std::string where = "ops[" + std::to_string(i) + "] (" + op.name + ")";
+    // Only an error names the op: building the text for every op cost more than the checks.
+    const auto where = [&] { return "ops[" + std::to_string(i) + "] (" + op.name + ")"; };
     for (int d : op.deps)
       if (d < 0 || static_cast<std::size_t>(d) >= i)
-        throw ConfigError(where,
+        throw ConfigError(where(),
                           "depends on op " + std::to_string(d) +
                               ", which is not an earlier op (dependencies must point backwards)");
     if (op.output.last_use != -1 && (op.output.last_use < static_cast<int>(i) ||
                                      static_cast<std::size_t>(op.output.last_use) >= ops.size()))
-      throw ConfigError(where, "output last used by op " + std::to_string(op.output.last_use) +
-                                   ", which is not this op or a later one");
+      throw ConfigError(where(), "output last used by op " + std::to_string(op.output.last_use) +
+                                     ", which is not this op or a later one");
     if (!op.is_collective) {
       const ComputeCost& c = op.compute;
       if (!(c.flops <= kMaxOpFlops))
-        throw ConfigError(where, "flops " + past_limit(kMaxOpFlops, "FLOPs", "kMaxOpFlops"));
+        throw ConfigError(where(), "flops " + past_limit(kMaxOpFlops, "FLOPs", "kMaxOpFlops"));
       if (!(c.bytes_read <= kMaxBytes) || !(c.bytes_written <= kMaxBytes))
-        throw ConfigError(where,
+        throw ConfigError(where(),
                           "bytes read or written " + past_limit(kMaxBytes, "bytes", "kMaxBytes"));
       if (c.measured_ns && !(*c.measured_ns <= kMaxSimulatedSeconds * 1e9))
-        throw ConfigError(where, "measured_ns " + past_limit(kMaxSimulatedSeconds * 1e9, "ns",
-                                                             "kMaxSimulatedSeconds"));
+        throw ConfigError(where(), "measured_ns " + past_limit(kMaxSimulatedSeconds * 1e9, "ns",
+                                                               "kMaxSimulatedSeconds"));
       continue;
     }
     if (!(op.collective.bytes <= kMaxBytes))
-      throw ConfigError(where, "collective bytes " + past_limit(kMaxBytes, "bytes", "kMaxBytes"));
+      throw ConfigError(where(), "collective bytes " + past_limit(kMaxBytes, "bytes", "kMaxBytes"));
     for (const auto& a : op.collective.axes)
       if (std::none_of(mesh.begin(), mesh.end(), [&](const MeshAxis& m) { return m.name == a; }))
-        throw ConfigError(where, "names mesh axis '" + a + "', which the mesh does not have");
-    if (!(op.collective.bytes >= 0)) throw ConfigError(where, "negative collective size");
+        throw ConfigError(where(), "names mesh axis '" + a + "', which the mesh does not have");
+    if (!(op.collective.bytes >= 0)) throw ConfigError(where(), "negative collective size");
   }
 }
 

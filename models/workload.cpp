@@ -212,12 +212,20 @@ std::shared_ptr<const BuiltGraph> OpGraphCache::get(const Config& cfg, const std
                                                     const std::function<BuiltGraph()>& build) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& e : entries_)
-      if (e.values == read_values(cfg, e.paths, key)) {
+    // Entries of one model read the same paths: their values are read from `cfg` once.
+    const std::vector<std::string>* read = nullptr;
+    std::string values;
+    for (auto& e : entries_) {
+      if (!read || e.paths != *read) {
+        values = read_values(cfg, e.paths, key);
+        read = &e.paths;
+      }
+      if (e.values == values) {
         e.used = ++clock_;
         ++hits_;
         return e.built;
       }
+    }
     ++misses_;
   }
   std::shared_ptr<const BuiltGraph> built;

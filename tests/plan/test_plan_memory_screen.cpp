@@ -1,6 +1,7 @@
-// The memory screen of `tpusim plan` (tools/plan/evaluate.hpp, screened_resident_bytes): a
-// decoder's resident bytes extrapolated from its 1- and 2-layer Programs equal the whole
-// Program's, and every verdict is the same with the screen as without it.
+// The memory screen of `tpusim plan` (tools/plan/evaluate.hpp, screened_memory): a decoder's
+// resident bytes and the most bytes live in its forward pass, extrapolated from its 2- and 3-layer
+// Programs, equal the whole Program's, are below its peak, and every verdict is the same with
+// the screen as without it.
 #include <algorithm>
 #include <catch2/catch.hpp>
 
@@ -27,15 +28,22 @@ Config memory_screen_study() {
                       {"workload", w}});
 }
 
-/// The whole Program's resident bytes per core, without CMEM (as the screen builds).
-double whole_resident_without_cmem(const cli::Study& s) {
+/// The whole Program's figures per core without CMEM (as the screen builds): resident bytes,
+/// the most bytes live during the forward pass, the peak.
+struct WholeMemory {
+  double resident = 0, forward = 0, peak = 0;
+};
+WholeMemory whole_without_cmem(const cli::Study& s) {
   HardwareSpec hw = s.hardware;
   hw.cmem_bytes_per_chip = 0;
   const Topology topology(s.topology);
-  return analyze_memory(
-             compile(build_program(s.config, topology, hw), hw, compiler_options(s.config)),
-             hw.hbm_bytes_per_core)
-      .resident_bytes;
+  const Program p = compile(build_program(s.config, topology, hw), hw, compiler_options(s.config));
+  const MemoryProfile m = analyze_memory(p, hw.hbm_bytes_per_core);
+  WholeMemory w{m.resident_bytes, m.resident_bytes, m.peak_bytes};
+  const std::vector<double> live = live_bytes_per_op(p);
+  for (std::size_t i = 0; i < p.ops.size(); ++i)
+    if (p.ops[i].phase == Phase::Forward) w.forward = std::max(w.forward, live[i]);
+  return w;
 }
 }  // namespace
 
@@ -61,15 +69,41 @@ TEST_CASE("plan memory screen: the resident bytes of the whole Program, the same
     fit += whole.rejected_class.empty() ? 1 : 0;
     if (whole.peak_bytes == 0) continue;  // invalid
     const cli::Study s = cli::load_study(c.study, {}, "(test)");
-    const auto resident = cli::screened_resident_bytes(s, Topology(s.topology));
-    if (!resident) {  // only a pipeline's stages are not alike
+    const auto screened = cli::screened_memory(s, Topology(s.topology));
+    if (!screened) {  // only a pipeline's stages are not alike
       CHECK(c.study["parallelism"]["pipeline"] != 1);
       continue;
     }
-    CHECK(*resident == Approx(whole_resident_without_cmem(s)).epsilon(1e-12));
+    const WholeMemory w = whole_without_cmem(s);
+    CHECK(screened->resident_bytes == Approx(w.resident).epsilon(1e-12));
+    CHECK(screened->forward_peak_bytes == Approx(w.forward).epsilon(1e-12));
+    CHECK(screened->forward_peak_bytes <= w.peak * (1 + 1e-12));
     ++compared;
   }
   CHECK(compared > 10);
   CHECK(rejected_on_screen > 0);
   CHECK(fit > 0);
+}
+
+TEST_CASE("plan memory screen: the forward pass rejects where the resident bytes fit") {
+  // The first layout, with the HBM set between its screened resident bytes and forward pass
+  // (less a core's CMEM, which may hold that much of them): the screen rejects it on the forward
+  // pass, and the whole Program does not fit either.
+  const Config cfg = memory_screen_study();
+  const auto all = plan::enumerate(plan::default_space(cfg, 8), cfg.json());
+  nlohmann::json study = all.front().study;
+  const cli::Study s = cli::load_study(study, {}, "(test)");
+  const auto m = cli::screened_memory(s, Topology(s.topology));
+  REQUIRE(m);
+  REQUIRE(m->forward_peak_bytes > m->resident_bytes);
+  const double cmem = s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip;
+  const double hbm = (m->resident_bytes + m->forward_peak_bytes) / 2 - cmem;
+  // hardware.hbm.GiB_per_core is a TensorCore's; a megacore device has its chip's.
+  auto& gib = study["hardware"]["hbm"]["GiB_per_core"];
+  gib = gib.get<double>() * hbm / s.hardware.hbm_bytes_per_core;
+  const cli::CandidateCheck screened = cli::check_candidate(study);
+  CHECK(screened.screened);
+  CHECK(screened.reason.rfind("the forward pass", 0) == 0);
+  CHECK(screened.peak_bytes == Approx(m->forward_peak_bytes).epsilon(1e-12));
+  CHECK(cli::check_candidate(study, nullptr, false).rejected_class == "does not fit in HBM");
 }

@@ -84,7 +84,7 @@ std::vector<CandidateCheck> check_all(const plan::SearchSpace& space,
                                       const nlohmann::json& base, int jobs) {
   std::vector<CandidateCheck> checks(all.size());
   const std::vector<std::size_t> order = check_order(space, all, base);
-  OpGraphCache graphs;
+  OpGraphCache graphs(64);  // the shallow and whole depths of a few batches at a time
   std::atomic<std::size_t> next{0};
   std::vector<std::exception_ptr> failed(all.size());  // a bug's exception, rethrown in order
   auto work = [&] {

@@ -1,5 +1,7 @@
 #include "tools/plan/evaluate.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -15,8 +17,14 @@ namespace tpusim::cli {
 
 namespace {
 
-/// The memory screen (docs/plan.md, "Memory") builds a decoder at these depths.
-constexpr std::int64_t kScreenDepths[2] = {1, 2};
+/// The memory screen (docs/plan.md, "Memory") builds a decoder at these depths: it extrapolates
+/// from the first two and checks that the third is in line.
+constexpr std::int64_t kScreenDepths[3] = {2, 3, 4};
+
+/// The CMEM of one core (compiler/cmem_placement.hpp places at most this much per core).
+double cmem_bytes_per_core(const HardwareSpec& hw) {
+  return hw.cmem_bytes_per_chip / hw.devices_per_chip;
+}
 
 std::int64_t json_int(const nlohmann::json& doc, const char* section, const char* key,
                       std::int64_t otherwise) {
@@ -25,40 +33,94 @@ std::int64_t json_int(const nlohmann::json& doc, const char* section, const char
   return v.is_number_integer() ? v.get<std::int64_t>() : otherwise;
 }
 
-MemoryProfile memory_at_depth(const Study& s, const Topology& topology, std::int64_t layers,
-                              OpGraphCache* graphs) {
+ScreenedMemory memory_at_depth(const Study& s, const Topology& topology, std::int64_t layers,
+                               OpGraphCache* graphs) {
   nlohmann::json doc = s.config.json();
   doc["workload"]["layers"] = layers;
   const Config cfg(std::move(doc));
   HardwareSpec hw = s.hardware;
   hw.cmem_bytes_per_chip = 0;  // CMEM's greedy placement is not linear in the depth
-  return analyze_memory(compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs), hw,
-                                compiler_options(cfg)),
-                        hw.hbm_bytes_per_core, 3);
+  const Program p = compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs), hw,
+                            compiler_options(cfg));
+  ScreenedMemory m;
+  if (!p.has_memory) return m;
+  const std::vector<double> live = live_bytes_per_op(p);  // the resident bytes included
+  m.resident_bytes = analyze_memory(p, hw.hbm_bytes_per_core, 0).resident_bytes;
+  m.forward_peak_bytes = m.resident_bytes;
+  for (std::size_t i = 0; i < p.ops.size(); ++i)
+    if (p.ops[i].phase == Phase::Forward)
+      m.forward_peak_bytes = std::max(m.forward_peak_bytes, live[i]);
+  return m;
 }
 
 }  // namespace
 
-std::optional<double> screened_resident_bytes(const Study& s, const Topology& topology,
+std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& topology,
                                               OpGraphCache* graphs) {
   const nlohmann::json& doc = s.config.json();
   const std::int64_t layers = json_int(doc, "workload", "layers", 0);
   const bool decoder =
       doc.contains("workload") && doc["workload"].value("model", "") == "decoder_lm";
-  if (!decoder || program_kind(s.config) != ProgramKind::Train || layers <= kScreenDepths[1] ||
+  if (!decoder || program_kind(s.config) != ProgramKind::Train || layers <= kScreenDepths[2] ||
       json_int(doc, "parallelism", "pipeline", 1) != 1 ||
       json_int(doc, "parallelism", "dcn_pipeline", 1) != 1 ||
       json_int(doc, "workload", "first_dense_layers", 0) != 0)
     return std::nullopt;
   try {
-    const MemoryProfile a = memory_at_depth(s, topology, kScreenDepths[0], graphs);
-    const MemoryProfile b = memory_at_depth(s, topology, kScreenDepths[1], graphs);
-    if (!a.known || !b.known) return std::nullopt;
-    const double more = static_cast<double>(layers - kScreenDepths[1]);
-    return b.resident_bytes + more * (b.resident_bytes - a.resident_bytes);
+    ScreenedMemory at[3];
+    for (int k = 0; k < 2; ++k) at[k] = memory_at_depth(s, topology, kScreenDepths[k], graphs);
+    if (at[0].resident_bytes <= 0) return std::nullopt;
+    auto extrapolate = [&](double ScreenedMemory::*f) {
+      return at[1].*f + static_cast<double>(layers - kScreenDepths[1]) * (at[1].*f - at[0].*f);
+    };
+    ScreenedMemory whole{extrapolate(&ScreenedMemory::resident_bytes),
+                         extrapolate(&ScreenedMemory::forward_peak_bytes)};
+    // Resident buffers are per layer by construction (tests/plan/test_plan_memory_screen.cpp);
+    // the forward pass is checked at a third depth.
+    if (whole.resident_bytes - cmem_bytes_per_core(s.hardware) > s.hardware.hbm_bytes_per_core)
+      return whole;
+    at[2] = memory_at_depth(s, topology, kScreenDepths[2], graphs);
+    auto in_line = [&](double ScreenedMemory::*f) {
+      const double step = at[1].*f - at[0].*f;
+      return std::abs(at[2].*f - at[1].*f - step) <= 1e-9 * std::abs(at[2].*f);
+    };
+    if (!in_line(&ScreenedMemory::resident_bytes) || !in_line(&ScreenedMemory::forward_peak_bytes))
+      return std::nullopt;
+    return whole;
   } catch (const ConfigError&) {
     return std::nullopt;  // the whole build says why
   }
+}
+
+namespace {
+
+/// True (and `c` says why) if the memory screen shows the layout cannot fit: what it counts is
+/// live at or before the peak, and a core's share of CMEM holds at most its size of it.
+bool screen_out(const Study& s, const Topology& topology, OpGraphCache* graphs, CandidateCheck& c) {
+  const auto m = screened_memory(s, topology, graphs);
+  if (!m) return false;
+  const double hbm = s.hardware.hbm_bytes_per_core;
+  const double cmem = cmem_bytes_per_core(s.hardware);
+  const bool resident = m->resident_bytes - cmem > hbm * (1 + 1e-9);
+  if (!resident && m->forward_peak_bytes - cmem <= hbm * (1 + 1e-9)) return false;
+  c.peak_bytes = resident ? m->resident_bytes : m->forward_peak_bytes;
+  c.capacity_bytes = hbm;
+  c.rejected_class = "does not fit in HBM";
+  c.reason = (resident ? "the resident buffers alone (weights, optimizer state, infeed) take "
+                       : "the forward pass (resident buffers and saved activations) takes ") +
+             format_bytes(c.peak_bytes) + " per core, more than the " + format_bytes(hbm) +
+             " of HBM";
+  c.screened = true;
+  return true;
+}
+
+}  // namespace
+
+Program checked_program(const nlohmann::json& resolved, OpGraphCache* graphs) {
+  const Study s = load_study(resolved, {}, "(plan candidate)");
+  return compile(
+      build_program_of(s.config, Topology(s.topology), s.hardware, program_kind(s.config), graphs),
+      s.hardware, compiler_options(s.config));
 }
 
 CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs, bool screen) {
@@ -67,21 +129,7 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
     Study s = load_study(study, {}, "(plan candidate)");
     c.resolved = s.config.json();
     const Topology topology(s.topology);
-    if (screen) {
-      // The resident buffers are live at the peak; CMEM holds at most its size of them.
-      const auto resident = screened_resident_bytes(s, topology, graphs);
-      const double hbm = s.hardware.hbm_bytes_per_core;
-      if (resident && *resident - s.hardware.cmem_bytes_per_chip > hbm * (1 + 1e-9)) {
-        c.peak_bytes = *resident;
-        c.capacity_bytes = hbm;
-        c.rejected_class = "does not fit in HBM";
-        c.reason = "the resident buffers alone (weights, optimizer state, infeed) take " +
-                   format_bytes(*resident) + " per core, more than the " + format_bytes(hbm) +
-                   " of HBM";
-        c.screened = true;
-        return c;
-      }
-    }
+    if (screen && screen_out(s, topology, graphs, c)) return c;
     const Program program =
         compile(build_program_of(s.config, topology, s.hardware, program_kind(s.config), graphs),
                 s.hardware, compiler_options(s.config));

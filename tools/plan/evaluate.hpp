@@ -30,8 +30,8 @@ struct CandidateCheck {
   /// Identifies the Program (program_fingerprint): two layouts with the same fingerprint run
   /// the same Program on the same machine, so one simulation serves both.
   std::string program_fingerprint;
-  /// True: rejected on the memory screen (screened_resident_bytes), the whole Program not
-  /// built; peak_bytes is the resident bytes, below the peak.
+  /// True: rejected on the memory screen (screened_memory), the whole Program not built;
+  /// peak_bytes is the screen's figure, below the peak.
   bool screened = false;
 };
 
@@ -40,19 +40,31 @@ struct CandidateCheck {
 std::string program_fingerprint(const Program& program);
 
 /// Checks one candidate's study; with `graphs`, op graphs are taken from (and kept in) it. With
-/// `screen`, a decoder whose resident buffers (screened_resident_bytes) less the chip's CMEM
-/// exceed the HBM is rejected without building its whole Program.
+/// `screen`, a decoder whose resident buffers or forward pass (screened_memory) less a core's
+/// share of CMEM exceed the HBM is rejected without building its whole Program.
 CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs = nullptr,
                                bool screen = true);
 
+/// The compiled Program of a candidate that passed check_candidate (its resolved study), built
+/// as the check built it, with `graphs`.
+Program checked_program(const nlohmann::json& resolved, OpGraphCache* graphs);
+
 struct Study;
-/// The memory screen of `tpusim plan` (docs/plan.md, "Memory"): for a decoder language model's
-/// training step (no pipeline, every layer alike), the per-core bytes of the resident buffers
-/// (weights, optimizer state, infeed: live through the whole step, so at the peak too) of its
-/// compiled Program without CMEM, from the Programs of 1 and 2 layers: each layer adds the same
-/// buffers, so r(L) = r(2) + (L - 2) (r(2) - r(1)). std::nullopt for any other study, or when a
-/// shallow build fails (the whole build says why).
-std::optional<double> screened_resident_bytes(const Study& s, const Topology& topology,
+/// What the memory screen of `tpusim plan` (docs/plan.md, "Memory") knows of a decoder language
+/// model's training step (no pipeline, every layer alike) without building its whole Program:
+/// per core, of its compiled Program without CMEM, extrapolated from the Programs of 2 and 3
+/// layers (each layer adds the same buffers): the resident bytes (weights, optimizer state,
+/// infeed: live through the whole step, so at the peak too) and the most bytes live during the
+/// forward pass (the layers' saved activations grow with the depth; no gradient is live yet).
+/// Both are below the peak, and CMEM holds at most its size of them.
+struct ScreenedMemory {
+  double resident_bytes = 0;
+  double forward_peak_bytes = 0;
+};
+/// The screen's figures; std::nullopt for any other study, when a shallow build fails (the whole
+/// build says why), or when the Program of 4 layers is not in line with those of 2 and 3 (not
+/// built when the resident bytes alone, less a core's CMEM, are over the HBM).
+std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& topology,
                                               OpGraphCache* graphs = nullptr);
 
 /// Rejected candidates grouped by class: count and the first example.

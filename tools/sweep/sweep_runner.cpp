@@ -244,7 +244,8 @@ RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPo
       continue;
     }
     progress.tick(running.size());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // A short wait: the next point starts (and a plan decides it) soon after one ends.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 
   if (g_stop_signal) {
