@@ -9,6 +9,7 @@
 // bf16, f32 accumulation, f32 master weights and optimizer state, bf16 activations.
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -210,6 +211,33 @@ struct OpEdge {
 using OpGraphBase =
     boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode, OpEdge>;
 
+/// An OpGraphBase that moves in constant time. Boost 1.74's adjacency_list declares a copy
+/// constructor and no move constructor (and its swap copies), so moving one (an OpGraph returned
+/// or stored) copied every vertex and edge: a tenth of building a decoder's Program. Held on the
+/// heap, it moves with its pointer; a copy is a deep copy.
+class MovableGraphBase {
+ public:
+  MovableGraphBase() : g_(std::make_unique<OpGraphBase>()) {}
+  MovableGraphBase(const MovableGraphBase& o) : g_(std::make_unique<OpGraphBase>(*o.g_)) {}
+  MovableGraphBase& operator=(const MovableGraphBase& o) {
+    if (this != &o) g_ = std::make_unique<OpGraphBase>(*o.g_);
+    return *this;
+  }
+  MovableGraphBase(MovableGraphBase&& o) noexcept : g_(std::move(o.g_)) {
+    o.g_ = std::make_unique<OpGraphBase>();  // a moved-from graph is empty, not null
+  }
+  MovableGraphBase& operator=(MovableGraphBase&& o) noexcept {
+    std::swap(g_, o.g_);
+    return *this;
+  }
+  ~MovableGraphBase() = default;
+  OpGraphBase& operator*() { return *g_; }
+  const OpGraphBase& operator*() const { return *g_; }
+
+ private:
+  std::unique_ptr<OpGraphBase> g_;
+};
+
 /// A divisibility rule a split imposes: `size` (the value of parameter `path`) must be a
 /// multiple of the degree of mesh axis `axis`.
 struct SplitConstraint {
@@ -227,14 +255,14 @@ class OpGraph {
   /// Inputs must be earlier vertices, so vertex order is a topological order.
   Vertex add(OpNode node, const std::vector<Vertex>& inputs = {});
 
-  int size() const { return static_cast<int>(boost::num_vertices(g_)); }
-  const OpNode& node(Vertex v) const { return g_[v]; }
-  OpNode& node(Vertex v) { return g_[v]; }
+  int size() const { return static_cast<int>(boost::num_vertices((*g_))); }
+  const OpNode& node(Vertex v) const { return (*g_)[v]; }
+  OpNode& node(Vertex v) { return (*g_)[v]; }
   /// Producers of v's operands, in slot order.
   std::vector<Vertex> inputs(Vertex v) const;
   /// (consumer, slot) pairs reading v's output.
   std::vector<std::pair<Vertex, int>> consumers(Vertex v) const;
-  const OpGraphBase& boost_graph() const { return g_; }
+  const OpGraphBase& boost_graph() const { return (*g_); }
 
   void require_divisible(SplitConstraint c) { constraints_.push_back(std::move(c)); }
 
@@ -273,7 +301,7 @@ class OpGraph {
   std::int64_t total_params() const;
 
  private:
-  OpGraphBase g_;
+  MovableGraphBase g_;
   std::vector<SplitConstraint> constraints_;
   int current_layer_ = -1;
   int layers_ = 0;
