@@ -64,6 +64,23 @@ TEST_CASE("plan search: skipped only if out of the top K and dominated in time a
   CHECK(two.dominated_by(bound(12, 6)));
 }
 
+TEST_CASE("plan search: a layout still running can skip another only from its lower bound") {
+  // Top 2, one layout simulated (10 ms, 5 bytes); a second runs with a lower bound of 11 ms.
+  Pruner p(Objective::StepTime, 2);
+  p.add_simulated(sim(0, 10, 5));
+  const std::vector<Evaluated> running{bound(11, 7)};
+  // A bound of 10.5 ms: the running layout, at least 11 ms, cannot be below it.
+  CHECK_FALSE(p.could_be_dominated(bound(10.5, 6), running));
+  // A bound of 12 ms: if the running layout takes less than 12 ms it is skipped.
+  CHECK(p.could_be_dominated(bound(12, 6), running));
+  // Whatever it takes then: at 11.5 ms skipped, at 12.5 ms not.
+  Pruner fast = p, slow = p;
+  fast.add_simulated(sim(1, 11.5, 7));
+  slow.add_simulated(sim(1, 12.5, 7));
+  CHECK(fast.dominated_by(bound(12, 6)));
+  CHECK_FALSE(slow.dominated_by(bound(12, 6)));
+}
+
 TEST_CASE("plan search: top K by cost and the Pareto front of cost and memory") {
   std::vector<Evaluated> all{sim(0, 13, 6), sim(1, 10, 5), bound(1, 1), sim(2, 15, 1),
                              sim(3, 12, 4)};

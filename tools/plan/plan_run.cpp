@@ -156,6 +156,14 @@ class BoundOrderSearch {
     pruner_.add_simulated(result_.evals[i]);
   }
 
+  /// The started layouts whose results the pruner does not have yet.
+  std::vector<plan::Evaluated> unjoined() const {
+    std::vector<plan::Evaluated> out;
+    for (std::size_t k = joined_; k < started_.size(); ++k)
+      out.push_back(result_.evals[started_[k]]);
+    return out;
+  }
+
   /// Gives the pruner the results of the started layouts in start order, all but the last
   /// `lag` started, as far as they have finished; true if all those have.
   bool join(std::size_t lag) {
@@ -164,19 +172,27 @@ class BoundOrderSearch {
     return joined_ >= upto;
   }
 
-  /// The next layout to simulate, for the runner. Each is decided with the results of every
+  /// The next layout to simulate, for the runner. Each is decided as with the results of every
   /// layout started before it but the last -j - 1 (those may still run): whatever order the
-  /// simulations end in, the same layouts are pruned, and both workers stay busy unless the
-  /// older of the running two is the slower. Layouts the bound rules out are skipped; cached ones
+  /// simulations end in, the same layouts are pruned. It waits for an older running layout only
+  /// when that one's result could decide it. Layouts the bound rules out are skipped; cached ones
   /// take their place in the start order without running.
   NextPoint next_point(SweepProgress& progress) {
     const std::size_t lag = static_cast<std::size_t>(std::max(1, a_.jobs) - 1);
     while (next_ < order_.size()) {
-      if (!join(lag)) return {};  // waits for the older running layout
+      const bool joined = join(lag);
       const std::size_t i = order_[next_];
-      if (!result_.from_cache[i] && pruned(i, progress)) {
-        ++next_;
-        continue;
+      if (!result_.from_cache[i]) {
+        if (pruned(i, progress)) {  // more results would only skip it too
+          ++next_;
+          continue;
+        }
+        // Before the older running layouts end, the decision is the one their results would give
+        // unless they could still make it skippable: at their lower bounds (no result is below
+        // its bound) they cannot.
+        if (!joined && !survivors_[i].is_study &&
+            pruner_.could_be_dominated(result_.evals[i], unjoined()))
+          return {};  // waits for the older running layout
       }
       ++next_;
       add_point(i);

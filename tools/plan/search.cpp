@@ -60,16 +60,29 @@ double objective_value(Objective o, const Evaluated& e, double step_ms) {
 void Pruner::add_simulated(const Evaluated& e) { simulated_.push_back(e); }
 
 std::optional<std::size_t> Pruner::dominated_by(const Evaluated& e) const {
+  return dominated_among(e, {});
+}
+
+bool Pruner::could_be_dominated(const Evaluated& e, const std::vector<Evaluated>& running) const {
+  std::vector<Evaluated> at_bounds = running;
+  for (Evaluated& r : at_bounds) r.step_ms = r.bound_ms;
+  return dominated_among(e, at_bounds).has_value();
+}
+
+std::optional<std::size_t> Pruner::dominated_among(const Evaluated& e,
+                                                   const std::vector<Evaluated>& more) const {
   const double bound = cost(objective_, e, e.bound_ms);
   std::size_t cheaper = 0;
   std::optional<std::size_t> dominator;
-  for (std::size_t i = 0; i < simulated_.size(); ++i) {
-    const double c = cost(objective_, simulated_[i], *simulated_[i].step_ms);
+  double dominator_cost = 0;
+  for (std::size_t i = 0; i < simulated_.size() + more.size(); ++i) {
+    const Evaluated& s = i < simulated_.size() ? simulated_[i] : more[i - simulated_.size()];
+    const double c = cost(objective_, s, *s.step_ms);
     if (c < bound) ++cheaper;
-    if (c <= bound && simulated_[i].peak_bytes <= e.peak_bytes &&
-        (!dominator ||
-         c < cost(objective_, simulated_[*dominator], *simulated_[*dominator].step_ms)))
+    if (c <= bound && s.peak_bytes <= e.peak_bytes && (!dominator || c < dominator_cost)) {
       dominator = i;
+      dominator_cost = c;
+    }
   }
   if (cheaper >= top_k_ && dominator) return dominator;
   return std::nullopt;

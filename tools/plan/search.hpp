@@ -45,9 +45,16 @@ class Pruner {
   void add_simulated(const Evaluated& e);
   /// The index (into the simulated layouts) of one that dominates `e`, if `e` can be skipped.
   std::optional<std::size_t> dominated_by(const Evaluated& e) const;
+  /// Whether `e` could be skipped if `running` (layouts still simulating) had already taken
+  /// their lower bounds, the least they can: if not, no result of theirs can make it skippable.
+  bool could_be_dominated(const Evaluated& e, const std::vector<Evaluated>& running) const;
   const std::vector<Evaluated>& simulated() const { return simulated_; }
 
  private:
+  /// dominated_by over the simulated layouts and `more` (each at its step_ms).
+  std::optional<std::size_t> dominated_among(const Evaluated& e,
+                                             const std::vector<Evaluated>& more) const;
+
   Objective objective_;
   std::size_t top_k_;
   std::vector<Evaluated> simulated_;
