@@ -8,11 +8,10 @@
 // options from this symbol at start-up (jemalloc's manual, "malloc_conf"; the MALLOC_CONF
 // environment variable still overrides it). Transparent huge pages for the heap and jemalloc's
 // own metadata: a Multipod run touches about 100 MiB of small objects, and on 4 KiB pages the
-// page faults alone were a quarter of its CPU time (README, "Benchmarks"). Freed pages are kept
-// (no decay): `plan` builds and frees thousands of Programs, and pages returned to the system
-// came back zeroed, 2 MiB at a time (docs/benchmarks.md, "The allocator").
+// page faults alone were a quarter of its CPU time (README, "Benchmarks"). `tpusim plan` also
+// keeps freed pages (tools/cli/cmd_plan.cpp).
 extern "C" const char* malloc_conf;
-const char* malloc_conf = "thp:always,metadata_thp:always,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+const char* malloc_conf = "thp:always,metadata_thp:always";
 #endif
 
 int main(int argc, char** argv) { return tpusim::cli::main(argc, argv); }

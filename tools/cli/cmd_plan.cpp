@@ -1,13 +1,40 @@
 // tpusim plan STUDY.json: searches the layouts of a study for the fastest that fits
 // (tools/plan/plan_run.hpp, docs/plan.md).
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "tools/cli/commands.hpp"
 #include "tools/plan/plan_run.hpp"
 
+// jemalloc's control interface, when the executable is linked with it (CMakeLists.txt, option
+// TPUSIM_JEMALLOC); null otherwise (the test binaries, the sanitizer build).
+extern "C" int mallctl(const char* name, void* oldp, std::size_t* oldlenp, void* newp,
+                       std::size_t newlen) __attribute__((weak));
+
 namespace tpusim::cli {
 namespace {
+
+/// The plan's checks build and free thousands of Programs: pages that jemalloc returned to the
+/// system came back zeroed, 2 MiB at a time, when the heap grew again (a sixth of the checks'
+/// time; docs/benchmarks.md, "The allocator"). This process keeps them; its simulations, in
+/// processes of their own, do not.
+void keep_freed_pages() {
+  if (mallctl == nullptr) return;
+  unsigned arenas = 0;
+  std::size_t size = sizeof arenas;
+  if (mallctl("arenas.narenas", &arenas, &size, nullptr, 0) != 0) return;
+  std::vector<std::string> names{"arenas.dirty_decay_ms", "arenas.muzzy_decay_ms"};  // new ones
+  for (unsigned i = 0; i < arenas; ++i)  // those already made (an unused one refuses: ignored)
+    for (const char* kind : {"dirty", "muzzy"})
+      names.push_back("arena." + std::to_string(i) + "." + kind + "_decay_ms");
+  for (const auto& name : names) {
+    long never = -1;
+    mallctl(name.c_str(), nullptr, nullptr, &never, sizeof never);
+  }
+}
 
 const CommandRegistrar kPlanRegister{[](CLI::App& app) {
   auto* cmd = app.add_subcommand(
@@ -32,7 +59,10 @@ const CommandRegistrar kPlanRegister{[](CLI::App& app) {
                   "model's resolution; default 2)")
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_flag("--json", a->json, "print the plan as one JSON object");
-  cmd->callback([a] { set_exit_code(run_plan(*a)); });
+  cmd->callback([a] {
+    keep_freed_pages();
+    set_exit_code(run_plan(*a));
+  });
 }};
 
 }  // namespace

@@ -63,7 +63,9 @@ bool RuleSet::all_scatter(const std::vector<std::string>& names) const {
 
 PartitionState::PartitionState(const OpGraph& g, const Layout& l, const RuleSet& rules)
     : graph(g), layout(l), result(g.size(), -1), rules_(rules) {
-  program.ops.reserve(2 * g.size());  // an op per node and some collectives: fewer regrowths
+  // An op per node and some collectives, per microbatch: fewer regrowths of 456-byte Ops.
+  program.ops.reserve(2 * static_cast<std::size_t>(g.size()) *
+                      static_cast<std::size_t>(std::max(1, g.microbatches)));
 }
 
 int PartitionState::push(Op op) {
