@@ -60,29 +60,14 @@ const char* to_string(SplitDim d) {
 OpGraph::Vertex OpGraph::add(OpNode node, const std::vector<Vertex>& inputs) {
   if (node.layer < 0 && node.phase == Phase::Forward) node.layer = current_layer_;
   const Vertex v = static_cast<Vertex>(boost::add_vertex(std::move(node), *g_));
+  inputs_.push_back(inputs);
+  consumers_.emplace_back();
   for (std::size_t slot = 0; slot < inputs.size(); ++slot) {
     assert(inputs[slot] >= 0 && inputs[slot] < v && "inputs must be earlier ops");
     boost::add_edge(inputs[slot], v, OpEdge{static_cast<int>(slot)}, *g_);
+    consumers_[static_cast<std::size_t>(inputs[slot])].emplace_back(v, static_cast<int>(slot));
   }
   return v;
-}
-
-std::vector<OpGraph::Vertex> OpGraph::inputs(Vertex v) const {
-  std::vector<std::pair<int, Vertex>> by_slot;
-  for (auto [it, end] = boost::in_edges(v, *g_); it != end; ++it)
-    by_slot.emplace_back((*g_)[*it].slot, static_cast<Vertex>(boost::source(*it, *g_)));
-  std::sort(by_slot.begin(), by_slot.end());
-  std::vector<Vertex> out;
-  out.reserve(by_slot.size());
-  for (const auto& [slot, u] : by_slot) out.push_back(u);
-  return out;
-}
-
-std::vector<std::pair<OpGraph::Vertex, int>> OpGraph::consumers(Vertex v) const {
-  std::vector<std::pair<Vertex, int>> out;
-  for (auto [it, end] = boost::out_edges(v, *g_); it != end; ++it)
-    out.emplace_back(static_cast<Vertex>(boost::target(*it, *g_)), (*g_)[*it].slot);
-  return out;
 }
 
 double OpGraph::total_flops() const {

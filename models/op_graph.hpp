@@ -9,6 +9,7 @@
 // bf16, f32 accumulation, f32 master weights and optimizer state, bf16 activations.
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -258,10 +259,12 @@ class OpGraph {
   int size() const { return static_cast<int>(boost::num_vertices((*g_))); }
   const OpNode& node(Vertex v) const { return (*g_)[v]; }
   OpNode& node(Vertex v) { return (*g_)[v]; }
-  /// Producers of v's operands, in slot order.
-  std::vector<Vertex> inputs(Vertex v) const;
-  /// (consumer, slot) pairs reading v's output.
-  std::vector<std::pair<Vertex, int>> consumers(Vertex v) const;
+  /// Producers of v's operands, in slot order. The reference stays valid while ops are added.
+  const std::vector<Vertex>& inputs(Vertex v) const { return inputs_[static_cast<std::size_t>(v)]; }
+  /// (consumer, slot) pairs reading v's output, in the order they were added.
+  std::vector<std::pair<Vertex, int>> consumers(Vertex v) const {
+    return consumers_[static_cast<std::size_t>(v)];
+  }
   const OpGraphBase& boost_graph() const { return (*g_); }
 
   void require_divisible(SplitConstraint c) { constraints_.push_back(std::move(c)); }
@@ -302,6 +305,11 @@ class OpGraph {
 
  private:
   MovableGraphBase g_;
+  /// The edges add() made, per vertex: its inputs in slot order, its (consumer, slot) pairs. What
+  /// inputs() and consumers() return, without walking and sorting the graph's edge lists (a
+  /// tenth of partitioning a decoder). A deque: one vertex's inputs stay put as ops are added.
+  std::deque<std::vector<Vertex>> inputs_;
+  std::vector<std::vector<std::pair<Vertex, int>>> consumers_;
   std::vector<SplitConstraint> constraints_;
   int current_layer_ = -1;
   int layers_ = 0;

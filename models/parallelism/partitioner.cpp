@@ -227,7 +227,7 @@ class Partitioner {
     const OpNode& n = g_.node(v);
     std::vector<std::string> axes = rules_.partial_axes(n, l_);
     if (n.weight_grad) {
-      const auto rep = l_.replica_axes();
+      const std::vector<std::string>& rep = s_.replica_axes;
       axes.erase(std::remove_if(axes.begin(), axes.end(),
                                 [&](const std::string& a) {
                                   return std::find(rep.begin(), rep.end(), a) != rep.end();

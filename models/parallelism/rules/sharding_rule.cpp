@@ -62,7 +62,7 @@ bool RuleSet::all_scatter(const std::vector<std::string>& names) const {
 }
 
 PartitionState::PartitionState(const OpGraph& g, const Layout& l, const RuleSet& rules)
-    : graph(g), layout(l), result(g.size(), -1), rules_(rules) {
+    : graph(g), layout(l), replica_axes(l.replica_axes()), result(g.size(), -1), rules_(rules) {
   // An op per node and some collectives, per microbatch: fewer regrowths of 456-byte Ops.
   program.ops.reserve(2 * static_cast<std::size_t>(g.size()) *
                       static_cast<std::size_t>(std::max(1, g.microbatches)));
@@ -100,7 +100,7 @@ int PartitionState::emit_bucket_sync(Bucket& b, CollectiveKind kind) {
 }
 
 std::vector<std::string> PartitionState::sync_axes(int owner) const {
-  std::vector<std::string> axes = layout.replica_axes();
+  std::vector<std::string> axes = replica_axes;
   for (const auto& e : rules_.rules())
     if (e.rule->owns_weights(graph.node(owner), layout))
       axes.erase(std::remove(axes.begin(), axes.end(), e.name), axes.end());

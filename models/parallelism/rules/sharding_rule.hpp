@@ -62,6 +62,8 @@ class PartitionState {
 
   const OpGraph& graph;
   const Layout& layout;
+  /// layout.replica_axes(), read once (the partitioner asks for them per weight gradient).
+  const std::vector<std::string> replica_axes;
   Program program;
   /// Per graph op: the program op holding its finished output (-1: not emitted yet).
   std::vector<int> result;
