@@ -1,8 +1,10 @@
-// Ranking and pruning rules of `tpusim plan` (tools/plan/search.hpp).
+// Ranking and pruning rules of `tpusim plan` (tools/plan/search.hpp), and the checks' progress
+// line (tools/plan/candidates.hpp).
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "tools/plan/candidates.hpp"
 #include "tools/plan/search.hpp"
 
 using namespace tpusim;
@@ -88,4 +90,32 @@ TEST_CASE("plan search: top K by cost and the Pareto front of cost and memory") 
   CHECK(top_k(Objective::StepTime, all, 10).size() == 4);  // the unsimulated one is not ranked
   // 13 ms needs more memory than the faster 10 ms: not on the front.
   CHECK(pareto_front(Objective::StepTime, all) == std::vector<std::size_t>{1, 4, 3});
+}
+
+namespace {
+/// What a CheckProgress of `total` layouts writes after `checked` of them, then when it ends.
+std::string check_progress_text(std::size_t total, std::size_t checked, bool terminal) {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  {
+    tpusim::cli::CheckProgress p(total, terminal, f);
+    for (std::size_t i = 0; i < checked; ++i) p.checked();
+  }
+  std::rewind(f);
+  std::string text;
+  for (int c = std::fgetc(f); c != EOF; c = std::fgetc(f)) text += static_cast<char>(c);
+  std::fclose(f);
+  return text;
+}
+}  // namespace
+
+TEST_CASE("plan search: the check's progress line on a terminal, nothing when piped") {
+  // The first layout checked draws the line at once; the end erases it.
+  const std::string shown = check_progress_text(4, 1, true);
+  CHECK(shown.find("checking layouts, 1 of 4") != std::string::npos);
+  CHECK(shown.find("ETA") != std::string::npos);
+  CHECK(shown.size() >= 4);
+  CHECK(shown.substr(shown.size() - 4) == "\r\033[K");
+  CHECK(check_progress_text(4, 4, false).empty());
+  CHECK(check_progress_text(4, 0, true).empty());  // nothing checked, nothing drawn
 }

@@ -10,6 +10,7 @@
 #include "models/workload.hpp"
 #include "tools/sweep/csv_table.hpp"
 #include "tools/sweep/expand.hpp"
+#include "tools/sweep/sweep_progress.hpp"
 
 namespace tpusim::cli {
 namespace {
@@ -81,7 +82,8 @@ std::vector<std::size_t> check_order(const plan::SearchSpace& space,
 /// check_order), sharing one op-graph cache.
 std::vector<CandidateCheck> check_all(const plan::SearchSpace& space,
                                       const std::vector<plan::Candidate>& all,
-                                      const nlohmann::json& base, int jobs) {
+                                      const nlohmann::json& base, int jobs, bool terminal) {
+  CheckProgress progress(all.size(), terminal);
   std::vector<CandidateCheck> checks(all.size());
   const std::vector<std::size_t> order = check_order(space, all, base);
   OpGraphCache graphs(64);  // the shallow and whole depths of a few batches at a time
@@ -95,6 +97,7 @@ std::vector<CandidateCheck> check_all(const plan::SearchSpace& space,
       } catch (...) {
         failed[i] = std::current_exception();
       }
+      progress.checked();
     }
   };
   const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(all.size())));
@@ -126,8 +129,32 @@ void rebuild_what_is_shown(const std::vector<plan::Candidate>& all,
 
 }  // namespace
 
+CheckProgress::CheckProgress(std::size_t total, bool terminal, std::FILE* out)
+    : total_(total), terminal_(terminal), out_(out), start_(std::chrono::steady_clock::now()) {}
+
+CheckProgress::~CheckProgress() {
+  if (!drawn_) return;
+  std::fprintf(out_, "\r\033[K");
+  std::fflush(out_);
+}
+
+void CheckProgress::checked() {
+  if (!terminal_) return;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ++done_;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && now - last_draw_ < std::chrono::milliseconds(200)) return;
+  last_draw_ = now;
+  drawn_ = true;
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double left = elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_);
+  std::fprintf(out_, "\r\033[Ktpusim plan: checking layouts, %zu of %zu, %s elapsed, ETA %s", done_,
+               total_, clock_text(elapsed).c_str(), clock_text(left).c_str());
+  std::fflush(out_);
+}
+
 CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,
-                         const plan::Candidate* own, int jobs) {
+                         const plan::Candidate* own, int jobs, bool terminal) {
   CheckedSpace r;
   Rejections& rejected = r.rejected;
   std::vector<plan::Candidate> all = plan::enumerate(space, base);
@@ -137,7 +164,7 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
   r.total = all.size();
   for (const auto& axis : space.axes)
     r.oom_peaks.push_back({axis.path, axis.values, std::vector<double>(axis.values.size(), 0.0)});
-  std::vector<CandidateCheck> checks = check_all(space, all, base, jobs);
+  std::vector<CandidateCheck> checks = check_all(space, all, base, jobs, terminal);
   rebuild_what_is_shown(all, checks);
   std::vector<Survivor> out;
   for (std::size_t n = 0; n < all.size(); ++n) {

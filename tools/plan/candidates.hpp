@@ -1,6 +1,9 @@
 #pragma once
 // The in-process stage of `tpusim plan`: every candidate layout enumerated and checked
 // (evaluate.hpp); the valid ones that fit, one per distinct Program, go on to simulation.
+#include <chrono>
+#include <cstdio>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -30,12 +33,32 @@ struct CheckedSpace {
   std::string own_rejection;  ///< "CLASS: reason" if the study's own layout was rejected
 };
 
+/// What `plan` shows on a terminal while it checks the layouts: one line (layouts checked of
+/// all, time elapsed, an estimate of what remains), redrawn in place at most five times a second
+/// and erased at the end. Nothing when `terminal` is false (stderr piped).
+class CheckProgress {
+ public:
+  CheckProgress(std::size_t total, bool terminal, std::FILE* out = stderr);
+  ~CheckProgress();
+  CheckProgress(const CheckProgress&) = delete;
+  CheckProgress& operator=(const CheckProgress&) = delete;
+  /// One more layout checked (any thread).
+  void checked();
+
+ private:
+  std::size_t total_, done_ = 0;
+  bool terminal_, drawn_ = false;
+  std::FILE* out_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  std::mutex mutex_;
+};
+
 /// Enumerates `space` over `base` (a resolved study), adds `own` (the study's layout; may be
 /// null) if it is not among them, checks each candidate and keeps one per Program (the
 /// study's own if it is among them; the others are listed with it and counted). `jobs` threads
 /// check candidates at the same time (plain C++ on read-only registries; the result is the same
-/// for any number).
+/// for any number). With `terminal`, a CheckProgress line shows how far they are.
 CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,
-                         const plan::Candidate* own, int jobs = 1);
+                         const plan::Candidate* own, int jobs = 1, bool terminal = false);
 
 }  // namespace tpusim::cli

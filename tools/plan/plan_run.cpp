@@ -403,7 +403,8 @@ int run_plan(PlanArgs a) {
                                                   space.axes[i].values.end(), own.values[i]) > 0;
 
   const auto check_start = std::chrono::steady_clock::now();
-  CheckedSpace checked = check_space(space, base, own_in_space ? &own : nullptr, a.jobs);
+  CheckedSpace checked =
+      check_space(space, base, own_in_space ? &own : nullptr, a.jobs, ::isatty(STDERR_FILENO) == 1);
   const double check_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
   check_objective(a, objective, checked, base);

@@ -17,7 +17,7 @@ SweepProgress::SweepProgress(std::size_t total, std::size_t already_done, bool t
   std::fflush(out_);
 }
 
-std::string SweepProgress::clock_text(double seconds) const {
+std::string clock_text(double seconds) {
   long s = static_cast<long>(seconds + 0.5);
   char buf[32];
   if (s >= 3600)

@@ -8,6 +8,9 @@
 
 namespace tpusim::cli {
 
+/// Seconds as a clock: "M:SS", or "H:MM:SS" from an hour on.
+std::string clock_text(double seconds);
+
 class SweepProgress {
  public:
   /// `total`: points of this run (shard); `already_done`: finished in an earlier run (skipped).
@@ -31,7 +34,6 @@ class SweepProgress {
 
  private:
   void draw(std::size_t running);
-  std::string clock_text(double seconds) const;
 
   std::size_t total_, done_, failed_ = 0, finished_now_ = 0, running_ = 0;
   bool terminal_;
