@@ -19,13 +19,13 @@ void for_each_output(const Op& op, F&& f) {
   for (const OpOutput& o : op.more_outputs) f(o);
 }
 
-double resident_total(const Program& p) {
+}  // namespace
+
+double resident_bytes(const Program& p) {
   double s = 0;
   for (const auto& r : p.resident) s += r.bytes;
   return s;
 }
-
-}  // namespace
 
 std::vector<std::pair<MemoryClass, double>> MemoryProfile::classes_by_size() const {
   std::vector<std::pair<MemoryClass, double>> out;
@@ -46,7 +46,7 @@ std::vector<double> live_bytes_per_op(const Program& p) {
       delta[end_of(o, i) + 1] -= o.bytes;
     });
   std::vector<double> live(n);
-  double running = resident_total(p);
+  double running = resident_bytes(p);
   for (std::size_t i = 0; i < n; ++i) live[i] = running += delta[i];
   return live;
 }
@@ -56,7 +56,7 @@ MemoryProfile analyze_memory(const Program& p, double capacity_bytes, int larges
   m.capacity_bytes = capacity_bytes;
   m.known = p.has_memory;
   if (!m.known) return m;
-  m.resident_bytes = resident_total(p);
+  m.resident_bytes = resident_bytes(p);
   m.peak_bytes = m.resident_bytes;
   const std::vector<double> live = live_bytes_per_op(p);
   const auto peak = std::max_element(live.begin(), live.end());

@@ -56,6 +56,9 @@ struct MemoryProfile {
 /// with the `largest` biggest buffers at the peak. O(ops + resident buffers).
 MemoryProfile analyze_memory(const Program& program, double capacity_bytes, int largest = 5);
 
+/// Per-core bytes of the buffers live through the whole step (Program::resident).
+double resident_bytes(const Program& program);
+
 /// Per-core bytes live while op i runs (resident included), for every op; empty if the Program
 /// carries no sizes.
 std::vector<double> live_bytes_per_op(const Program& program);

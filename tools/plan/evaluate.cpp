@@ -21,9 +21,10 @@ namespace {
 /// from the first two and checks that the third is in line.
 constexpr std::int64_t kScreenDepths[3] = {2, 3, 4};
 
-/// The CMEM of one core (compiler/cmem_placement.hpp places at most this much per core).
-double cmem_bytes_per_core(const HardwareSpec& hw) {
-  return hw.cmem_bytes_per_chip / hw.devices_per_chip;
+/// True if `bytes` live at once cannot fit in a core's HBM even with its share of CMEM
+/// (compiler/cmem_placement.hpp places at most that much per core) holding some of them.
+bool over_hbm(double bytes, const HardwareSpec& hw) {
+  return bytes - hw.cmem_bytes_per_chip / hw.devices_per_chip > hw.hbm_bytes_per_core * (1 + 1e-9);
 }
 
 std::int64_t json_int(const nlohmann::json& doc, const char* section, const char* key,
@@ -45,7 +46,7 @@ ScreenedMemory memory_at_depth(const Study& s, const Topology& topology, std::in
   ScreenedMemory m;
   if (!p.has_memory) return m;
   const std::vector<double> live = live_bytes_per_op(p);  // the resident bytes included
-  m.resident_bytes = analyze_memory(p, hw.hbm_bytes_per_core, 0).resident_bytes;
+  m.resident_bytes = resident_bytes(p);
   m.forward_peak_bytes = m.resident_bytes;
   for (std::size_t i = 0; i < p.ops.size(); ++i)
     if (p.ops[i].phase == Phase::Forward)
@@ -77,8 +78,7 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
                          extrapolate(&ScreenedMemory::forward_peak_bytes)};
     // Resident buffers are per layer by construction (tests/plan/test_plan_memory_screen.cpp);
     // the forward pass is checked at a third depth.
-    if (whole.resident_bytes - cmem_bytes_per_core(s.hardware) > s.hardware.hbm_bytes_per_core)
-      return whole;
+    if (over_hbm(whole.resident_bytes, s.hardware)) return whole;
     at[2] = memory_at_depth(s, topology, kScreenDepths[2], graphs);
     auto in_line = [&](double ScreenedMemory::*f) {
       const double step = at[1].*f - at[0].*f;
@@ -100,9 +100,8 @@ bool screen_out(const Study& s, const Topology& topology, OpGraphCache* graphs, 
   const auto m = screened_memory(s, topology, graphs);
   if (!m) return false;
   const double hbm = s.hardware.hbm_bytes_per_core;
-  const double cmem = cmem_bytes_per_core(s.hardware);
-  const bool resident = m->resident_bytes - cmem > hbm * (1 + 1e-9);
-  if (!resident && m->forward_peak_bytes - cmem <= hbm * (1 + 1e-9)) return false;
+  const bool resident = over_hbm(m->resident_bytes, s.hardware);
+  if (!resident && !over_hbm(m->forward_peak_bytes, s.hardware)) return false;
   c.peak_bytes = resident ? m->resident_bytes : m->forward_peak_bytes;
   c.capacity_bytes = hbm;
   c.rejected_class = "does not fit in HBM";
@@ -115,13 +114,6 @@ bool screen_out(const Study& s, const Topology& topology, OpGraphCache* graphs, 
 }
 
 }  // namespace
-
-Program checked_program(const nlohmann::json& resolved, OpGraphCache* graphs) {
-  const Study s = load_study(resolved, {}, "(plan candidate)");
-  return compile(
-      build_program_of(s.config, Topology(s.topology), s.hardware, program_kind(s.config), graphs),
-      s.hardware, compiler_options(s.config));
-}
 
 CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs, bool screen) {
   CandidateCheck c;

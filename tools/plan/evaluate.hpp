@@ -45,10 +45,6 @@ std::string program_fingerprint(const Program& program);
 CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs = nullptr,
                                bool screen = true);
 
-/// The compiled Program of a candidate that passed check_candidate (its resolved study), built
-/// as the check built it, with `graphs`.
-Program checked_program(const nlohmann::json& resolved, OpGraphCache* graphs);
-
 struct Study;
 /// What the memory screen of `tpusim plan` (docs/plan.md, "Memory") knows of a decoder language
 /// model's training step (no pipeline, every layer alike) without building its whole Program:
