@@ -256,7 +256,7 @@ class OpGraph {
   /// Inputs must be earlier vertices, so vertex order is a topological order.
   Vertex add(OpNode node, const std::vector<Vertex>& inputs = {});
 
-  int size() const { return static_cast<int>(boost::num_vertices((*g_))); }
+  int size() const { return static_cast<int>(boost::num_vertices(*g_)); }
   const OpNode& node(Vertex v) const { return (*g_)[v]; }
   OpNode& node(Vertex v) { return (*g_)[v]; }
   /// Producers of v's operands, in slot order. The reference stays valid while ops are added.
@@ -265,7 +265,7 @@ class OpGraph {
   std::vector<std::pair<Vertex, int>> consumers(Vertex v) const {
     return consumers_[static_cast<std::size_t>(v)];
   }
-  const OpGraphBase& boost_graph() const { return (*g_); }
+  const OpGraphBase& boost_graph() const { return *g_; }
 
   void require_divisible(SplitConstraint c) { constraints_.push_back(std::move(c)); }
 
