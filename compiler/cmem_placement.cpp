@@ -80,4 +80,12 @@ void place_in_cmem(Program& p, double capacity) {
   move_to_cmem(p, in_cmem);
 }
 
+void place_in_cmem_optimistic(Program& p, double capacity) {
+  const std::vector<Buffer> all = buffers(p);
+  std::vector<bool> in_cmem(p.ops.size(), false);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    in_cmem[i] = all[i].bytes > 0 && all[i].bytes <= capacity && all[i].accessed > 0;
+  move_to_cmem(p, in_cmem);
+}
+
 }  // namespace tpusim

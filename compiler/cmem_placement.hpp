@@ -14,4 +14,11 @@ namespace tpusim {
 /// in Op::cmem_bytes) and their bytes from the HBM memory model.
 void place_in_cmem(Program& program, double capacity_bytes);
 
+/// As if every buffer that fits alone in `capacity_bytes` were in CMEM (a bound, not a
+/// placement): no placement under the rule above moves more of any op's traffic off HBM, since it
+/// places only such buffers, each wholly. Each op's HBM bytes then depend on its own operands
+/// alone, so a Program built of identical layers has identical layers after it too; `tpusim
+/// plan` bounds a decoder's step from its shallow Programs with it (docs/plan.md, "Memory").
+void place_in_cmem_optimistic(Program& program, double capacity_bytes);
+
 }  // namespace tpusim

@@ -18,12 +18,13 @@ bool is_fetch(const Op& op) {
 // that bring them back (the tensor NAME of NAME.fetch, produced by the op named NAME or by the
 // fusion holding it).
 std::vector<double> offloaded_bytes(const Program& p) {
+  std::vector<double> out(p.ops.size(), 0);
+  if (std::none_of(p.ops.begin(), p.ops.end(), is_fetch)) return out;  // nothing offloaded
   std::unordered_map<std::string, int> producer;
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     producer.emplace(p.ops[i].name, static_cast<int>(i));
     for (const std::string& m : p.ops[i].fused) producer.emplace(m, static_cast<int>(i));
   }
-  std::vector<double> out(p.ops.size(), 0);
   for (const Op& op : p.ops) {
     if (!is_fetch(op)) continue;
     const auto it = producer.find(op.name.substr(0, op.name.size() - (sizeof(kFetch) - 1)));

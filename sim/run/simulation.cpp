@@ -383,17 +383,24 @@ void report_ops(const Design& d, const Program& program, const HardwareSpec& hw,
     r.mxu_utilization =
         r.useful_flops_per_core / (hw.peak_flops_per_core() * r.step_time.seconds());
   const auto& stats = d.engine->stats();
+  std::vector<double> time_ms(program.ops.size());
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
-    const Op& op = program.ops[i];
-    OpTime t{static_cast<int>(i), op.name, op.kind, d.ctx.op_time[i].ms(), d.ctx.op_waited[i].ms()};
-    if (op.is_collective) {
+    time_ms[i] = d.ctx.op_time[i].ms();
+    if (program.ops[i].is_collective) {
       auto it = stats.find(static_cast<int>(i));
-      if (it != stats.end()) t.time_ms = it->second.longest.ms();
+      if (it != stats.end()) time_ms[i] = it->second.longest.ms();
     }
-    r.top_ops.push_back(std::move(t));
   }
-  std::sort(r.top_ops.begin(), r.top_ops.end(),
-            [](const OpTime& a, const OpTime& b) { return a.time_ms > b.time_ms; });
+  // Sorted as indices, then named: the sort moves no strings (the same order as sorting the
+  // OpTimes themselves, which std::sort would reach by the same comparisons).
+  std::vector<int> order(program.ops.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return time_ms[a] > time_ms[b]; });
+  r.top_ops.reserve(order.size());
+  for (int i : order) {
+    const Op& op = program.ops[i];
+    r.top_ops.push_back({i, op.name, op.kind, time_ms[i], d.ctx.op_waited[i].ms()});
+  }
   r.collectives = stats;
 }
 

@@ -289,6 +289,102 @@ TEST_CASE("plan: when nothing fits in HBM it says so with the smallest peak and 
                         Catch::Contains("--space parallelism.fsdp=1,2,4,8"));
 }
 
+/// A decoder of 8 small layers on a 2x2 TPU v4 slice: its layouts pass the memory screen and are
+/// built whole only when the search reaches them (docs/plan.md, "Memory and bounds before the
+/// whole build").
+json small_decoder_study() {
+  return {{"preset", "tpu_v4"},
+          {"topology", "2x2"},
+          {"workload",
+           {{"preset", "decoder_1b"},
+            {"layers", 8},
+            {"d_model", 512},
+            {"heads", 8},
+            {"d_ff", 2048},
+            {"vocab", 4096},
+            {"seq_len", 128},
+            {"global_batch", 16}}}};
+}
+
+/// `tpusim plan` of the small decoder over 24 layouts, the top `top`.
+TpusimResult plan_decoder(const SweepScratch& s, const std::string& study, int top,
+                          const std::string& out) {
+  return run_tpusim({"plan",
+                     study,
+                     "-j",
+                     "2",
+                     "--top",
+                     std::to_string(top),
+                     "--json",
+                     "--out",
+                     s.path(out),
+                     "--space",
+                     "parallelism.model=1,2",
+                     "--space",
+                     "parallelism.fsdp=1,2,4",
+                     "--space",
+                     "workload.remat=full,minimal",
+                     "--space",
+                     "workload.attention=dot_product",
+                     "--space",
+                     "workload.microbatches=1,2",
+                     "--space",
+                     "hardware.megacore=true"});
+}
+
+TEST_CASE("plan: a decoder's layouts built whole only when reached keep the top K of all") {
+  SweepScratch s;
+  const auto study = s.write("decoder.json", small_decoder_study());
+  const auto pruned = plan_decoder(s, study, 2, "p"), all = plan_decoder(s, study, 1000, "a");
+  INFO(pruned.err + all.err);
+  REQUIRE(pruned.exit_code == 0);
+  REQUIRE(all.exit_code == 0);
+  const json p = json::parse(pruned.out), a = json::parse(all.out);
+  CHECK(a["counts"]["pruned"] == 0);
+  CHECK(p["counts"]["pruned"].get<int>() > 0);
+  CHECK(p["top"][0] == a["top"][0]);
+  CHECK(p["top"][1] == a["top"][1]);
+  for (const json* out : {&p, &a}) {
+    const auto& n = (*out)["counts"];
+    CHECK(n["candidates"] == 24);
+    CHECK(n["candidates"].get<int>() == n["invalid"].get<int>() + n["oom"].get<int>() +
+                                            n["equivalent"].get<int>() + n["pruned"].get<int>() +
+                                            n["simulated"].get<int>() + n["failed"].get<int>());
+  }
+  // A simulated layout's bound and peak are its whole Program's: the bound below its step, the
+  // peak the simulated run's.
+  for (const auto& [id, c] : a["candidates"].items()) {
+    CHECK(c["step_time_ms"].get<double>() >= c["bound_ms"].get<double>());
+    CHECK(c["peak_memory_bytes"].get<double>() ==
+          Approx(point_report(s.path("a"), id)["memory"]["peak_bytes"].get<double>()));
+  }
+}
+
+TEST_CASE("plan: a decoder that passes the memory screen but does not fit whole is exit 2") {
+  // HBM at 90 % of the layout's peak: the screen's figures less a core's CMEM (128 MiB) fit,
+  // the whole Program does not; the search finds so when it builds it, and with no other layout
+  // the plan ends as one that nothing fits.
+  // The layout searched is not the study's own (microbatches 2 there), whose check builds it
+  // whole.
+  SweepScratch s;
+  json doc = small_decoder_study();
+  doc["hardware"] = {{"megacore", false}};  // a TensorCore's HBM is the device's
+  const auto run = run_tpusim({"run", s.write("one.json", doc), "--json"});
+  REQUIRE(run.exit_code == 0);
+  const double peak = json::parse(run.out)["memory"]["peak_bytes"].get<double>();
+  doc["hardware"]["hbm"] = {{"GiB_per_core", 0.9 * peak / (1024.0 * 1024 * 1024)}};
+  doc["workload"]["microbatches"] = 2;
+  const auto study = s.write("decoder.json", doc);
+  auto r = run_tpusim({"plan", study, "--out", s.path("o"), "--space", "parallelism.model=1",
+                       "--space", "parallelism.fsdp=1", "--space", "workload.remat=full", "--space",
+                       "workload.attention=dot_product", "--space", "workload.microbatches=1",
+                       "--space", "hardware.megacore=false", "--space", "parallelism.pipeline=1"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::Contains("fits in HBM") && Catch::Contains("smallest peak"));
+}
+
 TEST_CASE("plan: the winner is explained: its margin, the axes it differs in, what bounds it") {
   SweepScratch s;
   const auto study = s.write("bert.json", plan_study());

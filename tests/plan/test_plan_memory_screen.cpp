@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "compiler/cmem_placement.hpp"
 #include "compiler/compiler.hpp"
 #include "core/config.hpp"
 #include "models/memory/memory_model.hpp"
@@ -106,4 +107,53 @@ TEST_CASE("plan memory screen: the forward pass rejects where the resident bytes
   CHECK(screened.reason.rfind("the forward pass", 0) == 0);
   CHECK(screened.peak_bytes == Approx(m->forward_peak_bytes).epsilon(1e-12));
   CHECK(cli::check_candidate(study, nullptr, false).rejected_class == "does not fit in HBM");
+}
+
+TEST_CASE("plan deferred checks: the screen's bound is below the whole Program's, its sums equal") {
+  // A layout that passes the screen is not built whole (CandidateCheck::deferred); its bound
+  // comes from the 2-, 3- and 4-layer Programs with every buffer that fits alone counted in CMEM
+  // (place_in_cmem_optimistic). The compute term (a sum over the ops) equals the whole Program's
+  // under that CMEM; the bisection and ingress terms (each the largest of such sums) and the
+  // critical path are no larger than its; so the bound is below the one of the whole Program
+  // with CMEM as placed, and the peak figure below its peak.
+  const Config cfg = memory_screen_study();
+  plan::SearchSpace space = plan::default_space(cfg, 8);
+  for (auto& a : space.axes) {
+    const bool shapes = a.path == "parallelism.model" || a.path == "parallelism.fsdp" ||
+                        a.path == "workload.remat" || a.path == "workload.microbatches" ||
+                        a.path == "workload.attention";
+    if (a.path == "parallelism.pipeline") a.values = {1};
+    a.values.resize(std::min<std::size_t>(a.values.size(), shapes ? 2 : 1));
+  }
+  nlohmann::json base = cfg.json();
+  base["hardware"]["hbm"]["GiB_per_core"] = 16;  // every layout fits: all are compared
+  std::size_t deferred = 0;
+  for (const auto& c : plan::enumerate(space, base)) {
+    INFO(c.study["parallelism"].dump() + " " + c.study["workload"].dump());
+    const cli::CandidateCheck whole = cli::check_candidate(c.study, nullptr, false);
+    const cli::CandidateCheck d = cli::check_candidate(c.study, nullptr, true, true);
+    CHECK(d.rejected_class == whole.rejected_class);
+    if (!d.deferred) continue;
+    ++deferred;
+    REQUIRE(whole.rejected_class.empty());
+    CHECK(d.program_fingerprint.empty());
+    const cli::Study s = cli::load_study(c.study, {}, "(test)");
+    const Topology topology(s.topology);
+    HardwareSpec hw = s.hardware;
+    hw.cmem_bytes_per_chip = 0;
+    Program p = compile(build_program(s.config, topology, hw), hw, compiler_options(s.config));
+    place_in_cmem_optimistic(p, s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip);
+    const plan::StepBound optimistic = plan::step_lower_bound(p, topology, s.hardware);
+    CHECK(d.bound.compute_ms == Approx(optimistic.compute_ms).epsilon(1e-9));
+    CHECK(d.bound.bisection_ms <= optimistic.bisection_ms * (1 + 1e-9));
+    CHECK(d.bound.ingress_ms <= optimistic.ingress_ms * (1 + 1e-9));
+    CHECK(d.bound.critical_ms <= optimistic.critical_ms * (1 + 1e-9));
+    CHECK(optimistic.step_ms() <= whole.bound.step_ms() * (1 + 1e-9));
+    CHECK(d.bound.step_ms() <= whole.bound.step_ms() * (1 + 1e-9));
+    CHECK(d.peak_bytes <= whole.peak_bytes);
+    CHECK(d.model_flops == Approx(whole.model_flops).epsilon(1e-9));
+    CHECK(d.tokens_per_step == whole.tokens_per_step);
+    CHECK(d.examples_per_step == whole.examples_per_step);
+  }
+  CHECK(deferred > 10);
 }

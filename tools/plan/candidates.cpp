@@ -16,14 +16,18 @@ namespace tpusim::cli {
 namespace {
 
 /// Keeps one layout per Program (the study's own if it is among them); the others are listed
-/// with it and counted, not simulated.
+/// with it and counted, not simulated. Deferred layouts (no Program yet) are all kept: the
+/// search merges them as it builds them.
 std::vector<Survivor> merge_equivalent(std::vector<Survivor> all, Rejections& rejected) {
   std::stable_partition(all.begin(), all.end(), [](const Survivor& s) { return s.is_study; });
   std::map<std::string, std::size_t> first;
   std::vector<Survivor> out;
   for (auto& s : all) {
-    const std::string key = s.check.program_fingerprint + sweep::number_text(s.check.peak_bytes);
-    auto [it, fresh] = first.emplace(key, out.size());
+    if (s.check.deferred) {
+      out.push_back(std::move(s));
+      continue;
+    }
+    auto [it, fresh] = first.emplace(program_key(s.check), out.size());
     if (fresh) {
       out.push_back(std::move(s));
       continue;
@@ -79,10 +83,11 @@ std::vector<std::size_t> check_order(const plan::SearchSpace& space,
 }
 
 /// check_candidate of every candidate, `jobs` threads taking the next unchecked one (in
-/// check_order), sharing one op-graph cache.
+/// check_order), sharing one op-graph cache; every layout but `own` may be deferred.
 std::vector<CandidateCheck> check_all(const plan::SearchSpace& space,
                                       const std::vector<plan::Candidate>& all,
-                                      const nlohmann::json& base, int jobs, bool terminal) {
+                                      const nlohmann::json& base, const plan::Candidate* own,
+                                      int jobs, bool terminal) {
   CheckProgress progress(all.size(), terminal);
   std::vector<CandidateCheck> checks(all.size());
   const std::vector<std::size_t> order = check_order(space, all, base);
@@ -93,7 +98,8 @@ std::vector<CandidateCheck> check_all(const plan::SearchSpace& space,
     for (std::size_t n = next++; n < all.size(); n = next++) {
       const std::size_t i = order[n];
       try {
-        checks[i] = check_candidate(all[i].study, &graphs);
+        const bool is_own = own && all[i].values == own->values;
+        checks[i] = check_candidate(all[i].study, &graphs, true, !is_own);
       } catch (...) {
         failed[i] = std::current_exception();
       }
@@ -153,6 +159,21 @@ void CheckProgress::checked() {
   std::fflush(out_);
 }
 
+std::string program_key(const CandidateCheck& c) {
+  return c.program_fingerprint + sweep::number_text(c.peak_bytes);
+}
+
+void reject(CheckedSpace& r, const Survivor& s) {
+  add_rejection(r.rejected, s.check.rejected_class, s.label, s.check.reason);
+  if (s.is_study) r.own_rejection = s.check.rejected_class + ": " + s.check.reason;
+  if (s.check.peak_bytes <= 0 || s.check.rejected_class != "does not fit in HBM") return;
+  if (r.smallest_oom_peak == 0 || s.check.peak_bytes < r.smallest_oom_peak) {
+    r.smallest_oom_peak = s.check.peak_bytes;
+    r.smallest_oom_label = s.label;
+  }
+  note_oom_peak(r.oom_peaks, s.candidate.values, s.check.peak_bytes);
+}
+
 CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,
                          const plan::Candidate* own, int jobs, bool terminal) {
   CheckedSpace r;
@@ -164,7 +185,7 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
   r.total = all.size();
   for (const auto& axis : space.axes)
     r.oom_peaks.push_back({axis.path, axis.values, std::vector<double>(axis.values.size(), 0.0)});
-  std::vector<CandidateCheck> checks = check_all(space, all, base, jobs, terminal);
+  std::vector<CandidateCheck> checks = check_all(space, all, base, own, jobs, terminal);
   rebuild_what_is_shown(all, checks);
   std::vector<Survivor> out;
   for (std::size_t n = 0; n < all.size(); ++n) {
@@ -173,15 +194,7 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
     s.is_study = own && s.candidate.values == own->values;
     s.check = checks[n];
     if (!s.check.rejected_class.empty()) {
-      add_rejection(rejected, s.check.rejected_class, s.label, s.check.reason);
-      if (s.is_study) r.own_rejection = s.check.rejected_class + ": " + s.check.reason;
-      if (s.check.peak_bytes > 0 && s.check.rejected_class == "does not fit in HBM" &&
-          (r.smallest_oom_peak == 0 || s.check.peak_bytes < r.smallest_oom_peak)) {
-        r.smallest_oom_peak = s.check.peak_bytes;
-        r.smallest_oom_label = s.label;
-      }
-      if (s.check.peak_bytes > 0 && s.check.rejected_class == "does not fit in HBM")
-        note_oom_peak(r.oom_peaks, s.candidate.values, s.check.peak_bytes);
+      reject(r, s);
       continue;
     }
     s.id = sweep::fnv1a_hex(s.check.resolved.dump());

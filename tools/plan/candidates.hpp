@@ -53,9 +53,18 @@ class CheckProgress {
   std::mutex mutex_;
 };
 
+/// Identifies a layout's Program and peak (program_fingerprint): equal keys, one simulation.
+std::string program_key(const CandidateCheck& c);
+
+/// Counts `s` (whose check has a rejected_class) among `r`'s rejections; a layout that does not
+/// fit also in the smallest peaks (`r`'s smallest_oom_peak and oom_peaks).
+void reject(CheckedSpace& r, const Survivor& s);
+
 /// Enumerates `space` over `base` (a resolved study), adds `own` (the study's layout; may be
 /// null) if it is not among them, checks each candidate and keeps one per Program (the
-/// study's own if it is among them; the others are listed with it and counted). `jobs` threads
+/// study's own if it is among them; the others are listed with it and counted). Layouts other
+/// than the study's own may be deferred (CandidateCheck::deferred): their Programs are built,
+/// checked for fit and merged by the search. `jobs` threads
 /// check candidates at the same time (plain C++ on read-only registries; the result is the same
 /// for any number). With `terminal`, a CheckProgress line shows how far they are.
 CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& base,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "compiler/cmem_placement.hpp"
 #include "compiler/compiler.hpp"
 #include "core/errors.hpp"
 #include "core/units.hpp"
@@ -34,24 +35,70 @@ std::int64_t json_int(const nlohmann::json& doc, const char* section, const char
   return v.is_number_integer() ? v.get<std::int64_t>() : otherwise;
 }
 
-ScreenedMemory memory_at_depth(const Study& s, const Topology& topology, std::int64_t layers,
-                               OpGraphCache* graphs) {
+/// A shallow Program's figures: the screen's memory, and the step bound and model FLOPs with
+/// every buffer that fits alone counted in CMEM (place_in_cmem_optimistic).
+struct AtDepth {
+  ScreenedMemory memory;
+  plan::StepBound bound;
+  double model_flops = 0;
+};
+
+AtDepth at_depth(const Study& s, const Topology& topology, std::int64_t layers,
+                 OpGraphCache* graphs) {
   nlohmann::json doc = s.config.json();
   doc["workload"]["layers"] = layers;
   const Config cfg(std::move(doc));
   HardwareSpec hw = s.hardware;
   hw.cmem_bytes_per_chip = 0;  // CMEM's greedy placement is not linear in the depth
-  const Program p = compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs), hw,
-                            compiler_options(cfg));
-  ScreenedMemory m;
-  if (!p.has_memory) return m;
+  Program p = compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs), hw,
+                      compiler_options(cfg));
+  AtDepth d;
+  if (!p.has_memory) return d;
   const std::vector<double> live = live_bytes_per_op(p);  // the resident bytes included
+  ScreenedMemory& m = d.memory;
   m.resident_bytes = resident_bytes(p);
   m.forward_peak_bytes = m.resident_bytes;
   for (std::size_t i = 0; i < p.ops.size(); ++i)
     if (p.ops[i].phase == Phase::Forward)
       m.forward_peak_bytes = std::max(m.forward_peak_bytes, live[i]);
-  return m;
+  m.examples_per_step = static_cast<double>(p.examples_per_step);
+  m.tokens_per_example = static_cast<double>(p.tokens_per_example);
+  const double cmem = s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip;
+  if (cmem > 0) place_in_cmem_optimistic(p, cmem);
+  d.bound = plan::step_lower_bound(p, topology, s.hardware);
+  d.model_flops = p.model_flops;
+  return d;
+}
+
+/// f at `layers` on the line through depths 3 and 4 (at[1], at[2]).
+template <class T>
+double on_line(const AtDepth (&at)[3], std::int64_t layers, T get) {
+  const double f3 = get(at[1]), f4 = get(at[2]);
+  return f4 + static_cast<double>(layers - kScreenDepths[2]) * (f4 - f3);
+}
+
+/// True if f grows by the same from depth 2 to 3 as from 3 to 4.
+template <class T>
+bool in_line(const AtDepth (&at)[3], T get) {
+  const double f2 = get(at[0]), f3 = get(at[1]), f4 = get(at[2]);
+  return std::abs((f4 - f3) - (f3 - f2)) <= 1e-9 * std::abs(f4);
+}
+
+/// The bound at the whole depth (ScreenedMemory::bound), each term on the line through depths 3
+/// and 4: the compute term is a sum over the ops, which the layers repeat (checked: in line
+/// with depth 2); the bisection and ingress terms are each the largest of such sums, so convex
+/// in the depth and no lower than that line; the critical path is taken on it only where it
+/// grows by no less from 3 to 4 than from 2 to 3 (else nullopt).
+std::optional<plan::StepBound> extrapolated_bound(const AtDepth (&at)[3], std::int64_t layers) {
+  using B = plan::StepBound;
+  if (!in_line(at, [](const AtDepth& d) { return d.bound.compute_ms; })) return std::nullopt;
+  auto critical = [](const AtDepth& d) { return d.bound.critical_ms; };
+  const double grew = critical(at[1]) - critical(at[0]), grows = critical(at[2]) - critical(at[1]);
+  if (grows < grew - 1e-9 * std::abs(critical(at[2]))) return std::nullopt;
+  B b;
+  for (double B::*f : {&B::compute_ms, &B::bisection_ms, &B::ingress_ms, &B::critical_ms})
+    b.*f = on_line(at, layers, [&](const AtDepth& d) { return d.bound.*f; });
+  return b;
 }
 
 }  // namespace
@@ -68,24 +115,27 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
       json_int(doc, "workload", "first_dense_layers", 0) != 0)
     return std::nullopt;
   try {
-    ScreenedMemory at[3];
-    for (int k = 0; k < 2; ++k) at[k] = memory_at_depth(s, topology, kScreenDepths[k], graphs);
-    if (at[0].resident_bytes <= 0) return std::nullopt;
+    AtDepth at[3];
+    for (int k = 0; k < 2; ++k) at[k] = at_depth(s, topology, kScreenDepths[k], graphs);
+    if (at[0].memory.resident_bytes <= 0) return std::nullopt;
     auto extrapolate = [&](double ScreenedMemory::*f) {
-      return at[1].*f + static_cast<double>(layers - kScreenDepths[1]) * (at[1].*f - at[0].*f);
+      const double f2 = at[0].memory.*f, f3 = at[1].memory.*f;
+      return f3 + static_cast<double>(layers - kScreenDepths[1]) * (f3 - f2);
     };
-    ScreenedMemory whole{extrapolate(&ScreenedMemory::resident_bytes),
-                         extrapolate(&ScreenedMemory::forward_peak_bytes)};
+    ScreenedMemory whole = at[1].memory;
+    whole.resident_bytes = extrapolate(&ScreenedMemory::resident_bytes);
+    whole.forward_peak_bytes = extrapolate(&ScreenedMemory::forward_peak_bytes);
     // Resident buffers are per layer by construction (tests/plan/test_plan_memory_screen.cpp);
     // the forward pass is checked at a third depth.
     if (over_hbm(whole.resident_bytes, s.hardware)) return whole;
-    at[2] = memory_at_depth(s, topology, kScreenDepths[2], graphs);
-    auto in_line = [&](double ScreenedMemory::*f) {
-      const double step = at[1].*f - at[0].*f;
-      return std::abs(at[2].*f - at[1].*f - step) <= 1e-9 * std::abs(at[2].*f);
-    };
-    if (!in_line(&ScreenedMemory::resident_bytes) || !in_line(&ScreenedMemory::forward_peak_bytes))
+    at[2] = at_depth(s, topology, kScreenDepths[2], graphs);
+    if (!in_line(at, [](const AtDepth& d) { return d.memory.resident_bytes; }) ||
+        !in_line(at, [](const AtDepth& d) { return d.memory.forward_peak_bytes; }))
       return std::nullopt;
+    if (in_line(at, [](const AtDepth& d) { return d.model_flops; })) {
+      whole.bound = extrapolated_bound(at, layers);
+      whole.model_flops = on_line(at, layers, [](const AtDepth& d) { return d.model_flops; });
+    }
     return whole;
   } catch (const ConfigError&) {
     return std::nullopt;  // the whole build says why
@@ -94,15 +144,14 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
 
 namespace {
 
-/// True (and `c` says why) if the memory screen shows the layout cannot fit: what it counts is
-/// live at or before the peak, and a core's share of CMEM holds at most its size of it.
-bool screen_out(const Study& s, const Topology& topology, OpGraphCache* graphs, CandidateCheck& c) {
-  const auto m = screened_memory(s, topology, graphs);
-  if (!m) return false;
-  const double hbm = s.hardware.hbm_bytes_per_core;
-  const bool resident = over_hbm(m->resident_bytes, s.hardware);
-  if (!resident && !over_hbm(m->forward_peak_bytes, s.hardware)) return false;
-  c.peak_bytes = resident ? m->resident_bytes : m->forward_peak_bytes;
+/// True (and `c` says why) if the memory screen's figures `m` show the layout cannot fit: what
+/// they count is live at or before the peak, and a core's share of CMEM holds at most its size of
+/// it.
+bool screen_out(const ScreenedMemory& m, const HardwareSpec& hw, CandidateCheck& c) {
+  const double hbm = hw.hbm_bytes_per_core;
+  const bool resident = over_hbm(m.resident_bytes, hw);
+  if (!resident && !over_hbm(m.forward_peak_bytes, hw)) return false;
+  c.peak_bytes = resident ? m.resident_bytes : m.forward_peak_bytes;
   c.capacity_bytes = hbm;
   c.rejected_class = "does not fit in HBM";
   c.reason = (resident ? "the resident buffers alone (weights, optimizer state, infeed) take "
@@ -115,13 +164,29 @@ bool screen_out(const Study& s, const Topology& topology, OpGraphCache* graphs, 
 
 }  // namespace
 
-CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs, bool screen) {
+CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs, bool screen,
+                               bool defer) {
   CandidateCheck c;
   try {
     Study s = load_study(study, {}, "(plan candidate)");
     c.resolved = s.config.json();
     const Topology topology(s.topology);
-    if (screen && screen_out(s, topology, graphs, c)) return c;
+    c.chips = topology.num_chips() * topology.slices();  // every slice's, as a run's
+    c.peak_flops_per_chip = s.hardware.peak_flops_per_core() * s.hardware.devices_per_chip;
+    c.capacity_bytes = s.hardware.hbm_bytes_per_core;
+    const auto m = screen ? screened_memory(s, topology, graphs) : std::nullopt;
+    if (m && screen_out(*m, s.hardware, c)) return c;
+    if (m && m->bound && defer) {
+      // Lower bounds: the peak is at least either figure less what CMEM may hold of it.
+      const double cmem = s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip;
+      c.peak_bytes = std::max(0.0, std::max(m->resident_bytes, m->forward_peak_bytes) - cmem);
+      c.bound = *m->bound;
+      c.examples_per_step = m->examples_per_step;
+      c.tokens_per_step = m->examples_per_step * m->tokens_per_example;
+      c.model_flops = m->model_flops;
+      c.deferred = true;
+      return c;
+    }
     const Program program =
         compile(build_program_of(s.config, topology, s.hardware, program_kind(s.config), graphs),
                 s.hardware, compiler_options(s.config));
@@ -129,11 +194,9 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
     c.peak_bytes = memory.peak_bytes;
     c.capacity_bytes = memory.capacity_bytes;
     c.examples_per_step = static_cast<double>(program.examples_per_step);
-    c.chips = topology.num_chips() * topology.slices();  // every slice's, as a run's
     c.tokens_per_step = static_cast<double>(program.examples_per_step) *
                         static_cast<double>(program.tokens_per_example);
     c.model_flops = program.model_flops;
-    c.peak_flops_per_chip = s.hardware.peak_flops_per_core() * s.hardware.devices_per_chip;
     if (!memory.fits()) {
       c.rejected_class = "does not fit in HBM";
       c.reason = describe_oom(memory);

@@ -33,6 +33,12 @@ struct CandidateCheck {
   /// True: rejected on the memory screen (screened_memory), the whole Program not built;
   /// peak_bytes is the screen's figure, below the peak.
   bool screened = false;
+  /// True: passed the memory screen, whose shallow Programs also gave a step bound; the whole
+  /// Program is not built yet (`tpusim plan` builds it when the search reaches the layout and
+  /// the bound does not skip it). `bound` is ScreenedMemory::bound, `peak_bytes` a lower
+  /// bound on the peak (the screen's larger figure less a core's share of CMEM), `model_flops`
+  /// the screen's; no program_fingerprint.
+  bool deferred = false;
 };
 
 /// A hash of everything the simulation reads from a Program: the mesh, every op's kind, costs,
@@ -41,9 +47,10 @@ std::string program_fingerprint(const Program& program);
 
 /// Checks one candidate's study; with `graphs`, op graphs are taken from (and kept in) it. With
 /// `screen`, a decoder whose resident buffers or forward pass (screened_memory) less a core's
-/// share of CMEM exceed the HBM is rejected without building its whole Program.
+/// share of CMEM exceed the HBM is rejected without building its whole Program; with `defer`
+/// too, one that passes the screen with a bound is not built whole (CandidateCheck::deferred).
 CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs = nullptr,
-                               bool screen = true);
+                               bool screen = true, bool defer = false);
 
 struct Study;
 /// What the memory screen of `tpusim plan` (docs/plan.md, "Memory") knows of a decoder language
@@ -53,9 +60,19 @@ struct Study;
 /// infeed: live through the whole step, so at the peak too) and the most bytes live during the
 /// forward pass (the layers' saved activations grow with the depth; no gradient is live yet).
 /// Both are below the peak, and CMEM holds at most its size of them.
+/// With them, from the same shallow Programs, a lower bound on the step (docs/plan.md, "Memory
+/// and bounds before the whole build"): every buffer that fits alone counted in CMEM
+/// (place_in_cmem_optimistic), each term on the line through depths 3 and 4 (extrapolated_bound
+/// in evaluate.cpp): exact for the compute term, a sum over the layers' identical ops; below the
+/// bisection and ingress terms, each the largest of such sums; the critical path where it grows
+/// by no less from 3 to 4 than from 2 to 3 (measured below the whole Program's, not proven).
 struct ScreenedMemory {
   double resident_bytes = 0;
   double forward_peak_bytes = 0;
+  std::optional<plan::StepBound> bound;  ///< none: a term not in line (or not needed)
+  double model_flops = 0;                ///< with `bound`: the whole Program's
+  double examples_per_step = 0;
+  double tokens_per_example = 0;
 };
 /// The screen's figures; std::nullopt for any other study, when a shallow build fails (the whole
 /// build says why), or when the Program of 4 layers is not in line with those of 2 and 3 (not

@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
@@ -71,9 +75,104 @@ struct SearchResult {
   bool interrupted = false;
 };
 
+/// Builds deferred survivors' whole Programs (check_candidate) on a thread of its own, in the
+/// order they are asked for, so that the search finds them built when it reaches them: while
+/// the simulations run, the search itself only waits for their ends.
+class WholeBuilds {
+ public:
+  explicit WholeBuilds(const std::vector<Survivor>& survivors)
+      : survivors_(survivors), state_(survivors.size(), State::None), built_(survivors.size()) {}
+  ~WholeBuilds() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  WholeBuilds(const WholeBuilds&) = delete;
+  WholeBuilds& operator=(const WholeBuilds&) = delete;
+
+  /// Builds survivor `i` ahead unless it is asked for already.
+  void ahead(std::size_t i) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (state_[i] != State::None) return;
+      state_[i] = State::Queued;
+      queue_.push_back(i);
+      if (!thread_.joinable()) thread_ = std::thread([this] { work(); });
+    }
+    wake_.notify_all();
+  }
+  bool asked(std::size_t i) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return state_[i] != State::None;
+  }
+
+  /// Survivor `i`'s whole check: built ahead (waiting for it if need be) or here.
+  CandidateCheck take(std::size_t i) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (state_[i] == State::None || state_[i] == State::Queued) {
+      if (state_[i] == State::Queued) queue_.erase(std::find(queue_.begin(), queue_.end(), i));
+      state_[i] = State::Taken;
+      lock.unlock();
+      return build(i);
+    }
+    wake_.wait(lock, [&] { return state_[i] == State::Built; });
+    state_[i] = State::Taken;
+    if (built_[i].error) std::rethrow_exception(built_[i].error);
+    return std::move(built_[i].check);
+  }
+
+ private:
+  enum class State { None, Queued, Building, Built, Taken };
+  struct Built {
+    CandidateCheck check;
+    std::exception_ptr error;  ///< a bug's exception, rethrown by take
+  };
+
+  CandidateCheck build(std::size_t i) {
+    return check_candidate(survivors_[i].candidate.study, &graphs_, false);
+  }
+
+  void work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      const std::size_t i = queue_.front();
+      queue_.pop_front();
+      state_[i] = State::Building;
+      lock.unlock();
+      Built b;
+      try {
+        b.check = build(i);
+      } catch (...) {
+        b.error = std::current_exception();
+      }
+      lock.lock();
+      built_[i] = std::move(b);
+      state_[i] = State::Built;
+      wake_.notify_all();
+    }
+  }
+
+  const std::vector<Survivor>& survivors_;
+  OpGraphCache graphs_{8};  // the whole depth of a few batches at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::size_t> queue_;
+  std::vector<State> state_;
+  std::vector<Built> built_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 /// Simulates the survivors in the order of their bound, `-j` at a time, through the sweep
 /// runner into the results store a.out_dir; skips those the Pruner rules out (counted in
-/// checked.rejected).
+/// checked.rejected). A deferred survivor (CandidateCheck::deferred) that its lower bounds do not
+/// skip is built whole when reached: it may then not fit, be skipped on its exact bound, or have
+/// the Program of a layout met before.
 class BoundOrderSearch {
  public:
   BoundOrderSearch(const PlanArgs& a, plan::Objective objective, const plan::SearchSpace& space,
@@ -83,6 +182,7 @@ class BoundOrderSearch {
         checked_(checked),
         rejected_(checked.rejected),
         pruner_(objective, static_cast<std::size_t>(a.top)),
+        whole_(checked.survivors),
         point_of_(checked.survivors.size(), 0),
         finished_(checked.survivors.size(), false) {
     // Best bound first: what is most likely to win is simulated first and tightens the pruning.
@@ -97,6 +197,8 @@ class BoundOrderSearch {
     });
     store_.sweep_file = a.study_file;
     store_.columns = space.paths();
+    for (std::size_t i = 0; i < survivors_.size(); ++i)
+      if (!survivors_[i].check.deferred) owner_.emplace(program_key(survivors_[i].check), i);
     result_.reports.resize(survivors_.size());
     result_.from_cache.assign(survivors_.size(), false);
   }
@@ -182,8 +284,16 @@ class BoundOrderSearch {
     while (next_ < order_.size()) {
       const bool joined = join(lag);
       const std::size_t i = order_[next_];
+      if (!result_.from_cache[i] && pruned(i, progress)) {  // more results only skip it too
+        ++next_;
+        continue;
+      }
+      if (survivors_[i].check.deferred && !build_whole(i, progress)) {
+        ++next_;
+        continue;
+      }
       if (!result_.from_cache[i]) {
-        if (pruned(i, progress)) {  // more results would only skip it too
+        if (pruned(i, progress)) {  // on the whole Program's bound and peak
           ++next_;
           continue;
         }
@@ -191,8 +301,10 @@ class BoundOrderSearch {
         // unless they could still make it skippable: at their lower bounds (no result is below
         // its bound) they cannot.
         if (!joined && !survivors_[i].is_study &&
-            pruner_.could_be_dominated(result_.evals[i], unjoined()))
+            pruner_.could_be_dominated(result_.evals[i], unjoined())) {
+          build_ahead();
           return {};  // waits for the older running layout
+        }
       }
       ++next_;
       add_point(i);
@@ -204,9 +316,50 @@ class BoundOrderSearch {
       write_output_file(sweep::study_file(a_.out_dir, survivors_[i].id),
                         survivors_[i].check.resolved.dump(1) + "\n");
       write_plan(a_.out_dir, store_);
+      build_ahead();
       return {point_of_[i], false};
     }
     return {std::nullopt, true};
+  }
+
+  /// Builds deferred survivor `i`'s whole Program: false (counted and listed) if it does not fit
+  /// or is another's, else its exact figures replace the screen's.
+  bool build_whole(std::size_t i, SweepProgress& progress) {
+    Survivor& s = survivors_[i];
+    s.check = whole_.take(i);
+    if (!s.check.rejected_class.empty()) {
+      reject(checked_, s);
+      progress.skipped(1);
+      return false;
+    }
+    const auto [it, fresh] = owner_.emplace(program_key(s.check), i);
+    if (!fresh) {
+      Survivor& kept = survivors_[it->second];
+      kept.equivalents.push_back(s.label);
+      add_rejection(rejected_, "same Program as another layout", s.label,
+                    "builds the same Program as " + kept.label + ", simulated once for both");
+      progress.skipped(1);
+      return false;
+    }
+    const std::optional<double> step = result_.evals[i].step_ms;
+    result_.evals[i] = evaluated(s, i);
+    result_.evals[i].step_ms = step;
+    return true;
+  }
+
+  /// Has the next few deferred survivors that the results so far do not skip built ahead.
+  void build_ahead() {
+    constexpr std::size_t kAhead = 3;
+    std::size_t asked = 0;
+    for (std::size_t k = next_; k < order_.size() && asked < kAhead; ++k) {
+      const std::size_t i = order_[k];
+      if (!survivors_[i].check.deferred) continue;
+      if (!result_.from_cache[i] && !survivors_[i].is_study &&
+          pruner_.dominated_by(result_.evals[i]))
+        continue;
+      ++asked;
+      whole_.ahead(i);
+    }
   }
 
   /// True (counted and listed) if the bound rules survivor `i` out.
@@ -225,13 +378,15 @@ class BoundOrderSearch {
   }
 
   const PlanArgs& a_;
-  const std::vector<Survivor>& survivors_;
+  std::vector<Survivor>& survivors_;
   CheckedSpace& checked_;
   Rejections& rejected_;
   SearchResult result_;
   std::vector<std::size_t> order_;
   sweep::Plan store_;
   plan::Pruner pruner_;
+  WholeBuilds whole_;
+  std::map<std::string, std::size_t> owner_;    // program_key -> the survivor simulated for it
   std::vector<std::size_t> point_of_;           // survivor -> store point
   std::vector<std::size_t> survivor_of_point_;  // store point -> survivor
   std::vector<std::size_t> started_;            // survivors in the order they started
@@ -414,13 +569,21 @@ int run_plan(PlanArgs a) {
   // Held until the plan's files are written: a second plan or sweep into the same directory
   // stops at once instead of overwriting this one's points.
   const SweepDirLock lock = make_sweep_dir(a.out_dir);
-  if (::isatty(STDERR_FILENO) == 1)  // on a terminal, as the progress line; quiet when piped
+  if (::isatty(STDERR_FILENO) == 1) {  // on a terminal, as the progress line; quiet when piped
+    const auto deferred = std::count_if(checked.survivors.begin(), checked.survivors.end(),
+                                        [](const Survivor& s) { return s.check.deferred; });
     std::cerr << "tpusim plan: checked " << checked.total << " layouts in "
               << fmt::format("{:.2f}", check_s) << " s (" << checked.survivors.size()
-              << " valid, fitting and distinct)\n";
+              << " valid and distinct; " << deferred
+              << " of them passed the memory screen and are built whole if their bounds do not "
+                 "skip them)\n";
+  }
   const SearchResult result = simulate_in_bound_order(a, objective, space, checked);
   if (result.interrupted) return 1;
   const auto top = plan::top_k(objective, result.evals, 1);
+  // Every layout the screen passed turned out not to fit once built whole.
+  if (top.empty() && !checked.rejected.count("simulation failed"))
+    throw_nothing_to_simulate(checked, study, space);
   if (top.empty()) {  // every simulation failed: a failed run, not bad input
     std::cerr << "tpusim plan: no layout could be simulated; the errors are in " << a.out_dir
               << "/points/*.error.json\n";

@@ -70,10 +70,18 @@ struct Running {
   std::chrono::steady_clock::time_point start;
 };
 
+/// Starts `tpusim COMMAND STUDY --json` with stdout and stderr to the given files. vfork, not
+/// fork: the child runs in the sweep's memory until it execs, so no page of the sweep (a plan's
+/// holds hundreds of MiB, and its other threads keep writing) is copied or write-protected; the
+/// child therefore only makes system calls (the paths and arguments are ready before it starts).
 pid_t spawn(const std::string& command, const std::string& study, const std::string& out_path,
             const std::string& err_path) {
   const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
+  const char* argv[] = {"tpusim", command.c_str(), study.c_str(), "--json", nullptr};
+  const char* out_file = out_path.c_str();
+  const char* err_file = err_path.c_str();
+  static const char kExecFailed[] = "cannot exec /proc/self/exe\n";
+  pid_t pid = ::vfork();
   if (pid != 0) return pid;
   // Child: own process group (the terminal's Ctrl-C goes to the sweep, which stops us), die
   // with the sweep, stdout/stderr to files, then become `tpusim run` (or `tpusim train`, `tpusim
@@ -81,17 +89,18 @@ pid_t spawn(const std::string& command, const std::string& study, const std::str
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) ::signal(s, SIG_DFL);
-  int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+  int out = ::open(out_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = ::open(err_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   int in = ::open("/dev/null", O_RDONLY);
   if (out < 0 || err < 0 || in < 0) ::_exit(127);
   ::dup2(in, 0);
   ::dup2(out, 1);
   ::dup2(err, 2);
-  const char* argv[] = {"tpusim", command.c_str(), study.c_str(), "--json", nullptr};
   ::execv("/proc/self/exe", const_cast<char* const*>(argv));
-  std::fprintf(stderr, "cannot exec /proc/self/exe: %s\n", std::strerror(errno));
+  [[maybe_unused]] const ssize_t n = ::write(2, kExecFailed, sizeof kExecFailed - 1);
   ::_exit(127);
 }
 
