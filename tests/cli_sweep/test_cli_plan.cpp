@@ -351,6 +351,9 @@ TEST_CASE("plan: a decoder's layouts built whole only when reached keep the top 
                                             n["equivalent"].get<int>() + n["pruned"].get<int>() +
                                             n["simulated"].get<int>() + n["failed"].get<int>());
   }
+  // The Programs the search built were played by the runs (tpusim run --program) and removed.
+  for (const auto& e : std::filesystem::directory_iterator(s.path("a") + "/points"))
+    CHECK(e.path().extension() != ".program");
   // A simulated layout's bound and peak are its whole Program's: the bound below its step, the
   // peak the simulated run's.
   for (const auto& [id, c] : a["candidates"].items()) {
@@ -358,6 +361,20 @@ TEST_CASE("plan: a decoder's layouts built whole only when reached keep the top 
     CHECK(c["peak_memory_bytes"].get<double>() ==
           Approx(point_report(s.path("a"), id)["memory"]["peak_bytes"].get<double>()));
   }
+}
+
+TEST_CASE("run --program: a file that is not a Program for the study is one error, exit 2") {
+  SweepScratch s;
+  const auto study = s.write("decoder.json", small_decoder_study());
+  const auto junk = s.write("junk.program", json("not a Program"));
+  auto r = run_tpusim({"run", study, "--program", junk});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err_lines() == 1);
+  CHECK_THAT(r.err, Catch::Contains("--program") && Catch::Contains("not a Program file"));
+  auto missing = run_tpusim({"run", study, "--program", s.path("none.program")});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err_lines() == 1);
+  CHECK_THAT(missing.err, Catch::Contains("--program") && Catch::Contains("cannot be read"));
 }
 
 TEST_CASE("plan: a decoder that passes the memory screen but does not fit whole is exit 2") {

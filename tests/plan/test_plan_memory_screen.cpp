@@ -62,7 +62,7 @@ TEST_CASE("plan memory screen: the resident bytes of the whole Program, the same
   const auto all = plan::enumerate(space, cfg.json());
   std::size_t compared = 0, rejected_on_screen = 0, fit = 0;
   for (const auto& c : all) {
-    const cli::CandidateCheck whole = cli::check_candidate(c.study, nullptr, false);
+    const cli::CandidateCheck whole = cli::check_candidate(c.study, nullptr, cli::Build::Whole);
     const cli::CandidateCheck with_screen = cli::check_candidate(c.study);
     INFO(c.study["parallelism"].dump() + " " + c.study["workload"].dump());
     CHECK(with_screen.rejected_class == whole.rejected_class);
@@ -106,7 +106,8 @@ TEST_CASE("plan memory screen: the forward pass rejects where the resident bytes
   CHECK(screened.screened);
   CHECK(screened.reason.rfind("the forward pass", 0) == 0);
   CHECK(screened.peak_bytes == Approx(m->forward_peak_bytes).epsilon(1e-12));
-  CHECK(cli::check_candidate(study, nullptr, false).rejected_class == "does not fit in HBM");
+  CHECK(cli::check_candidate(study, nullptr, cli::Build::Whole).rejected_class ==
+        "does not fit in HBM");
 }
 
 TEST_CASE("plan deferred checks: the screen's bound is below the whole Program's, its sums equal") {
@@ -130,8 +131,8 @@ TEST_CASE("plan deferred checks: the screen's bound is below the whole Program's
   std::size_t deferred = 0;
   for (const auto& c : plan::enumerate(space, base)) {
     INFO(c.study["parallelism"].dump() + " " + c.study["workload"].dump());
-    const cli::CandidateCheck whole = cli::check_candidate(c.study, nullptr, false);
-    const cli::CandidateCheck d = cli::check_candidate(c.study, nullptr, true, true);
+    const cli::CandidateCheck whole = cli::check_candidate(c.study, nullptr, cli::Build::Whole);
+    const cli::CandidateCheck d = cli::check_candidate(c.study, nullptr, cli::Build::Deferred);
     CHECK(d.rejected_class == whole.rejected_class);
     if (!d.deferred) continue;
     ++deferred;

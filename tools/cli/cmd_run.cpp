@@ -47,6 +47,9 @@ const CommandRegistrar kRunRegister{[](CLI::App& app) {
   cmd->add_flag("--allow-oom", a->allow_oom,
                 "simulate a program whose peak memory exceeds the HBM capacity (the report says "
                 "out_of_memory: true) instead of stopping with exit code 1");
+  cmd->add_option("--program", a->program,
+                  "play this compiled Program instead of building it: the file `tpusim plan` "
+                  "writes for the study of a layout it simulates (points/ID.program)");
   cmd->callback([a, top, cores] {
     a->op_classes = top->count() > 0;
     if (cores->count() > 0 && a->timeline_cores.empty())

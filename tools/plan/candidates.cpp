@@ -99,7 +99,8 @@ std::vector<CandidateCheck> check_all(const plan::SearchSpace& space,
       const std::size_t i = order[n];
       try {
         const bool is_own = own && all[i].values == own->values;
-        checks[i] = check_candidate(all[i].study, &graphs, true, !is_own);
+        checks[i] =
+            check_candidate(all[i].study, &graphs, is_own ? Build::Screened : Build::Deferred);
       } catch (...) {
         failed[i] = std::current_exception();
       }
@@ -128,7 +129,7 @@ void rebuild_what_is_shown(const std::vector<plan::Candidate>& all,
     return !none_passed && c.rejected_class == "does not fit in HBM";
   };
   for (std::size_t n = 0; n < checks.size(); ++n) {
-    if (checks[n].screened) checks[n] = check_candidate(all[n].study, nullptr, false);
+    if (checks[n].screened) checks[n] = check_candidate(all[n].study, nullptr, Build::Whole);
     if (shown(checks[n])) break;  // the example; the others' figures are not shown
   }
 }

@@ -164,8 +164,8 @@ bool screen_out(const ScreenedMemory& m, const HardwareSpec& hw, CandidateCheck&
 
 }  // namespace
 
-CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs, bool screen,
-                               bool defer) {
+CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs, Build build) {
+  const bool screen = build == Build::Screened || build == Build::Deferred;
   CandidateCheck c;
   try {
     Study s = load_study(study, {}, "(plan candidate)");
@@ -176,7 +176,7 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
     c.capacity_bytes = s.hardware.hbm_bytes_per_core;
     const auto m = screen ? screened_memory(s, topology, graphs) : std::nullopt;
     if (m && screen_out(*m, s.hardware, c)) return c;
-    if (m && m->bound && defer) {
+    if (m && m->bound && build == Build::Deferred) {
       // Lower bounds: the peak is at least either figure less what CMEM may hold of it.
       const double cmem = s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip;
       c.peak_bytes = std::max(0.0, std::max(m->resident_bytes, m->forward_peak_bytes) - cmem);
@@ -187,7 +187,7 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
       c.deferred = true;
       return c;
     }
-    const Program program =
+    Program program =
         compile(build_program_of(s.config, topology, s.hardware, program_kind(s.config), graphs),
                 s.hardware, compiler_options(s.config));
     const MemoryProfile memory = analyze_memory(program, s.hardware.hbm_bytes_per_core, 3);
@@ -204,6 +204,7 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
     }
     c.bound = plan::step_lower_bound(program, topology, s.hardware);
     c.program_fingerprint = program_fingerprint(program);
+    if (build == Build::Kept) c.program = std::make_shared<const Program>(std::move(program));
   } catch (const ConfigError& e) {
     const Problem& p = e.problems().front();
     c.rejected_class = "invalid " + (p.where.empty() ? std::string("layout") : p.where);

@@ -3,6 +3,7 @@
 // loads and the layout is valid (every check of `tpusim validate`), the Program fits in HBM
 // (models/memory), and its lower bounds (tools/plan/bounds.hpp). No SystemC is elaborated.
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -39,18 +40,27 @@ struct CandidateCheck {
   /// bound on the peak (the screen's larger figure less a core's share of CMEM), `model_flops`
   /// the screen's; no program_fingerprint.
   bool deferred = false;
+  /// Build::Kept: the compiled Program, when it fits (`tpusim plan` writes it for the run).
+  std::shared_ptr<const Program> program;
 };
 
 /// A hash of everything the simulation reads from a Program: the mesh, every op's kind, costs,
 /// collective (kind, bytes, dtype, axes or groups, shift) and dependencies.
 std::string program_fingerprint(const Program& program);
 
-/// Checks one candidate's study; with `graphs`, op graphs are taken from (and kept in) it. With
-/// `screen`, a decoder whose resident buffers or forward pass (screened_memory) less a core's
-/// share of CMEM exceed the HBM is rejected without building its whole Program; with `defer`
-/// too, one that passes the screen with a bound is not built whole (CandidateCheck::deferred).
+/// How check_candidate goes about a layout.
+enum class Build {
+  /// The memory screen first: a decoder whose resident buffers or forward pass (screened_memory)
+  /// less a core's share of CMEM exceed the HBM is rejected without building its whole Program.
+  Screened,
+  Whole,     ///< built whole, without the screen
+  Deferred,  ///< as Screened, and one the screen passes with a bound is not built whole
+  Kept,      ///< as Whole, the Program kept in CandidateCheck::program when it fits
+};
+
+/// Checks one candidate's study; with `graphs`, op graphs are taken from (and kept in) it.
 CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs = nullptr,
-                               bool screen = true, bool defer = false);
+                               Build build = Build::Screened);
 
 struct Study;
 /// What the memory screen of `tpusim plan` (docs/plan.md, "Memory") knows of a decoder language

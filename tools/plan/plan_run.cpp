@@ -26,6 +26,7 @@
 #include "tools/sweep/sweep_dir.hpp"
 #include "tools/sweep/sweep_progress.hpp"
 #include "tools/sweep/sweep_runner.hpp"
+#include "traces/format/program_file.hpp"
 
 namespace tpusim::cli {
 namespace {
@@ -132,7 +133,7 @@ class WholeBuilds {
   };
 
   CandidateCheck build(std::size_t i) {
-    return check_candidate(survivors_[i].candidate.study, &graphs_, false);
+    return check_candidate(survivors_[i].candidate.study, &graphs_, Build::Kept);
   }
 
   void work() {
@@ -315,6 +316,11 @@ class BoundOrderSearch {
       }
       write_output_file(sweep::study_file(a_.out_dir, survivors_[i].id),
                         survivors_[i].check.resolved.dump(1) + "\n");
+      // The Program the whole build made: the run plays it instead of building it again.
+      if (survivors_[i].check.program)
+        write_program_file(sweep::program_file(a_.out_dir, survivors_[i].id),
+                           *survivors_[i].check.program, survivors_[i].id);
+      survivors_[i].check.program.reset();
       write_plan(a_.out_dir, store_);
       build_ahead();
       return {point_of_[i], false};
@@ -326,6 +332,9 @@ class BoundOrderSearch {
   /// or is another's, else its exact figures replace the screen's.
   bool build_whole(std::size_t i, SweepProgress& progress) {
     Survivor& s = survivors_[i];
+    // A Program is kept only until its layout starts (next_point), not while others are decided.
+    if (!fresh_program_.empty()) survivors_[fresh_program_.back()].check.program.reset();
+    fresh_program_.assign(1, i);
     s.check = whole_.take(i);
     if (!s.check.rejected_class.empty()) {
       reject(checked_, s);
@@ -386,6 +395,7 @@ class BoundOrderSearch {
   sweep::Plan store_;
   plan::Pruner pruner_;
   WholeBuilds whole_;
+  std::vector<std::size_t> fresh_program_;      // the last survivor built whole (its Program)
   std::map<std::string, std::size_t> owner_;    // program_key -> the survivor simulated for it
   std::vector<std::size_t> point_of_;           // survivor -> store point
   std::vector<std::size_t> survivor_of_point_;  // store point -> survivor

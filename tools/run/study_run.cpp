@@ -18,6 +18,8 @@
 #include "tools/report/timeline_writer.hpp"
 #include "tools/report/trace_recording.hpp"
 #include "tools/study/study.hpp"
+#include "tools/sweep/expand.hpp"
+#include "traces/format/program_file.hpp"
 
 namespace tpusim::cli {
 namespace {
@@ -102,7 +104,10 @@ int run_study(const RunArgs& a) {
   check_profile_dir(a);
   Study study = load_study_file(a.study, a.sets, LayoutChecks::Program);
   Topology topology(study.topology);
-  Program program = compiled_program(study.config, topology, study.hardware);
+  Program program =
+      a.program.empty()
+          ? compiled_program(study.config, topology, study.hardware)
+          : read_program_file(a.program, sweep::fnv1a_hex(study.config.json().dump()), "--program");
   spdlog::info("{}: {} ops ({} collectives) on {}", a.study, program.ops.size(),
                program.num_collectives(), topology.describe());
   if (!a.record_trace.empty()) record_trace(study, program, a.record_trace);

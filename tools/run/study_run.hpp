@@ -23,6 +23,9 @@ struct RunArgs {
   /// `tpusim profile`: print the profile's summary (or with --json the profile) instead of the
   /// run's report.
   bool profile_command = false;
+  /// --program FILE: the compiled Program `tpusim plan` wrote for this study
+  /// (traces/format/program_file.hpp), played instead of building it.
+  std::string program;
 };
 
 /// Simulates the study and prints its report (text or JSON); writes the timeline, trace and

@@ -67,6 +67,9 @@ std::string error_file(const std::string& dir, const std::string& id) {
 std::string study_file(const std::string& dir, const std::string& id) {
   return dir + "/points/" + id + ".study.json";
 }
+std::string program_file(const std::string& dir, const std::string& id) {
+  return dir + "/points/" + id + ".program";
+}
 
 const char* to_string(PointState s) {
   switch (s) {

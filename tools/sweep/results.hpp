@@ -57,6 +57,10 @@ struct PointOutcome {
 std::string point_file(const std::string& dir, const std::string& id);
 std::string error_file(const std::string& dir, const std::string& id);
 std::string study_file(const std::string& dir, const std::string& id);
+/// DIR/points/<id>.program: the point's compiled Program, when `tpusim plan` built it before
+/// starting the point (traces/format/program_file.hpp); the runner passes it to the point's `tpusim
+/// run --program` and removes it when the point ends.
+std::string program_file(const std::string& dir, const std::string& id);
 /// Reads DIR/points/<id>.json or .error.json; Pending if neither exists or is unreadable.
 PointOutcome read_outcome(const std::string& dir, const std::string& id);
 

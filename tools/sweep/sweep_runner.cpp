@@ -70,14 +70,22 @@ struct Running {
   std::chrono::steady_clock::time_point start;
 };
 
-/// Starts `tpusim COMMAND STUDY --json` with stdout and stderr to the given files. vfork, not
+/// Starts `tpusim COMMAND STUDY --json`, with `--program PROGRAM` if that file exists (plan
+/// wrote it), stdout and stderr to the given files. vfork, not
 /// fork: the child runs in the sweep's memory until it execs, so no page of the sweep (a plan's
 /// holds hundreds of MiB, and its other threads keep writing) is copied or write-protected; the
 /// child therefore only makes system calls (the paths and arguments are ready before it starts).
-pid_t spawn(const std::string& command, const std::string& study, const std::string& out_path,
-            const std::string& err_path) {
+pid_t spawn(const std::string& command, const std::string& study, const std::string& program,
+            const std::string& out_path, const std::string& err_path) {
   const pid_t parent = ::getpid();
-  const char* argv[] = {"tpusim", command.c_str(), study.c_str(), "--json", nullptr};
+  const bool has_program = ::access(program.c_str(), R_OK) == 0;
+  const char* argv[] = {"tpusim",
+                        command.c_str(),
+                        study.c_str(),
+                        "--json",
+                        has_program ? "--program" : nullptr,
+                        program.c_str(),
+                        nullptr};
   const char* out_file = out_path.c_str();
   const char* err_file = err_path.c_str();
   static const char kExecFailed[] = "cannot exec /proc/self/exe\n";
@@ -201,6 +209,7 @@ RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPo
     const std::string out = read_text(tmp_out(p.id)), err = read_text(tmp_err(p.id));
     std::remove(tmp_out(p.id).c_str());
     std::remove(tmp_err(p.id).c_str());
+    std::remove(sweep::program_file(dir, p.id).c_str());
     if (g_stop_signal && WIFSIGNALED(status)) return;  // stopped by us: still to do, not failed
     nlohmann::json report;
     bool oom = false;  // `tpusim run` exits 1 with a report for a program that does not fit
@@ -235,12 +244,11 @@ RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPo
       const NextPoint n = next();
       done = n.done;
       if (!n.index) break;
-      const std::size_t idx = *n.index;
-      const auto& p = plan.points[idx];
-      pid_t pid =
-          spawn(options.command, sweep::study_file(dir, p.id), tmp_out(p.id), tmp_err(p.id));
-      if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-      running[pid] = {idx, std::chrono::steady_clock::now()};
+      const auto& p = plan.points[*n.index];
+      pid_t pid = spawn(options.command, sweep::study_file(dir, p.id),
+                        sweep::program_file(dir, p.id), tmp_out(p.id), tmp_err(p.id));
+      if (pid < 0) throw std::runtime_error(std::string("vfork failed: ") + std::strerror(errno));
+      running[pid] = {*n.index, std::chrono::steady_clock::now()};
     }
     if (running.empty()) {
       if (done) break;
