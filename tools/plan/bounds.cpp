@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "sim/collectives/cost_model.hpp"
 #include "sim/core/tensor_core_cost.hpp"
@@ -158,15 +159,27 @@ struct CollectiveGeometry {
   std::vector<CutShares> cut;
 };
 
+}  // namespace
+
+struct GroupReachCache::Entries {
+  std::map<std::vector<std::string>, std::pair<Reach, CutShares>> by_axes;
+};
+GroupReachCache::GroupReachCache() : entries(std::make_unique<Entries>()) {}
+GroupReachCache::~GroupReachCache() = default;
+
+namespace {
+
 CollectiveGeometry geometry(const Program& program, const Topology& topology,
-                            const HardwareSpec& hw) {
+                            const HardwareSpec& hw, GroupReachCache* cache) {
   CollectiveGeometry g;
   g.reach.resize(program.ops.size());
   g.cut.resize(program.ops.size());
-  const DeviceMesh mesh(topology, hw.devices_per_chip, program.mesh);
-  const std::vector<int> placed = placed_cores(mesh, topology);  // as the simulation places it
+  // Placed only when a set of axes is not in the cache.
+  std::optional<DeviceMesh> mesh;
+  std::vector<int> placed;  // as the simulation places the mesh
   const Cut cut(topology, hw.devices_per_chip);
-  std::map<std::vector<std::string>, std::pair<Reach, CutShares>> by_axes;
+  GroupReachCache own;
+  auto& by_axes = (cache ? cache : &own)->entries->by_axes;
   const bool multislice = topology.slices() > 1;
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
@@ -180,7 +193,11 @@ CollectiveGeometry geometry(const Program& program, const Topology& topology,
     } else {
       auto it = by_axes.find(c.axes);
       if (it == by_axes.end()) {
-        const auto groups = placed_groups(mesh, placed, c.axes);
+        if (!mesh) {
+          mesh.emplace(topology, hw.devices_per_chip, program.mesh);
+          placed = placed_cores(*mesh, topology);
+        }
+        const auto groups = placed_groups(*mesh, placed, c.axes);
         Reach r = reach_of(groups, topology, hw.devices_per_chip);
         r.counted = r.counted && (!multislice || inside_slice(c.axes));
         it = by_axes.emplace(c.axes, std::pair{r, cut.shares(groups)}).first;
@@ -257,8 +274,8 @@ double StepBound::step_ms() const {
   return std::max({compute_ms, bisection_ms, critical_ms, ingress_ms});
 }
 
-StepBound step_lower_bound(const Program& program, const Topology& topology,
-                           const HardwareSpec& hw) {
+StepBound step_lower_bound(const Program& program, const Topology& topology, const HardwareSpec& hw,
+                           GroupReachCache* reach) {
   StepBound b;
   std::vector<double> compute_ns(program.ops.size(), 0.0);
   double compute_sum = 0;
@@ -267,7 +284,7 @@ StepBound step_lower_bound(const Program& program, const Topology& topology,
       compute_sum += compute_ns[i] = compute_op_time(hw, program.ops[i].compute).total.ns();
   b.compute_ms = compute_sum * 1e-6;
 
-  const CollectiveGeometry g = geometry(program, topology, hw);
+  const CollectiveGeometry g = geometry(program, topology, hw, reach);
   b.critical_ms = critical_path_ns(program, compute_ns, g, topology, hw) * 1e-6;
   b.ingress_ms = ingress_ns(program, g, topology, hw) * 1e-6;
   const double cut_bytes_per_s = topology.bisection_links() * hw.ici_bandwidth.bytes_per_s();

@@ -48,6 +48,8 @@
 //  some members less than the average would make this bound unsafe for it.) Collectives across
 //  slices (the data-center network) count nothing in either. The bound is the largest of the four:
 //  each holds alone.
+#include <memory>
+
 #include "core/hardware.hpp"
 #include "models/program.hpp"
 #include "topologies/topology.hpp"
@@ -62,7 +64,18 @@ struct StepBound {
   double step_ms() const;
 };
 
-StepBound step_lower_bound(const Program& program, const Topology& topology,
-                           const HardwareSpec& hw);
+/// Where each set of mesh axes' collective groups reach, for Programs of one mesh on one
+/// topology and chip (the depths of one layout that plan's memory screen builds): kept by
+/// step_lower_bound instead of placing the groups again. Not for another mesh.
+class GroupReachCache {
+ public:
+  GroupReachCache();
+  ~GroupReachCache();
+  struct Entries;
+  std::unique_ptr<Entries> entries;
+};
+
+StepBound step_lower_bound(const Program& program, const Topology& topology, const HardwareSpec& hw,
+                           GroupReachCache* reach = nullptr);
 
 }  // namespace tpusim::plan

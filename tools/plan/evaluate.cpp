@@ -44,7 +44,7 @@ struct AtDepth {
 };
 
 AtDepth at_depth(const Study& s, const Topology& topology, std::int64_t layers,
-                 OpGraphCache* graphs) {
+                 OpGraphCache* graphs, plan::GroupReachCache& reach) {
   nlohmann::json doc = s.config.json();
   doc["workload"]["layers"] = layers;
   const Config cfg(std::move(doc));
@@ -65,7 +65,7 @@ AtDepth at_depth(const Study& s, const Topology& topology, std::int64_t layers,
   m.tokens_per_example = static_cast<double>(p.tokens_per_example);
   const double cmem = s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip;
   if (cmem > 0) place_in_cmem_optimistic(p, cmem);
-  d.bound = plan::step_lower_bound(p, topology, s.hardware);
+  d.bound = plan::step_lower_bound(p, topology, s.hardware, &reach);
   d.model_flops = p.model_flops;
   return d;
 }
@@ -116,7 +116,8 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
     return std::nullopt;
   try {
     AtDepth at[3];
-    for (int k = 0; k < 2; ++k) at[k] = at_depth(s, topology, kScreenDepths[k], graphs);
+    plan::GroupReachCache reach;  // the depths share the layout's mesh
+    for (int k = 0; k < 2; ++k) at[k] = at_depth(s, topology, kScreenDepths[k], graphs, reach);
     if (at[0].memory.resident_bytes <= 0) return std::nullopt;
     auto extrapolate = [&](double ScreenedMemory::*f) {
       const double f2 = at[0].memory.*f, f3 = at[1].memory.*f;
@@ -128,7 +129,7 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
     // Resident buffers are per layer by construction (tests/plan/test_plan_memory_screen.cpp);
     // the forward pass is checked at a third depth.
     if (over_hbm(whole.resident_bytes, s.hardware)) return whole;
-    at[2] = at_depth(s, topology, kScreenDepths[2], graphs);
+    at[2] = at_depth(s, topology, kScreenDepths[2], graphs, reach);
     if (!in_line(at, [](const AtDepth& d) { return d.memory.resident_bytes; }) ||
         !in_line(at, [](const AtDepth& d) { return d.memory.forward_peak_bytes; }))
       return std::nullopt;
