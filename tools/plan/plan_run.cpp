@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/errors.hpp"
@@ -105,11 +106,6 @@ class WholeBuilds {
     }
     wake_.notify_all();
   }
-  bool asked(std::size_t i) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    return state_[i] != State::None;
-  }
-
   /// Survivor `i`'s whole check: built ahead (waiting for it if need be) or here.
   CandidateCheck take(std::size_t i) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -333,8 +329,8 @@ class BoundOrderSearch {
   bool build_whole(std::size_t i, SweepProgress& progress) {
     Survivor& s = survivors_[i];
     // A Program is kept only until its layout starts (next_point), not while others are decided.
-    if (!fresh_program_.empty()) survivors_[fresh_program_.back()].check.program.reset();
-    fresh_program_.assign(1, i);
+    if (fresh_program_) survivors_[*fresh_program_].check.program.reset();
+    fresh_program_ = i;
     s.check = whole_.take(i);
     if (!s.check.rejected_class.empty()) {
       reject(checked_, s);
@@ -395,7 +391,7 @@ class BoundOrderSearch {
   sweep::Plan store_;
   plan::Pruner pruner_;
   WholeBuilds whole_;
-  std::vector<std::size_t> fresh_program_;      // the last survivor built whole (its Program)
+  std::optional<std::size_t> fresh_program_;    // the last survivor built whole (its Program)
   std::map<std::string, std::size_t> owner_;    // program_key -> the survivor simulated for it
   std::vector<std::size_t> point_of_;           // survivor -> store point
   std::vector<std::size_t> survivor_of_point_;  // store point -> survivor
