@@ -167,6 +167,10 @@ TEST_CASE("program file: not one, cut short, another study's or inconsistent is 
     return std::string("no error");
   };
   CHECK_THAT(error_of(good, "other"), Catch::Contains("written for another study"));
+  // The tag names the executable's build: another build's file is refused too.
+  CHECK(program_file_tag("abc") == program_file_tag("abc"));
+  CHECK(program_file_tag("abc") != program_file_tag("abd"));
+  CHECK(program_file_tag("abc").rfind("abc built by ", 0) == 0);
   CHECK_THAT(error_of((dir / "tpusim_missing.program").string(), "tag"),
              Catch::Contains("cannot be read"));
   spill(bad, "not a program at all");

@@ -315,7 +315,7 @@ class BoundOrderSearch {
       // The Program the whole build made: the run plays it instead of building it again.
       if (survivors_[i].check.program)
         write_program_file(sweep::program_file(a_.out_dir, survivors_[i].id),
-                           *survivors_[i].check.program, survivors_[i].id);
+                           *survivors_[i].check.program, program_file_tag(survivors_[i].id));
       survivors_[i].check.program.reset();
       write_plan(a_.out_dir, store_);
       build_ahead();

@@ -107,7 +107,9 @@ int run_study(const RunArgs& a) {
   Program program =
       a.program.empty()
           ? compiled_program(study.config, topology, study.hardware)
-          : read_program_file(a.program, sweep::fnv1a_hex(study.config.json().dump()), "--program");
+          : read_program_file(a.program,
+                              program_file_tag(sweep::fnv1a_hex(study.config.json().dump())),
+                              "--program");
   spdlog::info("{}: {} ops ({} collectives) on {}", a.study, program.ops.size(),
                program.num_collectives(), topology.describe());
   if (!a.record_trace.empty()) record_trace(study, program, a.record_trace);

@@ -1,5 +1,8 @@
 #include "traces/format/program_file.hpp"
 
+#include <elf.h>
+#include <link.h>
+
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -244,7 +247,43 @@ void check_indices(Reader& r, const Program& p) {
   }
 }
 
+/// The main executable's GNU build ID as hex, from its PT_NOTE segments; "" without one.
+int find_build_id(dl_phdr_info* info, std::size_t, void* out) {
+  auto& id = *static_cast<std::string*>(out);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const char* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const char* name = p + sizeof(ElfW(Nhdr));
+      const char* desc = name + ((n->n_namesz + 3) & ~3u);
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        static const char kHex[] = "0123456789abcdef";
+        for (ElfW(Word) k = 0; k < n->n_descsz; ++k) {
+          const auto b = static_cast<unsigned char>(desc[k]);
+          id += kHex[b >> 4];
+          id += kHex[b & 15];
+        }
+        return 1;
+      }
+      p = desc + ((n->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;  // the first object is the executable: stop there
+}
+
 }  // namespace
+
+std::string program_file_tag(const std::string& study_hash) {
+  static const std::string build = [] {
+    std::string id;
+    dl_iterate_phdr(find_build_id, &id);
+    return id;
+  }();
+  return study_hash + " built by " + (build.empty() ? "an unidentified build" : build);
+}
 
 void write_program_file(const std::string& path, const Program& p, const std::string& tag) {
   Writer w;
@@ -294,7 +333,7 @@ Program read_program_file(const std::string& path, const std::string& tag,
   Reader r(std::move(bytes), option, path);
   if (!magic) r.fail("not a Program file");
   r.str();
-  if (r.str() != tag) r.fail("written for another study");
+  if (r.str() != tag) r.fail("written for another study or by another tpusim build");
   Program p;
   p.model = r.str();
   r.vec(
