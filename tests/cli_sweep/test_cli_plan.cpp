@@ -129,6 +129,17 @@ TEST_CASE("plan: simulated steps are never below their bound, top K, front and w
         Approx(winner["step_time_ms"].get<double>()));
 }
 
+/// A plan that pruned (`pruned`) and one with --top above the space (`all`): both succeed, only
+/// the first pruned, and their first `k` layouts are the same.
+void check_same_top(const TpusimResult& pruned, const TpusimResult& all, int k) {
+  REQUIRE(pruned.exit_code == 0);
+  REQUIRE(all.exit_code == 0);
+  const json p = json::parse(pruned.out), a = json::parse(all.out);
+  CHECK(a["counts"]["pruned"] == 0);
+  CHECK(p["counts"]["pruned"].get<int>() > 0);
+  for (int i = 0; i < k; ++i) CHECK(p["top"][i] == a["top"][i]);
+}
+
 TEST_CASE("plan: pruning by bound keeps the same top K as simulating everything") {
   SweepScratch s;
   const auto study = s.write("bert.json", plan_study());
@@ -137,14 +148,7 @@ TEST_CASE("plan: pruning by bound keeps the same top K as simulating everything"
   // --top larger than the space: nothing can be skipped.
   auto all = run_tpusim({"plan", study, "-j", "2", "--top", "1000", "--out", s.path("b"), "--json",
                          "--space", kSmallSpace});
-  REQUIRE(pruned.exit_code == 0);
-  REQUIRE(all.exit_code == 0);
-  const json p = json::parse(pruned.out), a = json::parse(all.out);
-  CHECK(a["counts"]["pruned"] == 0);
-  CHECK(p["counts"]["pruned"].get<int>() > 0);
-  CHECK(p["top"][0] == a["top"][0]);
-  CHECK(p["top"][1] == a["top"][1]);
-  CHECK(p["top"][2] == a["top"][2]);
+  check_same_top(pruned, all, 3);
 }
 
 TEST_CASE("plan: a rerun simulates nothing new, a wider space only the new layouts") {
@@ -337,13 +341,8 @@ TEST_CASE("plan: a decoder's layouts built whole only when reached keep the top 
   const auto study = s.write("decoder.json", small_decoder_study());
   const auto pruned = plan_decoder(s, study, 2, "p"), all = plan_decoder(s, study, 1000, "a");
   INFO(pruned.err + all.err);
-  REQUIRE(pruned.exit_code == 0);
-  REQUIRE(all.exit_code == 0);
+  check_same_top(pruned, all, 2);
   const json p = json::parse(pruned.out), a = json::parse(all.out);
-  CHECK(a["counts"]["pruned"] == 0);
-  CHECK(p["counts"]["pruned"].get<int>() > 0);
-  CHECK(p["top"][0] == a["top"][0]);
-  CHECK(p["top"][1] == a["top"][1]);
   for (const json* out : {&p, &a}) {
     const auto& n = (*out)["counts"];
     CHECK(n["candidates"] == 24);
