@@ -1,7 +1,8 @@
 // The memory screen of `tpusim plan` (tools/plan/evaluate.hpp, screened_memory): a decoder's
 // resident bytes and the most bytes live in its forward pass, extrapolated from its 2- and 3-layer
 // Programs, equal the whole Program's, are below its peak, and every verdict is the same with
-// the screen as without it.
+// the screen as without it; a deferred check's step bound from the same Programs is below the
+// whole Program's.
 #include <algorithm>
 #include <catch2/catch.hpp>
 
