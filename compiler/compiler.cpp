@@ -30,7 +30,7 @@ Program compile(Program p, const HardwareSpec& hw, const CompilerOptions& option
   if (options.spmd_copies) p = insert_spmd_copies(std::move(p));
   if (options.tiled_layouts) apply_tiled_layouts(p);
   if (options.fusion == FusionMode::Xla) p = fuse(std::move(p), hw.vmem_bytes_per_core);
-  if (hw.cmem_bytes_per_chip > 0) place_in_cmem(p, hw.cmem_bytes_per_chip / hw.devices_per_chip);
+  if (hw.cmem_bytes_per_chip > 0) place_in_cmem(p, hw.cmem_bytes_per_core());
   p.validate();
   return p;
 }

@@ -73,6 +73,8 @@ struct HardwareSpec {
   double cmem_bytes_per_chip = 0;  ///< common memory of a chip (TPU v4); 0: none
 
   static HardwareSpec from_config(const Config& cfg);
+  /// A core's share of its chip's CMEM (compiler/cmem_placement.hpp places at most this much).
+  double cmem_bytes_per_core() const { return cmem_bytes_per_chip / devices_per_chip; }
   double peak_flops_per_core() const { return 2.0 * mxu.dim * mxu.dim * mxu.count * clock_hz; }
   Duration cycles(double n) const { return Duration::cycles(n, clock_hz); }
 };

@@ -98,7 +98,7 @@ TEST_CASE("plan memory screen: the forward pass rejects where the resident bytes
   const auto m = cli::screened_memory(s, Topology(s.topology));
   REQUIRE(m);
   REQUIRE(m->forward_peak_bytes > m->resident_bytes);
-  const double cmem = s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip;
+  const double cmem = s.hardware.cmem_bytes_per_core();
   const double hbm = (m->resident_bytes + m->forward_peak_bytes) / 2 - cmem;
   // hardware.hbm.GiB_per_core is a TensorCore's; a megacore device has its chip's.
   auto& gib = study["hardware"]["hbm"]["GiB_per_core"];
@@ -144,7 +144,7 @@ TEST_CASE("plan deferred checks: the screen's bound is below the whole Program's
     HardwareSpec hw = s.hardware;
     hw.cmem_bytes_per_chip = 0;
     Program p = compile(build_program(s.config, topology, hw), hw, compiler_options(s.config));
-    place_in_cmem_optimistic(p, s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip);
+    place_in_cmem_optimistic(p, s.hardware.cmem_bytes_per_core());
     const plan::StepBound optimistic = plan::step_lower_bound(p, topology, s.hardware);
     CHECK(d.bound.compute_ms == Approx(optimistic.compute_ms).epsilon(1e-9));
     CHECK(d.bound.bisection_ms <= optimistic.bisection_ms * (1 + 1e-9));

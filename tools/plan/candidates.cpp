@@ -198,7 +198,7 @@ CheckedSpace check_space(const plan::SearchSpace& space, const nlohmann::json& b
       reject(r, s);
       continue;
     }
-    s.id = sweep::fnv1a_hex(s.check.resolved.dump());
+    s.id = sweep::study_id(s.check.resolved);
     out.push_back(std::move(s));
   }
   r.survivors = merge_equivalent(std::move(out), rejected);

@@ -25,7 +25,7 @@ constexpr std::int64_t kScreenDepths[3] = {2, 3, 4};
 /// True if `bytes` live at once cannot fit in a core's HBM even with its share of CMEM
 /// (compiler/cmem_placement.hpp places at most that much per core) holding some of them.
 bool over_hbm(double bytes, const HardwareSpec& hw) {
-  return bytes - hw.cmem_bytes_per_chip / hw.devices_per_chip > hw.hbm_bytes_per_core * (1 + 1e-9);
+  return bytes - hw.cmem_bytes_per_core() > hw.hbm_bytes_per_core * (1 + 1e-9);
 }
 
 std::int64_t json_int(const nlohmann::json& doc, const char* section, const char* key,
@@ -63,8 +63,8 @@ AtDepth at_depth(const Study& s, const Topology& topology, std::int64_t layers,
       m.forward_peak_bytes = std::max(m.forward_peak_bytes, live[i]);
   m.examples_per_step = static_cast<double>(p.examples_per_step);
   m.tokens_per_example = static_cast<double>(p.tokens_per_example);
-  const double cmem = s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip;
-  if (cmem > 0) place_in_cmem_optimistic(p, cmem);
+  if (s.hardware.cmem_bytes_per_core() > 0)
+    place_in_cmem_optimistic(p, s.hardware.cmem_bytes_per_core());
   d.bound = plan::step_lower_bound(p, topology, s.hardware, &reach);
   d.model_flops = p.model_flops;
   return d;
@@ -179,8 +179,8 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
     if (m && screen_out(*m, s.hardware, c)) return c;
     if (m && m->bound && build == Build::Deferred) {
       // Lower bounds: the peak is at least either figure less what CMEM may hold of it.
-      const double cmem = s.hardware.cmem_bytes_per_chip / s.hardware.devices_per_chip;
-      c.peak_bytes = std::max(0.0, std::max(m->resident_bytes, m->forward_peak_bytes) - cmem);
+      c.peak_bytes = std::max(0.0, std::max(m->resident_bytes, m->forward_peak_bytes) -
+                                       s.hardware.cmem_bytes_per_core());
       c.bound = *m->bound;
       c.examples_per_step = m->examples_per_step;
       c.tokens_per_step = m->examples_per_step * m->tokens_per_example;

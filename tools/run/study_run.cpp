@@ -107,8 +107,7 @@ int run_study(const RunArgs& a) {
   Program program =
       a.program.empty()
           ? compiled_program(study.config, topology, study.hardware)
-          : read_program_file(a.program,
-                              program_file_tag(sweep::fnv1a_hex(study.config.json().dump())),
+          : read_program_file(a.program, program_file_tag(sweep::study_id(study.config.json())),
                               "--program");
   spdlog::info("{}: {} ops ({} collectives) on {}", a.study, program.ops.size(),
                program.num_collectives(), topology.describe());

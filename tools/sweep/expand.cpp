@@ -105,6 +105,8 @@ std::string Fnv1a::hex() const {
   return buf;
 }
 
+std::string study_id(const nlohmann::json& resolved) { return fnv1a_hex(resolved.dump()); }
+
 std::string fnv1a_hex(const std::string& text) {
   Fnv1a h;
   h.bytes(text.data(), text.size());
@@ -192,7 +194,7 @@ void validate_points(const SweepSpec& spec, std::vector<SweepPoint>& points,
   for (auto& p : points) {
     try {
       p.resolved = validate(p.study);
-      p.id = fnv1a_hex(p.resolved.dump());
+      p.id = study_id(p.resolved);
       auto [it, fresh] = seen.emplace(p.id, p.index);
       if (!fresh)
         problems.add("point " + std::to_string(p.index) + " [" + point_label(spec, p) + "]",

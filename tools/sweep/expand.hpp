@@ -62,6 +62,10 @@ class Fnv1a {
 /// FNV-1a 64-bit of `text` as 16 lowercase hex digits.
 std::string fnv1a_hex(const std::string& text);
 
+/// A resolved study's id: the FNV-1a hash of its JSON text. A sweep's or plan's point is stored
+/// under it (DIR/points/ID.json), and the Program file plan writes for a point is tagged with it.
+std::string study_id(const nlohmann::json& resolved);
+
 /// Indices in [0, n) that shard `shard` (1-based) of `count` runs: round robin, index % count ==
 /// shard - 1, so large and small points spread over the shards. Every index is in exactly one.
 std::vector<std::size_t> shard_indices(std::size_t n, int shard, int count);

@@ -71,10 +71,10 @@ struct Running {
 };
 
 /// Starts `tpusim COMMAND STUDY --json`, with `--program PROGRAM` if that file exists (plan
-/// wrote it), stdout and stderr to the given files. vfork, not
-/// fork: the child runs in the sweep's memory until it execs, so no page of the sweep (a plan's
-/// holds hundreds of MiB, and its other threads keep writing) is copied or write-protected; the
-/// child therefore only makes system calls (the paths and arguments are ready before it starts).
+/// wrote it), stdout and stderr to the given files. vfork, not fork: the child runs in the sweep's
+/// memory until it execs, so no page of the sweep (a plan's holds hundreds of MiB, and its other
+/// threads keep writing) is copied or write-protected; the child therefore only makes system calls
+/// (the paths and arguments are ready before it starts).
 pid_t spawn(const std::string& command, const std::string& study, const std::string& program,
             const std::string& out_path, const std::string& err_path) {
   const pid_t parent = ::getpid();
