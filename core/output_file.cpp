@@ -250,6 +250,11 @@ void use_checked_stdout() {
   std::cout.rdbuf(g_stdout);
 }
 
+void renew_checked_stdout() {
+  g_stdout = nullptr;
+  use_checked_stdout();
+}
+
 void check_stdout() {
   std::cout.flush();
   errno = 0;

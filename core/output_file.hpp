@@ -29,6 +29,11 @@ void write_output_file(const std::string& path, const std::string& bytes);
 /// calls it once, first.
 void use_checked_stdout();
 
+/// In a child forked to run a command with another stdout (tools/launch/fork_server.hpp): a new
+/// checked buffer, whose terminal test and kept error are this process's own. The parent's
+/// buffer was flushed before the fork; it is left as it is.
+void renew_checked_stdout();
+
 /// Flushes stdout (C and C++ streams) and throws ConfigError("stdout", ...) if any write to it
 /// failed, e.g. `> /dev/full`, with the reason when use_checked_stdout kept it.
 void check_stdout();

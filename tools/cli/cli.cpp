@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  // A point forked from a sweep's server (tools/launch/fork_server.hpp) calls this again: its
+  // logger is made anew, for its own stderr.
+  spdlog::drop("tpusim");
   auto logger = spdlog::stderr_color_mt("tpusim");
   spdlog::set_default_logger(logger);
   app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(log_level)); });

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli/cli.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/launch/fork_server.hpp"
 #include "tools/plan/plan_run.hpp"
 
 // jemalloc's control interface, when the executable is linked with it (CMakeLists.txt, option
@@ -60,6 +62,9 @@ const CommandRegistrar kPlanRegister{[](CLI::App& app) {
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_flag("--json", a->json, "print the plan as one JSON object");
   cmd->callback([a] {
+    // First: the server is a copy of this process as it is now, small and with one thread.
+    const auto server = launch::ForkServer::start(&cli::main);
+    a->server = server.get();
     keep_freed_pages();
     set_exit_code(run_plan(*a));
   });

@@ -3,7 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "tools/cli/cli.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/launch/fork_server.hpp"
 #include "tools/run/sweep_run.hpp"
 
 namespace tpusim::cli {
@@ -22,7 +24,11 @@ const CommandRegistrar kSweepRegister{[](CLI::App& app) {
   cmd->add_option("--tolerance", a->tolerance, "allowed drift for --check (default 2%)");
   cmd->add_flag("--update-golden", a->update_golden, "rewrite the --check file from this run");
   cmd->add_option("--set", a->sets, "override path=value in every point's base study (repeatable)");
-  cmd->callback([a] { set_exit_code(run_sweep(*a)); });
+  cmd->callback([a] {
+    const auto server = launch::ForkServer::start(&cli::main);  // while this process is small
+    a->server = server.get();
+    set_exit_code(run_sweep(*a));
+  });
 }};
 
 }  // namespace

@@ -43,6 +43,9 @@ class Cut {
   std::vector<bool> side_;  ///< per chip: true on side A
 };
 
+}  // namespace
+
+// Outside the anonymous namespace: GroupReachCache's entries (declared in the header) hold it.
 /// Where a collective's groups reach: a bit per torus dimension along which members differ, and
 /// bit num_dims for members on different cores of a chip; the smallest group.
 struct Reach {
@@ -55,6 +58,8 @@ struct Reach {
   double cores_per_chip = 0;  ///< the first group's cores on each of its chips
   bool counted = true;  ///< false: across slices (the data-center network), counted as nothing
 };
+
+namespace {
 
 /// Chips `g` spans if it holds the same number of cores on each, else 0.
 double uniform_chips(const std::vector<int>& g, int dpc) {

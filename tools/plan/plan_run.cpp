@@ -217,8 +217,8 @@ class BoundOrderSearch {
     SweepProgress progress(to_check, 0, ::isatty(STDERR_FILENO) == 1);
     result_.cached = cached.size();
     const RunnerSummary summary = run_points_fed(
-        store_, [&] { return next_point(progress); }, {a_.out_dir, a_.jobs}, progress,
-        [&](std::size_t point) { finished_[survivor_of_point_[point]] = true; });
+        store_, [&] { return next_point(progress); }, {a_.out_dir, a_.jobs, "run", a_.server},
+        progress, [&](std::size_t point) { finished_[survivor_of_point_[point]] = true; });
     if (summary.interrupted) {
       progress.close();
       write_results(a_.out_dir, store_);

@@ -8,6 +8,10 @@
 
 #include "tools/plan/explain.hpp"
 
+namespace tpusim::launch {
+class ForkServer;
+}
+
 namespace tpusim::cli {
 
 struct PlanArgs {
@@ -23,6 +27,9 @@ struct PlanArgs {
   /// Layouts within this many percent of the winner's objective are flagged as near ties
   /// (--tie; tools/plan/explain.hpp, kDefaultTiePercent).
   double tie_percent = plan::kDefaultTiePercent;
+  /// Forks the simulations' processes (tools/launch/fork_server.hpp): the command starts it
+  /// first, while it has one thread.
+  launch::ForkServer* server = nullptr;
 };
 
 /// Runs the plan into a.out_dir (default plan_<name of the study>) and prints it; returns the

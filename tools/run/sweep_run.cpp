@@ -130,8 +130,8 @@ int run_sweep(SweepArgs a) {
 
   const std::size_t own = done + todo.size();
   SweepProgress progress(own, done, ::isatty(STDERR_FILENO) == 1);
-  RunnerSummary summary = run_points(plan, todo, {a.out_dir, a.jobs, spec.command}, progress,
-                                     [&](std::size_t index) { results.append(index); });
+  RunnerSummary summary = run_points(plan, todo, {a.out_dir, a.jobs, spec.command, a.server},
+                                     progress, [&](std::size_t index) { results.append(index); });
   progress.close();
   const sweep::CsvTable table = write_results(a.out_dir, plan);
 

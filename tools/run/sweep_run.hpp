@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace tpusim::launch {
+class ForkServer;
+}
+
 namespace tpusim::cli {
 
 struct SweepArgs {
@@ -15,6 +19,9 @@ struct SweepArgs {
   std::string tolerance = "2%";
   bool update_golden = false;
   std::vector<std::string> sets;
+  /// Forks the points' processes (tools/launch/fork_server.hpp): the command starts it first,
+  /// while it has one thread.
+  launch::ForkServer* server = nullptr;
 };
 
 /// Runs the sweep into a.out_dir and checks the golden asked for. Returns the exit code: 1 when

@@ -13,10 +13,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-
-// jemalloc's control interface, when the executable links jemalloc (CMakeLists.txt's
-// TPUSIM_JEMALLOC); null otherwise.
-extern "C" int mallctl(const char*, void*, std::size_t*, void*, std::size_t) __attribute__((weak));
+#include "tools/launch/fork_server.hpp"
 
 namespace tpusim::serve {
 namespace {
@@ -129,19 +126,6 @@ std::string failure(const std::string& why) {
   return b;
 }
 
-// The calling process allocates from an arena of its own from now on: a new jemalloc arena has
-// no memory yet, so what the child allocates comes on fresh pages, transparent huge pages
-// (tools/main.cpp's malloc_conf) faulted in 2 MiB at a time, instead of 4 KiB copies of the
-// worker's free pages. Nothing without jemalloc (the tests, the sanitizer build, Python).
-void use_fresh_arena() {
-  if (mallctl == nullptr) return;
-  unsigned arena = 0;
-  std::size_t size = sizeof arena;
-  if (mallctl("arenas.create", &arena, &size, nullptr, 0) != 0) return;
-  if (mallctl("thread.arena", nullptr, nullptr, &arena, sizeof arena) != 0) return;
-  mallctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0);
-}
-
 // Forks a child that simulates `shape` and returns its reply (a failure if it ended without
 // one). The child closes the worker's pipes (`close_a`, `close_b`).
 std::string in_child(const ShapeWorker::SimulateOne& simulate_one, const StepShape& shape,
@@ -159,7 +143,7 @@ std::string in_child(const ShapeWorker::SimulateOne& simulate_one, const StepSha
     close(fd[0]);
     close(close_a);
     close(close_b);
-    use_fresh_arena();
+    launch::use_fresh_arena();
     const std::string b = reply_of([&] { return simulate_one(shape); });
     _exit(write_all(fd[1], b.data(), b.size()) ? 0 : 4);
   }
@@ -194,7 +178,7 @@ ShapeWorker::ShapeWorker(SimulateOne simulate_one) : simulate_one_(std::move(sim
     // The worker takes a fresh arena too, and allocates from it once: jemalloc's paths that
     // make and grow an arena bind their library calls here (lazily bound in libjemalloc), not
     // again in every child.
-    use_fresh_arena();
+    launch::use_fresh_arena();
     void* volatile warm = std::malloc(1 << 16);
     std::free(warm);
     close(req[1]);

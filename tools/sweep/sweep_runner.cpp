@@ -1,8 +1,6 @@
 #include "tools/sweep/sweep_runner.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +16,7 @@
 #include <thread>
 
 #include "core/output_file.hpp"
+#include "tools/launch/fork_server.hpp"
 #include "tools/sweep/expand.hpp"
 #include "tools/sweep/sweep_progress.hpp"
 
@@ -71,45 +70,12 @@ struct Running {
 };
 
 /// Starts `tpusim COMMAND STUDY --json`, with `--program PROGRAM` if that file exists (plan
-/// wrote it), stdout and stderr to the given files. vfork, not fork: the child runs in the sweep's
-/// memory until it execs, so no page of the sweep (a plan's holds hundreds of MiB, and its other
-/// threads keep writing) is copied or write-protected; the child therefore only makes system calls
-/// (the paths and arguments are ready before it starts).
-pid_t spawn(const std::string& command, const std::string& study, const std::string& program,
-            const std::string& out_path, const std::string& err_path) {
-  const pid_t parent = ::getpid();
-  const bool has_program = ::access(program.c_str(), R_OK) == 0;
-  const char* argv[] = {"tpusim",
-                        command.c_str(),
-                        study.c_str(),
-                        "--json",
-                        has_program ? "--program" : nullptr,
-                        program.c_str(),
-                        nullptr};
-  const char* out_file = out_path.c_str();
-  const char* err_file = err_path.c_str();
-  static const char kExecFailed[] = "cannot exec /proc/self/exe\n";
-  pid_t pid = ::vfork();
-  if (pid != 0) return pid;
-  // Child: own process group (the terminal's Ctrl-C goes to the sweep, which stops us), die
-  // with the sweep, stdout/stderr to files, then become `tpusim run` (or `tpusim train`, `tpusim
-  // serve`).
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
-  int out = ::open(out_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int err = ::open(err_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int in = ::open("/dev/null", O_RDONLY);
-  if (out < 0 || err < 0 || in < 0) ::_exit(127);
-  ::dup2(in, 0);
-  ::dup2(out, 1);
-  ::dup2(err, 2);
-  ::execv("/proc/self/exe", const_cast<char* const*>(argv));
-  [[maybe_unused]] const ssize_t n = ::write(2, kExecFailed, sizeof kExecFailed - 1);
-  ::_exit(127);
+/// wrote it), stdout and stderr to the given files, in a child of the fork server.
+pid_t spawn(launch::ForkServer& server, const std::string& command, const std::string& study,
+            const std::string& program, const std::string& out_path, const std::string& err_path) {
+  std::vector<std::string> argv{"tpusim", command, study, "--json"};
+  if (::access(program.c_str(), R_OK) == 0) argv.insert(argv.end(), {"--program", program});
+  return server.launch(argv, out_path, err_path);
 }
 
 /// Why a finished point failed ("" if it did not): its exit, or what its report lacks. Sets
@@ -158,19 +124,17 @@ std::string result_text(const nlohmann::json& report, bool oom) {
 
 /// Stops the running points (SIGTERM, SIGKILL after 5 s), `finish` taking each as it exits.
 template <class Finish>
-void stop_running(const std::map<pid_t, Running>& running, Finish& finish) {
+void stop_running(launch::ForkServer& server, const std::map<pid_t, Running>& running,
+                  Finish& finish) {
   for (const auto& [pid, r] : running) ::kill(pid, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!running.empty()) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0 && running.count(pid)) {
-      finish(pid, status);
+    if (const auto ended = server.wait(20); ended && running.count(ended->first)) {
+      finish(ended->first, ended->second);
       continue;
     }
     if (std::chrono::steady_clock::now() > deadline)
       for (const auto& [p, r] : running) ::kill(p, SIGKILL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
@@ -192,6 +156,9 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
 RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPoint()>& next,
                              const RunnerOptions& options, SweepProgress& progress,
                              const std::function<void(std::size_t)>& on_finish) {
+  if (options.server == nullptr)
+    throw std::logic_error("tpusim bug: a sweep's points run without a fork server");
+  launch::ForkServer& server = *options.server;
   StopSignals signals;
   RunnerSummary summary;
   bool done = false;
@@ -245,29 +212,25 @@ RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPo
       done = n.done;
       if (!n.index) break;
       const auto& p = plan.points[*n.index];
-      pid_t pid = spawn(options.command, sweep::study_file(dir, p.id),
-                        sweep::program_file(dir, p.id), tmp_out(p.id), tmp_err(p.id));
-      if (pid < 0) throw std::runtime_error(std::string("vfork failed: ") + std::strerror(errno));
+      const pid_t pid = spawn(server, options.command, sweep::study_file(dir, p.id),
+                              sweep::program_file(dir, p.id), tmp_out(p.id), tmp_err(p.id));
       running[pid] = {*n.index, std::chrono::steady_clock::now()};
     }
     if (running.empty()) {
       if (done) break;
       throw std::logic_error("tpusim bug: a sweep's feeder waits for a result with none running");
     }
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0 && running.count(pid)) {
-      finish(pid, status);
+    // The wait ends as soon as a point does: the next starts (and a plan decides it) at once.
+    if (const auto ended = server.wait(100); ended && running.count(ended->first)) {
+      finish(ended->first, ended->second);
       continue;
     }
     progress.tick(running.size());
-    // A short wait: the next point starts (and a plan decides it) soon after one ends.
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 
   if (g_stop_signal) {
     summary.interrupted = true;
-    stop_running(running, finish);
+    stop_running(server, running, finish);
   }
   return summary;
 }

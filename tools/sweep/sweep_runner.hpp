@@ -1,15 +1,19 @@
 #pragma once
-// Runs sweep points, each in its own process (`tpusim run POINT.study.json --json`, the same
-// binary via /proc/self/exe; SystemC elaborates one design per process), at most `jobs` at a
-// time. Each result is written atomically as soon as its process ends. SIGINT, SIGTERM and
-// SIGHUP stop the running children and keep what finished; children die with the runner
-// (PR_SET_PDEATHSIG) even if it is killed outright.
+// Runs sweep points, each in its own process (`tpusim run POINT.study.json --json`, forked from
+// the command's fork server, tools/launch/fork_server.hpp; SystemC elaborates one design per
+// process), at most `jobs` at a time. Each result is written atomically as soon as its process
+// ends. SIGINT, SIGTERM and SIGHUP stop the running children and keep what finished; children
+// die with the runner (PR_SET_PDEATHSIG) even if it is killed outright.
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tools/sweep/results.hpp"
+
+namespace tpusim::launch {
+class ForkServer;
+}
 
 namespace tpusim::cli {
 
@@ -19,6 +23,8 @@ struct RunnerOptions {
   std::string out_dir;
   int jobs = 1;
   std::string command = "run";  ///< the tpusim command each point runs: run, train or serve
+  /// Forks the points' processes: started by the command while it had one thread.
+  launch::ForkServer* server = nullptr;
 };
 
 struct RunnerSummary {
