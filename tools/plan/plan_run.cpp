@@ -278,6 +278,17 @@ class BoundOrderSearch {
   /// take their place in the start order without running.
   NextPoint next_point(SweepProgress& progress) {
     const std::size_t lag = static_cast<std::size_t>(std::max(1, a_.jobs) - 1);
+    NextPoint n;
+    if (trial_) {
+      // Decided as if it had waited: with the results of every layout started before it but the
+      // last -j - 1 (join's count then includes the trial itself).
+      if (!join(lag + 1)) return n;
+      const std::size_t i = *trial_;
+      trial_.reset();
+      n.settled = point_of_[i];
+      n.keep = !pruned(i, progress);
+      if (!n.keep) unstart(i);
+    }
     while (next_ < order_.size()) {
       const bool joined = join(lag);
       const std::size_t i = order_[next_];
@@ -296,12 +307,10 @@ class BoundOrderSearch {
         }
         // Before the older running layouts end, the decision is the one their results would give
         // unless they could still make it skippable: at their lower bounds (no result is below
-        // its bound) they cannot.
+        // its bound) they cannot. Then it runs on trial, decided when they have ended.
         if (!joined && !survivors_[i].is_study &&
-            pruner_.could_be_dominated(result_.evals[i], unjoined())) {
-          build_ahead();
-          return {};  // waits for the older running layout
-        }
+            pruner_.could_be_dominated(result_.evals[i], unjoined()))
+          n.trial = true;
       }
       ++next_;
       add_point(i);
@@ -319,9 +328,22 @@ class BoundOrderSearch {
       survivors_[i].check.program.reset();
       write_plan(a_.out_dir, store_);
       build_ahead();
-      return {point_of_[i], false};
+      if (n.trial) trial_ = i;
+      n.index = point_of_[i];
+      return n;
     }
-    return {std::nullopt, true};
+    n.done = true;
+    return n;
+  }
+
+  /// Takes back the start of survivor `i`, the last started (on trial, then skipped): the runner
+  /// has dropped its process and files.
+  void unstart(std::size_t i) {
+    started_.pop_back();
+    survivor_of_point_.pop_back();
+    store_.points.pop_back();
+    std::remove(sweep::study_file(a_.out_dir, survivors_[i].id).c_str());
+    write_plan(a_.out_dir, store_);
   }
 
   /// Builds deferred survivor `i`'s whole Program: false (counted and listed) if it does not fit
@@ -399,6 +421,7 @@ class BoundOrderSearch {
   std::vector<bool> finished_;                  // per survivor: its result is in the store
   std::size_t joined_ = 0;                      // started_[0, joined_) are in the pruner
   std::size_t next_ = 0;                        // order_[next_] is the next to decide
+  std::optional<std::size_t> trial_;            // the survivor running on trial (NextPoint)
 };
 
 SearchResult simulate_in_bound_order(const PlanArgs& a, plan::Objective objective,

@@ -13,7 +13,6 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include "core/output_file.hpp"
 #include "tools/launch/fork_server.hpp"
@@ -66,7 +65,18 @@ std::string error_tail(const std::string& err) {
 
 struct Running {
   std::size_t index;
+  std::string id;  ///< its point's id (a dropped point may leave plan.points at once)
   std::chrono::steady_clock::time_point start;
+  bool trial = false;    ///< its result waits for the feeder to settle it (NextPoint::trial)
+  bool dropped = false;  ///< settled as dropped while it ran: stopped, its end forgotten
+};
+
+/// A point on trial that ended before it was settled: its end, as the runner saw it.
+struct Held {
+  std::size_t index;
+  std::string id;
+  int status;
+  double seconds;
 };
 
 /// Starts `tpusim COMMAND STUDY --json`, with `--program PROGRAM` if that file exists (plan
@@ -122,22 +132,6 @@ std::string result_text(const nlohmann::json& report, bool oom) {
   return buf;
 }
 
-/// Stops the running points (SIGTERM, SIGKILL after 5 s), `finish` taking each as it exits.
-template <class Finish>
-void stop_running(launch::ForkServer& server, const std::map<pid_t, Running>& running,
-                  Finish& finish) {
-  for (const auto& [pid, r] : running) ::kill(pid, SIGTERM);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!running.empty()) {
-    if (const auto ended = server.wait(20); ended && running.count(ended->first)) {
-      finish(ended->first, ended->second);
-      continue;
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      for (const auto& [p, r] : running) ::kill(p, SIGKILL);
-  }
-}
-
 }  // namespace
 
 RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>& todo,
@@ -153,86 +147,177 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
   return run_points_fed(plan, next, options, progress, on_finish);
 }
 
-RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPoint()>& next,
-                             const RunnerOptions& options, SweepProgress& progress,
-                             const std::function<void(std::size_t)>& on_finish) {
-  if (options.server == nullptr)
-    throw std::logic_error("tpusim bug: a sweep's points run without a fork server");
-  launch::ForkServer& server = *options.server;
-  StopSignals signals;
-  RunnerSummary summary;
-  bool done = false;
-  std::map<pid_t, Running> running;
-  const std::string& dir = options.out_dir;
-  auto tmp_out = [&](const std::string& id) { return dir + "/points/" + id + ".out.tmp"; };
-  auto tmp_err = [&](const std::string& id) { return dir + "/points/" + id + ".err.tmp"; };
+namespace {
 
-  auto finish = [&](pid_t pid, int status) {
-    Running r = running.at(pid);
-    running.erase(pid);
-    const sweep::PlanPoint& p = plan.points[r.index];
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
+/// One run of run_points_fed: the running points, the trial held, the summary.
+class PointRunner {
+ public:
+  PointRunner(const sweep::Plan& plan, const RunnerOptions& options, SweepProgress& progress,
+              const std::function<void(std::size_t)>& on_finish)
+      : plan_(plan),
+        options_(options),
+        dir_(options.out_dir),
+        progress_(progress),
+        on_finish_(on_finish),
+        server_(*options.server) {}
+
+  RunnerSummary run(const std::function<NextPoint()>& next) {
+    StopSignals signals;
+    bool done = false;
+    while (!g_stop_signal) {
+      while (!done && busy() < options_.jobs) {
+        const NextPoint n = next();
+        done = n.done;
+        if (n.settled) settle(*n.settled, n.keep);
+        if (!n.index) break;
+        const auto& p = plan_.points[*n.index];
+        const pid_t pid = spawn(server_, options_.command, sweep::study_file(dir_, p.id),
+                                sweep::program_file(dir_, p.id), tmp_out(p.id), tmp_err(p.id));
+        running_[pid] = {*n.index, p.id, std::chrono::steady_clock::now(), n.trial};
+      }
+      if (running_.empty()) {
+        if (done) break;
+        throw std::logic_error("tpusim bug: a sweep's feeder waits for a result with none running");
+      }
+      // The wait ends as soon as a point does: the next starts (and a plan decides it) at once.
+      if (const auto ended = server_.wait(100); ended && running_.count(ended->first)) {
+        finish(ended->first, ended->second);
+        continue;
+      }
+      progress_.tick(running_.size());
+    }
+    if (g_stop_signal) {
+      summary_.interrupted = true;
+      stop_running();
+    }
+    if (held_) remove_files(held_->id);  // never settled: still to do
+    return summary_;
+  }
+
+ private:
+  std::string tmp_out(const std::string& id) const { return dir_ + "/points/" + id + ".out.tmp"; }
+  std::string tmp_err(const std::string& id) const { return dir_ + "/points/" + id + ".err.tmp"; }
+
+  /// A point's process files, once it has ended: its result is read from them first.
+  void remove_files(const std::string& id) const {
+    std::remove(tmp_out(id).c_str());
+    std::remove(tmp_err(id).c_str());
+    std::remove(sweep::program_file(dir_, id).c_str());
+  }
+
+  /// Writes and shows the result of point `index`, which ended with `status`.
+  void report(std::size_t index, int status, double seconds) {
+    const sweep::PlanPoint& p = plan_.points[index];
     const std::string out = read_text(tmp_out(p.id)), err = read_text(tmp_err(p.id));
-    std::remove(tmp_out(p.id).c_str());
-    std::remove(tmp_err(p.id).c_str());
-    std::remove(sweep::program_file(dir, p.id).c_str());
+    remove_files(p.id);
     if (g_stop_signal && WIFSIGNALED(status)) return;  // stopped by us: still to do, not failed
     nlohmann::json report;
     bool oom = false;  // `tpusim run` exits 1 with a report for a program that does not fit
     const std::string problem = point_problem(status, out, report, oom);
-    const std::string label = point_label(plan, p);
-    const nlohmann::json where = sweep::sweep_point_json(plan, p);
+    const std::string label = point_label(plan_, p);
+    const nlohmann::json where = sweep::sweep_point_json(plan_, p);
     if (problem.empty()) {
-      write_output_file(sweep::point_file(dir, p.id),
+      write_output_file(sweep::point_file(dir_, p.id),
                         nlohmann::json{{"sweep_point", where}, {"report", report}}.dump(1) + "\n");
-      std::remove(sweep::error_file(dir, p.id).c_str());
-      ++(oom ? summary.oom : summary.ok);
+      std::remove(sweep::error_file(dir_, p.id).c_str());
+      ++(oom ? summary_.oom : summary_.ok);
       const std::string text = result_text(report, oom);
-      progress.finished(label, true, text, seconds, running.size(), oom);
+      progress_.finished(label, true, text, seconds, running_.size(), oom);
     } else {
       const std::string tail = error_tail(err);
       const std::string message = problem + (tail.empty() ? "" : ": " + tail);
-      write_output_file(sweep::error_file(dir, p.id),
+      write_output_file(sweep::error_file(dir_, p.id),
                         nlohmann::json{{"sweep_point", where},
                                        {"error", message},
                                        {"stderr", err},
                                        {"exit_code", WIFEXITED(status) ? WEXITSTATUS(status) : -1}}
                                 .dump(1) +
                             "\n");
-      ++summary.failed;
-      progress.finished(label, false, message, seconds, running.size());
+      ++summary_.failed;
+      progress_.finished(label, false, message, seconds, running_.size());
     }
-    on_finish(r.index);
-  };
-
-  while (!g_stop_signal) {
-    while (!done && static_cast<int>(running.size()) < options.jobs) {
-      const NextPoint n = next();
-      done = n.done;
-      if (!n.index) break;
-      const auto& p = plan.points[*n.index];
-      const pid_t pid = spawn(server, options.command, sweep::study_file(dir, p.id),
-                              sweep::program_file(dir, p.id), tmp_out(p.id), tmp_err(p.id));
-      running[pid] = {*n.index, std::chrono::steady_clock::now()};
-    }
-    if (running.empty()) {
-      if (done) break;
-      throw std::logic_error("tpusim bug: a sweep's feeder waits for a result with none running");
-    }
-    // The wait ends as soon as a point does: the next starts (and a plan decides it) at once.
-    if (const auto ended = server.wait(100); ended && running.count(ended->first)) {
-      finish(ended->first, ended->second);
-      continue;
-    }
-    progress.tick(running.size());
+    on_finish_(index);
   }
 
-  if (g_stop_signal) {
-    summary.interrupted = true;
-    stop_running(server, running, finish);
+  /// The process `pid` ended with `status`.
+  void finish(pid_t pid, int status) {
+    const Running r = running_.at(pid);
+    running_.erase(pid);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
+    // Dropped (its files went then, and again now: it might have opened them after), or on
+    // trial when the sweep stops: still to do.
+    if (r.dropped || (r.trial && g_stop_signal)) return remove_files(r.id);
+    if (r.trial) {
+      held_ = Held{r.index, r.id, status, seconds};
+      return;
+    }
+    report(r.index, status, seconds);
   }
-  return summary;
+
+  /// The feeder's verdict on the point on trial.
+  void settle(std::size_t index, bool keep) {
+    if (held_ && held_->index == index) {
+      if (keep)
+        report(index, held_->status, held_->seconds);
+      else
+        remove_files(held_->id);
+      held_.reset();
+      return;
+    }
+    for (auto& [pid, r] : running_)
+      if (r.index == index && r.trial) {
+        r.trial = false;
+        r.dropped = !keep;
+        if (!keep) {
+          ::kill(pid, SIGKILL);
+          remove_files(r.id);  // now: the feeder may take its place in plan.points
+        }
+        return;
+      }
+    throw std::logic_error("tpusim bug: a sweep's feeder settles a point that is not on trial");
+  }
+
+  /// Points that hold a slot: all running but those dropped (they end in a moment).
+  int busy() const {
+    int n = 0;
+    for (const auto& [pid, r] : running_) n += !r.dropped;
+    return n;
+  }
+
+  /// Stops the running points (SIGTERM, SIGKILL after 5 s), finishing each as it exits.
+  void stop_running() {
+    for (const auto& [pid, r] : running_) ::kill(pid, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!running_.empty()) {
+      if (const auto ended = server_.wait(20); ended && running_.count(ended->first)) {
+        finish(ended->first, ended->second);
+        continue;
+      }
+      if (std::chrono::steady_clock::now() > deadline)
+        for (const auto& [p, r] : running_) ::kill(p, SIGKILL);
+    }
+  }
+
+  const sweep::Plan& plan_;
+  const RunnerOptions& options_;
+  const std::string& dir_;
+  SweepProgress& progress_;
+  const std::function<void(std::size_t)>& on_finish_;
+  launch::ForkServer& server_;
+  RunnerSummary summary_;
+  std::map<pid_t, Running> running_;
+  std::optional<Held> held_;  ///< the point on trial, ended and not yet settled
+};
+
+}  // namespace
+
+RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPoint()>& next,
+                             const RunnerOptions& options, SweepProgress& progress,
+                             const std::function<void(std::size_t)>& on_finish) {
+  if (options.server == nullptr)
+    throw std::logic_error("tpusim bug: a sweep's points run without a fork server");
+  return PointRunner(plan, options, progress, on_finish).run(next);
 }
 
 }  // namespace tpusim::cli

@@ -42,11 +42,19 @@ RunnerSummary run_points(const sweep::Plan& plan, const std::vector<std::size_t>
 struct NextPoint {
   std::optional<std::size_t> index;  ///< a point of plan.points to start now
   bool done = false;                 ///< no more points will be given
+  /// `index` starts on trial: it runs, but its result is held (not written, not shown, no
+  /// on_finish) until the feeder settles it. One point at a time may be on trial.
+  bool trial = false;
+  /// The point on trial, settled now (before `index` starts): kept (its result is written when
+  /// it ends, or now if it has) or dropped (stopped if it runs, its files removed, nothing shown).
+  std::optional<std::size_t> settled;
+  bool keep = false;
 };
 
 /// Runs points as `next` gives them (tpusim plan decides each from the results so far): `next`
 /// is asked whenever fewer than options.jobs run, and again after each point finishes when it
-/// gave none (it may give none only while a point runs). `next` may append to plan.points.
+/// gave none (it may give none only while a point runs, or one on trial waits to be settled).
+/// `next` may append to plan.points.
 RunnerSummary run_points_fed(const sweep::Plan& plan, const std::function<NextPoint()>& next,
                              const RunnerOptions& options, SweepProgress& progress,
                              const std::function<void(std::size_t)>& on_finish);
