@@ -273,9 +273,10 @@ class BoundOrderSearch {
 
   /// The next layout to simulate, for the runner. Each is decided as with the results of every
   /// layout started before it but the last -j - 1 (those may still run): whatever order the
-  /// simulations end in, the same layouts are pruned. It waits for an older running layout only
-  /// when that one's result could decide it. Layouts the bound rules out are skipped; cached ones
-  /// take their place in the start order without running.
+  /// simulations end in, the same layouts are pruned. When an older running layout's result could
+  /// still decide it, it runs on trial (NextPoint::trial) and is settled, kept or dropped, once
+  /// that result is in. Layouts the bound rules out are skipped; cached ones take their place in
+  /// the start order without running.
   NextPoint next_point(SweepProgress& progress) {
     const std::size_t lag = static_cast<std::size_t>(std::max(1, a_.jobs) - 1);
     NextPoint n;
