@@ -39,8 +39,8 @@ const ParamRegistry& ParamRegistry::instance() { return mutable_instance(); }
 void ParamRegistry::declare(ParamSpec spec) { mutable_instance().add(std::move(spec)); }
 
 void ParamRegistry::add(ParamSpec spec) {
-  for (const auto& s : specs_) {
-    if (s.path != spec.path) continue;
+  for (const auto* found : find(spec.path)) {
+    const ParamSpec& s = *found;
     const bool overlap = s.when_path.empty() || spec.when_path.empty() ||
                          (s.when_path == spec.when_path && s.when_value == spec.when_value);
     if (overlap)
@@ -49,6 +49,9 @@ void ParamRegistry::add(ParamSpec spec) {
                                   ? std::string()
                                   : " for " + spec.when_path + " = " + spec.when_value));
   }
+  by_path_[spec.path].push_back(specs_.size());
+  for (auto dot = spec.path.find('.'); dot != std::string::npos; dot = spec.path.find('.', dot + 1))
+    sections_.insert(spec.path.substr(0, dot));
   specs_.push_back(std::move(spec));
 }
 
@@ -75,17 +78,12 @@ ParamSpec label_param(std::string path, std::string default_value, std::string m
 
 std::vector<const ParamSpec*> ParamRegistry::find(const std::string& path) const {
   std::vector<const ParamSpec*> out;
-  for (const auto& s : specs_)
-    if (s.path == path) out.push_back(&s);
+  if (const auto it = by_path_.find(path); it != by_path_.end())
+    for (std::size_t i : it->second) out.push_back(&specs_[i]);
   return out;
 }
 
-bool ParamRegistry::is_section(const std::string& path) const {
-  const std::string prefix = path + ".";
-  return std::any_of(specs_.begin(), specs_.end(), [&](const ParamSpec& s) {
-    return s.path.compare(0, prefix.size(), prefix) == 0;
-  });
-}
+bool ParamRegistry::is_section(const std::string& path) const { return sections_.count(path) > 0; }
 
 namespace {
 struct ShorthandEntry {

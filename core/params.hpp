@@ -12,6 +12,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -76,6 +78,11 @@ class ParamRegistry {
  private:
   static ParamRegistry& mutable_instance();
   std::vector<ParamSpec> specs_;
+  /// specs_'s indices by path, and every path that holds declared parameters (a study is
+  /// checked against the registry for each of its keys and defaults: thousands of lookups for
+  /// each layout `tpusim plan` checks).
+  std::unordered_map<std::string, std::vector<std::size_t>> by_path_;
+  std::unordered_set<std::string> sections_;
 };
 
 struct ParamRegistrar {
