@@ -257,7 +257,7 @@ Program build_program(const Config& cfg, const Topology& topology, const Hardwar
 }
 
 Program build_program_of(const Config& cfg, const Topology& topology, const HardwareSpec& hw,
-                         ProgramKind kind, OpGraphCache* cache) {
+                         ProgramKind kind, OpGraphCache* cache, bool first_problem) {
   const Layout layout = read_layout(cfg, num_cores(topology, hw));
   const auto builder = model_builder_for(cfg);
   ProblemList problems;
@@ -282,6 +282,7 @@ Program build_program_of(const Config& cfg, const Topology& topology, const Hard
         std::to_string(micro) + " microbatches do not divide the " + std::to_string(replica_batch) +
             " examples of a replica; allowed: a divisor of " + std::to_string(replica_batch));
   const std::int64_t micro_batch = std::max<std::int64_t>(1, replica_batch / micro);
+  if (first_problem) problems.throw_if_any();
   if (layout.model > 1 && !builder->supports_model_parallel()) problems.throw_if_any();
   if (layout.spatial > 1 && !builder->supports_spatial()) problems.throw_if_any();
   const std::shared_ptr<const BuiltGraph> built =

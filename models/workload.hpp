@@ -97,9 +97,13 @@ std::vector<std::string> graph_read_paths(const Config& cfg);
 /// spatial splits need (no gradient sync, no optimizer). Throws ConfigError("workload.program")
 /// when the model has no evaluation program, ConfigError("workload.eval_batch") when the eval
 /// batch does not divide over the data replicas.
-/// With `cache`, the op graph is taken from it when an earlier call built the same one.
+/// With `cache`, the op graph is taken from it when an earlier call built the same one. With
+/// `first_problem`, a problem of the layout or the batch found before the op graph is built is
+/// thrown at once (tpusim plan reports a layout's first problem only); without, the graph is
+/// built to report its constraints' problems together with it.
 Program build_program_of(const Config& cfg, const Topology& topology, const HardwareSpec& hw,
-                         ProgramKind kind, OpGraphCache* cache = nullptr);
+                         ProgramKind kind, OpGraphCache* cache = nullptr,
+                         bool first_problem = false);
 
 /// Global examples of one step of `kind`: workload.global_batch or the eval batch.
 std::int64_t step_examples(const Config& cfg, ProgramKind kind);

@@ -7,6 +7,8 @@
 #include "models/builders/decoder_blocks.hpp"
 #include "models/op_graph.hpp"
 #include "models/ops.hpp"
+#include "models/workload.hpp"
+#include "topologies/topology.hpp"
 
 using namespace tpusim;
 using tpusim::test::graph_of;
@@ -142,6 +144,30 @@ TEST_CASE("decoder_lm refuses heads that do not fit, naming the path") {
                     Catch::Contains("workload.kv_heads"));
   CHECK_THROWS_WITH(graph_of(lm_study("decoder_1b", {{"heads", 3}}), 1),
                     Catch::Contains("workload.heads"));
+}
+
+TEST_CASE("build_program_of reports a batch problem with the graph's, or alone on first_problem") {
+  // A batch of 7 over the 2x2 slice's data replicas, and kv heads that do not divide the heads:
+  // the batch is checked before the op graph is built, the heads when it is built.
+  const Config c = lm_study("decoder_1b", {{"global_batch", 7}, {"kv_heads", 3}});
+  const Topology topology(topology_from_json(c.json().at("topology")));
+  const HardwareSpec hw = HardwareSpec::from_config(c);
+  auto problems = [&](bool first_problem) {
+    try {
+      build_program_of(c, topology, hw, ProgramKind::Train, nullptr, first_problem);
+    } catch (const ConfigError& e) {
+      std::vector<std::string> where;
+      for (const Problem& p : e.problems()) where.push_back(p.where);
+      return where;
+    }
+    FAIL("no problem reported");
+    return std::vector<std::string>{};
+  };
+  const auto all = problems(false);
+  REQUIRE(all.size() >= 2);
+  CHECK(all.front() == "workload.global_batch");
+  CHECK(std::find(all.begin(), all.end(), "workload.kv_heads") != all.end());
+  CHECK(problems(true) == std::vector<std::string>{"workload.global_batch"});
 }
 
 // Mixture-of-experts layers and multi-head latent attention (docs/experts.md).

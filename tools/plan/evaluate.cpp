@@ -50,7 +50,7 @@ AtDepth at_depth(const Study& s, const Topology& topology, std::int64_t layers,
   const Config cfg(std::move(doc));
   HardwareSpec hw = s.hardware;
   hw.cmem_bytes_per_chip = 0;  // CMEM's greedy placement is not linear in the depth
-  Program p = compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs), hw,
+  Program p = compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs, true), hw,
                       compiler_options(cfg));
   AtDepth d;
   if (!p.has_memory) return d;
@@ -188,9 +188,9 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
       c.deferred = true;
       return c;
     }
-    Program program =
-        compile(build_program_of(s.config, topology, s.hardware, program_kind(s.config), graphs),
-                s.hardware, compiler_options(s.config));
+    Program program = compile(
+        build_program_of(s.config, topology, s.hardware, program_kind(s.config), graphs, true),
+        s.hardware, compiler_options(s.config));
     const MemoryProfile memory = analyze_memory(program, s.hardware.hbm_bytes_per_core, 3);
     c.peak_bytes = memory.peak_bytes;
     c.capacity_bytes = memory.capacity_bytes;
