@@ -4,7 +4,8 @@
 // calls the command line's entry (tools/cli's main) with the command's arguments. A child so made
 // skips what an exec'd `tpusim` pays before its command starts: the kernel's exec, the dynamic
 // loader's relocations, the static initialisers (docs/benchmarks.md, "Points forked from a
-// server"). `tpusim sweep` and `tpusim plan` run their points so (tools/sweep/sweep_runner.hpp).
+// server, layouts on trial, layouts refused early"). `tpusim sweep` and `tpusim plan` run their
+// points so (tools/sweep/sweep_runner.hpp).
 //
 // Each child: its own process group's member (the server's group: the terminal's Ctrl-C goes to
 // the caller, which stops the children), stdin /dev/null, stdout and stderr to the given files,
