@@ -43,11 +43,27 @@ struct AtDepth {
   double model_flops = 0;
 };
 
-AtDepth at_depth(const Study& s, const Topology& topology, std::int64_t layers,
-                 OpGraphCache* graphs, plan::GroupReachCache& reach) {
+/// The study at `layers` layers.
+Config at_layers(const Study& s, std::int64_t layers) {
   nlohmann::json doc = s.config.json();
   doc["workload"]["layers"] = layers;
-  const Config cfg(std::move(doc));
+  return Config(std::move(doc));
+}
+
+/// The resident bytes of the study's Program at `layers` layers, partitioned but not compiled
+/// (the compiler's passes leave the resident buffers as they are); 0 if it has no memory figures.
+double resident_at_depth(const Study& s, const Topology& topology, std::int64_t layers,
+                         OpGraphCache* graphs) {
+  HardwareSpec hw = s.hardware;
+  hw.cmem_bytes_per_chip = 0;  // as at_depth builds it
+  const Program p =
+      build_program_of(at_layers(s, layers), topology, hw, ProgramKind::Train, graphs, true);
+  return p.has_memory ? resident_bytes(p) : 0;
+}
+
+AtDepth at_depth(const Study& s, const Topology& topology, std::int64_t layers,
+                 OpGraphCache* graphs, plan::GroupReachCache& reach) {
+  const Config cfg = at_layers(s, layers);
   HardwareSpec hw = s.hardware;
   hw.cmem_bytes_per_chip = 0;  // CMEM's greedy placement is not linear in the depth
   Program p = compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs, true), hw,
@@ -104,7 +120,7 @@ std::optional<plan::StepBound> extrapolated_bound(const AtDepth (&at)[3], std::i
 }  // namespace
 
 std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& topology,
-                                              OpGraphCache* graphs) {
+                                              OpGraphCache* graphs, bool resident_first) {
   const nlohmann::json& doc = s.config.json();
   const std::int64_t layers = json_int(doc, "workload", "layers", 0);
   const bool decoder =
@@ -115,6 +131,14 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
       json_int(doc, "workload", "first_dense_layers", 0) != 0)
     return std::nullopt;
   try {
+    if (resident_first) {  // the resident bytes from the partitioned Programs alone
+      const double r2 = resident_at_depth(s, topology, kScreenDepths[0], graphs);
+      const double r3 = resident_at_depth(s, topology, kScreenDepths[1], graphs);
+      ScreenedMemory m;
+      m.resident_bytes = r3 + static_cast<double>(layers - kScreenDepths[1]) * (r3 - r2);
+      m.forward_peak_bytes = m.resident_bytes;
+      if (r2 > 0 && over_hbm(m.resident_bytes, s.hardware)) return m;
+    }
     AtDepth at[3];
     plan::GroupReachCache reach;  // the depths share the layout's mesh
     for (int k = 0; k < 2; ++k) at[k] = at_depth(s, topology, kScreenDepths[k], graphs, reach);
@@ -175,7 +199,7 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
     c.chips = topology.num_chips() * topology.slices();  // every slice's, as a run's
     c.peak_flops_per_chip = s.hardware.peak_flops_per_core() * s.hardware.devices_per_chip;
     c.capacity_bytes = s.hardware.hbm_bytes_per_core;
-    const auto m = screen ? screened_memory(s, topology, graphs) : std::nullopt;
+    const auto m = screen ? screened_memory(s, topology, graphs, true) : std::nullopt;
     if (m && screen_out(*m, s.hardware, c)) return c;
     if (m && m->bound && build == Build::Deferred) {
       // Lower bounds: the peak is at least either figure less what CMEM may hold of it.

@@ -86,9 +86,13 @@ struct ScreenedMemory {
 };
 /// The screen's figures; std::nullopt for any other study, when a shallow build fails (the whole
 /// build says why), or when the Program of 4 layers is not in line with those of 2 and 3 (not
-/// built when the resident bytes alone, less a core's CMEM, are over the HBM).
+/// built when the resident bytes alone, less a core's CMEM, are over the HBM). With
+/// `resident_first` (check_candidate), the resident bytes are first taken from the shallow
+/// Programs partitioned but not compiled, and when they alone are over, only they are given
+/// (forward_peak_bytes the same, no bound): the verdict and its figure are the same.
 std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& topology,
-                                              OpGraphCache* graphs = nullptr);
+                                              OpGraphCache* graphs = nullptr,
+                                              bool resident_first = false);
 
 /// Rejected candidates grouped by class: count and the first example.
 struct RejectedClass {
