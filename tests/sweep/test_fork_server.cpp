@@ -1,7 +1,7 @@
 // The fork server the sweep and plan points start from (tools/launch/fork_server.hpp): each child
 // runs the entry with its arguments, its stdout and stderr in its files; the server reports each
 // child's wait status, including one killed by a signal; output the caller had buffered is not
-// written again by the children.
+// written again by the children; a caller without stdin still gives each child its files.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,5 +89,28 @@ TEST_CASE("fork server: children run the entry with their arguments and files") 
   REQUIRE(WIFEXITED(lost_status));
   CHECK(WEXITSTATUS(lost_status) == 127);
   server.reset();  // the server exits when its socket closes; the destructor reaps it
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fork server: a child's stdout is its file when the caller has no stdin") {
+  // Opened with fd 0 free, the child's stdout file would be fd 0, which the child's own stdin
+  // (/dev/null) must not replace.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("tpusim_fork_server_in_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const int saved = ::dup(0);
+  REQUIRE(saved >= 0);
+  ::close(0);
+  auto server = tpusim::launch::ForkServer::start(&echo_entry);  // its socket may be fd 0 now
+  std::map<pid_t, int> ended;
+  const pid_t pid = server->launch({"prog", "x"}, (dir / "out").string(), (dir / "err").string());
+  const int status = wait_for(*server, pid, ended);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(text_of(dir / "out") == "prog x\n");
+  CHECK(text_of(dir / "err") == "err\n");
+  server.reset();
+  ::dup2(saved, 0);  // stdin back, once the server's socket is closed
+  ::close(saved);
   std::filesystem::remove_all(dir);
 }

@@ -51,9 +51,17 @@ bool send_message(int socket, long long kind, long long pid, long long value) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
-  const int out = ::open(words[0].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int err = ::open(words[1].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int in = ::open("/dev/null", O_RDONLY);
+  // Each opened above 2 first: where the caller runs with stdin or stdout closed, a file opened
+  // as 0 or 1 would otherwise be replaced by the next dup2 before it is moved.
+  auto above_2 = [](int fd) {
+    if (fd < 0 || fd > 2) return fd;
+    const int moved = ::fcntl(fd, F_DUPFD, 3);
+    ::close(fd);
+    return moved;
+  };
+  const int out = above_2(::open(words[0].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  const int err = above_2(::open(words[1].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  const int in = above_2(::open("/dev/null", O_RDONLY));
   if (out < 0 || err < 0 || in < 0) ::_exit(127);
   ::dup2(in, 0);
   ::dup2(out, 1);
