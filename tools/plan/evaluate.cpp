@@ -43,31 +43,32 @@ struct AtDepth {
   double model_flops = 0;
 };
 
-/// The study at `layers` layers.
-Config at_layers(const Study& s, std::int64_t layers) {
+/// The study's Program at `layers` layers, partitioned, with the config and hardware it was built
+/// for: no CMEM, whose greedy placement is not linear in the depth.
+struct Shallow {
+  Config cfg;
+  HardwareSpec hw;
+  Program program;
+};
+
+Shallow shallow(const Study& s, const Topology& topology, std::int64_t layers,
+                OpGraphCache* graphs) {
   nlohmann::json doc = s.config.json();
   doc["workload"]["layers"] = layers;
-  return Config(std::move(doc));
+  Shallow sh{Config(std::move(doc)), s.hardware, Program{}};
+  sh.hw.cmem_bytes_per_chip = 0;
+  sh.program = build_program_of(sh.cfg, topology, sh.hw, ProgramKind::Train, graphs, true);
+  return sh;
 }
 
-/// The resident bytes of the study's Program at `layers` layers, partitioned but not compiled
-/// (the compiler's passes leave the resident buffers as they are); 0 if it has no memory figures.
-double resident_at_depth(const Study& s, const Topology& topology, std::int64_t layers,
-                         OpGraphCache* graphs) {
-  HardwareSpec hw = s.hardware;
-  hw.cmem_bytes_per_chip = 0;  // as at_depth builds it
-  const Program p =
-      build_program_of(at_layers(s, layers), topology, hw, ProgramKind::Train, graphs, true);
-  return p.has_memory ? resident_bytes(p) : 0;
-}
+/// The resident bytes of a Program (partitioned or compiled: the compiler's passes leave the
+/// resident buffers as they are); 0 if it has no memory figures.
+double resident_of(const Program& p) { return p.has_memory ? resident_bytes(p) : 0; }
 
-AtDepth at_depth(const Study& s, const Topology& topology, std::int64_t layers,
-                 OpGraphCache* graphs, plan::GroupReachCache& reach) {
-  const Config cfg = at_layers(s, layers);
-  HardwareSpec hw = s.hardware;
-  hw.cmem_bytes_per_chip = 0;  // CMEM's greedy placement is not linear in the depth
-  Program p = compile(build_program_of(cfg, topology, hw, ProgramKind::Train, graphs, true), hw,
-                      compiler_options(cfg));
+/// `sh` compiled and its figures.
+AtDepth at_depth(const Study& s, Shallow sh, const Topology& topology,
+                 plan::GroupReachCache& reach) {
+  Program p = compile(std::move(sh.program), sh.hw, compiler_options(sh.cfg));
   AtDepth d;
   if (!p.has_memory) return d;
   const std::vector<double> live = live_bytes_per_op(p);  // the resident bytes included
@@ -130,30 +131,31 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
       json_int(doc, "parallelism", "dcn_pipeline", 1) != 1 ||
       json_int(doc, "workload", "first_dense_layers", 0) != 0)
     return std::nullopt;
+  // f at the whole depth on the line through depths 2 and 3.
+  auto extrapolate = [&](double f2, double f3) {
+    return f3 + static_cast<double>(layers - kScreenDepths[1]) * (f3 - f2);
+  };
   try {
+    Shallow sh[2] = {shallow(s, topology, kScreenDepths[0], graphs),
+                     shallow(s, topology, kScreenDepths[1], graphs)};
     if (resident_first) {  // the resident bytes from the partitioned Programs alone
-      const double r2 = resident_at_depth(s, topology, kScreenDepths[0], graphs);
-      const double r3 = resident_at_depth(s, topology, kScreenDepths[1], graphs);
       ScreenedMemory m;
-      m.resident_bytes = r3 + static_cast<double>(layers - kScreenDepths[1]) * (r3 - r2);
+      m.resident_bytes = extrapolate(resident_of(sh[0].program), resident_of(sh[1].program));
       m.forward_peak_bytes = m.resident_bytes;
-      if (r2 > 0 && over_hbm(m.resident_bytes, s.hardware)) return m;
+      if (resident_of(sh[0].program) > 0 && over_hbm(m.resident_bytes, s.hardware)) return m;
     }
     AtDepth at[3];
     plan::GroupReachCache reach;  // the depths share the layout's mesh
-    for (int k = 0; k < 2; ++k) at[k] = at_depth(s, topology, kScreenDepths[k], graphs, reach);
+    for (int k = 0; k < 2; ++k) at[k] = at_depth(s, std::move(sh[k]), topology, reach);
     if (at[0].memory.resident_bytes <= 0) return std::nullopt;
-    auto extrapolate = [&](double ScreenedMemory::*f) {
-      const double f2 = at[0].memory.*f, f3 = at[1].memory.*f;
-      return f3 + static_cast<double>(layers - kScreenDepths[1]) * (f3 - f2);
-    };
     ScreenedMemory whole = at[1].memory;
-    whole.resident_bytes = extrapolate(&ScreenedMemory::resident_bytes);
-    whole.forward_peak_bytes = extrapolate(&ScreenedMemory::forward_peak_bytes);
+    for (double ScreenedMemory::*f :
+         {&ScreenedMemory::resident_bytes, &ScreenedMemory::forward_peak_bytes})
+      whole.*f = extrapolate(at[0].memory.*f, at[1].memory.*f);
     // Resident buffers are per layer by construction (tests/plan/test_plan_memory_screen.cpp);
     // the forward pass is checked at a third depth.
     if (over_hbm(whole.resident_bytes, s.hardware)) return whole;
-    at[2] = at_depth(s, topology, kScreenDepths[2], graphs, reach);
+    at[2] = at_depth(s, shallow(s, topology, kScreenDepths[2], graphs), topology, reach);
     if (!in_line(at, [](const AtDepth& d) { return d.memory.resident_bytes; }) ||
         !in_line(at, [](const AtDepth& d) { return d.memory.forward_peak_bytes; }))
       return std::nullopt;
