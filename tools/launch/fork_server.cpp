@@ -154,6 +154,12 @@ void use_fresh_arena() {
   mallctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0);
 }
 
+void use_warm_fresh_arena() {
+  use_fresh_arena();
+  void* volatile warm = std::malloc(1 << 16);
+  std::free(warm);
+}
+
 std::unique_ptr<ForkServer> ForkServer::start(Entry entry) {
   std::cout.flush();
   std::fflush(nullptr);
@@ -173,10 +179,7 @@ std::unique_ptr<ForkServer> ForkServer::start(Entry entry) {
     ::close(sv[0]);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(0);
-    // The arena's paths are bound and warmed here once, not again in every child.
-    use_fresh_arena();
-    void* volatile warm = std::malloc(1 << 16);
-    std::free(warm);
+    use_warm_fresh_arena();
     serve(entry, sv[1]);
   }
   ::close(sv[1]);

@@ -64,4 +64,9 @@ class ForkServer {
 /// pages. Nothing without jemalloc (the tests, the sanitizer build, Python).
 void use_fresh_arena();
 
+/// use_fresh_arena, then one allocation from it: in a process that forks children, jemalloc's
+/// paths that make and grow an arena bind their library calls there (lazily bound in
+/// libjemalloc), not again in every child.
+void use_warm_fresh_arena();
+
 }  // namespace tpusim::launch

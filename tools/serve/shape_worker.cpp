@@ -175,12 +175,7 @@ ShapeWorker::ShapeWorker(SimulateOne simulate_one) : simulate_one_(std::move(sim
   }
   if (pid_ == 0) {
     prctl(PR_SET_NAME, "tpusim-shapes");
-    // The worker takes a fresh arena too, and allocates from it once: jemalloc's paths that
-    // make and grow an arena bind their library calls here (lazily bound in libjemalloc), not
-    // again in every child.
-    launch::use_fresh_arena();
-    void* volatile warm = std::malloc(1 << 16);
-    std::free(warm);
+    launch::use_warm_fresh_arena();  // the worker's own, made and grown once
     close(req[1]);
     close(rep[0]);
     to_worker_ = req[0];    // in the worker: where the requests come from
