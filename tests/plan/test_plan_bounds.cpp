@@ -192,3 +192,54 @@ TEST_CASE("plan bounds: an all-reduce on the critical path takes what every algo
   CHECK(critical(CollectiveKind::AllReduce) == Approx(2 * gather));
   CHECK(critical(CollectiveKind::ReduceScatter) == Approx(gather));
 }
+
+TEST_CASE("plan bounds: a group on a run of chips that does not close a ring uses its links in") {
+  // data 8 x model 4 on a 4x4 TPU v3 torus: each model group is 4 cores, 2 on each of 2
+  // neighbouring chips along X. A route from the other chip arrives along X from one side only
+  // (the shorter way round the 4-chip ring), so the chip takes in the other chip's half of an
+  // all-gather, S / 2, over 1 link, not 2; a core its 3/4 S over that link and the on-chip path.
+  const double S = 16e6;
+  const Config cfg0 = load_config({{"preset", "tpu_v3"}, {"topology", "4x4"}});
+  const HardwareSpec hw = HardwareSpec::from_config(cfg0);
+  const Topology topo(parse_topology("4x4"));
+  REQUIRE(hw.devices_per_chip == 2);
+  const Program p =
+      program({{"data", 8}, {"model", 4}}, {collective(CollectiveKind::AllGather, S, {"model"})});
+  const double ici = hw.ici_bandwidth.bytes_per_s(), onchip = hw.onchip_bandwidth.bytes_per_s();
+  const double core_ms = (3.0 / 4) * S / (ici + onchip) * 1e3;
+  const double chip_ms = (1.0 / 2) * S / ici * 1e3;
+  const double bound = plan::step_lower_bound(p, topo, hw).critical_ms;
+  CHECK(bound == Approx(std::max(core_ms, chip_ms)));
+  // Where routes need not be shortest (failed links), both of the chip's X links count.
+  const double any_route = plan::step_lower_bound(p, topo, hw, nullptr, false).critical_ms;
+  CHECK(any_route ==
+        Approx(std::max((3.0 / 4) * S / (2 * ici + onchip), (1.0 / 2) * S / (2 * ici)) * 1e3));
+  CHECK(any_route < bound);
+  // No all-gather algorithm tpusim simulates beats it.
+  for (const char* algorithm :
+       {"ring", "bidirectional_ring", "per_dimension", "halving_doubling", "one_shot"}) {
+    INFO(algorithm);
+    const Config cfg = load_config(
+        {{"preset", "tpu_v3"}, {"topology", "4x4"}, {"collectives", {{"algorithm", algorithm}}}});
+    const std::vector<double> step = test::in_child([&] {
+      const SimReport r =
+          simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+      return std::vector<double>{r.step_time.seconds() * 1e3};
+    });
+    REQUIRE(step.size() == 1);
+    CHECK(step[0] >= bound * (1 - 1e-9));
+  }
+}
+
+TEST_CASE("plan bounds: a grid without wrap links gives its end chips one link in") {
+  // A 4x1 grid without wrap: a group of all 4 chips' cores along X; the end chips receive
+  // over one X link. An all-reduce's 2 x 3/4 S into a chip then takes 1.5 S / ici.
+  HardwareSpec hw = tpu_v3();
+  const Topology topo(parse_topology("4x1:wrap=0,0"));
+  const double S = 8e6;
+  const Program p = program({{"data", 8}}, {collective(CollectiveKind::AllReduce, S, {"data"})});
+  const double ici = hw.ici_bandwidth.bytes_per_s(), onchip = hw.onchip_bandwidth.bytes_per_s();
+  const double chip_ms = 2 * (3.0 / 4) * S / ici * 1e3;
+  const double core_ms = 2 * (7.0 / 8) * S / (ici + onchip) * 1e3;
+  CHECK(plan::step_lower_bound(p, topo, hw).critical_ms == Approx(std::max(chip_ms, core_ms)));
+}

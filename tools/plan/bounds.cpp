@@ -56,6 +56,10 @@ struct Reach {
   /// collective's).
   double chips = 0;
   double cores_per_chip = 0;  ///< the first group's cores on each of its chips
+  /// The fewest ICI links into one of the first group's chips that a route from another member
+  /// can arrive on (in_links_of); -1 where routes need not be shortest (a twisted torus, failed
+  /// links): then 2 for every torus dimension the groups span.
+  double in_links = -1;
   bool counted = true;  ///< false: across slices (the data-center network), counted as nothing
 };
 
@@ -70,7 +74,47 @@ double uniform_chips(const std::vector<int>& g, int dpc) {
   return static_cast<double>(per_chip.size());
 }
 
-Reach reach_of(const std::vector<std::vector<int>>& groups, const Topology& topology, int dpc) {
+/// The fewest ICI links into one of `g`'s chips that a shortest route from another member can
+/// arrive on. Along a torus dimension a route arrives from the side it travels from (the signed
+/// shortest offset, Topology::offset), so a member at the end of a run of chips that does not
+/// close the ring (two chips of an 8-chip ring; any run on a grid without wrap) receives along
+/// it over one link, not two. Counting, per dimension, every side from which any member's
+/// coordinate is reached (whatever the order of the dimensions in the route) counts at least
+/// the links the routes use.
+double in_links_of(const std::vector<int>& g, const Topology& topology, int dpc) {
+  const int nd = topology.num_dims();
+  std::vector<std::vector<int>> sides(static_cast<std::size_t>(nd));  // per dim, per coordinate
+  std::vector<int> coords;
+  for (int d = 0; d < nd; ++d) {
+    coords.clear();
+    for (int core : g) coords.push_back(topology.coord(core / dpc, d));
+    std::sort(coords.begin(), coords.end());
+    coords.erase(std::unique(coords.begin(), coords.end()), coords.end());
+    auto& s = sides[static_cast<std::size_t>(d)];
+    s.assign(static_cast<std::size_t>(topology.dim(d)), 0);
+    for (int x : coords) {
+      bool from_minus = false, from_plus = false;
+      for (int y : coords) {
+        const int off = topology.offset(y, x, d);
+        from_minus = from_minus || off > 0;
+        from_plus = from_plus || off < 0;
+      }
+      s[static_cast<std::size_t>(x)] = (from_minus ? 1 : 0) + (from_plus ? 1 : 0);
+    }
+  }
+  int fewest = -1;
+  for (int core : g) {
+    int n = 0;
+    for (int d = 0; d < nd; ++d)
+      n += sides[static_cast<std::size_t>(d)]
+                [static_cast<std::size_t>(topology.coord(core / dpc, d))];
+    fewest = fewest < 0 ? n : std::min(fewest, n);
+  }
+  return std::max(fewest, 0);
+}
+
+Reach reach_of(const std::vector<std::vector<int>>& groups, const Topology& topology, int dpc,
+               bool shortest_routes) {
   Reach r;
   const int nd = topology.num_dims();
   r.members = groups.empty() ? 0 : static_cast<double>(groups.front().size());
@@ -91,6 +135,8 @@ Reach reach_of(const std::vector<std::vector<int>>& groups, const Topology& topo
   }
   // A twisted torus's wrap links land shifted: its routes may use any dimension.
   if (topology.twisted_dim() >= 0 && (r.dims & ((1u << nd) - 1)) != 0) r.dims |= (1u << nd) - 1;
+  if (shortest_routes && topology.twisted_dim() < 0 && !groups.empty())
+    r.in_links = in_links_of(groups.front(), topology, dpc);
   return r;
 }
 
@@ -103,6 +149,17 @@ double link_capacity(unsigned dims, const Topology& topology, const HardwareSpec
     if (dims & (1u << d)) c += 2 * hw.ici_bandwidth.bytes_per_s();  // one link from each side
   if (dims & (1u << nd)) c += (per_core ? 1 : dpc) * (dpc - 1) * hw.onchip_bandwidth.bytes_per_s();
   return c;
+}
+
+/// Bytes per second into a core of the group (`per_core`) or its chip over the links its routes
+/// can use: link_capacity of the dimensions it spans, or, where routes are shortest, the ICI
+/// links into its chip with the fewest (Reach::in_links) and the on-chip path.
+double group_capacity(const Reach& r, const Topology& topology, const HardwareSpec& hw,
+                      bool per_core) {
+  const unsigned torus = r.dims & ((1u << topology.num_dims()) - 1);
+  if (r.in_links < 0) return link_capacity(per_core ? r.dims : torus, topology, hw, per_core);
+  const double onchip = link_capacity(per_core ? r.dims & ~torus : 0, topology, hw, true);
+  return r.in_links * hw.ici_bandwidth.bytes_per_s() + onchip;
 }
 
 /// Bytes a member receives of collective `c` over groups of `p`: {each member's least under
@@ -175,7 +232,7 @@ GroupReachCache::~GroupReachCache() = default;
 namespace {
 
 CollectiveGeometry geometry(const Program& program, const Topology& topology,
-                            const HardwareSpec& hw, GroupReachCache* cache) {
+                            const HardwareSpec& hw, GroupReachCache* cache, bool shortest_routes) {
   CollectiveGeometry g;
   g.reach.resize(program.ops.size());
   g.cut.resize(program.ops.size());
@@ -192,7 +249,7 @@ CollectiveGeometry geometry(const Program& program, const Topology& topology,
     const CollectiveSpec& c = op.collective;
     std::pair<Reach, CutShares> rc;
     if (!c.replica_groups.empty()) {
-      rc = {reach_of(c.replica_groups, topology, hw.devices_per_chip),
+      rc = {reach_of(c.replica_groups, topology, hw.devices_per_chip, shortest_routes),
             cut.shares(c.replica_groups)};
       rc.first.counted = rc.first.counted && !multislice;
     } else {
@@ -203,7 +260,7 @@ CollectiveGeometry geometry(const Program& program, const Topology& topology,
           placed = placed_cores(*mesh, topology);
         }
         const auto groups = placed_groups(*mesh, placed, c.axes);
-        Reach r = reach_of(groups, topology, hw.devices_per_chip);
+        Reach r = reach_of(groups, topology, hw.devices_per_chip, shortest_routes);
         r.counted = r.counted && (!multislice || inside_slice(c.axes));
         it = by_axes.emplace(c.axes, std::pair{r, cut.shares(groups)}).first;
       }
@@ -233,11 +290,10 @@ double critical_path_ns(const Program& program, const std::vector<double>& compu
     }
     double least = 0;
     const Reach& r = g.reach[i];
-    const double cap = link_capacity(r.dims, topology, hw, true);
+    const double cap = group_capacity(r, topology, hw, true);
     if (r.counted && cap > 0) least = received(op.collective, r.members).first / cap * 1e9;
     // The chip's cores share its ICI links: what the chip as a whole must take in over them.
-    const unsigned torus = r.dims & ((1u << topology.num_dims()) - 1);
-    const double chip_cap = link_capacity(torus, topology, hw, false);
+    const double chip_cap = group_capacity(r, topology, hw, false);
     if (r.counted && chip_cap > 0)
       least =
           std::max(least, chip_received(op.collective, r.cores_per_chip, r.chips) / chip_cap * 1e9);
@@ -280,7 +336,7 @@ double StepBound::step_ms() const {
 }
 
 StepBound step_lower_bound(const Program& program, const Topology& topology, const HardwareSpec& hw,
-                           GroupReachCache* reach) {
+                           GroupReachCache* reach, bool shortest_routes) {
   StepBound b;
   std::vector<double> compute_ns(program.ops.size(), 0.0);
   double compute_sum = 0;
@@ -289,7 +345,7 @@ StepBound step_lower_bound(const Program& program, const Topology& topology, con
       compute_sum += compute_ns[i] = compute_op_time(hw, program.ops[i].compute).total.ns();
   b.compute_ms = compute_sum * 1e-6;
 
-  const CollectiveGeometry g = geometry(program, topology, hw, reach);
+  const CollectiveGeometry g = geometry(program, topology, hw, reach, shortest_routes);
   b.critical_ms = critical_path_ns(program, compute_ns, g, topology, hw) * 1e-6;
   b.ingress_ms = ingress_ns(program, g, topology, hw) * 1e-6;
   const double cut_bytes_per_s = topology.bisection_links() * hw.ici_bandwidth.bytes_per_s();

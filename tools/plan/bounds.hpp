@@ -35,7 +35,11 @@
 //  reduce-scatter, one-shot more, (p-1) S and (p-1)/p S. A chip's cores share its ICI links, so
 //  the critical path also takes, for a group of p cores on P chips with the same number on each,
 //  what the chip as a whole must take in over them (2 links a torus dimension the group spans;
-//  the cores' on-chip path does not count): of an all-reduce 2 (P-1)/P S (every algorithm tpusim
+//  where routes are shortest, only the links into the chip that routes from the group's other
+//  members arrive on, at the group's chip with the fewest: a run of chips that does not close
+//  its ring, such as 2 of an 8-chip ring's chips or any run of a grid without wrap, gives its end
+//  chips 1 link along it, as the shorter way round arrives from one side; the cores' on-chip
+//  path does not count): of an all-reduce 2 (P-1)/P S (every algorithm tpusim
 //  simulates: a ring through each chip's cores in turn carries 2 (p-1)/p S into it; per-dimension
 //  rings and the on-chip algorithm reduce on the chip and carry 2 (P-1)/P of the chip's share
 //  in; halving-doubling and recursive doubling exchange with the chip's partner on the chip once
@@ -75,7 +79,10 @@ class GroupReachCache {
   std::unique_ptr<Entries> entries;
 };
 
+/// `shortest_routes`: every route is a shortest one (false where network.failed_links sends
+/// routes the other way round a ring): the critical path then counts only the links into a
+/// group's chip that routes from its other members arrive on.
 StepBound step_lower_bound(const Program& program, const Topology& topology, const HardwareSpec& hw,
-                           GroupReachCache* reach = nullptr);
+                           GroupReachCache* reach = nullptr, bool shortest_routes = true);
 
 }  // namespace tpusim::plan
