@@ -44,7 +44,7 @@ describe() {
     slow) echo "docs/network.md: Packet trains (BERT at packet level), Core resources (async BERT with 2 DMA engines per core); README.md and docs/benchmarks.md: the benchmark table (the packet row)" ;;
     plan) echo "docs/plan.md: the plan tables (runs tools/plan_docs.sh, which rewrites them)" ;;
     start) echo "docs/getting-started.md: tasks 1, 2, 4 to 9 (the quoted lines); README.md: Five studies by task" ;;
-    startplan) echo "docs/getting-started.md: task 3 (plan for GPT-3 on 1024 v4 chips, minutes); docs/llm.md: Searching layouts" ;;
+    startplan) echo "docs/getting-started.md: task 3 (plan for GPT-3 on 1024 v4 chips, seconds); docs/llm.md: Searching layouts" ;;
     *) return 1 ;;
   esac
 }
