@@ -33,6 +33,24 @@ Program program(std::vector<MeshAxis> mesh, std::vector<Op> ops) {
   p.ops = std::move(ops);
   return p;
 }
+
+/// `p` simulated on TPU v3 chips of `topo` ("4x4") with each of `algorithms`: no step below
+/// `bound_ms`.
+void check_steps_above(const Program& p, const Topology& topo, double bound_ms,
+                       std::initializer_list<const char*> algorithms) {
+  for (const char* algorithm : algorithms) {
+    INFO(algorithm);
+    const Config cfg = load_config(
+        {{"preset", "tpu_v3"}, {"topology", "4x4"}, {"collectives", {{"algorithm", algorithm}}}});
+    const std::vector<double> step = test::in_child([&] {
+      const SimReport r =
+          simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
+      return std::vector<double>{r.step_time.seconds() * 1e3};
+    });
+    REQUIRE(step.size() == 1);
+    CHECK(step[0] >= bound_ms * (1 - 1e-9));
+  }
+}
 }  // namespace
 
 TEST_CASE("plan bounds: compute is the sum of the ops' cost formula times") {
@@ -159,19 +177,9 @@ TEST_CASE("plan bounds: a group of cores on several chips takes what its chips m
   REQUIRE(chip_ms > core_ms);
   const double bound = plan::step_lower_bound(p, topo, hw).critical_ms;
   CHECK(bound == Approx(chip_ms));
-  for (const char* algorithm : {"ring", "bidirectional_ring", "per_dimension", "halving_doubling",
-                                "recursive_doubling", "one_shot"}) {
-    INFO(algorithm);
-    const Config cfg = load_config(
-        {{"preset", "tpu_v3"}, {"topology", "4x4"}, {"collectives", {{"algorithm", algorithm}}}});
-    const std::vector<double> step = test::in_child([&] {
-      const SimReport r =
-          simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
-      return std::vector<double>{r.step_time.seconds() * 1e3};
-    });
-    REQUIRE(step.size() == 1);
-    CHECK(step[0] >= bound * (1 - 1e-9));
-  }
+  check_steps_above(p, topo, bound,
+                    {"ring", "bidirectional_ring", "per_dimension", "halving_doubling",
+                     "recursive_doubling", "one_shot"});
 }
 
 TEST_CASE("plan bounds: an all-reduce on the critical path takes what every algorithm delivers") {
@@ -198,14 +206,12 @@ TEST_CASE("plan bounds: a group on a run of chips that does not close a ring use
   // neighbouring chips along X. A route from the other chip arrives along X from one side only
   // (the shorter way round the 4-chip ring), so the chip takes in the other chip's half of an
   // all-gather, S / 2, over 1 link, not 2; a core its 3/4 S over that link and the on-chip path.
-  const double S = 16e6;
-  const Config cfg0 = load_config({{"preset", "tpu_v3"}, {"topology", "4x4"}});
-  const HardwareSpec hw = HardwareSpec::from_config(cfg0);
+  const HardwareSpec hw = tpu_v3();
+  const double S = 16e6, ici = hw.ici_bandwidth.bytes_per_s();
+  const double onchip = hw.onchip_bandwidth.bytes_per_s();
   const Topology topo(parse_topology("4x4"));
-  REQUIRE(hw.devices_per_chip == 2);
-  const Program p =
-      program({{"data", 8}, {"model", 4}}, {collective(CollectiveKind::AllGather, S, {"model"})});
-  const double ici = hw.ici_bandwidth.bytes_per_s(), onchip = hw.onchip_bandwidth.bytes_per_s();
+  const Op gather = collective(CollectiveKind::AllGather, S, {"model"});
+  const Program p = program({{"data", 8}, {"model", 4}}, {gather});
   const double core_ms = (3.0 / 4) * S / (ici + onchip) * 1e3;
   const double chip_ms = (1.0 / 2) * S / ici * 1e3;
   const double bound = plan::step_lower_bound(p, topo, hw).critical_ms;
@@ -216,19 +222,9 @@ TEST_CASE("plan bounds: a group on a run of chips that does not close a ring use
         Approx(std::max((3.0 / 4) * S / (2 * ici + onchip), (1.0 / 2) * S / (2 * ici)) * 1e3));
   CHECK(any_route < bound);
   // No all-gather algorithm tpusim simulates beats it.
-  for (const char* algorithm :
-       {"ring", "bidirectional_ring", "per_dimension", "halving_doubling", "one_shot"}) {
-    INFO(algorithm);
-    const Config cfg = load_config(
-        {{"preset", "tpu_v3"}, {"topology", "4x4"}, {"collectives", {{"algorithm", algorithm}}}});
-    const std::vector<double> step = test::in_child([&] {
-      const SimReport r =
-          simulate(p, topo, HardwareSpec::from_config(cfg), SimOptions::from_config(cfg));
-      return std::vector<double>{r.step_time.seconds() * 1e3};
-    });
-    REQUIRE(step.size() == 1);
-    CHECK(step[0] >= bound * (1 - 1e-9));
-  }
+  check_steps_above(
+      p, topo, bound,
+      {"ring", "bidirectional_ring", "per_dimension", "halving_doubling", "one_shot"});
 }
 
 TEST_CASE("plan bounds: a grid without wrap links gives its end chips one link in") {
