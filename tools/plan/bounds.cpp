@@ -58,7 +58,8 @@ struct Reach {
   double cores_per_chip = 0;  ///< the first group's cores on each of its chips
   /// The fewest ICI links into one of the first group's chips that a route from another member
   /// can arrive on (in_links_of); -1 where routes need not be shortest (a twisted torus, failed
-  /// links): then 2 for every torus dimension the groups span.
+  /// links) or links do not queue (network.contention off): then 2 for every torus dimension
+  /// the groups span.
   double in_links = -1;
   bool counted = true;  ///< false: across slices (the data-center network), counted as nothing
 };
@@ -114,7 +115,7 @@ double in_links_of(const std::vector<int>& g, const Topology& topology, int dpc)
 }
 
 Reach reach_of(const std::vector<std::vector<int>>& groups, const Topology& topology, int dpc,
-               bool shortest_routes) {
+               bool queued_shortest_routes) {
   Reach r;
   const int nd = topology.num_dims();
   r.members = groups.empty() ? 0 : static_cast<double>(groups.front().size());
@@ -135,7 +136,7 @@ Reach reach_of(const std::vector<std::vector<int>>& groups, const Topology& topo
   }
   // A twisted torus's wrap links land shifted: its routes may use any dimension.
   if (topology.twisted_dim() >= 0 && (r.dims & ((1u << nd) - 1)) != 0) r.dims |= (1u << nd) - 1;
-  if (shortest_routes && topology.twisted_dim() < 0 && !groups.empty())
+  if (queued_shortest_routes && topology.twisted_dim() < 0 && !groups.empty())
     r.in_links = in_links_of(groups.front(), topology, dpc);
   return r;
 }
@@ -232,7 +233,8 @@ GroupReachCache::~GroupReachCache() = default;
 namespace {
 
 CollectiveGeometry geometry(const Program& program, const Topology& topology,
-                            const HardwareSpec& hw, GroupReachCache* cache, bool shortest_routes) {
+                            const HardwareSpec& hw, GroupReachCache* cache,
+                            bool queued_shortest_routes) {
   CollectiveGeometry g;
   g.reach.resize(program.ops.size());
   g.cut.resize(program.ops.size());
@@ -249,7 +251,7 @@ CollectiveGeometry geometry(const Program& program, const Topology& topology,
     const CollectiveSpec& c = op.collective;
     std::pair<Reach, CutShares> rc;
     if (!c.replica_groups.empty()) {
-      rc = {reach_of(c.replica_groups, topology, hw.devices_per_chip, shortest_routes),
+      rc = {reach_of(c.replica_groups, topology, hw.devices_per_chip, queued_shortest_routes),
             cut.shares(c.replica_groups)};
       rc.first.counted = rc.first.counted && !multislice;
     } else {
@@ -260,7 +262,7 @@ CollectiveGeometry geometry(const Program& program, const Topology& topology,
           placed = placed_cores(*mesh, topology);
         }
         const auto groups = placed_groups(*mesh, placed, c.axes);
-        Reach r = reach_of(groups, topology, hw.devices_per_chip, shortest_routes);
+        Reach r = reach_of(groups, topology, hw.devices_per_chip, queued_shortest_routes);
         r.counted = r.counted && (!multislice || inside_slice(c.axes));
         it = by_axes.emplace(c.axes, std::pair{r, cut.shares(groups)}).first;
       }
@@ -336,7 +338,7 @@ double StepBound::step_ms() const {
 }
 
 StepBound step_lower_bound(const Program& program, const Topology& topology, const HardwareSpec& hw,
-                           GroupReachCache* reach, bool shortest_routes) {
+                           GroupReachCache* reach, bool queued_shortest_routes) {
   StepBound b;
   std::vector<double> compute_ns(program.ops.size(), 0.0);
   double compute_sum = 0;
@@ -345,7 +347,7 @@ StepBound step_lower_bound(const Program& program, const Topology& topology, con
       compute_sum += compute_ns[i] = compute_op_time(hw, program.ops[i].compute).total.ns();
   b.compute_ms = compute_sum * 1e-6;
 
-  const CollectiveGeometry g = geometry(program, topology, hw, reach, shortest_routes);
+  const CollectiveGeometry g = geometry(program, topology, hw, reach, queued_shortest_routes);
   b.critical_ms = critical_path_ns(program, compute_ns, g, topology, hw) * 1e-6;
   b.ingress_ms = ingress_ns(program, g, topology, hw) * 1e-6;
   const double cut_bytes_per_s = topology.bisection_links() * hw.ici_bandwidth.bytes_per_s();

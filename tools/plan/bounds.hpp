@@ -79,10 +79,11 @@ class GroupReachCache {
   std::unique_ptr<Entries> entries;
 };
 
-/// `shortest_routes`: every route is a shortest one (false where network.failed_links sends
-/// routes the other way round a ring): the critical path then counts only the links into a
-/// group's chip that routes from its other members arrive on.
+/// `queued_shortest_routes`: every route is a shortest one and links queue what crosses them
+/// (false where network.failed_links sends routes the other way round a ring, or
+/// network.contention=false lets a link carry several transfers at once): the critical path
+/// then counts only the links into a group's chip that routes from its other members arrive on.
 StepBound step_lower_bound(const Program& program, const Topology& topology, const HardwareSpec& hw,
-                           GroupReachCache* reach = nullptr, bool shortest_routes = true);
+                           GroupReachCache* reach = nullptr, bool queued_shortest_routes = true);
 
 }  // namespace tpusim::plan

@@ -29,10 +29,12 @@ bool over_hbm(double bytes, const HardwareSpec& hw) {
   return bytes - hw.cmem_bytes_per_core() > hw.hbm_bytes_per_core * (1 + 1e-9);
 }
 
-/// Whether every route is a shortest one (plan::step_lower_bound): not with failed links, which
-/// routes go round the other way.
-bool shortest_routes(const Config& cfg) {
-  return NetworkOptions::from_config(cfg).failed_links.empty();
+/// Whether every route is a shortest one and the links queue what crosses them
+/// (plan::step_lower_bound): not with failed links, which routes go round the other way, nor
+/// with network.contention off, where a link carries several transfers at once at full rate.
+bool queued_shortest_routes(const Config& cfg) {
+  const NetworkOptions o = NetworkOptions::from_config(cfg);
+  return o.failed_links.empty() && o.contention;
 }
 
 std::int64_t json_int(const nlohmann::json& doc, const char* section, const char* key,
@@ -89,7 +91,8 @@ AtDepth at_depth(const Study& s, Shallow sh, const Topology& topology,
   m.tokens_per_example = static_cast<double>(p.tokens_per_example);
   if (s.hardware.cmem_bytes_per_core() > 0)
     place_in_cmem_optimistic(p, s.hardware.cmem_bytes_per_core());
-  d.bound = plan::step_lower_bound(p, topology, s.hardware, &reach, shortest_routes(s.config));
+  d.bound =
+      plan::step_lower_bound(p, topology, s.hardware, &reach, queued_shortest_routes(s.config));
   d.model_flops = p.model_flops;
   return d;
 }
@@ -236,8 +239,8 @@ CandidateCheck check_candidate(const nlohmann::json& study, OpGraphCache* graphs
       c.reason = describe_oom(memory);
       return c;
     }
-    c.bound =
-        plan::step_lower_bound(program, topology, s.hardware, nullptr, shortest_routes(s.config));
+    c.bound = plan::step_lower_bound(program, topology, s.hardware, nullptr,
+                                     queued_shortest_routes(s.config));
     c.program_fingerprint = program_fingerprint(program);
     if (build == Build::Kept) c.program = std::make_shared<const Program>(std::move(program));
   } catch (const ConfigError& e) {
