@@ -74,9 +74,10 @@ Shallow shallow(const Study& s, const Topology& topology, std::int64_t layers,
 /// resident buffers as they are); 0 if it has no memory figures.
 double resident_of(const Program& p) { return p.has_memory ? resident_bytes(p) : 0; }
 
-/// `sh` compiled and its figures.
-AtDepth at_depth(const Study& s, Shallow sh, const Topology& topology,
-                 plan::GroupReachCache& reach) {
+/// `sh` compiled and its figures; `reach` and `routes` (queued_shortest_routes) shared by the
+/// depths of one layout.
+AtDepth at_depth(const Study& s, Shallow sh, const Topology& topology, plan::GroupReachCache& reach,
+                 bool routes) {
   Program p = compile(std::move(sh.program), sh.hw, compiler_options(sh.cfg));
   AtDepth d;
   if (!p.has_memory) return d;
@@ -91,8 +92,7 @@ AtDepth at_depth(const Study& s, Shallow sh, const Topology& topology,
   m.tokens_per_example = static_cast<double>(p.tokens_per_example);
   if (s.hardware.cmem_bytes_per_core() > 0)
     place_in_cmem_optimistic(p, s.hardware.cmem_bytes_per_core());
-  d.bound =
-      plan::step_lower_bound(p, topology, s.hardware, &reach, queued_shortest_routes(s.config));
+  d.bound = plan::step_lower_bound(p, topology, s.hardware, &reach, routes);
   d.model_flops = p.model_flops;
   return d;
 }
@@ -159,8 +159,9 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
       if (resident_of(sh[0].program) > 0 && over_hbm(m.resident_bytes, s.hardware)) return m;
     }
     AtDepth at[3];
-    plan::GroupReachCache reach;  // the depths share the layout's mesh
-    for (int k = 0; k < 2; ++k) at[k] = at_depth(s, std::move(sh[k]), topology, reach);
+    plan::GroupReachCache reach;  // the depths share the layout's mesh and network
+    const bool routes = queued_shortest_routes(s.config);
+    for (int k = 0; k < 2; ++k) at[k] = at_depth(s, std::move(sh[k]), topology, reach, routes);
     if (at[0].memory.resident_bytes <= 0) return std::nullopt;
     ScreenedMemory whole = at[1].memory;
     for (double ScreenedMemory::*f :
@@ -169,7 +170,7 @@ std::optional<ScreenedMemory> screened_memory(const Study& s, const Topology& to
     // Resident buffers are per layer by construction (tests/plan/test_plan_memory_screen.cpp);
     // the forward pass is checked at a third depth.
     if (over_hbm(whole.resident_bytes, s.hardware)) return whole;
-    at[2] = at_depth(s, shallow(s, topology, kScreenDepths[2], graphs), topology, reach);
+    at[2] = at_depth(s, shallow(s, topology, kScreenDepths[2], graphs), topology, reach, routes);
     if (!in_line(at, [](const AtDepth& d) { return d.memory.resident_bytes; }) ||
         !in_line(at, [](const AtDepth& d) { return d.memory.forward_peak_bytes; }))
       return std::nullopt;
