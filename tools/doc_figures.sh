@@ -9,8 +9,9 @@
 #
 # The default sections take a few minutes of CPU together. Three run only when named: `slow`
 # (BERT at packet level and async BERT with 2 DMA engines per core: minutes each), `plan`
-# (tools/plan_docs.sh, which rewrites docs/plan.md's tables itself) and `startplan` (the
-# getting-started page's GPT-3 layout search). Not here: the wall, CPU and
+# (tools/plan_docs.sh, which rewrites docs/plan.md's tables itself), `startplan` (the
+# getting-started page's GPT-3 layout search) and `planbounds` (layout searches that prune
+# nothing, each layout's step against its lower bound: about a quarter of an hour). Not here: the wall, CPU and
 # memory columns of the Benchmarks table (README, docs/benchmarks.md; tools/bench.sh measures them) and
 # docs/compiler.md's tables (tools/compiler_effects.py prints them); docs/hardening.md, section
 # 10, lists what else is not.
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/.."
 
 default_sections=(quickstart calibration bert network collectives kernels mfu cnn detection train
   metric memory results chakra benchmarks start)
-extra_sections=(slow plan startplan)
+extra_sections=(slow plan startplan planbounds)
 describe() {
   case $1 in
     quickstart) echo "README.md: Quick start (the report, shortened); docs/getting-started.md: the first report" ;;
@@ -45,6 +46,7 @@ describe() {
     plan) echo "docs/plan.md: the plan tables (runs tools/plan_docs.sh, which rewrites them)" ;;
     start) echo "docs/getting-started.md: tasks 1, 2, 4 to 9 (the quoted lines); README.md: Five studies by task" ;;
     startplan) echo "docs/getting-started.md: task 3 (plan for GPT-3 on 1024 v4 chips, seconds); docs/llm.md: Searching layouts" ;;
+    planbounds) echo "docs/benchmarks.md: The bound counts the links routes arrive on (every simulated step against its lower bound, nothing pruned)" ;;
     *) return 1 ;;
   esac
 }
@@ -498,6 +500,45 @@ sec_startplan() {
     --space workload.attention=dot_product,flash \
     --space parallelism.weight_update_sharding=false --space parallelism.grad_bucket_MiB=32 \
     --space parallelism.grad_dtype=bf16 -j 2 --out "$tmp/plan" | sed '/^Pareto front/,/^$/d'
+}
+
+# planbounds: `plan --top 1000` simulates every layout that fits (up to 1000 ranked, so nothing
+# is pruned below that); per search, the simulated steps against their bounds.
+sec_planbounds() {
+  local n=0 study args
+  while read -r study args; do
+    n=$((n + 1))
+    echo "\$ tpusim plan configs/studies/$study.json $args -j 2 --top 1000 --json"
+    progress "tpusim plan $study $args"
+    # shellcheck disable=SC2086 # the options are words
+    "$bin" plan "configs/studies/$study.json" $args -j 2 --top 1000 --json --out "$tmp/bounds$n" </dev/null \
+      2>/dev/null | /usr/bin/python3 -c '
+import json, statistics, sys
+a = json.load(sys.stdin)
+c = [x for x in a["candidates"].values() if x["bound_ms"] > 0]
+r = sorted(x["bound_ms"] / x["step_time_ms"] for x in c)
+sim, pruned = a["counts"]["simulated"], a["counts"]["pruned"]
+median, loosest, closest = (100 * v for v in (statistics.median(r), r[0], r[-1]))
+print(f"  {sim} simulated, {pruned} skipped by bound; bound / step: median {median:.1f} %,",
+      f"loosest {loosest:.1f} %, closest {closest:.2f} %; steps below their bound:",
+      sum(v > 1 for v in r))'
+  done <<'LIST'
+gpt3_175b_4096 --set topology=tpu_v4_1024
+gpt3_175b_4096 --set topology=tpu_v4_1024 --set network.fidelity=flow --space workload.remat=full --space workload.attention=flash
+mixtral_8x7b_v5p_256
+deepseek_v3_v5p_256
+gpt3_175b_v5e_16x256
+decoder_1b_16
+decoder_1b_16 --set network.fidelity=flow
+decoder_1b_16 --set network.fidelity=packet
+decoder_1b_16 --set network.contention=false
+decoder_1b_16 --set workload.layers=4 --set workload.global_batch=128 --set topology={"dims":[4,4,8],"wrap":[false,false,false]}
+decoder_1b_16 --set workload.layers=4 --set workload.global_batch=128 --set topology={"dims":[8,8],"wrap":[true,false]}
+decoder_1b_16 --set workload.layers=4 --set workload.global_batch=128 --set topology={"dims":[4,4,8],"wrap":[true,true,true],"twist":true}
+ssd_256
+bert_large_256
+transformer_big_256
+LIST
 }
 
 sec_plan() {
