@@ -144,11 +144,27 @@ class Deriver {
 
   void run() {
     mark_requires_grad();
+    // The layers in the order their backward runs (the first met in a reverse sweep first).
+    std::vector<int> order;
     std::vector<bool> layer_done(static_cast<std::size_t>(g_.layers()), false);
+    for (int v = forward_ops_ - 1; v >= 0; --v) {
+      const int layer = g_.node(v).layer;
+      if (layer >= 0 && !layer_done[layer]) {
+        layer_done[layer] = true;
+        order.push_back(layer);
+      }
+    }
+    std::fill(layer_done.begin(), layer_done.end(), false);
+    std::size_t next = 0;  // index in `order` of the next layer whose backward starts
     for (int v = forward_ops_ - 1; v >= 0; --v) {
       const int layer = g_.node(v).layer;
       if (remat_ != RematPolicy::None && layer >= 0 && !layer_done[layer]) {
         layer_done[layer] = true;
+        // Offloaded tensors are fetched one layer ahead: at the start of a layer's backward, the
+        // next layer's copies from host memory begin (and the first layer's own).
+        if (next == 0) fetch_layer(layer);
+        if (next + 1 < order.size()) fetch_layer(order[next + 1]);
+        ++next;
         recompute_layer(layer);
       }
       backward_of(v);
@@ -180,14 +196,7 @@ class Deriver {
   void recompute_layer(int layer) {
     const std::vector<bool> needed = needed_in_backward(layer);
     for (int v = 0; v < forward_ops_; ++v) {
-      if (g_.node(v).layer != layer || !needed[v] || !copied(v)) continue;
-      if (remat_ == RematPolicy::Named) {
-        const RematAction a = g_.node(v).remat_action;
-        if (a == RematAction::Offload) {
-          recomputed_[v] = g_.add(host_fetch(g_.node(v), v));
-          continue;
-        }
-      }
+      if (g_.node(v).layer != layer || !needed[v] || !copied(v) || offloaded(v)) continue;
       OpNode copy = g_.node(v);
       copy.name += ".remat";
       copy.phase = Phase::Backward;
@@ -201,6 +210,21 @@ class Deriver {
       for (int u : g_.inputs(v)) inputs.push_back(saved(u));
       recomputed_[v] = g_.add(std::move(copy), inputs);
     }
+  }
+
+  // Whether op v's output goes to host memory in the forward pass and comes back for the backward.
+  bool offloaded(int v) const {
+    return remat_ == RematPolicy::Named && g_.node(v).remat_action == RematAction::Offload;
+  }
+
+  // The fetches of the layer's offloaded tensors that its backward reads, in forward order: each
+  // a copy from host memory into HBM (host_fetch), which the layer's ops then read.
+  void fetch_layer(int layer) {
+    if (remat_ != RematPolicy::Named) return;
+    const std::vector<bool> needed = needed_in_backward(layer);
+    for (int v = 0; v < forward_ops_; ++v)
+      if (g_.node(v).layer == layer && needed[v] && offloaded(v))
+        recomputed_[v] = g_.add(host_fetch(g_.node(v), v));
   }
 
   // Whether the backward pass takes op v's output from a copy (recomputed or fetched from host
@@ -236,9 +260,7 @@ class Deriver {
       if (g_.node(v).layer != layer) continue;
       if (requires_grad_[v])
         for (int t : backward_reads(v)) needed[t] = true;
-      const bool fetched =
-          remat_ == RematPolicy::Named && g_.node(v).remat_action == RematAction::Offload;
-      if (needed[v] && copied(v) && !fetched)
+      if (needed[v] && copied(v) && !offloaded(v))
         for (int u : g_.inputs(v)) needed[u] = true;
     }
     return needed;

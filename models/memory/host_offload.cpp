@@ -38,30 +38,46 @@ std::vector<double> offloaded_bytes(const Program& p) {
 // Along one device's compute timeline (the ops in program order at their compute times;
 // collectives add no time here, so the compute a copy can hide behind is at most what runs
 // between): an offload joins the outbound queue of the host link when its producer ends; a
-// fetch's inbound copy starts when the inbound link is free, when every offload has reached host
-// memory (fetches run in the backward pass, offloads in the forward) and when the previous fetch
-// op starts (one fetch ahead, as the memory model keeps a fetched tensor live from its fetch op).
-// A fetch op ends no earlier than its copy.
+// fetch's inbound copy starts when its fetch op starts (where the memory model makes the tensor
+// live), when the inbound link is free and when every offload has reached host memory (fetches
+// run in the backward pass, offloads in the forward). The first op that depends on the fetch op
+// (the first compute op after it, if that is a collective) starts no earlier than the copy ends;
+// the fetch op itself ends no earlier, if nothing later depends on it.
 HostOffloadTimes host_offload_times(const Program& program, const std::vector<Duration>& op_time,
                                     Bandwidth link) {
   HostOffloadTimes out;
   out.op_time = op_time;
   const std::vector<double> sent = offloaded_bytes(program);
-  double clock = 0, out_free = 0, in_free = 0, prev_fetch_start = 0;
-  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+  const std::size_t n = program.ops.size();
+  // Per fetch op, the first later op that depends on it, or the first compute op after that
+  // collective (collectives take no time on this timeline); n: none.
+  std::vector<std::size_t> reader(n, n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int d : program.ops[i].deps)
+      if (d >= 0 && static_cast<std::size_t>(d) < i && reader[d] == n) reader[d] = i;
+  for (std::size_t& r : reader)
+    while (r < n && program.ops[r].is_collective) ++r;
+  std::vector<double> ready(n, 0);  // per op, when the copies it waits for have landed
+  double clock = 0, out_free = 0, in_free = 0;
+  for (std::size_t i = 0; i < n; ++i) {
     const Op& op = program.ops[i];
+    // The wait for the copies this op reads lengthens it, as a stall at its start.
+    const double wait = std::max(0.0, ready[i] - clock);
+    double t = op_time[i].seconds() + wait;
+    out.exposed += Duration::seconds(wait);
     const double start = clock;
-    double t = op_time[i].seconds();
     if (is_fetch(op) && op.output.bytes > 0) {
-      const double begin = std::max({in_free, out_free, prev_fetch_start});
-      in_free = begin + link.time_for(op.output.bytes).seconds();
-      prev_fetch_start = start;
-      const double exposed = std::max(0.0, in_free - (start + t));
+      in_free = std::max({in_free, out_free, start}) + link.time_for(op.output.bytes).seconds();
       out.bytes_in += op.output.bytes;
-      out.exposed += Duration::seconds(exposed);
-      t += exposed;
-      out.op_time[i] = Duration::seconds(t);
+      if (reader[i] < n) {
+        ready[reader[i]] = std::max(ready[reader[i]], in_free);
+      } else {
+        const double late = std::max(0.0, in_free - (start + t));
+        out.exposed += Duration::seconds(late);
+        t += late;
+      }
     }
+    out.op_time[i] = Duration::seconds(t);
     clock = start + t;
     if (sent[i] > 0) {
       out_free = std::max(out_free, clock) + link.time_for(sent[i]).seconds();

@@ -175,27 +175,42 @@ TEST_CASE("TPU v3 verdicts stay those of the runs: 14 sequences per core fit, 25
   CHECK_FALSE(memory_of("bert_large_16.json", {"workload.global_batch=8192"}).fits());
 }
 
-TEST_CASE("offloaded remat: the fetch waits for the PCIe copy the compute between does not hide") {
-  // op x (1 ms) is offloaded, X bytes; op y computes 2 ms; x.fetch (0.1 ms) brings x back. At a
-  // link of X per 1.5 ms: out from 1 to 2.5 ms, in from 2.5 to 4 ms; the fetch op starts at 3 ms
-  // and ends at 4 ms: 0.9 ms waited.
+TEST_CASE(
+    "offloaded remat: the fetch's reader waits for the PCIe copy the compute between does "
+    "not hide") {
+  // op x (1 ms) is offloaded, X bytes; x.fetch (0.1 ms) starts bringing it back; op y computes
+  // 2 ms; op z (0.5 ms) reads the fetched tensor. At a link of X per 1.5 ms: out from 1 to
+  // 2.5 ms, in from 2.5 ms (every offload landed; the fetch op started at 1 ms) to 4 ms; y ends at
+  // 3.1 ms, so z waits 0.9 ms.
   const double x = 3e6;
   Program p;
-  p.ops.resize(3);
+  p.ops.resize(4);
   p.ops[0].name = "x";
-  p.ops[1].name = "y";
-  p.ops[2].name = "x.fetch";
-  p.ops[2].output.bytes = x;
-  const std::vector<Duration> t{Duration::ns(1e6), Duration::ns(2e6), Duration::ns(1e5)};
+  p.ops[1].name = "x.fetch";
+  p.ops[1].output.bytes = x;
+  p.ops[2].name = "y";
+  p.ops[3].name = "z";
+  p.ops[3].deps = {1};
+  const std::vector<Duration> t{Duration::ns(1e6), Duration::ns(1e5), Duration::ns(2e6),
+                                Duration::ns(5e5)};
   const Bandwidth link = Bandwidth::bytes_per_s(x / 1.5e-3);
   const HostOffloadTimes h = host_offload_times(p, t, link);
   CHECK(h.exposed.ns() == Approx(0.9e6));
-  CHECK(h.op_time[2].ns() == Approx(1e6));
+  CHECK(h.op_time[3].ns() == Approx(1.4e6));
   CHECK(h.op_time[1] == t[1]);
+  CHECK(h.op_time[2] == t[2]);
   CHECK(h.bytes_out == x);
   CHECK(h.bytes_in == x);
   // A link 10x faster: both copies hide behind op y.
   CHECK(host_offload_times(p, t, link * 10).exposed.ns() == Approx(0));
+  // With nothing reading it, the fetch op waits for its copy itself; placed after y it starts
+  // its copy at 3 ms, which ends at 4.5 ms, 1.4 ms after the op would have: 1.4 ms waited.
+  std::swap(p.ops[1], p.ops[2]);
+  p.ops[3].deps.clear();
+  const std::vector<Duration> t2{t[0], t[2], t[1], t[3]};
+  const HostOffloadTimes late = host_offload_times(p, t2, link);
+  CHECK(late.exposed.ns() == Approx(1.4e6));
+  CHECK(late.op_time[2].ns() == Approx(1.5e6));
 }
 
 TEST_CASE("offloaded remat sends and fetches every offloaded tensor once per step") {
