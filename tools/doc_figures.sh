@@ -32,7 +32,7 @@ describe() {
     bert) echo "docs/calibration.md: Reading it; What the same parameters say elsewhere; docs/network.md: Where the time in collectives goes, Core resources" ;;
     network) echo "docs/network.md: Core resources (the table of the three studies); docs/calibration.md and docs/network.md: SSD's batch-norm all-reduces" ;;
     collectives) echo "README.md and docs/benchmarks.md: the benchmark table (simulated column of the collective rows); docs/network.md: all-to-all, packet trains, degraded and failed links" ;;
-    kernels) echo "docs/kernels.md: the measured kernels and collectives against tpusim (TPU v7 GEMM curve, v5e all-gathers, v7 all-gather bus bandwidth)" ;;
+    kernels) echo "docs/kernels.md: the measured kernels and collectives against tpusim (TPU v7 GEMM curve, v5e all-gathers at every level, v7 all-gather bus bandwidth), TPU v3 with the measured costs (the step and hop row)" ;;
     mfu) echo "docs/llm.md: MaxText's TPU v5p MFU table and TPU v5e table, PaLM; docs/kernels.md: One MXU efficiency from TPU v4 to v7 (MaxText's v4 rows, PaLM), What separates TPU v4 (the candidate terms, the v4 points audited); docs/llm.md: Auditing the PaLM study" ;;
     cnn) echo "docs/cnn.md: What it predicts (ResNet-50 table, spatial sweep, other studies, batch norm over groups), Gradient dtype (bf16 and f32 steps); docs/kernels.md: The old gaps, revisited (collectives without their fixed costs)" ;;
     detection) echo "docs/cnn.md: Detection: predicted against measured; docs/detection.md: Periods with evaluation, FLOPs and bytes by op class, the f32 precision" ;;
@@ -152,6 +152,17 @@ sec_kernels() {
     m=${n#*:} n=${n%%:*}
     t=$(q '.collective_time_ns' collective --op all-gather --topology 2x2x1 --preset tpu_v7 --dtype f32 --bytes "$((8 * n))KiB")
     awk -v s="$n" -v m="$m" -v t="$t" 'BEGIN { b = s * 1024 * 6; printf "  shard %5d KiB (%6.1f MB moved): measured %5.1f GB/s, tpusim %5.1f, %+5.1f %%\n", s, b / 1e6, m, b / t, (b / t / m - 1) * 100 }'
+  done
+  echo "The v5e all-gathers at the other network levels (--set network.fidelity=F), us:"
+  for f in flow packet; do
+    echo "  $f: $(for n in 32MiB 128KiB; do printf '%s ' "$(q '.collective_time_ns / 10 | round / 100' "${ag[@]}" --bytes "$n" --set network.fidelity=$f)"; done)"
+  done
+  local o l
+  o=$(jq '.hardware.calibration.collective_step_overhead_ns' configs/tpu_v5e.json)
+  l=$(jq '.hardware.ici.latency_ns' configs/tpu_v5e.json)
+  echo "TPU v3 with v5e's and v7's collective costs (tpusim run STUDY --set hardware.calibration.collective_step_overhead_ns=$o --set hardware.ici.latency_ns=$l; step ms, share):"
+  for s in bert_large_4096 resnet50_16 resnet50_256 resnet50_1024 resnet50_4096; do
+    echo "  $s: $(q "$step_share" run configs/studies/$s.json --set hardware.calibration.collective_step_overhead_ns=$o --set hardware.ici.latency_ns=$l)"
   done
 }
 

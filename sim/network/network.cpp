@@ -12,8 +12,7 @@ using T = ParamType;
 // One parameter per line reads as a table.
 // clang-format off
 const Param<std::string> kNetworkFidelity{{"network.fidelity", T::String, "", "message", "network model: message (per-message reservations, any size), flow (max-min fair sharing of links, rates recomputed at flow start and end) or packet (per-packet FIFO at every link, computed in packet trains; the reference)", -1e300, 1e300, {}, "", "", false, &network_names}};
-const Param<std::int64_t> kNetworkChunkBytes{{"network.chunk_bytes", T::Integer, "bytes", 65536, "message level: unit in which messages pipeline over multi-hop routes", 64, 1e12}};
-const Param<std::int64_t> kNetworkPacketBytes{{"network.packet_bytes", T::Integer, "bytes", 4096, "packet level: packet size; flow level: each extra hop adds one packet's serialisation (store-and-forward)", 16, 1e9}};
+const Param<std::int64_t> kNetworkPacketBytes{{"network.packet_bytes", T::Integer, "bytes", 4096, "the ICI's packet: the packet level's unit; at the message and flow levels each extra hop of a route adds one packet's serialisation (cut-through)", 16, 1e9}};
 const Param<bool> kNetworkCoalesceRingSteps{{"network.coalesce_ring_steps", T::Boolean, "", true, "every level: the steps of one ring phase travel as one message per neighbour pair (at the packet level one packet train; each step still pays latency and synchronisation); false sends every step separately (slower, finer contention)"}};
 const Param<std::string> kNetworkDegradedLinks{{"network.degraded_links", T::String, "", "", "ICI link directions that run slower, as NAME=FACTOR[,NAME=FACTOR...] with NAME as in reports (multipod.chip(5,0).ici.x+: the link of the chip at x=5, y=0 towards +X; x-, y+, y-, z+...) and FACTOR from 1e-6 to 1 multiplying its bandwidth", -1e300, 1e300}};
 const Param<std::string> kNetworkFailedLinks{{"network.failed_links", T::String, "", "", "ICI link directions that carry nothing, as NAME[,NAME...] (names as in network.degraded_links); routes go the other way round the dimension's ring, and a group they cut off is an error", -1e300, 1e300}};
@@ -44,7 +43,6 @@ std::vector<std::string> split_link_list(const std::string& text) {
 NetworkOptions NetworkOptions::from_config(const Config& c) {
   NetworkOptions o;
   o.fidelity = kNetworkFidelity(c);
-  o.chunk_bytes = static_cast<double>(kNetworkChunkBytes(c));
   o.packet_bytes = static_cast<double>(kNetworkPacketBytes(c));
   o.contention = kNetworkContention(c);
   o.coalesce_ring_steps = kNetworkCoalesceRingSteps(c);

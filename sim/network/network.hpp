@@ -25,8 +25,9 @@ struct Transfer {
 
 struct NetworkOptions {
   std::string fidelity = "message";
-  double chunk_bytes = 65536;       ///< message level: pipelining unit over multi-hop routes
-  double packet_bytes = 4096;       ///< packet level: packet size (flow level: per-hop tail)
+  /// The ICI's packet: the packet level's unit; the message and flow levels pipeline a message
+  /// over a multi-hop route in it (each extra hop adds one packet's serialisation).
+  double packet_bytes = 4096;
   bool contention = true;           ///< false: links never queue (for what-if comparisons)
   bool coalesce_ring_steps = true;  ///< every level: a ring phase is one message per pair
   /// ICI link name (as in reports, multipod.chip(5,0).ici.x+) -> bandwidth factor in (0, 1].

@@ -1,6 +1,7 @@
 // Message-level network: each message reserves every link of its route once, FIFO, at the
-// moment it is sent. It travels in chunks, so a multi-hop route pipelines: uncontended, S bytes
-// over h hops of bandwidth B and latency L arrive after S/B + (h-1) * chunk/B + h * L.
+// moment it is sent. It travels in the ICI's packets (network.packet_bytes), so a multi-hop route
+// pipelines: uncontended, S bytes over h hops of bandwidth B and latency L arrive after
+// S/B + (h-1) * min(S, packet)/B + h * L, as at the flow and packet levels.
 #include <algorithm>
 
 #include "sim/network/network.hpp"
@@ -35,7 +36,7 @@ class MessageNetwork : public Network {
   bool coalesces_steps() const override { return opts_.coalesce_ring_steps; }
 
  private:
-  /// How far one message has got: when its first chunk reaches the next hop, when the last hop
+  /// How far one message has got: when its first packet reaches the next hop, when the last hop
   /// reserved sends its last byte, and that hop's latency.
   struct Front {
     Duration first_chunk_at, finish, latency;
@@ -47,7 +48,7 @@ class MessageNetwork : public Network {
       cached_bytes_ = bytes;
       cached_bps_ = link.bandwidth.bytes_per_s();
       cached_serialise_ = link.bandwidth.time_for(bytes);
-      cached_chunk_ = link.bandwidth.time_for(std::min(bytes, opts_.chunk_bytes));
+      cached_chunk_ = link.bandwidth.time_for(std::min(bytes, opts_.packet_bytes));
     }
     const Duration serialise = cached_serialise_;
     const Duration chunk = cached_chunk_;

@@ -112,14 +112,14 @@ inline Op collective_op(CollectiveKind kind, double bytes, std::vector<std::stri
 }
 
 /// B: link bandwidth (B/s), L: per-hop latency (s), O: collective step overhead (s), C: the
-/// message level's chunk (bytes), as the config sets them.
+/// packet a message pipelines in over multi-hop routes (bytes), as the config sets them.
 struct Params {
   double B, L, O, C;
 };
 inline Params params_of(const Config& c) {
   return {c.number("hardware.ici.bandwidth_GBps") * 1e9, c.number("hardware.ici.latency_ns") * 1e-9,
           c.number("hardware.calibration.collective_step_overhead_ns") * 1e-9,
-          static_cast<double>(c.integer("network.chunk_bytes"))};
+          static_cast<double>(c.integer("network.packet_bytes"))};
 }
 
 /// A Program of one op over one mesh axis "all" of `cores` cores.
@@ -131,17 +131,15 @@ inline Program one_op(int cores, Op op) {
 }
 
 /// A per-dimension all-reduce setting on an 8x8 torus of one-core chips at a fidelity level,
-/// with the message chunk equal to the packet (4 KiB), reductions free: the levels' uncontended
-/// agreement case.
+/// reductions free: the levels' uncontended agreement case.
 inline Config uncontended_8x8(const char* fidelity) {
-  return config_with(
-      {{"hardware", {{"cores_per_chip", 1}}},
-       {"topology", "8x8"},
-       {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}},
-       {"collectives",
-        {{"algorithm", "per_dimension"},
-         {"reduction_compute", false},
-         {"dma_hbm_traffic", false}}}});
+  return config_with({{"hardware", {{"cores_per_chip", 1}}},
+                      {"topology", "8x8"},
+                      {"network", {{"fidelity", fidelity}}},
+                      {"collectives",
+                       {{"algorithm", "per_dimension"},
+                        {"reduction_compute", false},
+                        {"dma_hbm_traffic", false}}}});
 }
 
 /// A line of `chips` one-core chips at a fidelity level with async collectives: a core issues

@@ -215,10 +215,9 @@ TEST_CASE("packet level matches message level without contention") {
 TEST_CASE(
     "under contention packets interleave so the first flow finishes later than whole messages") {
   auto make = [](const char* fidelity) {
-    return config_with(
-        {{"hardware", {{"cores_per_chip", 1}}},
-         {"topology", "4:wrap=0"},
-         {"network", {{"fidelity", fidelity}, {"chunk_bytes", 4096}, {"packet_bytes", 4096}}}});
+    return config_with({{"hardware", {{"cores_per_chip", 1}}},
+                        {"topology", "4:wrap=0"},
+                        {"network", {{"fidelity", fidelity}}}});
   };
   // Chip 0 sends to chip 2 and chip 1 sends to chip 3 at once: both cross link 1->2.
   Program p;
