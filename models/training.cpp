@@ -156,16 +156,25 @@ class Deriver {
     }
     std::fill(layer_done.begin(), layer_done.end(), false);
     std::size_t next = 0;  // index in `order` of the next layer whose backward starts
+    std::vector<bool> needed, needed_next;  // needed_in_backward of that layer and the one after
     for (int v = forward_ops_ - 1; v >= 0; --v) {
       const int layer = g_.node(v).layer;
       if (remat_ != RematPolicy::None && layer >= 0 && !layer_done[layer]) {
         layer_done[layer] = true;
         // Offloaded tensors are fetched one layer ahead: at the start of a layer's backward, the
         // next layer's copies from host memory begin (and the first layer's own).
-        if (next == 0) fetch_layer(layer);
-        if (next + 1 < order.size()) fetch_layer(order[next + 1]);
+        if (next == 0) {
+          needed = needed_in_backward(layer);
+          fetch_layer(layer, needed);
+        } else {
+          needed.swap(needed_next);
+        }
+        if (next + 1 < order.size()) {
+          needed_next = needed_in_backward(order[next + 1]);
+          fetch_layer(order[next + 1], needed_next);
+        }
         ++next;
-        recompute_layer(layer);
+        recompute_layer(layer, needed);
       }
       backward_of(v);
     }
@@ -191,10 +200,10 @@ class Deriver {
   // Copies of the layer's forward ops (all of them, or the selective ones), in forward order,
   // reading the recomputed copies of their inputs and the kept tensors otherwise. They own no
   // weights.
-  // A copy nothing reads is not made, and what it would read is not kept for it: JAX saves and
-  // recomputes only the residuals the backward pass reads, and XLA removes dead code.
-  void recompute_layer(int layer) {
-    const std::vector<bool> needed = needed_in_backward(layer);
+  // A copy nothing reads (`needed`, from needed_in_backward) is not made, and what it would read
+  // is not kept for it: JAX saves and recomputes only the residuals the backward pass reads, and
+  // XLA removes dead code. Offloaded outputs are fetched (fetch_layer), not copied.
+  void recompute_layer(int layer, const std::vector<bool>& needed) {
     for (int v = 0; v < forward_ops_; ++v) {
       if (g_.node(v).layer != layer || !needed[v] || !copied(v) || offloaded(v)) continue;
       OpNode copy = g_.node(v);
@@ -217,11 +226,11 @@ class Deriver {
     return remat_ == RematPolicy::Named && g_.node(v).remat_action == RematAction::Offload;
   }
 
-  // The fetches of the layer's offloaded tensors that its backward reads, in forward order: each
-  // a copy from host memory into HBM (host_fetch), which the layer's ops then read.
-  void fetch_layer(int layer) {
+  // The fetches of the layer's offloaded tensors that its backward reads (`needed`, from
+  // needed_in_backward), in forward order: each a copy from host memory into HBM (host_fetch),
+  // which the layer's ops then read.
+  void fetch_layer(int layer, const std::vector<bool>& needed) {
     if (remat_ != RematPolicy::Named) return;
-    const std::vector<bool> needed = needed_in_backward(layer);
     for (int v = 0; v < forward_ops_; ++v)
       if (g_.node(v).layer == layer && needed[v] && offloaded(v))
         recomputed_[v] = g_.add(host_fetch(g_.node(v), v));

@@ -52,9 +52,11 @@ HostOffloadTimes host_offload_times(const Program& program, const std::vector<Du
   // Per fetch op, the first later op that depends on it, or the first compute op after that
   // collective (collectives take no time on this timeline); n: none.
   std::vector<std::size_t> reader(n, n);
+  std::vector<bool> fetch(n);
+  for (std::size_t i = 0; i < n; ++i) fetch[i] = is_fetch(program.ops[i]);
   for (std::size_t i = 0; i < n; ++i)
     for (int d : program.ops[i].deps)
-      if (d >= 0 && static_cast<std::size_t>(d) < i && reader[d] == n) reader[d] = i;
+      if (d >= 0 && static_cast<std::size_t>(d) < i && fetch[d] && reader[d] == n) reader[d] = i;
   for (std::size_t& r : reader)
     while (r < n && program.ops[r].is_collective) ++r;
   std::vector<double> ready(n, 0);  // per op, when the copies it waits for have landed
@@ -66,7 +68,7 @@ HostOffloadTimes host_offload_times(const Program& program, const std::vector<Du
     double t = op_time[i].seconds() + wait;
     out.exposed += Duration::seconds(wait);
     const double start = clock;
-    if (is_fetch(op) && op.output.bytes > 0) {
+    if (fetch[i] && op.output.bytes > 0) {
       in_free = std::max({in_free, out_free, start}) + link.time_for(op.output.bytes).seconds();
       out.bytes_in += op.output.bytes;
       if (reader[i] < n) {
