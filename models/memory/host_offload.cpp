@@ -19,7 +19,6 @@ bool is_fetch(const Op& op) {
 // fusion holding it).
 std::vector<double> offloaded_bytes(const Program& p) {
   std::vector<double> out(p.ops.size(), 0);
-  if (std::none_of(p.ops.begin(), p.ops.end(), is_fetch)) return out;  // nothing offloaded
   std::unordered_map<std::string, int> producer;
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     producer.emplace(p.ops[i].name, static_cast<int>(i));
@@ -47,13 +46,15 @@ HostOffloadTimes host_offload_times(const Program& program, const std::vector<Du
                                     Bandwidth link) {
   HostOffloadTimes out;
   out.op_time = op_time;
-  const std::vector<double> sent = offloaded_bytes(program);
   const std::size_t n = program.ops.size();
+  std::vector<bool> fetch(n);
+  for (std::size_t i = 0; i < n; ++i) fetch[i] = is_fetch(program.ops[i]);
+  if (std::none_of(fetch.begin(), fetch.end(), [](bool f) { return f; }))
+    return out;  // nothing offloaded: every Program but those of the *_offloaded policies
+  const std::vector<double> sent = offloaded_bytes(program);
   // Per fetch op, the first later op that depends on it, or the first compute op after that
   // collective (collectives take no time on this timeline); n: none.
   std::vector<std::size_t> reader(n, n);
-  std::vector<bool> fetch(n);
-  for (std::size_t i = 0; i < n; ++i) fetch[i] = is_fetch(program.ops[i]);
   for (std::size_t i = 0; i < n; ++i)
     for (int d : program.ops[i].deps)
       if (d >= 0 && static_cast<std::size_t>(d) < i && fetch[d] && reader[d] == n) reader[d] = i;
