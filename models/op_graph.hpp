@@ -152,7 +152,8 @@ struct OpNode {
   /// the experts, each with its own [k, n] matrix; an expert axis divides them (docs/experts.md).
   bool expert_weights = false;
   /// Of `flops`, the share the model counts (model FLOPs utilisation): 1, but for the routed
-  /// experts' rows padded to capacity or to the busiest device, and for one-hot dispatch (0).
+  /// experts' rows padded to capacity or to the busiest device, for one-hot dispatch (0), and
+  /// for grouped-query key/value heads replicated over the model axis (decoder_lm).
   double model_flops_share = 1;
   /// Activations sharded over the model axes or the sequence axis (decoder_lm): operands the op
   /// needs whole but that arrive sharded, each all-gathered first. Ops gathering the same

@@ -143,7 +143,7 @@ int add_norm(OpGraph& g, const std::string& name, const DecoderDims& d, int x) {
 // Serving: the new tokens' keys and values written to the cache (in its dtype), split on the
 // key/value heads where the model axis splits them, on the sequences over model2.
 int add_kv_write(OpGraph& g, const std::string& p, const DecoderDims& d, int kv) {
-  const double elements = static_cast<double>(d.tokens()) * 2 * d.kv_heads * d.head_dim;
+  const double elements = static_cast<double>(d.tokens()) * 2 * d.split_kv_heads() * d.head_dim;
   OpNode w = vector_op(OpKind::Elementwise, p + "kv_cache_write", elements, 1, vpu_ops::kGather, 0);
   w.bytes_written = elements * d.kv_bytes;
   if (d.kv_split_by_model()) w.split.model = SplitDim::N;
@@ -168,7 +168,7 @@ int add_attention_out(OpGraph& g, const std::string& p, const DecoderDims& d, in
 // head_dim` bf16 each, divided by "model" where it splits the K/V heads and by "model2"), kept
 // for the backward pass, whose gradients are reduce-scattered back (training.cpp).
 void add_kv_gathers(OpNode& op, const DecoderDims& d, const char* k = "k", const char* v = "v") {
-  const double kv = static_cast<double>(d.batch) * d.kv_heads * d.seq * d.head_dim;
+  const double kv = static_cast<double>(d.batch) * d.split_kv_heads() * d.seq * d.head_dim;
   std::vector<std::string> divisors{"model2"};
   if (d.kv_split_by_model()) divisors.push_back("model");
   for (const char* name : {k, v}) {
@@ -227,7 +227,11 @@ std::pair<int, int> add_qkv_projection(OpGraph& g, const std::string& p, int x,
   const std::int64_t tokens = d.tokens(), hd = d.head_dim;
   int qv = -1, kvv = -1;
   if (d.kv_split_by_model()) {  // one projection, split on heads: one partial dX
-    OpNode qkv = layer_matmul(p + "qkv", tokens, d.d_model, (d.heads + 2 * d.kv_heads) * hd, d);
+    const std::int64_t kv = d.split_kv_heads();
+    OpNode qkv = layer_matmul(p + "qkv", tokens, d.d_model, (d.heads + 2 * kv) * hd, d);
+    // Replicated key/value heads are computed once per core that holds them, but count once in
+    // the model's FLOPs.
+    qkv.model_flops_share = static_cast<double>(d.heads + 2 * d.kv_heads) / (d.heads + 2 * kv);
     qkv.checkpoint_name = "qkv_proj";
     split_columns(qkv);
     gather_rows(qkv, d);
@@ -254,15 +258,16 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
   int q_src = qv, kv_src = kvv;
   if (d.rotary) {
     OpNode rot = vector_op(OpKind::Elementwise, p + "rotary",
-                           static_cast<double>(tokens) * (d.heads + d.kv_heads) * hd, 1, kRotary,
-                           kRotaryGrad);
+                           static_cast<double>(tokens) * (d.heads + d.split_kv_heads()) * hd, 1,
+                           kRotary, kRotaryGrad);
     rot.split.model = SplitDim::N;
     split_rows_model2(rot, d);
     split_tokens(rot, d);
     q_src = kv_src = qv == kvv ? g.add(std::move(rot), {qv}) : g.add(std::move(rot), {qv, kvv});
   }
   if (d.sequence_all_to_all)  // Q, K and V to head-split (one projection: checked on build)
-    q_src = kv_src = add_reshard(g, p + "to_heads", d, (d.heads + 2 * d.kv_heads) * hd, q_src);
+    q_src = kv_src =
+        add_reshard(g, p + "to_heads", d, (d.heads + 2 * d.split_kv_heads()) * hd, q_src);
   // Serving, with the key/value heads split like the query heads: the query heads of a group
   // share their key/value head, so each cached key and value is read once (the group's queries
   // as rows of one product); the cached operand in the cache's dtype. Otherwise each query head
@@ -270,8 +275,9 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
   // grouped heads that the model axis does not split).
   const bool grouped = d.serving && d.kv_split_by_model();
   const std::int64_t ctx = d.context();
-  const std::int64_t products = grouped ? d.batch * d.kv_heads : d.batch * d.heads;
-  const std::int64_t rows = grouped ? d.seq * (d.heads / d.kv_heads) : d.seq;
+  const std::int64_t kv_heads = d.split_kv_heads();
+  const std::int64_t products = grouped ? d.batch * kv_heads : d.batch * d.heads;
+  const std::int64_t rows = grouped ? d.seq * (d.heads / kv_heads) : d.seq;
   if (d.flash && !d.serving) {  // serving steps: refused with flash in read_serving_dims
     OpNode flash = flash_attention(p + "flash_attention", d);
     const int f = g.add(std::move(flash), {q_src, kv_src});

@@ -28,7 +28,8 @@ struct DecoderDims {
   bool swiglu = false;    ///< SwiGLU MLP (three matrices) instead of GELU (two)
   bool rotary = false;    ///< rotary positions instead of a learned table
   bool biases = true;
-  std::int64_t model_degree = 1;  ///< parallelism.model: K and V split only if it divides kv_heads
+  std::int64_t model_degree =
+      1;  ///< parallelism.model: K and V split where it divides (or is a multiple of) kv_heads
   /// parallelism.shard_activations: the residual stream, layer norms and adds sharded over the
   /// model axis (gathered before the column-split matmuls, reduce-scattered after the row-split)
   bool shard_activations = false;
@@ -68,7 +69,17 @@ struct DecoderDims {
   std::int64_t tokens() const { return batch * seq; }
   /// Keys each query attends to: the sequence (training), or the cache and the new tokens.
   std::int64_t context() const { return serving ? kv_len + seq : seq; }
-  bool kv_split_by_model() const { return kv_heads % model_degree == 0; }
+  /// Grouped-query heads (kv_heads > 1) over a model axis that is a multiple of them: each head
+  /// is held by model_degree / kv_heads cores, each core the one head its query heads share (as
+  /// Megatron-LM and vLLM run tensor parallelism above the key/value heads); 1 otherwise.
+  std::int64_t kv_replicas() const {
+    return kv_heads > 1 && model_degree > kv_heads && model_degree % kv_heads == 0
+               ? model_degree / kv_heads
+               : 1;
+  }
+  /// Key/value heads as the model axis splits them: the heads with their replicas.
+  std::int64_t split_kv_heads() const { return kv_heads * kv_replicas(); }
+  bool kv_split_by_model() const { return split_kv_heads() % model_degree == 0; }
 };
 
 struct DecoderEmbeddings {

@@ -7,7 +7,9 @@
 // Model-parallel splits ("model" axis, Megatron-style): Q and the MLP's first matmul split on
 // output columns (heads, d_ff), the attention output and the MLP's second matmul on input rows
 // (partial sums, all-reduced); K and V split on their heads when the model degree divides
-// kv_heads, else every model core computes them whole (multi-query attention as PaLM runs it).
+// kv_heads, or, a multiple of grouped-query kv_heads, each core holding the one head its query
+// heads share (a head replicated model / kv_heads times); else every model core computes them
+// whole (multi-query attention as PaLM runs it).
 // The vocabulary splits the embedding, the output projection and the loss.
 #include <limits>
 #include <string>
@@ -104,7 +106,7 @@ void check_all_to_all(const DecoderDims& d, ProblemList& problems) {
             " key/value heads that parallelism.model = " + std::to_string(d.model_degree) +
             " does not divide: every model core holds them whole, so they "
             "cannot be resharded by heads; allowed: gather");
-  const std::int64_t q = d.heads / d.model_degree, kv = d.kv_heads / d.model_degree;
+  const std::int64_t q = d.heads / d.model_degree, kv = d.split_kv_heads() / d.model_degree;
   for (auto [n, what] : {std::pair{q, "query"}, std::pair{kv, "key/value"}})
     if (n % d.sequence_degree != 0)
       return problems.add("parallelism.sequence",
@@ -301,8 +303,8 @@ double kv_cache_bytes_per_core(const Config& cfg, const DecoderDims& d, std::int
     const std::int64_t page = kDecoderLmKvPageTokens(cfg);
     tokens = (d.kv_len + d.seq + page - 1) / page * page;
   }
-  double bytes =
-      static_cast<double>(d.batch) * tokens * 2 * layers * d.kv_heads * d.head_dim * d.kv_bytes;
+  double bytes = static_cast<double>(d.batch) * tokens * 2 * layers * d.split_kv_heads() *
+                 d.head_dim * d.kv_bytes;
   if (d.kv_split_by_model()) bytes /= d.model_degree;
   return bytes / d.model2_degree;
 }

@@ -240,6 +240,37 @@ TEST_CASE("The KV cache is a resident buffer of its dtype and layout") {
         Approx(8 * 2048 * per_token / 2));
 }
 
+TEST_CASE("Grouped-query heads over a larger model axis: each core holds the head it needs") {
+  // decoder_1b with 2 key/value heads for its 16 query heads. On a 2x2 slice with model 4 each
+  // head is held by two cores, each core the one its 4 query heads share (not both, whole): per
+  // core 8 sequences x 2048 tokens x 2 (K, V) x 20 layers x 1 head x 128 x 2 bytes, half the
+  // one-chip cache. The replicated heads count once in the model's FLOPs (mfu x step x cores).
+  auto at = [](const std::string& topology, const std::string& model, const std::string& program) {
+    std::vector<std::string> args{"run", "configs/studies/decoder_1b_16.json", "--json"};
+    for (const std::string& set : std::vector<std::string>{
+             "preset=tpu_v5e", "topology=" + topology, "parallelism.model=" + model,
+             "parallelism.fsdp=1", "hardware.async_collectives=false",
+             "workload.program=" + program, "workload.global_batch=8", "workload.kv_heads=2"})
+      args.insert(args.end(), {"--set", set});
+    if (program == "decode") args.insert(args.end(), {"--set", "workload.kv_length=100"});
+    if (program == "train") args.push_back("--allow-oom");  // 8 sequences on one chip
+    const TpusimResult r = run_tpusim(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(r.out);
+  };
+  auto model_flops = [](const json& r, double cores) {
+    return r["mfu"].get<double>() * r["step_time_ms"].get<double>() * cores;
+  };
+  const json four = at("2x2", "4", "decode"), one = at("1x1", "1", "decode");
+  const double kv = four["memory"]["bytes_by_class"]["kv_cache"].get<double>();
+  CHECK(kv == Approx(8 * 2048 * 2.0 * 20 * 1 * 128 * 2));
+  CHECK(one["memory"]["bytes_by_class"]["kv_cache"].get<double>() == Approx(2 * kv));
+  CHECK(model_flops(four, 4) == Approx(model_flops(one, 1)).epsilon(1e-9));
+  const json train4 = at("2x2", "4", "train"), train1 = at("1x1", "1", "train");
+  CHECK(model_flops(train4, 4) == Approx(model_flops(train1, 1)).epsilon(1e-9));
+}
+
 TEST_CASE(
     "A burst of n equal requests on n slots: TTFT is one prefill step, TPOT one decode "
     "step") {
