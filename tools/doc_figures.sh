@@ -173,7 +173,7 @@ published_mfu() {
 }
 sec_mfu() {  # every point of the MaxText sweeps, run with --allow-oom (the memory model refuses some)
   local sw id out pub
-  for sw in maxtext_v5p_mfu maxtext_v4_mfu maxtext_v5e_16b maxtext_v5e_32b maxtext_v5e_64b maxtext_v5e_128b; do
+  for sw in maxtext_v5p_mfu maxtext_v5p_2slices maxtext_v4_mfu maxtext_v5e_16b maxtext_v5e_32b maxtext_v5e_64b maxtext_v5e_128b; do
     out=$tmp/$sw
     progress "tpusim sweep configs/studies/sweeps/$sw.json"
     "$bin" sweep "configs/studies/sweeps/$sw.json" -j 2 --out "$out" >/dev/null 2>&1 || true
@@ -184,7 +184,8 @@ sec_mfu() {  # every point of the MaxText sweeps, run with --allow-oom (the memo
         run "$out/points/$id.study.json" --allow-oom | tee -a "$tmp/mfu_rows_$sw"
     done
   done
-  # MaxText's 32 rows: v5p on one slice, v5e on 1 to 32 slices (not the two v4 rows: docs/kernels.md)
+  # MaxText's 40 rows: v5p on one and two slices, v5e on 1 to 32 slices (not the two v4 rows:
+  # docs/kernels.md)
   grep -ho 'error [-0-9.]* %' "$tmp"/mfu_rows_maxtext_v5* | awk '{ print $2 < 0 ? -$2 : $2 }' | sort -g | awk '{ a[NR] = $1; w += $1 <= 10 }
     END { m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
       printf "MaxText rows: %d of %d within 10 %% of the published MFU, median |error| %.1f %%\n", w, NR, m }'
