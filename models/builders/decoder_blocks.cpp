@@ -320,8 +320,66 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
 // rotary parts, scores over qk_nope + qk_rope per head, context of v_head_dim per head, output
 // projection. The latents are computed whole on every model core (their matrices are not split),
 // q_b and kv_b split on their heads. Returns the projection (a partial sum over the model axis).
+//
+// Serving: the cache holds each token's latent and shared rotary key (kv_lora_rank +
+// qk_rope_head_dim per layer), whole on every model core, since every head reads it. A prefill
+// expands the latents of the cached and the new tokens through kv_b; a decode step (one new
+// token) does not expand the cache but absorbs kv_b into the query and the output (DeepSeek-V2's
+// inference form): per head the query's non-rotary part through kv_b's key half into the latent
+// space, scores and context against the cached latents themselves (all heads as the query rows
+// of one product per sequence, the cache read by each of the two einsums), and the context
+// back through kv_b's value half. kv_b's two halves are its parameters either way.
+
+// Rotary positions on the queries' rotary parts (split with the heads) and the shared key part.
+int add_latent_rotary(OpGraph& g, const std::string& p, const DecoderDims& d, int q, int kv_a) {
+  OpNode rot = vector_op(OpKind::Elementwise, p + "rotary",
+                         static_cast<double>(d.tokens()) * (d.heads + 1) * d.qk_rope_head_dim, 1,
+                         kRotary, kRotaryGrad);
+  rot.split.model = SplitDim::N;
+  return g.add(std::move(rot), {q, kv_a});
+}
+
+// A decode step's latent attention with kv_b absorbed (add_latent_attention): `q` the queries,
+// `qr` their rotary parts with the new key's, `latents` the new tokens' latents as cached,
+// `cached` the bytes of the cached tokens' latents per replica. Returns the output projection.
+int add_absorbed_decode(OpGraph& g, const std::string& p, const DecoderDims& d, int q, int qr,
+                        int latents, double cached) {
+  const std::int64_t tokens = d.tokens(), ctx = d.context(), rows = d.seq * d.heads;
+  const std::int64_t width = d.kv_lora_rank + d.qk_rope_head_dim;
+  OpNode absorb_q =
+      activation_matmul(p + "q_absorb", d.heads, tokens, d.qk_nope_head_dim, d.kv_lora_rank);
+  absorb_q.params = d.heads * d.qk_nope_head_dim * d.kv_lora_rank;  // kv_b's key half
+  OpNode absorb_out =
+      activation_matmul(p + "out_absorb", d.heads, tokens, d.kv_lora_rank, d.v_head_dim);
+  absorb_out.params = d.heads * d.kv_lora_rank * d.v_head_dim;  // kv_b's value half
+  for (OpNode* op : {&absorb_q, &absorb_out}) {
+    op->split.model = SplitDim::Batch;  // the heads
+    op->params_split_by_model = true;
+  }
+  OpNode scores = activation_matmul(p + "scores", d.batch, rows, width, ctx);
+  OpNode softmax =
+      vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(d.batch) * rows * ctx, 1,
+                kCausalSoftmax, kCausalSoftmaxGrad);
+  OpNode context = activation_matmul(p + "context", d.batch, rows, ctx, d.kv_lora_rank);
+  const double fresh = static_cast<double>(tokens) * width * kBf16Bytes;  // the new latents
+  scores.bytes_read = static_cast<double>(d.batch) * rows * width * kBf16Bytes + fresh + cached;
+  context.bytes_read = static_cast<double>(d.batch) * rows * ctx * kBf16Bytes + fresh +
+                       cached * d.kv_lora_rank / width;
+  scores.split.model = context.split.model = SplitDim::M;  // the heads' rows
+  softmax.split.model = SplitDim::N;
+  const int qa = g.add(std::move(absorb_q), {q});
+  const int sc = g.add(std::move(scores), {qa, qr, latents});
+  const int probs = g.add(std::move(softmax), {sc});
+  const int c = g.add(std::move(context), {probs, latents});
+  const int o = g.add(std::move(absorb_out), {c});
+  OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * d.v_head_dim, d.d_model, false);
+  split_rows(out);
+  return g.add(std::move(out), {o});
+}
+
 int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
   const std::int64_t tokens = d.tokens(), qk = d.qk_nope_head_dim + d.qk_rope_head_dim;
+  const std::int64_t latent_width = d.kv_lora_rank + d.qk_rope_head_dim, ctx = d.context();
   auto latent = [&](const std::string& name, std::int64_t rank, int from) {
     const int a = g.add(weight_matmul(p + name + "_a", tokens, d.d_model, rank, false), {from});
     OpNode norm = layer_norm(p + name + "_norm", tokens, rank, 1, vpu_ops::kLayerNorm,
@@ -341,30 +399,37 @@ int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderD
   split_columns(qb);
   q = g.add(std::move(qb), {q});
   // kv_a also makes the shared rotary key part (qk_rope_head_dim) beside the latent.
-  const int kv_a = g.add(
-      weight_matmul(p + "kv_a", tokens, d.d_model, d.kv_lora_rank + d.qk_rope_head_dim, false),
-      {x});
+  const int kv_a = g.add(weight_matmul(p + "kv_a", tokens, d.d_model, latent_width, false), {x});
   OpNode kv_norm = layer_norm(p + "kv_norm", tokens, d.kv_lora_rank, 1, vpu_ops::kLayerNorm,
                               vpu_ops::kLayerNormGrad);
   kv_norm.params = d.kv_lora_rank;
-  const int kv_latent = g.add(std::move(kv_norm), {kv_a});
-  OpNode kvb = weight_matmul(p + "kv_b", tokens, d.kv_lora_rank,
+  int kv_latent = g.add(std::move(kv_norm), {kv_a});
+  int qr = -1;
+  double cached = 0;  // serving: the cached tokens' latents, per replica, in the cache's dtype
+  if (d.serving) {    // the new tokens' latents and rotated keys written to the cache
+    qr = add_latent_rotary(g, p, d, q, kv_a);
+    OpNode w = vector_op(OpKind::Elementwise, p + "kv_cache_write",
+                         static_cast<double>(tokens) * latent_width, 1, vpu_ops::kGather, 0);
+    w.bytes_written = static_cast<double>(tokens) * latent_width * d.kv_bytes;
+    kv_latent = g.add(std::move(w), {kv_latent, qr});
+    cached = static_cast<double>(d.batch) * (ctx - d.seq) * latent_width * d.kv_bytes;
+    if (d.seq == 1) return add_absorbed_decode(g, p, d, q, qr, kv_latent, cached);
+  }
+  // kv_b over every token the queries attend to: the sequence, or (serving) the cached tokens'
+  // latents, read from the cache, and the new ones.
+  OpNode kvb = weight_matmul(p + "kv_b", d.batch * ctx, d.kv_lora_rank,
                              d.heads * (d.qk_nope_head_dim + d.v_head_dim), false);
+  kvb.bytes_read += cached;
   kvb.checkpoint_name = "kv_proj";
   split_columns(kvb);
   const int kv = g.add(std::move(kvb), {kv_latent});
-  // Rotary on the queries' rotary parts (split with the heads) and the shared key part.
-  OpNode rot = vector_op(OpKind::Elementwise, p + "rotary",
-                         static_cast<double>(tokens) * (d.heads + 1) * d.qk_rope_head_dim, 1,
-                         kRotary, kRotaryGrad);
-  rot.split.model = SplitDim::N;
-  const int qr = g.add(std::move(rot), {q, kv_a});
+  if (qr < 0) qr = add_latent_rotary(g, p, d, q, kv_a);
   const std::int64_t products = d.batch * d.heads;
-  OpNode scores = activation_matmul(p + "scores", products, d.seq, qk, d.seq);
+  OpNode scores = activation_matmul(p + "scores", products, d.seq, qk, ctx);
   OpNode softmax =
-      vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(products) * d.seq * d.seq, 1,
+      vector_op(OpKind::Softmax, p + "softmax", static_cast<double>(products) * d.seq * ctx, 1,
                 kCausalSoftmax, kCausalSoftmaxGrad);
-  OpNode context = activation_matmul(p + "context", products, d.seq, d.seq, d.v_head_dim);
+  OpNode context = activation_matmul(p + "context", products, d.seq, ctx, d.v_head_dim);
   for (OpNode* op : {&scores, &softmax, &context}) {
     op->split.model = SplitDim::Batch;
     op->selective_remat = true;

@@ -296,16 +296,18 @@ void read_serving_dims(const Config& cfg, bool decode, DecoderDims& d) {
 
 // Per core, the KV cache of the step's sequences: preallocated to the model length, or the
 // pages their tokens fill; divided over the model axis where it splits the key/value heads and
-// over model2 by sequences.
+// over model2 by sequences. Latent attention caches each token's latent and shared rotary key,
+// whole on every model core.
 double kv_cache_bytes_per_core(const Config& cfg, const DecoderDims& d, std::int64_t layers) {
   std::int64_t tokens = d.max_len;
   if (kDecoderLmKvCache(cfg) == "paged") {
     const std::int64_t page = kDecoderLmKvPageTokens(cfg);
     tokens = (d.kv_len + d.seq + page - 1) / page * page;
   }
-  double bytes = static_cast<double>(d.batch) * tokens * 2 * layers * d.split_kv_heads() *
-                 d.head_dim * d.kv_bytes;
-  if (d.kv_split_by_model()) bytes /= d.model_degree;
+  const double per_token_layer = d.mla ? static_cast<double>(d.kv_lora_rank + d.qk_rope_head_dim)
+                                       : 2.0 * d.split_kv_heads() * d.head_dim;
+  double bytes = static_cast<double>(d.batch) * tokens * layers * per_token_layer * d.kv_bytes;
+  if (!d.mla && d.kv_split_by_model()) bytes /= d.model_degree;
   return bytes / d.model2_degree;
 }
 

@@ -244,6 +244,55 @@ TEST_CASE("a dropless mixture of experts counts the FLOPs of the top-k experts o
         Approx(6 * n3 + 6 * 61 * s * H * ((128 + 64) + 128)).epsilon(1e-12));
 }
 
+TEST_CASE("latent attention serving caches the latents and absorbs kv_b when decoding") {
+  // A small MLA decoder: 16 heads, kv rank 64, qk 32 + 16 rotary, v 32; 2 sequences with 100
+  // cached tokens. The cache holds each token's latent and rotary key (64 + 16 per layer), whole
+  // on every model core. Decode expands nothing: the query's non-rotary part goes through kv_b's
+  // key half into the latent space, scores and context run against the cached latents (the 16
+  // heads as rows of one product per sequence), and kv_b's value half maps the context back.
+  const nlohmann::json mla{{"attention_type", "mla"}, {"positions", "rotary"},
+                           {"q_lora_rank", 128},      {"kv_lora_rank", 64},
+                           {"qk_nope_head_dim", 32},  {"qk_rope_head_dim", 16},
+                           {"v_head_dim", 32},        {"layers", 2},
+                           {"kv_length", 100}};
+  const double B = 2, H = 16, rank = 64, rope = 16, nope = 32, v = 32, ctx = 101;
+  auto serving = [&](const char* program, bool decode) {
+    nlohmann::json w = mla;
+    w["program"] = program;
+    const Config c = lm_study("decoder_1b", w, {{"model", 2}});
+    return *make_model_builder("decoder_lm")->build_serving(c, 2, decode);
+  };
+  const OpGraph dec = serving("decode", true);
+  const Config train_cfg = lm_study("decoder_1b", mla);
+  const OpGraph train = graph_of(train_cfg, 2);
+  CHECK(dec.total_params() == train.total_params());  // kv_b's halves, absorbed
+  CHECK(node_named(dec, "decoder.0.attention.kv_b") == nullptr);
+  const OpNode* qa = node_named(dec, "decoder.0.attention.q_absorb");
+  const OpNode* oa = node_named(dec, "decoder.0.attention.out_absorb");
+  REQUIRE((qa && oa));
+  CHECK(qa->matmul->flops() == Approx(2 * H * B * nope * rank));
+  CHECK(qa->params + oa->params == node_named(train, "decoder.0.attention.kv_b")->params);
+  const OpNode* scores = node_named(dec, "decoder.0.attention.scores");
+  REQUIRE(scores);
+  CHECK(scores->matmul->batch == B);
+  CHECK(scores->matmul->m == H);
+  CHECK(scores->matmul->k == rank + rope);
+  CHECK(scores->matmul->n == ctx);
+  // The queries, the new token's latents and the 100 cached ones (bf16).
+  CHECK(scores->bytes_read ==
+        Approx(2 * (B * H * (rank + rope) + B * (rank + rope) + B * (ctx - 1) * (rank + rope))));
+  double kv_cache = 0;
+  for (const auto& r : dec.resident_per_core)
+    if (r.cls == MemoryClass::KvCache) kv_cache += r.bytes;
+  CHECK(kv_cache == Approx(B * 2048 * 2 * (rank + rope) * 2));  // 2 layers, preallocated, bf16
+  // Prefill after 100 cached tokens: kv_b expands the cached and the new tokens' latents.
+  const OpGraph pre = serving("prefill", false);
+  const OpNode* kvb = node_named(pre, "decoder.0.attention.kv_b");
+  REQUIRE(kvb);
+  CHECK(kvb->matmul->m == B * 2048);
+  CHECK(node_named(pre, "decoder.0.attention.scores")->matmul->n == 2048);
+}
+
 TEST_CASE("capacity dispatch pads to the capacity, drops the excess and counts the kept tokens") {
   // Uniform routing with a capacity factor of 1.0 drops nothing; a busiest expert with s times
   // the mean loses (s - 1) x the mean, the others staying under capacity.
