@@ -85,6 +85,11 @@ int add_expert_all_to_all(OpGraph& g, const std::string& name, double rows, cons
 struct ExpertRows {
   std::int64_t per_expert = 0;
   double model_share = 1;
+  /// The share of the experts whose weights are read: dropless, the expected share that the T
+  /// tokens' top-k choices touch under uniform routing, 1 - (1 - k / E)^T (a ragged group with
+  /// no rows loads no weights; near 1 but for a few tokens, as in a decode step); the capacity
+  /// einsums read every expert.
+  double weights_read = 1;
 };
 
 ExpertRows expert_rows(const DecoderDims& d) {
@@ -105,7 +110,21 @@ ExpertRows expert_rows(const DecoderDims& d) {
       d.experts, std::max<std::int64_t>(1, d.experts / d.expert_degree), d.expert_imbalance);
   r.per_expert = static_cast<std::int64_t>(std::ceil(mean * busiest));
   r.model_share = mean / static_cast<double>(r.per_expert);
+  r.weights_read = 1 - std::pow(1 - static_cast<double>(d.experts_per_token) / d.experts,
+                                static_cast<double>(d.tokens()));
   return r;
+}
+
+// An expert matmul as the dense MLP's (layer_matmul): at workload.quantization's rate, and in a
+// serving step with 8-bit weights the weights read at one byte; of the weights, the share of the
+// experts the tokens touch (ExpertRows::weights_read).
+void quantize_and_read(OpNode& op, const DecoderDims& d, const ExpertRows& rows) {
+  const MatmulShape s = *op.matmul;
+  op.mxu_dtype = d.quantization;
+  op.weights_stored_8bit = d.serving && is_8bit(d.quantization);
+  const double weight_bytes = op.weights_stored_8bit ? 1 : dtype_bytes(DType::BF16);
+  op.bytes_read = bf16(static_cast<double>(s.batch) * s.m * s.k) +
+                  static_cast<double>(s.batch) * s.k * s.n * weight_bytes * rows.weights_read;
 }
 
 // The experts' gated MLPs on `rows.per_expert` rows each: in (gate and up), activation, down.
@@ -116,6 +135,7 @@ int add_expert_mlps(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   in.model_flops_share = rows.model_share;
   in.checkpoint_name = "mlpwi";  // MaxText's moe.py names its expert matmuls as the dense MLP's
   split_columns(in);
+  quantize_and_read(in, d, rows);
   const int i = g.add(std::move(in), {x});
   const double elements = static_cast<double>(d.experts) * rows.per_expert * d.expert_d_ff;
   OpNode act = d.swiglu ? vector_op(OpKind::Elementwise, p + "moe.experts.swiglu", elements, 2,
@@ -130,6 +150,7 @@ int add_expert_mlps(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   out.model_flops_share = rows.model_share;
   out.checkpoint_name = "mlpwo";
   split_rows(out);
+  quantize_and_read(out, d, rows);
   return g.add(std::move(out), {a});
 }
 

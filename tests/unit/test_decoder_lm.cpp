@@ -293,6 +293,46 @@ TEST_CASE("latent attention serving caches the latents and absorbs kv_b when dec
   CHECK(node_named(pre, "decoder.0.attention.scores")->matmul->n == 2048);
 }
 
+TEST_CASE("a decode step reads the experts its tokens choose, in the weights' dtype") {
+  // Mixtral-shaped (8 experts, top-2), 2 layers, on a TPU v5e preset (an int8 rate). Dropless, a
+  // ragged group with no rows loads no weights: T tokens choosing 2 of 8 uniformly leave
+  // 0.75^T of the experts untouched, so one token reads 2 of the 8 experts' matrices and 8
+  // tokens 1 - 0.75^8 of them. With int8 weights a serving step reads them at one byte and the
+  // expert matmuls run at the int8 rate, as the dense ones do; training quantizes them too.
+  auto graph = [](long long batch, const char* program, const char* quantization) {
+    nlohmann::json w{{"preset", "mixtral_8x7b"},
+                     {"global_batch", 8},
+                     {"layers", 2},
+                     {"program", program},
+                     {"quantization", quantization}};
+    if (std::string(program) == "decode") w["kv_length"] = 100;
+    const Config c = load_config({{"preset", "tpu_v5e"}, {"topology", "2x2"}, {"workload", w}});
+    return std::string(program) == "train"
+               ? graph_of(c, batch)
+               : *make_model_builder("decoder_lm")->build_serving(c, batch, true);
+  };
+  const double E = 8, d = 4096, F = 14336;
+  auto in_bytes = [&](const OpGraph& g) {
+    return node_named(g, "decoder.0.moe.experts.in")->bytes_read;
+  };
+  auto rows_bytes = [&](const OpGraph& g) {
+    const MatmulShape& s = *node_named(g, "decoder.0.moe.experts.in")->matmul;
+    return 2.0 * s.batch * s.m * s.k;
+  };
+  const double weights = E * d * 2 * F;  // the gate and up matrices of every expert
+  const OpGraph one = graph(1, "decode", "none"), eight = graph(8, "decode", "none");
+  CHECK(in_bytes(one) - rows_bytes(one) == Approx(2 * weights * 2 / E));
+  CHECK(in_bytes(eight) - rows_bytes(eight) == Approx(2 * weights * (1 - std::pow(0.75, 8))));
+  const OpGraph q = graph(1, "decode", "int8");
+  const OpNode* in = node_named(q, "decoder.0.moe.experts.in");
+  CHECK(in->mxu_dtype == DType::I8);
+  CHECK(in->weights_stored_8bit);
+  CHECK(in_bytes(q) - rows_bytes(q) == Approx(weights * 2 / E));
+  const OpGraph t = graph(8, "train", "int8");
+  CHECK(node_named(t, "decoder.0.moe.experts.out")->mxu_dtype == DType::I8);
+  CHECK_FALSE(node_named(t, "decoder.0.moe.experts.out")->weights_stored_8bit);
+}
+
 TEST_CASE("capacity dispatch pads to the capacity, drops the excess and counts the kept tokens") {
   // Uniform routing with a capacity factor of 1.0 drops nothing; a busiest expert with s times
   // the mean loses (s - 1) x the mean, the others staying under capacity.
