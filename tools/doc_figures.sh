@@ -424,8 +424,8 @@ configs/studies/resnet50_128.json
 configs/studies/transformer_big_256.json --set workload.global_batch=8192 --set parallelism.model=1
 EOF
   echo "every shipped study (tpusim validate configs/studies/*.json --json), smallest and largest peak per core:"
-  # exit 1 where a study does not fit: the serving studies' own decode step (64 sequences
-  # preallocated to the model length), which `tpusim serve` never holds at once
+  # exit 1 where a study does not fit: serve_llama2_7b_disaggregated's own decode step (its
+  # sequences preallocated to the model length), which `tpusim serve` never holds at once
   for v in configs/studies/*.json; do
     q '"\(.memory.peak_bytes / 1073741824 * 100 | round / 100) GiB of \(.memory.capacity_bytes / 1073741824) GiB \(.study)"' validate "$v" || true
   done | sort -g | sed -n '1p;$p'
