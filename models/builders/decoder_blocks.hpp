@@ -28,8 +28,9 @@ struct DecoderDims {
   bool swiglu = false;    ///< SwiGLU MLP (three matrices) instead of GELU (two)
   bool rotary = false;    ///< rotary positions instead of a learned table
   bool biases = true;
-  std::int64_t model_degree =
-      1;  ///< parallelism.model: K and V split where it divides (or is a multiple of) kv_heads
+  /// parallelism.model: K and V split on their heads where it divides kv_heads, or is a multiple
+  /// of grouped-query kv_heads (kv_replicas)
+  std::int64_t model_degree = 1;
   /// parallelism.shard_activations: the residual stream, layer norms and adds sharded over the
   /// model axis (gathered before the column-split matmuls, reduce-scattered after the row-split)
   bool shard_activations = false;
