@@ -47,13 +47,7 @@ void shard_rows(OpNode& op, const DecoderDims& d) {
 OpNode layer_matmul(const std::string& name, std::int64_t m, std::int64_t k, std::int64_t n,
                     const DecoderDims& d) {
   OpNode op = weight_matmul(name, m, k, n, d.biases);
-  op.mxu_dtype = d.quantization;
-  // Serving: the weights are stored quantized (read at one byte, not quantized per step).
-  if (d.serving && is_8bit(d.quantization)) {
-    op.weights_stored_8bit = true;
-    op.bytes_read =
-        static_cast<double>(m) * k * dtype_bytes(DType::BF16) + static_cast<double>(k) * n;
-  }
+  quantize_weights(op, d);
   return op;
 }
 
@@ -140,15 +134,17 @@ int add_norm(OpGraph& g, const std::string& name, const DecoderDims& d, int x) {
   return g.add(std::move(ln), {x});
 }
 
-// Serving: the new tokens' keys and values written to the cache (in its dtype), split on the
-// key/value heads where the model axis splits them, on the sequences over model2.
-int add_kv_write(OpGraph& g, const std::string& p, const DecoderDims& d, int kv) {
-  const double elements = static_cast<double>(d.tokens()) * 2 * d.split_kv_heads() * d.head_dim;
+// Serving: the new tokens' cache entries (`per_token` elements each: keys and values, or the
+// latent and rotary key) written from `from` to the cache in its dtype; split on the key/value
+// heads where `split_heads` (the model axis splits them), on the sequences over model2.
+int add_kv_write(OpGraph& g, const std::string& p, const DecoderDims& d,
+                 const std::vector<int>& from, double per_token, bool split_heads) {
+  const double elements = static_cast<double>(d.tokens()) * per_token;
   OpNode w = vector_op(OpKind::Elementwise, p + "kv_cache_write", elements, 1, vpu_ops::kGather, 0);
   w.bytes_written = elements * d.kv_bytes;
-  if (d.kv_split_by_model()) w.split.model = SplitDim::N;
+  if (split_heads) w.split.model = SplitDim::N;
   split_rows_model2(w, d);
-  return g.add(std::move(w), {kv});
+  return g.add(std::move(w), from);
 }
 
 // The context `c` (resharded back to sequence-split under all-to-all) through the output
@@ -292,7 +288,8 @@ int add_decoder_attention(OpGraph& g, const std::string& p, int x, const Decoder
     const double cached = static_cast<double>(products) * ctx * hd * d.kv_bytes;
     scores.bytes_read = static_cast<double>(products) * rows * hd * kBf16Bytes + cached;
     context.bytes_read = static_cast<double>(products) * rows * ctx * kBf16Bytes + cached;
-    kv_src = add_kv_write(g, p, d, kv_src);
+    kv_src = add_kv_write(g, p, d, {kv_src}, 2.0 * d.split_kv_heads() * d.head_dim,
+                          d.kv_split_by_model());
   }
   for (OpNode* op : {&scores, &softmax, &context}) {
     op->split.model = SplitDim::Batch;
@@ -339,6 +336,16 @@ int add_latent_rotary(OpGraph& g, const std::string& p, const DecoderDims& d, in
   return g.add(std::move(rot), {q, kv_a});
 }
 
+// Latent attention's output projection of the heads' values `c` (a partial sum over the model
+// axis).
+int add_latent_out(OpGraph& g, const std::string& p, const DecoderDims& d, int c) {
+  OpNode out =
+      weight_matmul(p + "attention_out", d.tokens(), d.heads * d.v_head_dim, d.d_model, false);
+  out.checkpoint_name = "out_proj";
+  split_rows(out);
+  return g.add(std::move(out), {c});
+}
+
 // A decode step's latent attention with kv_b absorbed (add_latent_attention): `q` the queries,
 // `qr` their rotary parts with the new key's, `latents` the new tokens' latents as cached,
 // `cached` the bytes of the cached tokens' latents per replica. Returns the output projection.
@@ -371,10 +378,7 @@ int add_absorbed_decode(OpGraph& g, const std::string& p, const DecoderDims& d, 
   const int sc = g.add(std::move(scores), {qa, qr, latents});
   const int probs = g.add(std::move(softmax), {sc});
   const int c = g.add(std::move(context), {probs, latents});
-  const int o = g.add(std::move(absorb_out), {c});
-  OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * d.v_head_dim, d.d_model, false);
-  split_rows(out);
-  return g.add(std::move(out), {o});
+  return add_latent_out(g, p, d, g.add(std::move(absorb_out), {c}));
 }
 
 int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderDims& d) {
@@ -408,10 +412,7 @@ int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderD
   double cached = 0;  // serving: the cached tokens' latents, per replica, in the cache's dtype
   if (d.serving) {    // the new tokens' latents and rotated keys written to the cache
     qr = add_latent_rotary(g, p, d, q, kv_a);
-    OpNode w = vector_op(OpKind::Elementwise, p + "kv_cache_write",
-                         static_cast<double>(tokens) * latent_width, 1, vpu_ops::kGather, 0);
-    w.bytes_written = static_cast<double>(tokens) * latent_width * d.kv_bytes;
-    kv_latent = g.add(std::move(w), {kv_latent, qr});
+    kv_latent = add_kv_write(g, p, d, {kv_latent, qr}, static_cast<double>(latent_width), false);
     cached = static_cast<double>(d.batch) * (ctx - d.seq) * latent_width * d.kv_bytes;
     if (d.seq == 1) return add_absorbed_decode(g, p, d, q, qr, kv_latent, cached);
   }
@@ -437,11 +438,7 @@ int add_latent_attention(OpGraph& g, const std::string& p, int x, const DecoderD
   const int sc = g.add(std::move(scores), {qr, kv});
   const int probs = g.add(std::move(softmax), {sc});
   context.checkpoint_name = "context";
-  const int c = g.add(std::move(context), {probs, kv});
-  OpNode out = weight_matmul(p + "attention_out", tokens, d.heads * d.v_head_dim, d.d_model, false);
-  out.checkpoint_name = "out_proj";
-  split_rows(out);
-  return g.add(std::move(out), {c});
+  return add_latent_out(g, p, d, g.add(std::move(context), {probs, kv}));
 }
 
 // GELU: in, gelu, out. SwiGLU: gate and up as one [d_model, 2 d_ff] matmul, swish(gate) * up,
@@ -472,6 +469,17 @@ int add_decoder_mlp(OpGraph& g, const std::string& p, int x, const DecoderDims& 
 }
 
 }  // namespace
+
+void quantize_weights(OpNode& op, const DecoderDims& d, double weights_read) {
+  const MatmulShape& s = *op.matmul;
+  const double b = static_cast<double>(s.batch);
+  op.mxu_dtype = d.quantization;
+  // Serving: the weights are stored quantized (read at one byte, not quantized per step).
+  op.weights_stored_8bit = d.serving && is_8bit(d.quantization);
+  const double weight_bytes = op.weights_stored_8bit ? 1 : dtype_bytes(DType::BF16);
+  op.bytes_read =
+      b * s.m * s.k * dtype_bytes(DType::BF16) + b * s.k * s.n * weight_bytes * weights_read;
+}
 
 DecoderEmbeddings add_decoder_embeddings(OpGraph& g, const DecoderDims& d) {
   DecoderEmbeddings e;

@@ -102,6 +102,11 @@ int add_decoder_layer(OpGraph& g, const std::string& prefix, int x, const Decode
 /// Returns the combined output (a partial sum over the model axis).
 int add_moe_experts(OpGraph& g, const std::string& prefix, int x, const DecoderDims& d);
 
+/// A layer's weight matmul as workload.quantization runs it: at the int8 or fp8 MXU rate, and in
+/// a serving step with 8-bit weights the weight operand read at one byte; `weights_read`, the
+/// share of the weight operand the step reads (1 but for routed experts no token chose).
+void quantize_weights(OpNode& op, const DecoderDims& d, double weights_read = 1);
+
 /// Of the tokens x top-k routed, the share past capacity: capacity `capacity_factor` x the mean
 /// per expert, the busiest of `experts` receiving `imbalance` x the mean and the others sharing
 /// the rest equally. Uniform routing (imbalance 1) with a capacity factor of at least 1 drops

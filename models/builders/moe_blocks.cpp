@@ -115,18 +115,6 @@ ExpertRows expert_rows(const DecoderDims& d) {
   return r;
 }
 
-// An expert matmul as the dense MLP's (layer_matmul): at workload.quantization's rate, and in a
-// serving step with 8-bit weights the weights read at one byte; of the weights, the share of the
-// experts the tokens touch (ExpertRows::weights_read).
-void quantize_and_read(OpNode& op, const DecoderDims& d, const ExpertRows& rows) {
-  const MatmulShape s = *op.matmul;
-  op.mxu_dtype = d.quantization;
-  op.weights_stored_8bit = d.serving && is_8bit(d.quantization);
-  const double weight_bytes = op.weights_stored_8bit ? 1 : dtype_bytes(DType::BF16);
-  op.bytes_read = bf16(static_cast<double>(s.batch) * s.m * s.k) +
-                  static_cast<double>(s.batch) * s.k * s.n * weight_bytes * rows.weights_read;
-}
-
 // The experts' gated MLPs on `rows.per_expert` rows each: in (gate and up), activation, down.
 int add_expert_mlps(OpGraph& g, const std::string& p, int x, const DecoderDims& d,
                     const ExpertRows& rows) {
@@ -135,7 +123,7 @@ int add_expert_mlps(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   in.model_flops_share = rows.model_share;
   in.checkpoint_name = "mlpwi";  // MaxText's moe.py names its expert matmuls as the dense MLP's
   split_columns(in);
-  quantize_and_read(in, d, rows);
+  quantize_weights(in, d, rows.weights_read);  // as the dense MLP's, of the experts touched
   const int i = g.add(std::move(in), {x});
   const double elements = static_cast<double>(d.experts) * rows.per_expert * d.expert_d_ff;
   OpNode act = d.swiglu ? vector_op(OpKind::Elementwise, p + "moe.experts.swiglu", elements, 2,
@@ -150,7 +138,7 @@ int add_expert_mlps(OpGraph& g, const std::string& p, int x, const DecoderDims& 
   out.model_flops_share = rows.model_share;
   out.checkpoint_name = "mlpwo";
   split_rows(out);
-  quantize_and_read(out, d, rows);
+  quantize_weights(out, d, rows.weights_read);
   return g.add(std::move(out), {a});
 }
 

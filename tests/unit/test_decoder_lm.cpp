@@ -271,6 +271,7 @@ TEST_CASE("latent attention serving caches the latents and absorbs kv_b when dec
   const OpNode* oa = node_named(dec, "decoder.0.attention.out_absorb");
   REQUIRE((qa && oa));
   CHECK(qa->matmul->flops() == Approx(2 * H * B * nope * rank));
+  CHECK(oa->matmul->flops() == Approx(2 * H * B * rank * v));
   CHECK(qa->params + oa->params == node_named(train, "decoder.0.attention.kv_b")->params);
   const OpNode* scores = node_named(dec, "decoder.0.attention.scores");
   REQUIRE(scores);
